@@ -1,0 +1,79 @@
+/* config.c — reads scilan's environment settings once per process, rejects
+ * bad values with a message naming the variable, and resolves the runtime dir.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout.h"
+#include "log.h"
+#include "ring.h"
+#include "rundir.h"
+
+static struct sl_config config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+int sl_parse_int(const char *text, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!text || !*text)
+		return -1;
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void read_log_level(void)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	const char *v = getenv("SCILAN_LOG");
+
+	if (!v || !*v)
+		return;
+	for (int i = 0; i < 4; i++) {
+		if (strcmp(v, names[i]) == 0) {
+			sl_log_set_level((enum sl_log_level)i);
+			return;
+		}
+	}
+	sl_err("SCILAN_LOG=%s is not one of error|warn|info|debug; using warn", v);
+}
+
+static long long read_int_setting(const char *name, long long min, long long max, long long fallback)
+{
+	const char *v = getenv(name);
+	long long out;
+
+	if (!v)
+		return fallback;
+	if (sl_parse_int(v, min, max, &out) < 0) {
+		sl_err("%s=%s is not an integer in [%lld, %lld]; using %lld", name, v, min, max, fallback);
+		return fallback;
+	}
+	return out;
+}
+
+static void load_config(void)
+{
+	read_log_level();
+	config.poll_us = (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, SL_DEFAULT_POLL_US);
+	config.ring_bytes = sl_ring_cap_for(
+		(uint64_t)read_int_setting("SCILAN_RING_KB", SL_RING_MIN >> 10, SL_RING_MAX >> 10, SL_DEFAULT_RING_KB)
+		<< 10);
+	if (sl_rundir_prepare(config.rundir, sizeof(config.rundir)) < 0)
+		config.rundir[0] = '\0';
+}
+
+const struct sl_config *sl_config(void)
+{
+	pthread_once(&config_once, load_config);
+	return &config;
+}

@@ -1,0 +1,26 @@
+/* config.h — the process-wide settings read once from the environment
+ * (SCILAN_POLL_US, SCILAN_RING_KB, SCILAN_LOG, SCILAN_RUNDIR).
+ */
+#ifndef SCILAN_CONFIG_H
+#define SCILAN_CONFIG_H
+
+#include <stdint.h>
+
+/* Defaults chosen by measurement (see README.md, "Tuning"). */
+#define SL_DEFAULT_POLL_US 50
+#define SL_DEFAULT_RING_KB 256
+#define SL_MAX_POLL_US 10000000
+
+struct sl_config {
+	int poll_us;             /* spin before sleeping; 0 = interrupt mode */
+	uint64_t ring_bytes;     /* default receive ring capacity */
+	char rundir[4096];       /* per-user runtime directory ("" = none usable) */
+};
+
+/* The settings, parsed on first use; bad values are reported and replaced by defaults. */
+const struct sl_config *sl_config(void);
+
+/* Parse a decimal integer in [min, max]; returns 0 or -1 (nothing written). */
+int sl_parse_int(const char *text, long long min, long long max, long long *out);
+
+#endif

@@ -1,0 +1,128 @@
+/* conn.c — the state of an established connection as both ends see it:
+ * readiness from ring indices and peer flags, the stimulate side of the sleep
+ * protocol, and resets when the peer breaks the protocol or dies.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fabric.h"
+#include "log.h"
+#include "segment.h"
+
+void sl_conn_reset(struct sl_sock *s, const char *why)
+{
+	if (atomic_exchange(&s->reset, true))
+		return;
+	sl_warn("fd %d: connection reset: %s", s->fd, why);
+	atomic_store(&s->pending_error, ECONNRESET);
+	if (s->peer_ctl) {
+		pthread_mutex_lock(&s->ctl_lock);
+		sl_segment_set_state(s, SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR);
+		pthread_mutex_unlock(&s->ctl_lock);
+		sl_fabric()->stimulate(s);
+	}
+	sl_conn_wake_local(s);
+}
+
+bool sl_conn_peer_died(struct sl_sock *s)
+{
+	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+
+	if (ps & SL_PEER_RESET)
+		return true;
+	return atomic_load(&s->peer_gone) && !(ps & SL_PEER_CLOSED);
+}
+
+short sl_conn_ready(struct sl_sock *s, short events)
+{
+	short rev = 0;
+	uint32_t ps;
+	int64_t avail, space;
+	bool peer_fin, shut_wr = atomic_load(&s->shut_wr);
+
+	if (atomic_load(&s->reset))
+		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
+			       (atomic_load(&s->pending_error) ? POLLERR : 0));
+	/* State before indices: data written before the peer's FIN is then visible. */
+	ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+	avail = sl_ring_rx_avail(&s->rx);
+	if (avail < 0) {
+		sl_conn_reset(s, "peer wrote an impossible write index");
+		return sl_conn_ready(s, events);
+	}
+	if (sl_conn_peer_died(s) && avail == 0) {
+		if (ps & SL_PEER_RESET)
+			atomic_store(&s->pending_error, ECONNRESET);
+		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP | POLLERR);
+	}
+	peer_fin = (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone);
+	if (avail > 0 || peer_fin || atomic_load(&s->shut_rd))
+		rev |= POLLIN | POLLRDNORM;
+	if (peer_fin)
+		rev |= POLLRDHUP;
+	if (shut_wr || (ps & SL_PEER_CLOSED) || atomic_load(&s->peer_gone)) {
+		rev |= POLLOUT | POLLWRNORM;
+	} else {
+		space = sl_ring_tx_space(&s->tx);
+		if (space < 0) {
+			sl_conn_reset(s, "peer published an impossible read index");
+			return sl_conn_ready(s, events);
+		}
+		/* Like the kernel's minimum write space: no POLLOUT for a sliver. */
+		if ((uint64_t)space >= s->tx.cap / 4)
+			rev |= POLLOUT | POLLWRNORM;
+	}
+	if ((peer_fin || atomic_load(&s->shut_rd)) && shut_wr)
+		rev |= POLLHUP;
+	return (short)(rev & (events | POLLHUP | POLLERR));
+}
+
+void sl_conn_wake_local(struct sl_sock *s)
+{
+	uint64_t one = 1;
+	int fd = atomic_load(&s->wake_fd);
+
+	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
+		sl_debug("local wake-up of fd %d failed", s->fd);
+}
+
+void sl_conn_after_produce(struct sl_sock *s)
+{
+	/* Step 1-2 of the stimulate side: our index store must be visible before
+	 * we read the peer's arm word, or both of us could miss the other. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
+	    atomic_exchange(&s->own_ctl->wake_on_data, 0))
+		sl_fabric()->stimulate(s);
+}
+
+void sl_conn_after_consume(struct sl_sock *s)
+{
+	/* Only a published index can unblock the sender; publishing is batched
+	 * (ring.c), so a sleeping sender gets the index at once. */
+	if (s->rx.published != s->rx.read) {
+		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed))
+			return;
+		sl_ring_rx_publish(&s->rx);
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
+	    atomic_exchange(&s->own_ctl->wake_on_space, 0))
+		sl_fabric()->stimulate(s);
+}
+
+void sl_conn_wake_peer(struct sl_sock *s)
+{
+	bool armed;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	armed = atomic_exchange(&s->own_ctl->wake_on_data, 0) != 0;
+	armed |= atomic_exchange(&s->own_ctl->wake_on_space, 0) != 0;
+	if (armed)
+		sl_fabric()->stimulate(s);
+}

@@ -1,0 +1,35 @@
+/* conn.h — connection-level helpers shared by the data path, the wait
+ * machinery and the socket calls: readiness, resets, local wake-ups.
+ */
+#ifndef SCILAN_CONN_H
+#define SCILAN_CONN_H
+
+#include <poll.h>
+#include <stdbool.h>
+
+#include "sock.h"
+
+/* Readiness (poll bits) of a connected accelerated socket, without syscalls. */
+short sl_conn_ready(struct sl_sock *s, short events);
+/* The peer broke the protocol: log why, mark the connection reset, tell the peer. */
+void sl_conn_reset(struct sl_sock *s, const char *why);
+/* Wake threads of this process sleeping on s (after shutdown or close). */
+void sl_conn_wake_local(struct sl_sock *s);
+/* After freeing ring space: wake a peer that sleeps waiting for it. */
+void sl_conn_after_consume(struct sl_sock *s);
+/* After adding data or state: wake a peer that sleeps waiting for it. */
+void sl_conn_after_produce(struct sl_sock *s);
+/* Wake the peer whatever it sleeps on (it must see our close). */
+void sl_conn_wake_peer(struct sl_sock *s);
+/* The peer went away without an orderly close (died, or reset us). */
+bool sl_conn_peer_died(struct sl_sock *s);
+
+/* A non-blocking connect with an offer out: move to SL_CONNECTED once the
+ * kernel connection is up, or back to SL_FRESH if it failed. */
+void sl_connect_progress(struct sl_sock *s);
+
+/* Sleep until s is ready for events (the sleep protocol of ARCHITECTURE.md):
+ * 0 when ready, -1 with errno EINTR or EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO expired). */
+int sl_wait(struct sl_sock *s, short events);
+
+#endif

@@ -1,0 +1,49 @@
+/* fabric.h — the interface between the socket layer and a transport fabric
+ * (today the shared-memory fabric; the /dev/scilan device fabric plugs in
+ * behind the same operations): rendezvous, segment mapping and wake-ups.
+ */
+#ifndef SCILAN_FABRIC_H
+#define SCILAN_FABRIC_H
+
+#include <stdint.h>
+
+#include "sock.h"
+
+struct sl_fabric_ops {
+	const char *name;
+	/* Publish/withdraw a listening socket bound at local. */
+	int (*listen_register)(struct sl_sock *s, const struct sl_key *local);
+	void (*listen_unregister)(struct sl_sock *s);
+	/* Is a live scilan listener reachable at dst?  1 yes (peer ring size in
+	 * *peer_ring), 0 no. */
+	int (*lookup)(const struct sl_key *dst, uint64_t *peer_ring);
+	/* Connecting side, before the kernel connect: create the segment and
+	 * publish the offer keyed by (dst, src_port).  0, or -1 with errno. */
+	int (*offer)(struct sl_sock *s, const struct sl_key *dst, uint16_t src_port, uint64_t peer_ring);
+	/* The connect failed: remove the offer and the segment. */
+	void (*offer_withdraw)(struct sl_sock *s);
+	/* Connecting side, once connected: forget the offer bookkeeping we no longer need. */
+	void (*offer_settle)(struct sl_sock *s);
+	/* Accepting side, after the kernel accept: 1 attached, 0 the peer made
+	 * no offer (plain TCP), -1 the offer was unusable (errno set). */
+	int (*attach)(struct sl_sock *s, const struct sl_key *local, const struct sl_key *peer);
+	/* Wake the peer's sleeper (it armed a wake_on_* word). */
+	void (*stimulate)(struct sl_sock *s);
+	/* Make our earlier stores into the peer's area visible before we re-check
+	 * our own area (step 3 of the sleep protocol). */
+	void (*flush_remote)(struct sl_sock *s);
+	/* Drain wake-up tokens; returns -1 once the peer is gone (EOF/error). */
+	int (*drain)(struct sl_sock *s);
+	/* The socket is closed: unmap the segment (data not yet collected by
+	 * the peer is kept until it is). */
+	void (*release)(struct sl_sock *s);
+	/* Finish deferred releases whose time has come. */
+	void (*sweep)(void);
+};
+
+extern const struct sl_fabric_ops sl_fabric_shm;
+
+/* The fabric in use by this process. */
+const struct sl_fabric_ops *sl_fabric(void);
+
+#endif

@@ -1,0 +1,359 @@
+/* fabric_shm.c — the shared-memory fabric: segments are sealed memfds, the
+ * connecting side publishes an offer file keyed by the TCP 4-tuple before its
+ * kernel connect, the accepting side opens the memfd through /proc; wake-ups
+ * are single bytes on the connection's kernel TCP socket.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fabric.h"
+#include "log.h"
+#include "registry.h"
+#include "segment.h"
+#include "shm_linger.h"
+
+#define OFFER_MAGIC 0x3146464f20434c53ull /* "SLC OFF1" */
+#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+
+struct offer {
+	uint64_t magic;
+	int32_t pid;
+	int32_t memfd;
+	uint64_t ino;
+	uint64_t dev;
+};
+
+static int offer_path(const struct sl_key *dst, uint16_t src_port, char *path, size_t size)
+{
+	const char *rundir = sl_config()->rundir;
+	char name[96];
+
+	if (!*rundir) {
+		errno = ENOENT;
+		return -1;
+	}
+	sl_key_name(dst, name, sizeof(name));
+	if (snprintf(path, size, "%s/offer/%s-%u", rundir, name, (unsigned)src_port) >= (int)size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key *local)
+{
+	static const unsigned char any[16];
+	int v6only = 0;
+	socklen_t len = sizeof(v6only);
+
+	if (local->family != AF_INET6 || memcmp(local->addr, any, 16) != 0)
+		return false;
+	return getsockopt(s->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
+}
+
+static void shm_listen_unregister(struct sl_sock *s)
+{
+	for (int i = 0; i < 2; i++) {
+		if (s->reg_fd[i] >= 0)
+			sl_registry_remove(s->reg_fd[i], s->reg_path[i]);
+		s->reg_fd[i] = -1;
+	}
+}
+
+static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
+{
+	struct sl_key v4_any = { .family = AF_INET, .port = local->port };
+
+	s->reg_fd[0] = sl_registry_add(local, s->ring_bytes, s->reg_path[0], sizeof(s->reg_path[0]));
+	if (s->reg_fd[0] < 0)
+		return -1;
+	/* A dual-stack [::] listener also takes IPv4 connections. */
+	if (is_dual_stack_wildcard(s, local)) {
+		s->reg_fd[1] = sl_registry_add(&v4_any, s->ring_bytes, s->reg_path[1], sizeof(s->reg_path[1]));
+		if (s->reg_fd[1] < 0) {
+			shm_listen_unregister(s);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int shm_lookup(const struct sl_key *dst, uint64_t *peer_ring)
+{
+	return sl_registry_find(dst, peer_ring);
+}
+
+static int create_memfd(size_t size)
+{
+	int fd = memfd_create("scilan-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int err;
+
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) < 0)
+		goto fail;
+	/* Reserve the pages now: a full tmpfs or memory cgroup must fail this
+	 * connect, not raise SIGBUS on a later store into the ring. */
+	err = posix_fallocate(fd, 0, (off_t)size);
+	if (err) {
+		errno = err;
+		goto fail;
+	}
+	/* Sealed against shrinking, a peer cannot truncate the file under our mapping. */
+	if (fcntl(fd, F_ADD_SEALS, SEALS) < 0)
+		goto fail;
+	return fd;
+fail:
+	err = errno;
+	close(fd);
+	errno = err;
+	return -1;
+}
+
+static int write_offer(const char *path, const struct offer *offer)
+{
+	char tmp[4300];
+	int fd, err;
+
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, offer->memfd);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	if (write(fd, offer, sizeof(*offer)) != (ssize_t)sizeof(*offer)) {
+		err = errno ? errno : ENOSPC;
+		goto fail;
+	}
+	close(fd);
+	/* rename: the accepting side sees the whole offer or none of it. */
+	if (rename(tmp, path) < 0) {
+		err = errno;
+		unlink(tmp);
+		errno = err;
+		return -1;
+	}
+	return 0;
+fail:
+	close(fd);
+	unlink(tmp);
+	errno = err;
+	return -1;
+}
+
+static int shm_offer(struct sl_sock *s, const struct sl_key *dst, uint16_t src_port, uint64_t peer_ring)
+{
+	struct sl_seg_header hdr;
+	struct offer offer = { .magic = OFFER_MAGIC, .pid = getpid() };
+	struct stat st;
+	void *base;
+	int fd, err;
+
+	if (offer_path(dst, src_port, s->offer_path, sizeof(s->offer_path)) < 0)
+		return -1;
+	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
+	fd = create_memfd(hdr.total_size);
+	if (fd < 0)
+		goto fail_path;
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		goto fail_fd;
+	memcpy(base, &hdr, sizeof(hdr));
+	if (fstat(fd, &st) < 0)
+		goto fail_map;
+	offer.memfd = fd;
+	offer.ino = st.st_ino;
+	offer.dev = st.st_dev;
+	if (write_offer(s->offer_path, &offer) < 0)
+		goto fail_map;
+	s->memfd = fd;
+	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
+	return 0;
+fail_map:
+	err = errno;
+	munmap(base, hdr.total_size);
+	errno = err;
+fail_fd:
+	err = errno;
+	close(fd);
+	errno = err;
+fail_path:
+	sl_warn("cannot offer a shared segment (%s); connection uses kernel TCP", strerror(errno));
+	s->offer_path[0] = '\0';
+	return -1;
+}
+
+static void forget_segment(struct sl_sock *s)
+{
+	s->seg = NULL;
+	s->own_ctl = s->peer_ctl = NULL;
+	s->memfd = -1;
+	s->offer_path[0] = '\0';
+}
+
+static void shm_offer_withdraw(struct sl_sock *s)
+{
+	sl_shm_unmap(s->seg, s->seg_len, s->memfd, s->offer_path);
+	forget_segment(s);
+}
+
+static void shm_release(struct sl_sock *s)
+{
+	bool unattached = s->own_area == 0 && s->memfd >= 0 &&
+			  !(atomic_load(&s->own_ctl->peer_state) & SL_PEER_ATTACHED);
+
+	if (unattached && !atomic_load(&s->peer_gone))
+		sl_shm_linger_add(s->seg, s->seg_len, s->memfd, s->offer_path, &s->own_ctl->peer_state);
+	else
+		sl_shm_unmap(s->seg, s->seg_len, s->memfd, unattached ? s->offer_path : NULL);
+	forget_segment(s);
+}
+
+static void shm_offer_settle(struct sl_sock *s)
+{
+	if (s->memfd < 0 || !s->own_ctl)
+		return;
+	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_ATTACHED) {
+		close(s->memfd);
+		s->memfd = -1;
+		s->offer_path[0] = '\0'; /* the attacher removed it */
+	}
+}
+
+/* Open the offered memfd through /proc; -1 with errno ESRCH if the offer is stale. */
+static int open_offered_memfd(const struct offer *offer, struct stat *st)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)offer->pid, (int)offer->memfd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			errno = ESRCH;
+		return -1;
+	}
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_ino != offer->ino || st->st_dev != offer->dev ||
+	    st->st_uid != geteuid()) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	if ((fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
+}
+
+static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struct sl_key *peer)
+{
+	struct sl_seg_header hdr;
+	struct offer offer;
+	struct stat st;
+	char path[4200];
+	void *base;
+	int ofd, fd;
+	ssize_t got;
+
+	if (offer_path(local, peer->port, path, sizeof(path)) < 0)
+		return 0;
+	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (ofd < 0)
+		return 0;
+	got = read(ofd, &offer, sizeof(offer));
+	close(ofd);
+	unlink(path);
+	if (got != (ssize_t)sizeof(offer) || offer.magic != OFFER_MAGIC || offer.pid <= 0 || offer.memfd < 0) {
+		sl_warn("malformed connect offer %s ignored", path);
+		return 0;
+	}
+	fd = open_offered_memfd(&offer, &st);
+	if (fd < 0) {
+		if (errno == ESRCH) {
+			sl_debug("stale connect offer %s from pid %d ignored", path, (int)offer.pid);
+			return 0;
+		}
+		sl_warn("cannot open the segment offered by pid %d: %s", (int)offer.pid, strerror(errno));
+		errno = ECONNABORTED;
+		return -1;
+	}
+	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
+		close(fd);
+		sl_warn("segment offered by pid %d has a bad header; connection refused", (int)offer.pid);
+		errno = ECONNABORTED;
+		return -1;
+	}
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED) {
+		sl_warn("cannot map the segment offered by pid %d: %s", (int)offer.pid, strerror(errno));
+		errno = ECONNABORTED;
+		return -1;
+	}
+	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
+	sl_segment_set_state(s, SL_PEER_ATTACHED);
+	return 1;
+}
+
+static void shm_stimulate(struct sl_sock *s)
+{
+	static const char token = 0;
+
+	/* Failure means the peer is gone, which its own companion EOF reports. */
+	if (send(s->fd, &token, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		sl_debug("wake-up of fd %d not sent: %s", s->fd, strerror(errno));
+}
+
+static void shm_flush_remote(struct sl_sock *s)
+{
+	(void)s;
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+static int shm_drain(struct sl_sock *s)
+{
+	char tokens[64];
+	ssize_t n;
+
+	for (;;) {
+		n = recv(s->fd, tokens, sizeof(tokens), MSG_DONTWAIT);
+		if (n == (ssize_t)sizeof(tokens))
+			continue;
+		if (n > 0)
+			return 0;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return -1; /* EOF or a reset: the peer's end of the companion is closed */
+	}
+}
+
+const struct sl_fabric_ops sl_fabric_shm = {
+	.name = "shm",
+	.listen_register = shm_listen_register,
+	.listen_unregister = shm_listen_unregister,
+	.lookup = shm_lookup,
+	.offer = shm_offer,
+	.offer_withdraw = shm_offer_withdraw,
+	.offer_settle = shm_offer_settle,
+	.attach = shm_attach,
+	.stimulate = shm_stimulate,
+	.flush_remote = shm_flush_remote,
+	.drain = shm_drain,
+	.release = shm_release,
+	.sweep = sl_shm_linger_sweep,
+};
+
+const struct sl_fabric_ops *sl_fabric(void)
+{
+	return &sl_fabric_shm;
+}

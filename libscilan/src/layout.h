@@ -1,0 +1,57 @@
+/* layout.h — the shared-memory layout of one scilan connection: the segment
+ * header and the two per-side areas (control words plus receive ring).
+ * Everything here may be written by an untrusted peer; readers validate.
+ */
+#ifndef SCILAN_LAYOUT_H
+#define SCILAN_LAYOUT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SL_CACHELINE 64
+#define SL_PAGE 4096u
+#define SL_SEG_MAGIC 0x3147455320434c53ull /* "SLC SEG1" little-endian */
+#define SL_SEG_VERSION 1u
+
+/* Ring capacity limits (bytes, powers of two). */
+#define SL_RING_MIN (4u << 10)
+#define SL_RING_MAX (256u << 20)
+
+/* peer_state bits, written by the peer into the area it does not own. */
+#define SL_PEER_ATTACHED 0x1u /* server side mapped the segment (client may drop its fd) */
+#define SL_PEER_SHUT_WR 0x2u  /* peer sends nothing after rx_write: EOF once drained */
+#define SL_PEER_CLOSED 0x4u   /* peer closed: it reads nothing more (our sends get EPIPE) */
+#define SL_PEER_RESET 0x8u    /* peer found the connection corrupt: ECONNRESET */
+
+/* The control block at the start of each area.  The area lives in the memory
+ * of the side that RECEIVES into it ("owner"); every word is written by the
+ * other side ("peer") so that the owner only ever reads its own memory on the
+ * fast path.  The wake_on_* words are also cleared by the owner (exchange).
+ * Each word has its own cache line so the owner's polling of one does not
+ * bounce with the peer's writes of another.
+ */
+struct sl_area_ctl {
+	_Alignas(SL_CACHELINE) _Atomic uint64_t rx_write;       /* peer's producer index into this ring */
+	_Alignas(SL_CACHELINE) _Atomic uint64_t peer_read;      /* peer's consumer index of the ring in the peer's area */
+	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_data;   /* peer sleeps until owner sends data */
+	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_space;  /* peer sleeps until owner frees ring space */
+	_Alignas(SL_CACHELINE) _Atomic uint32_t peer_state;     /* SL_PEER_* bits */
+};
+
+/* The data of an area starts one page after the area's start. */
+#define SL_AREA_CTL_SIZE SL_PAGE
+_Static_assert(sizeof(struct sl_area_ctl) <= SL_AREA_CTL_SIZE, "control block fits its page");
+
+/* Segment header: written once by the creator (the connecting side) before it
+ * publishes the segment; the attaching side copies and validates it once. */
+struct sl_seg_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size;
+	uint64_t area_off[2]; /* [0] the creator's receive area, [1] the attacher's */
+	uint64_t ring_cap[2];
+	uint64_t total_size;
+};
+#define SL_SEG_HEADER_SIZE SL_PAGE
+
+#endif

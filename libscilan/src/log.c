@@ -1,0 +1,46 @@
+/* log.c — formats scilan's diagnostics as one write(2) per line on stderr, so
+ * lines from several threads or processes never interleave.
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static _Atomic int current_level = SL_LOG_WARN;
+
+static const char *const level_names[] = { "error", "warning", "info", "debug" };
+
+void sl_log_set_level(enum sl_log_level level)
+{
+	atomic_store(&current_level, (int)level);
+}
+
+enum sl_log_level sl_log_get_level(void)
+{
+	return (enum sl_log_level)atomic_load(&current_level);
+}
+
+void sl_log(enum sl_log_level level, const char *fmt, ...)
+{
+	char line[512];
+	int saved_errno = errno;
+	int n;
+	va_list ap;
+
+	if ((int)level > atomic_load(&current_level))
+		return;
+	n = snprintf(line, sizeof(line), "scilan: pid %d: %s: ", (int)getpid(), level_names[level]);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* Nowhere left to report it. */
+	}
+	errno = saved_errno;
+}

@@ -1,0 +1,16 @@
+/* log.h — scilan's diagnostics: leveled messages on stderr (never stdout). */
+#ifndef SCILAN_LOG_H
+#define SCILAN_LOG_H
+
+enum sl_log_level { SL_LOG_ERROR, SL_LOG_WARN, SL_LOG_INFO, SL_LOG_DEBUG };
+
+void sl_log(enum sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl_log_set_level(enum sl_log_level level);
+enum sl_log_level sl_log_get_level(void);
+
+#define sl_err(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)
+#define sl_warn(...) sl_log(SL_LOG_WARN, __VA_ARGS__)
+#define sl_info(...) sl_log(SL_LOG_INFO, __VA_ARGS__)
+#define sl_debug(...) sl_log(SL_LOG_DEBUG, __VA_ARGS__)
+
+#endif

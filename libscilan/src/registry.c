@@ -1,0 +1,168 @@
+/* registry.c — the listener registry of the shm fabric.  An entry is a file
+ * under <rundir>/listen named after the endpoint; every listener holds an OFD
+ * read lock on it, so the kernel drops a dead process's claim by itself and a
+ * lookup that finds no lock holder removes the stale entry.
+ */
+#include "registry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "rundir.h"
+
+#define REG_MAGIC 0x3147455220434c53ull /* "SLC REG1" */
+
+struct reg_entry {
+	uint64_t magic;
+	int32_t pid;
+	uint32_t reserved;
+	uint64_t ring_bytes;
+};
+
+void sl_key_name(const struct sl_key *key, char *buf, size_t size)
+{
+	char hex[33];
+	int len = key->family == AF_INET ? 4 : 16;
+
+	for (int i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", key->addr[i]);
+	snprintf(buf, size, "%llx-%d-%s-%u", sl_node_id(), key->family == AF_INET ? 4 : 6, hex,
+		 (unsigned)key->port);
+}
+
+static int entry_path(const struct sl_key *key, char *path, size_t size)
+{
+	const char *rundir = sl_config()->rundir;
+	char name[96];
+
+	if (!*rundir) {
+		errno = ENOENT;
+		return -1;
+	}
+	sl_key_name(key, name, sizeof(name));
+	if (snprintf(path, size, "%s/listen/%s", rundir, name) >= (int)size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* Registration and removal are serialized so a remover cannot unlink an entry
+ * that a new listener has just opened. */
+static int lock_registry(void)
+{
+	char path[4200];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/listen/.lock", sl_config()->rundir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+static int ofd_lock(int fd, short type, int cmd)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+
+	if (fcntl(fd, cmd, &fl) < 0)
+		return -1;
+	return cmd == F_OFD_GETLK ? fl.l_type : 0;
+}
+
+/* With the registry lock held: unlink path if no listener holds it. */
+static void remove_if_unclaimed(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return;
+	if (ofd_lock(fd, F_WRLCK, F_OFD_SETLK) == 0)
+		unlink(path);
+	close(fd);
+}
+
+int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, size_t path_size)
+{
+	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes };
+	int lock, fd, saved;
+
+	if (entry_path(key, path, path_size) < 0)
+		return -1;
+	lock = lock_registry();
+	if (lock < 0)
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || ofd_lock(fd, F_RDLCK, F_OFD_SETLK) < 0)
+		goto fail;
+	/* Our own read lock does not conflict with this probe: F_UNLCK means we
+	 * are the only listener, so the content is ours to (re)write. */
+	if (ofd_lock(fd, F_WRLCK, F_OFD_GETLK) == F_UNLCK &&
+	    pwrite(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
+		goto fail;
+	close(lock);
+	return fd;
+fail:
+	saved = errno;
+	if (fd >= 0) {
+		close(fd);
+		remove_if_unclaimed(path);
+	}
+	close(lock);
+	errno = saved;
+	return -1;
+}
+
+void sl_registry_remove(int fd, const char *path)
+{
+	int lock = lock_registry();
+
+	close(fd);
+	if (lock < 0)
+		return;
+	remove_if_unclaimed(path);
+	close(lock);
+}
+
+int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
+{
+	struct reg_entry entry;
+	char path[4200];
+	int fd, holder, lock;
+
+	if (entry_path(key, path, sizeof(path)) < 0)
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	holder = ofd_lock(fd, F_WRLCK, F_OFD_GETLK);
+	if (holder == F_UNLCK) {
+		close(fd);
+		sl_debug("removing stale listener entry %s", path);
+		lock = lock_registry();
+		if (lock >= 0) {
+			remove_if_unclaimed(path);
+			close(lock);
+		}
+		return 0;
+	}
+	if (holder < 0 || pread(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry) || entry.magic != REG_MAGIC) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	*ring_bytes = entry.ring_bytes;
+	return 1;
+}

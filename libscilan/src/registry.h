@@ -1,0 +1,23 @@
+/* registry.h — the shm fabric's listener registry: one file per listening
+ * address under <rundir>/listen, alive while a listener holds a lock on it.
+ */
+#ifndef SCILAN_REGISTRY_H
+#define SCILAN_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sock.h"
+
+/* File name for an endpoint: "<node>-<family>-<hex address>-<port>". */
+void sl_key_name(const struct sl_key *key, char *buf, size_t size);
+
+/* Register a listener: returns an fd holding the entry alive, or -1 (errno). */
+int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, size_t path_size);
+/* Drop a registration; the entry disappears with the last listener. */
+void sl_registry_remove(int fd, const char *path);
+/* 1 if a live listener is registered exactly at key (its ring size in
+ * *ring_bytes), 0 if not; stale entries of dead processes are removed. */
+int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes);
+
+#endif

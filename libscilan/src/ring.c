@@ -1,0 +1,101 @@
+/* ring.c — SPSC byte ring operations on the shared layout: index validation,
+ * wrap-around copies and batched read-index publication (flow control).
+ */
+#include "ring.h"
+
+#include <string.h>
+
+void sl_ring_tx_init(struct sl_ring_tx *tx, struct sl_area_ctl *peer_area, unsigned char *peer_data,
+		     const struct sl_area_ctl *own_area, uint64_t cap)
+{
+	tx->data = peer_data;
+	tx->remote_write = &peer_area->rx_write;
+	tx->read_copy = &own_area->peer_read;
+	tx->cap = cap;
+	tx->write = 0;
+	tx->write_combining = false;
+}
+
+void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, const unsigned char *own_data,
+		     struct sl_area_ctl *peer_area, uint64_t cap)
+{
+	rx->data = own_data;
+	rx->write_idx = &own_area->rx_write;
+	rx->remote_read = &peer_area->peer_read;
+	rx->cap = cap;
+	rx->read = 0;
+	rx->published = 0;
+}
+
+int64_t sl_ring_tx_space(const struct sl_ring_tx *tx)
+{
+	uint64_t read = atomic_load_explicit(tx->read_copy, memory_order_acquire);
+	uint64_t used = tx->write - read; /* wraps to a huge value if read > write */
+
+	if (used > tx->cap)
+		return -1;
+	return (int64_t)(tx->cap - used);
+}
+
+void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len)
+{
+	uint64_t off = tx->write & (tx->cap - 1);
+	size_t first = len;
+
+	if (first > tx->cap - off)
+		first = tx->cap - off;
+	memcpy(tx->data + off, buf, first);
+	memcpy(tx->data, (const unsigned char *)buf + first, len - first);
+	tx->write += len;
+	if (tx->write_combining)
+		__builtin_ia32_sfence();
+	atomic_store_explicit(tx->remote_write, tx->write, memory_order_release);
+}
+
+int64_t sl_ring_rx_avail(const struct sl_ring_rx *rx)
+{
+	uint64_t write = atomic_load_explicit(rx->write_idx, memory_order_acquire);
+	uint64_t avail = write - rx->read;
+
+	if (avail > rx->cap)
+		return -1;
+	return (int64_t)avail;
+}
+
+void sl_ring_rx_peek(const struct sl_ring_rx *rx, void *buf, size_t len, uint64_t offset)
+{
+	uint64_t off = (rx->read + offset) & (rx->cap - 1);
+	size_t first = len;
+
+	if (first > rx->cap - off)
+		first = rx->cap - off;
+	memcpy(buf, rx->data + off, first);
+	memcpy((unsigned char *)buf + first, rx->data, len - first);
+}
+
+void sl_ring_rx_publish(struct sl_ring_rx *rx)
+{
+	if (rx->published == rx->read)
+		return;
+	rx->published = rx->read;
+	atomic_store_explicit(rx->remote_read, rx->read, memory_order_release);
+}
+
+void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool force_publish)
+{
+	rx->read += len;
+	/* Batched like a TCP window update: a sender that finds the ring full
+	 * sees at least a quarter ring freed at once, and a sleeping sender is
+	 * given the index immediately by the caller (force). */
+	if (force_publish || rx->read - rx->published >= rx->cap / 4)
+		sl_ring_rx_publish(rx);
+}
+
+uint64_t sl_ring_cap_for(uint64_t requested)
+{
+	uint64_t cap = SL_RING_MIN;
+
+	while (cap < requested && cap < SL_RING_MAX)
+		cap <<= 1;
+	return cap;
+}

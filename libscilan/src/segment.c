@@ -1,0 +1,60 @@
+/* segment.c — the geometry of a connection segment: one header page, then the
+ * creator's area and the attacher's area, each a control page plus its ring.
+ * The attacher trusts nothing in the header until sl_segment_valid says so.
+ */
+#include "segment.h"
+
+#include <string.h>
+
+void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = SL_SEG_MAGIC;
+	hdr->version = SL_SEG_VERSION;
+	hdr->header_size = SL_SEG_HEADER_SIZE;
+	hdr->area_off[0] = SL_SEG_HEADER_SIZE;
+	hdr->ring_cap[0] = cap0;
+	hdr->area_off[1] = SL_SEG_HEADER_SIZE + SL_AREA_CTL_SIZE + cap0;
+	hdr->ring_cap[1] = cap1;
+	hdr->total_size = hdr->area_off[1] + SL_AREA_CTL_SIZE + cap1;
+}
+
+static int cap_valid(uint64_t cap)
+{
+	return cap >= SL_RING_MIN && cap <= SL_RING_MAX && (cap & (cap - 1)) == 0;
+}
+
+int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size)
+{
+	struct sl_seg_header expect;
+
+	if (hdr->magic != SL_SEG_MAGIC || hdr->version != SL_SEG_VERSION || !cap_valid(hdr->ring_cap[0]) ||
+	    !cap_valid(hdr->ring_cap[1]))
+		return 0;
+	/* The geometry is fully determined by the two capacities. */
+	sl_segment_layout(&expect, hdr->ring_cap[0], hdr->ring_cap[1]);
+	return memcmp(&expect, hdr, sizeof(expect)) == 0 && expect.total_size == size;
+}
+
+void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr)
+{
+	unsigned char *b = base;
+	struct sl_area_ctl *own_ctl = (struct sl_area_ctl *)(b + hdr->area_off[own]);
+	struct sl_area_ctl *peer_ctl = (struct sl_area_ctl *)(b + hdr->area_off[1 - own]);
+
+	s->seg = base;
+	s->seg_len = len;
+	s->own_area = own;
+	s->own_ctl = own_ctl;
+	s->peer_ctl = peer_ctl;
+	sl_ring_rx_init(&s->rx, own_ctl, (const unsigned char *)own_ctl + SL_AREA_CTL_SIZE, peer_ctl,
+			hdr->ring_cap[own]);
+	sl_ring_tx_init(&s->tx, peer_ctl, (unsigned char *)peer_ctl + SL_AREA_CTL_SIZE, own_ctl,
+			hdr->ring_cap[1 - own]);
+}
+
+void sl_segment_set_state(struct sl_sock *s, uint32_t bits)
+{
+	s->state_to_peer |= bits;
+	atomic_store_explicit(&s->peer_ctl->peer_state, s->state_to_peer, memory_order_release);
+}

@@ -1,0 +1,22 @@
+/* segment.h — building, validating and binding a connection segment (header
+ * plus two areas) to a socket's rings; shared by every fabric.
+ */
+#ifndef SCILAN_SEGMENT_H
+#define SCILAN_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "sock.h"
+
+/* Fill hdr for rings of cap0 (creator receives) and cap1 (attacher receives). */
+void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1);
+/* Check a header copied out of untrusted memory against the mapping size. */
+int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);
+/* Point s's rings at the mapping; own is the area index s receives into. */
+void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
+/* Write our SL_PEER_* bits into the peer's area. */
+void sl_segment_set_state(struct sl_sock *s, uint32_t bits);
+
+#endif

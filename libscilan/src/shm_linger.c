@@ -1,0 +1,119 @@
+/* shm_linger.c — keeps the segments of closed, not yet accepted connections
+ * alive for the accepting side, and releases them once it attached, after a
+ * time limit, or at process exit (waiting briefly for late acceptors).
+ */
+#include "shm_linger.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "log.h"
+
+#define LINGER_LIMIT_S 60
+#define EXIT_WAIT_MS 2000
+
+struct linger {
+	struct linger *next;
+	void *seg;
+	size_t len;
+	int memfd;
+	char offer_path[256];
+	const _Atomic uint32_t *peer_state;
+	time_t since;
+};
+
+static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct linger *lingering;
+static _Atomic bool any_lingering;
+
+void sl_shm_unmap(void *seg, size_t len, int memfd, const char *offer_path)
+{
+	if (seg)
+		munmap(seg, len);
+	if (memfd >= 0)
+		close(memfd);
+	if (offer_path && *offer_path)
+		unlink(offer_path);
+}
+
+void sl_shm_linger_add(void *seg, size_t len, int memfd, const char *offer_path,
+		       const _Atomic uint32_t *peer_state)
+{
+	struct linger *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		sl_warn("no memory to keep a closed connection for its peer; its unread data is dropped");
+		sl_shm_unmap(seg, len, memfd, offer_path);
+		return;
+	}
+	l->seg = seg;
+	l->len = len;
+	l->memfd = memfd;
+	snprintf(l->offer_path, sizeof(l->offer_path), "%s", offer_path);
+	l->peer_state = peer_state;
+	l->since = time(NULL);
+	pthread_mutex_lock(&linger_lock);
+	l->next = lingering;
+	lingering = l;
+	atomic_store(&any_lingering, true);
+	pthread_mutex_unlock(&linger_lock);
+}
+
+static bool settled(const struct linger *l, time_t now)
+{
+	return (atomic_load(l->peer_state) & SL_PEER_ATTACHED) || now - l->since >= LINGER_LIMIT_S ||
+	       access(l->offer_path, F_OK) != 0;
+}
+
+/* Returns true if entries remain. */
+static bool sweep(bool everything)
+{
+	struct linger **pp, *l;
+	time_t now = time(NULL);
+	bool left;
+
+	pthread_mutex_lock(&linger_lock);
+	for (pp = &lingering; (l = *pp);) {
+		if (everything || settled(l, now)) {
+			*pp = l->next;
+			/* An attached peer removed the offer itself. */
+			sl_shm_unmap(l->seg, l->len, l->memfd,
+				     (atomic_load(l->peer_state) & SL_PEER_ATTACHED) ? NULL : l->offer_path);
+			free(l);
+		} else {
+			pp = &l->next;
+		}
+	}
+	left = lingering != NULL;
+	atomic_store(&any_lingering, left);
+	pthread_mutex_unlock(&linger_lock);
+	return left;
+}
+
+void sl_shm_linger_sweep(void)
+{
+	if (atomic_load_explicit(&any_lingering, memory_order_relaxed))
+		sweep(false);
+}
+
+__attribute__((destructor)) static void linger_at_exit(void)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (int waited = 0; waited < EXIT_WAIT_MS && atomic_load(&any_lingering); waited++) {
+		if (!sweep(false))
+			return;
+		nanosleep(&ms, NULL);
+	}
+	if (atomic_load(&any_lingering)) {
+		sl_warn("exiting with connections whose peer never accepted them; their data is dropped");
+		sweep(true);
+	}
+}

@@ -1,0 +1,95 @@
+/* sock.h — the per-socket state libscilan keeps beside each kernel fd, the
+ * fd -> state table, and the small locks that serialize each ring's users.
+ */
+#ifndef SCILAN_SOCK_H
+#define SCILAN_SOCK_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "ring.h"
+
+enum sl_state {
+	SL_UNUSED = 0,    /* table slot free */
+	SL_PLAIN,         /* a kernel socket scilan does not accelerate: calls go to libc */
+	SL_FRESH,         /* created, not connected or listening (may be bound) */
+	SL_LISTENING,
+	SL_CONNECTING,    /* non-blocking connect in progress with an offer out */
+	SL_CONNECTED,     /* rings attached */
+};
+
+/* A network endpoint as the registry keys it (v4-mapped v6 addresses folded to v4). */
+struct sl_key {
+	int family;             /* AF_INET or AF_INET6 */
+	unsigned char addr[16]; /* 4 or 16 bytes used */
+	uint16_t port;          /* host order */
+};
+
+struct sl_lock {
+	_Atomic int held;
+};
+
+struct sl_sock {
+	int fd;
+	_Atomic int state;      /* enum sl_state */
+	int domain;
+	pthread_mutex_t ctl_lock; /* connect/accept/shutdown/close transitions */
+	struct sl_lock tx_lock, rx_lock;
+
+	/* settings */
+	_Atomic int poll_us;
+	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
+	int sndbuf;             /* SO_SNDBUF as the application set it */
+	bool nodelay;
+
+	/* listener */
+	int reg_fd[2];          /* registry entries held (OFD read lock), -1 if none; */
+	char reg_path[2][256];  /* [1] is the IPv4 alias of a dual-stack IPv6 listener */
+
+	/* connection */
+	void *seg;
+	size_t seg_len;
+	int own_area;           /* 0 = connecting side, 1 = accepting side */
+	struct sl_area_ctl *own_ctl, *peer_ctl;
+	struct sl_ring_tx tx;
+	struct sl_ring_rx rx;
+	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
+	int memfd;              /* connecting side until the peer attached, else -1 */
+	char offer_path[256];
+
+	_Atomic bool shut_rd, shut_wr;
+	_Atomic bool peer_gone;  /* companion socket reached EOF or error */
+	_Atomic int pending_error; /* reported once by the next recv/send (ECONNRESET) */
+	_Atomic bool reset;      /* connection is dead; only EOF/EPIPE from here */
+	_Atomic int wake_fd;     /* eventfd for local wake-ups (shutdown/close), lazily created */
+
+	/* counters */
+	_Atomic uint64_t tx_bytes, rx_bytes, sleeps, wakeups;
+};
+
+/* Table: the state for a kernel fd, or NULL if scilan does not know the fd. */
+struct sl_sock *sl_sock_get(int fd);
+/* A zeroed, reset state for fd (reusing the slot the fd had). */
+struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
+/* Forget fd (the slot stays allocated for the next socket on that number). */
+void sl_sock_forget(struct sl_sock *s);
+
+static inline enum sl_state sl_sock_state(const struct sl_sock *s)
+{
+	return (enum sl_state)atomic_load_explicit(&s->state, memory_order_acquire);
+}
+
+void sl_lock(struct sl_lock *l);
+void sl_unlock(struct sl_lock *l);
+
+/* Process-wide counters for SCILAN_STATS and scilan_ctl. */
+struct sl_totals {
+	_Atomic uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
+};
+extern struct sl_totals sl_totals;
+
+#endif

@@ -1,0 +1,129 @@
+/* sock_table.c — maps kernel fd numbers to scilan state with lock-free lookups
+ * (two-level array; slots are reused, never freed, so a racing lookup can
+ * never touch freed memory), plus the ring locks.
+ */
+#include "sock.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_BITS 10
+#define CHUNK_SIZE (1u << CHUNK_BITS)
+#define CHUNKS 1024u /* up to 1M descriptors */
+
+static struct sl_sock *_Atomic *_Atomic chunks[CHUNKS];
+struct sl_totals sl_totals;
+
+static struct sl_sock *_Atomic *chunk_for(unsigned fd, bool create)
+{
+	struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[fd >> CHUNK_BITS], memory_order_acquire);
+	struct sl_sock *_Atomic *expected = NULL;
+
+	if (chunk || !create)
+		return chunk;
+	chunk = calloc(CHUNK_SIZE, sizeof(*chunk));
+	if (!chunk)
+		return NULL;
+	if (!atomic_compare_exchange_strong(&chunks[fd >> CHUNK_BITS], &expected, chunk)) {
+		free(chunk);
+		chunk = expected;
+	}
+	return chunk;
+}
+
+struct sl_sock *sl_sock_get(int fd)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *s;
+
+	if (fd < 0 || (unsigned)fd >= CHUNKS * CHUNK_SIZE)
+		return NULL;
+	chunk = chunk_for((unsigned)fd, false);
+	if (!chunk)
+		return NULL;
+	s = atomic_load_explicit(&chunk[fd & (CHUNK_SIZE - 1)], memory_order_acquire);
+	if (!s || sl_sock_state(s) == SL_UNUSED)
+		return NULL;
+	return s;
+}
+
+struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *s, *expected = NULL;
+
+	if (fd < 0 || (unsigned)fd >= CHUNKS * CHUNK_SIZE)
+		return NULL;
+	chunk = chunk_for((unsigned)fd, true);
+	if (!chunk)
+		return NULL;
+	s = atomic_load_explicit(&chunk[fd & (CHUNK_SIZE - 1)], memory_order_acquire);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		pthread_mutex_init(&s->ctl_lock, NULL);
+		if (!atomic_compare_exchange_strong(&chunk[fd & (CHUNK_SIZE - 1)], &expected, s)) {
+			pthread_mutex_destroy(&s->ctl_lock);
+			free(s);
+			s = expected;
+		}
+	}
+	/* Reset everything but the lock, which may be held by nobody now. */
+	pthread_mutex_lock(&s->ctl_lock);
+	s->fd = fd;
+	s->domain = domain;
+	atomic_store(&s->poll_us, 0);
+	s->ring_bytes = 0;
+	s->sndbuf = 0;
+	s->nodelay = false;
+	s->reg_fd[0] = s->reg_fd[1] = -1;
+	s->reg_path[0][0] = s->reg_path[1][0] = '\0';
+	s->seg = NULL;
+	s->seg_len = 0;
+	s->own_area = 0;
+	s->own_ctl = s->peer_ctl = NULL;
+	memset(&s->tx, 0, sizeof(s->tx));
+	memset(&s->rx, 0, sizeof(s->rx));
+	s->state_to_peer = 0;
+	s->memfd = -1;
+	s->offer_path[0] = '\0';
+	atomic_store(&s->shut_rd, false);
+	atomic_store(&s->shut_wr, false);
+	atomic_store(&s->peer_gone, false);
+	atomic_store(&s->pending_error, 0);
+	atomic_store(&s->reset, false);
+	atomic_store(&s->wake_fd, -1);
+	atomic_store(&s->tx_bytes, 0);
+	atomic_store(&s->rx_bytes, 0);
+	atomic_store(&s->sleeps, 0);
+	atomic_store(&s->wakeups, 0);
+	atomic_store_explicit(&s->state, (int)state, memory_order_release);
+	pthread_mutex_unlock(&s->ctl_lock);
+	return s;
+}
+
+void sl_sock_forget(struct sl_sock *s)
+{
+	atomic_store_explicit(&s->state, SL_UNUSED, memory_order_release);
+}
+
+void sl_lock(struct sl_lock *l)
+{
+	for (unsigned spins = 0;; spins++) {
+		if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
+		    !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+			return;
+		/* Ring locks are held only for a copy, never across a sleep. */
+		if (spins < 256)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+}
+
+void sl_unlock(struct sl_lock *l)
+{
+	atomic_store_explicit(&l->held, 0, memory_order_release);
+}

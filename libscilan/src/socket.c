@@ -1,0 +1,355 @@
+/* socket.c — socket life cycle: socket, bind, listen, accept, connect,
+ * shutdown and close.  The kernel TCP socket does set-up, ports and errno;
+ * scilan adds the rendezvous that moves the data onto shared rings.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "conn.h"
+#include "fabric.h"
+#include "log.h"
+#include "scilan.h"
+#include "segment.h"
+
+static const unsigned char v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* Registry key of a socket address; IPv4-mapped IPv6 addresses fold to IPv4. */
+static int key_from_sockaddr(const struct sockaddr *sa, socklen_t len, struct sl_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	if (!sa)
+		return -1;
+	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		key->family = AF_INET;
+		memcpy(key->addr, &in->sin_addr, 4);
+		key->port = ntohs(in->sin_port);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		key->port = ntohs(in6->sin6_port);
+		if (memcmp(&in6->sin6_addr, v4_mapped_prefix, 12) == 0) {
+			key->family = AF_INET;
+			memcpy(key->addr, (const unsigned char *)&in6->sin6_addr + 12, 4);
+		} else {
+			key->family = AF_INET6;
+			memcpy(key->addr, &in6->sin6_addr, 16);
+		}
+		return 0;
+	}
+	return -1;
+}
+
+static int kernel_name(int fd, bool peer, struct sl_key *key)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &len) : getsockname(fd, (struct sockaddr *)&ss, &len);
+
+	if (r < 0)
+		return -1;
+	return key_from_sockaddr((struct sockaddr *)&ss, len, key);
+}
+
+static void set_state(struct sl_sock *s, enum sl_state state)
+{
+	atomic_store_explicit(&s->state, (int)state, memory_order_release);
+}
+
+/* The kernel socket now only carries wake-up bytes: they must not wait for Nagle. */
+static void become_connected(struct sl_sock *s)
+{
+	int one = 1;
+
+	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	set_state(s, SL_CONNECTED);
+	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+	sl_debug("fd %d: connected over the %s fabric", s->fd, sl_fabric()->name);
+}
+
+static void become_plain(struct sl_sock *s)
+{
+	set_state(s, SL_PLAIN);
+	atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
+}
+
+int scilan_socket(int domain, int type, int protocol)
+{
+	int fd = socket(domain, type, protocol);
+	int base_type = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	const struct sl_config *cfg;
+	struct sl_sock *s;
+
+	if (fd < 0)
+		return -1;
+	if ((domain != AF_INET && domain != AF_INET6) || base_type != SOCK_STREAM ||
+	    (protocol != 0 && protocol != IPPROTO_TCP))
+		return fd;
+	cfg = sl_config();
+	s = sl_sock_new(fd, domain, SL_FRESH);
+	if (!s) {
+		sl_warn("no memory for socket state of fd %d; it uses kernel TCP", fd);
+		return fd;
+	}
+	atomic_store(&s->poll_us, cfg->poll_us);
+	s->ring_bytes = cfg->ring_bytes;
+	return fd;
+}
+
+int scilan_bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	return bind(fd, addr, len);
+}
+
+int scilan_listen(int fd, int backlog)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+	struct sl_key local;
+
+	if (listen(fd, backlog) < 0)
+		return -1;
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->ctl_lock);
+	if (sl_sock_state(s) == SL_FRESH) {
+		set_state(s, SL_LISTENING);
+		if (!*sl_config()->rundir || kernel_name(fd, false, &local) < 0 ||
+		    sl_fabric()->listen_register(s, &local) < 0)
+			sl_warn("fd %d: listener not registered with scilan (%s); its connections use kernel TCP", fd,
+				*sl_config()->rundir ? strerror(errno) : "no runtime directory");
+	}
+	pthread_mutex_unlock(&s->ctl_lock);
+	return 0;
+}
+
+int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct sl_sock *s = sl_sock_get(fd), *ns;
+	struct sl_key local, peer;
+	struct linger abort_now = { .l_onoff = 1, .l_linger = 0 };
+	int nfd, r;
+
+	nfd = accept4(fd, addr, len, flags);
+	if (nfd < 0 || !s || sl_sock_state(s) != SL_LISTENING)
+		return nfd;
+	sl_fabric()->sweep();
+	ns = sl_sock_new(nfd, s->domain, SL_FRESH);
+	if (!ns) {
+		sl_warn("no memory for socket state of fd %d; it uses kernel TCP", nfd);
+		return nfd;
+	}
+	atomic_store(&ns->poll_us, atomic_load(&s->poll_us));
+	ns->ring_bytes = s->ring_bytes;
+	if (s->reg_fd[0] < 0 || kernel_name(nfd, false, &local) < 0 || kernel_name(nfd, true, &peer) < 0) {
+		become_plain(ns);
+		return nfd;
+	}
+	r = sl_fabric()->attach(ns, &local, &peer);
+	if (r > 0) {
+		become_connected(ns);
+		return nfd;
+	}
+	if (r == 0) {
+		become_plain(ns);
+		return nfd;
+	}
+	/* The peer offered something we cannot use: reset it rather than leave
+	 * it writing into a ring nobody reads. */
+	sl_sock_forget(ns);
+	setsockopt(nfd, SOL_SOCKET, SO_LINGER, &abort_now, sizeof(abort_now));
+	close(nfd);
+	errno = ECONNABORTED;
+	return -1;
+}
+
+int scilan_accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return scilan_accept4(fd, addr, len, 0);
+}
+
+/* A scilan listener reachable at dst: exact address first, then the wildcard. */
+static int find_listener(const struct sl_key *dst, uint64_t *peer_ring)
+{
+	struct sl_key any = { .family = dst->family, .port = dst->port };
+
+	return sl_fabric()->lookup(dst, peer_ring) || sl_fabric()->lookup(&any, peer_ring);
+}
+
+/* The offer is keyed by our port, so it must be fixed before the kernel connect. */
+static int source_port(struct sl_sock *s, uint16_t *port)
+{
+	struct sockaddr_storage any;
+	struct sl_key local;
+
+	if (kernel_name(s->fd, false, &local) < 0)
+		return -1;
+	if (local.port == 0) {
+		memset(&any, 0, sizeof(any));
+		any.ss_family = (sa_family_t)s->domain;
+		if (bind(s->fd, (struct sockaddr *)&any,
+			 s->domain == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0 ||
+		    kernel_name(s->fd, false, &local) < 0)
+			return -1;
+	}
+	*port = local.port;
+	return 0;
+}
+
+static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen_t len)
+{
+	int r = connect(s->fd, addr, len);
+
+	if (r == 0 || errno == EINPROGRESS || errno == EINTR)
+		become_plain(s);
+	return r;
+}
+
+int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+	struct sl_key dst;
+	uint64_t peer_ring = 0;
+	uint16_t src_port;
+	int r, err;
+
+	if (!s)
+		return connect(fd, addr, len);
+	if (sl_sock_state(s) != SL_FRESH) {
+		r = connect(fd, addr, len);
+		if (sl_sock_state(s) == SL_CONNECTING)
+			sl_connect_progress(s);
+		return r;
+	}
+	sl_fabric()->sweep();
+	pthread_mutex_lock(&s->ctl_lock);
+	if (key_from_sockaddr(addr, len, &dst) < 0 || !*sl_config()->rundir || !find_listener(&dst, &peer_ring) ||
+	    source_port(s, &src_port) < 0 ||
+	    sl_fabric()->offer(s, &dst, src_port, sl_ring_cap_for(peer_ring)) < 0) {
+		r = connect_plain(s, addr, len);
+		err = errno;
+		pthread_mutex_unlock(&s->ctl_lock);
+		errno = err;
+		return r;
+	}
+	r = connect(fd, addr, len);
+	err = errno;
+	if (r == 0)
+		become_connected(s);
+	else if (err == EINPROGRESS || err == EINTR)
+		set_state(s, SL_CONNECTING);
+	else
+		sl_fabric()->offer_withdraw(s);
+	pthread_mutex_unlock(&s->ctl_lock);
+	errno = err;
+	return r;
+}
+
+void sl_connect_progress(struct sl_sock *s)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int saved = errno;
+
+	pthread_mutex_lock(&s->ctl_lock);
+	if (sl_sock_state(s) == SL_CONNECTING && poll(&pfd, 1, 0) == 1) {
+		/* getpeername, unlike SO_ERROR, leaves the error for the application. */
+		if (getpeername(s->fd, (struct sockaddr *)&ss, &len) == 0) {
+			become_connected(s);
+		} else {
+			sl_fabric()->offer_withdraw(s);
+			set_state(s, SL_FRESH);
+		}
+	}
+	pthread_mutex_unlock(&s->ctl_lock);
+	errno = saved;
+}
+
+int scilan_shutdown(int fd, int how)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	if (s && sl_sock_state(s) == SL_CONNECTING)
+		sl_connect_progress(s);
+	if (!s || sl_sock_state(s) != SL_CONNECTED)
+		return shutdown(fd, how);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (how != SHUT_WR)
+		atomic_store(&s->shut_rd, true);
+	if (how != SHUT_RD && !atomic_load(&s->shut_wr)) {
+		/* Under the send lock: the FIN goes after every byte already sent. */
+		sl_lock(&s->tx_lock);
+		pthread_mutex_lock(&s->ctl_lock);
+		atomic_store(&s->shut_wr, true);
+		sl_segment_set_state(s, SL_PEER_SHUT_WR);
+		pthread_mutex_unlock(&s->ctl_lock);
+		sl_unlock(&s->tx_lock);
+		sl_conn_after_produce(s);
+	}
+	sl_conn_wake_local(s);
+	return 0;
+}
+
+static void close_connected(struct sl_sock *s)
+{
+	int wfd;
+
+	pthread_mutex_lock(&s->ctl_lock);
+	atomic_store(&s->shut_rd, true);
+	atomic_store(&s->shut_wr, true);
+	sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED);
+	pthread_mutex_unlock(&s->ctl_lock);
+	sl_conn_wake_peer(s);
+	sl_conn_wake_local(s);
+	/* Wait out any copy in progress before the mapping goes. */
+	sl_lock(&s->tx_lock);
+	sl_lock(&s->rx_lock);
+	sl_fabric()->release(s);
+	sl_unlock(&s->rx_lock);
+	sl_unlock(&s->tx_lock);
+	wfd = atomic_exchange(&s->wake_fd, -1);
+	if (wfd >= 0)
+		close(wfd);
+}
+
+int scilan_close(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	if (s) {
+		switch (sl_sock_state(s)) {
+		case SL_LISTENING:
+			sl_fabric()->listen_unregister(s);
+			break;
+		case SL_CONNECTING:
+			pthread_mutex_lock(&s->ctl_lock);
+			sl_fabric()->offer_withdraw(s);
+			pthread_mutex_unlock(&s->ctl_lock);
+			break;
+		case SL_CONNECTED:
+			close_connected(s);
+			break;
+		default:
+			break;
+		}
+		sl_sock_forget(s);
+		sl_fabric()->sweep();
+	}
+	return close(fd);
+}
+
+int scilan_is_socket(int fd)
+{
+	return sl_sock_get(fd) != NULL;
+}

@@ -1,0 +1,144 @@
+/* sockopt.c — socket options: scilan's own (SOL_SCILAN), the ones whose
+ * meaning moves to the rings (SO_RCVBUF, SO_ERROR, TCP_NODELAY), and the rest
+ * passed to the kernel socket unchanged.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+
+#include "config.h"
+#include "conn.h"
+#include "scilan.h"
+
+static int put_int(void *val, socklen_t *len, int v)
+{
+	if (!val || !len) {
+		errno = EFAULT;
+		return -1;
+	}
+	if (*len < (socklen_t)sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(int);
+	return 0;
+}
+
+static int get_int(const void *val, socklen_t len, int *v)
+{
+	if (!val) {
+		errno = EFAULT;
+		return -1;
+	}
+	if (len < (socklen_t)sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(v, val, sizeof(*v));
+	return 0;
+}
+
+/* fd must be a live descriptor; scilan options need a scilan socket. */
+static struct sl_sock *scilan_only(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+	int type;
+	socklen_t len = sizeof(type);
+
+	if (s)
+		return s;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
+		errno = ENOPROTOOPT;
+	return NULL;
+}
+
+int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct sl_sock *s;
+	int v;
+
+	if (level == SOL_SCILAN) {
+		s = scilan_only(fd);
+		if (!s)
+			return -1;
+		if (name != SCILAN_SO_POLL_US) {
+			errno = ENOPROTOOPT;
+			return -1;
+		}
+		if (get_int(val, len, &v) < 0)
+			return -1;
+		if (v < 0 || v > SL_MAX_POLL_US) {
+			errno = EINVAL;
+			return -1;
+		}
+		atomic_store(&s->poll_us, v);
+		return 0;
+	}
+	s = sl_sock_get(fd);
+	if (s && sl_sock_state(s) == SL_CONNECTED && level == IPPROTO_TCP && name == TCP_NODELAY) {
+		/* The kernel socket carries wake-ups only and keeps NODELAY set. */
+		if (get_int(val, len, &v) < 0)
+			return -1;
+		s->nodelay = v != 0;
+		return 0;
+	}
+	if (setsockopt(fd, level, name, val, len) < 0)
+		return -1;
+	if (!s || get_int(val, len, &v) < 0)
+		return 0;
+	if (level == SOL_SOCKET && name == SO_RCVBUF && v > 0 && sl_sock_state(s) != SL_CONNECTED)
+		s->ring_bytes = sl_ring_cap_for((uint64_t)v);
+	else if (level == SOL_SOCKET && name == SO_SNDBUF)
+		s->sndbuf = v;
+	else if (level == IPPROTO_TCP && name == TCP_NODELAY)
+		s->nodelay = v != 0;
+	return 0;
+}
+
+int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct sl_sock *s;
+	enum sl_state state;
+	int err;
+
+	if (level == SOL_SCILAN) {
+		s = scilan_only(fd);
+		if (!s)
+			return -1;
+		if (sl_sock_state(s) == SL_CONNECTING)
+			sl_connect_progress(s);
+		state = sl_sock_state(s);
+		switch (name) {
+		case SCILAN_SO_POLL_US:
+			return put_int(val, len, atomic_load(&s->poll_us));
+		case SCILAN_SO_ACCELERATED:
+			return put_int(val, len, state == SL_CONNECTED);
+		case SCILAN_SO_RING_FILL: {
+			int64_t avail = state == SL_CONNECTED ? sl_ring_rx_avail(&s->rx) : 0;
+
+			return put_int(val, len, avail > 0 ? (int)avail : 0);
+		}
+		default:
+			errno = ENOPROTOOPT;
+			return -1;
+		}
+	}
+	s = sl_sock_get(fd);
+	if (s && sl_sock_state(s) == SL_CONNECTING)
+		sl_connect_progress(s);
+	if (!s || sl_sock_state(s) == SL_PLAIN)
+		return getsockopt(fd, level, name, val, len);
+	state = sl_sock_state(s);
+	if (level == SOL_SOCKET && name == SO_RCVBUF)
+		return put_int(val, len, (int)(state == SL_CONNECTED ? s->rx.cap : s->ring_bytes));
+	if (state == SL_CONNECTED && level == IPPROTO_TCP && name == TCP_NODELAY)
+		return put_int(val, len, s->nodelay);
+	if (state == SL_CONNECTED && level == SOL_SOCKET && name == SO_ERROR) {
+		err = atomic_exchange(&s->pending_error, 0);
+		if (err)
+			return put_int(val, len, err);
+	}
+	return getsockopt(fd, level, name, val, len);
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# run-tests.sh DIR LABEL RESULTS — runs every Criterion binary under DIR, one
+# at a time (the 2-vCPU machine has no room for parallel spinning peers), and
+# records each binary's pass/fail counts in RESULTS/LABEL.txt.
+set -u
+dir=$1 label=$2 results=$3
+mkdir -p "$results"
+out="$results/$label.txt"
+: >"$out"
+status=0
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+for t in $(find "$dir" -type f -perm -u+x | sort); do
+	name=${t#"$dir"/}
+	echo "== [$label] $name"
+	log=$(mktemp)
+	"$t" --jobs 1 --verbose=0 >"$log" 2>&1
+	rc=$?
+	cat "$log"
+	line=$(grep -a 'Synthesis:' "$log" | tail -n 1)
+	passed=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$line")
+	failed=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$line")
+	crashed=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$line")
+	passed=${passed:-0} failed=$(( ${failed:-0} + ${crashed:-0} ))
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+	echo "$label $name $passed $failed" >>"$out"
+	[ "$failed" -ne 0 ] && status=1
+	rm -f "$log"
+done
+exit 0
