@@ -11,9 +11,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "conn.h"
 #include "fabric.h"
 #include "log.h"
 #include "registry.h"
@@ -22,6 +24,8 @@
 
 #define OFFER_MAGIC 0x3146464f20434c53ull /* "SLC OFF1" */
 #define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+#define CLOSE_ATTACH_WAIT_MS 1000
+#define EXIT_ATTACH_WAIT_MS 2000
 
 struct offer {
 	uint64_t magic;
@@ -203,15 +207,30 @@ static void shm_offer_withdraw(struct sl_sock *s)
 	forget_segment(s);
 }
 
+static bool unattached(struct sl_sock *s)
+{
+	return s->own_area == 0 && s->memfd >= 0 && s->own_ctl &&
+	       !(atomic_load(&s->own_ctl->peer_state) & SL_PEER_ATTACHED) && !atomic_load(&s->peer_gone);
+}
+
+/* Data we sent sits in a segment only we hold until the peer attaches: give
+ * a late accept() a moment, so close() followed by _exit() loses nothing. */
+static void wait_for_attach(struct sl_sock *s, int ms)
+{
+	struct timespec one_ms = { 0, 1000000 };
+
+	for (int i = 0; i < ms && unattached(s); i++)
+		nanosleep(&one_ms, NULL);
+}
+
 static void shm_release(struct sl_sock *s)
 {
-	bool unattached = s->own_area == 0 && s->memfd >= 0 &&
-			  !(atomic_load(&s->own_ctl->peer_state) & SL_PEER_ATTACHED);
-
-	if (unattached && !atomic_load(&s->peer_gone))
+	if (unattached(s) && s->tx.write)
+		wait_for_attach(s, CLOSE_ATTACH_WAIT_MS);
+	if (unattached(s))
 		sl_shm_linger_add(s->seg, s->seg_len, s->memfd, s->offer_path, &s->own_ctl->peer_state);
 	else
-		sl_shm_unmap(s->seg, s->seg_len, s->memfd, unattached ? s->offer_path : NULL);
+		sl_shm_unmap(s->seg, s->seg_len, s->memfd, s->memfd >= 0 ? s->offer_path : NULL);
 	forget_segment(s);
 }
 
@@ -277,11 +296,11 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 	}
 	fd = open_offered_memfd(&offer, &st);
 	if (fd < 0) {
-		if (errno == ESRCH) {
-			sl_debug("stale connect offer %s from pid %d ignored", path, (int)offer.pid);
-			return 0;
-		}
-		sl_warn("cannot open the segment offered by pid %d: %s", (int)offer.pid, strerror(errno));
+		if (errno == ESRCH)
+			sl_warn("connecting process %d exited before this accept; its unread data is lost",
+				(int)offer.pid);
+		else
+			sl_warn("cannot open the segment offered by pid %d: %s", (int)offer.pid, strerror(errno));
 		errno = ECONNABORTED;
 		return -1;
 	}
@@ -335,6 +354,38 @@ static int shm_drain(struct sl_sock *s)
 			continue;
 		return -1; /* EOF or a reset: the peer's end of the companion is closed */
 	}
+}
+
+static bool is_unattached(struct sl_sock *s)
+{
+	return sl_sock_state(s) == SL_CONNECTED && unattached(s);
+}
+
+/* Exit closes our sockets in the kernel, an orderly close the peer must see
+ * as EOF, not as a death. */
+static bool close_at_exit(struct sl_sock *s)
+{
+	if (sl_sock_state(s) == SL_CONNECTED && s->owner == getpid() && s->peer_ctl) {
+		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED);
+		sl_conn_wake_peer(s);
+	}
+	return false;
+}
+
+/* At exit the kernel would still deliver what we sent; we can only wait a
+ * little for acceptors, since the segment dies with the process. */
+__attribute__((destructor)) static void shm_at_exit(void)
+{
+	struct timespec one_ms = { 0, 1000000 };
+
+	sl_sock_any(close_at_exit);
+	for (int i = 0; i < EXIT_ATTACH_WAIT_MS; i++) {
+		sl_shm_linger_sweep();
+		if (!sl_shm_linger_pending() && !sl_sock_any(is_unattached))
+			return;
+		nanosleep(&one_ms, NULL);
+	}
+	sl_shm_linger_drop_all();
 }
 
 const struct sl_fabric_ops sl_fabric_shm = {

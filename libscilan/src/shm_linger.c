@@ -17,7 +17,6 @@
 #include "log.h"
 
 #define LINGER_LIMIT_S 60
-#define EXIT_WAIT_MS 2000
 
 struct linger {
 	struct linger *next;
@@ -103,17 +102,15 @@ void sl_shm_linger_sweep(void)
 		sweep(false);
 }
 
-__attribute__((destructor)) static void linger_at_exit(void)
+bool sl_shm_linger_pending(void)
 {
-	struct timespec ms = { 0, 1000000 };
+	return atomic_load(&any_lingering);
+}
 
-	for (int waited = 0; waited < EXIT_WAIT_MS && atomic_load(&any_lingering); waited++) {
-		if (!sweep(false))
-			return;
-		nanosleep(&ms, NULL);
-	}
-	if (atomic_load(&any_lingering)) {
-		sl_warn("exiting with connections whose peer never accepted them; their data is dropped");
-		sweep(true);
-	}
+void sl_shm_linger_drop_all(void)
+{
+	if (!atomic_load(&any_lingering))
+		return;
+	sl_warn("exiting with connections whose peer never accepted them; their data is dropped");
+	sweep(true);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "ring.h"
 
@@ -36,6 +37,7 @@ struct sl_lock {
 struct sl_sock {
 	int fd;
 	_Atomic int state;      /* enum sl_state */
+	pid_t owner;            /* process that created it (fork copies the table) */
 	int domain;
 	pthread_mutex_t ctl_lock; /* connect/accept/shutdown/close transitions */
 	struct sl_lock tx_lock, rx_lock;
@@ -77,6 +79,9 @@ struct sl_sock *sl_sock_get(int fd);
 struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
 /* Forget fd (the slot stays allocated for the next socket on that number). */
 void sl_sock_forget(struct sl_sock *s);
+
+/* Call fn for every socket scilan knows; stops early when fn returns true. */
+bool sl_sock_any(bool (*fn)(struct sl_sock *s));
 
 static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 {

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHUNK_BITS 10
 #define CHUNK_SIZE (1u << CHUNK_BITS)
@@ -73,6 +74,7 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 	/* Reset everything but the lock, which may be held by nobody now. */
 	pthread_mutex_lock(&s->ctl_lock);
 	s->fd = fd;
+	s->owner = getpid();
 	s->domain = domain;
 	atomic_store(&s->poll_us, 0);
 	s->ring_bytes = 0;
@@ -126,4 +128,19 @@ void sl_lock(struct sl_lock *l)
 void sl_unlock(struct sl_lock *l)
 {
 	atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+bool sl_sock_any(bool (*fn)(struct sl_sock *s))
+{
+	for (unsigned c = 0; c < CHUNKS; c++) {
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
+			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
+
+			if (s && sl_sock_state(s) != SL_UNUSED && fn(s))
+				return true;
+		}
+	}
+	return false;
 }
