@@ -36,7 +36,7 @@ TEST_COMMON := $(wildcard tests/common/*.c)
 TEST_COMMON_OBJ := $(TEST_COMMON:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib bench-bin tests run test test-native test-asan test-tsan bench stress-long deps clean
+.PHONY: all lib bench-bin tests run test test-model test-native test-asan test-tsan bench stress-long deps clean
 .DEFAULT_GOAL := all
 
 all: lib bench-bin tests
@@ -80,8 +80,13 @@ bench: deps
 	$(BENCH_BIN) all --out $(BUILD)/perf
 
 test: deps
-	@$(MAKE) --no-print-directory test-native test-asan test-tsan
+	@rm -rf $(BUILD)/results
+	@$(MAKE) --no-print-directory test-model test-native test-asan test-tsan
 	@scripts/test-summary.sh $(BUILD)/results
+
+# SPIN model of the sleep protocol under x86-TSO (and mutants that must fail).
+test-model:
+	@tests/model/check.sh $(BUILD)/results/model.txt || true
 
 test-native:
 	@$(MAKE) --no-print-directory tests BUILD=$(BUILD)

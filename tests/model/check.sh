@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml with SPIN: the protocol must have
+# no invalid end state (lost wake-up), and each fence-less mutant must have one.
+set -u
+cd "$(dirname "$0")"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+verify() { # verify NAME [SPIN DEFINES...] -> prints pan's verdict, returns errors count
+	local name=$1; shift
+	(cd "$work" && spin "$@" -a "$OLDPWD/sleep_protocol.pml" >/dev/null &&
+		gcc -O2 -DSAFETY -o "pan_$name" pan.c 2>/dev/null && "./pan_$name" -m100000 >"$name.out" 2>&1)
+	grep -o 'errors: [0-9]*' "$work/$name.out" | awk '{print $2}'
+}
+passed=0 failed=0
+check() { # check NAME EXPECT(zero|nonzero) DEFINES...
+	local name=$1 expect=$2; shift 2
+	local errors; errors=$(verify "$name" "$@")
+	if { [ "$expect" = zero ] && [ "$errors" = 0 ]; } || { [ "$expect" = nonzero ] && [ -n "$errors" ] && [ "$errors" != 0 ]; }; then
+		echo "PASS model $name: errors=$errors (expected $expect)"; passed=$((passed + 1))
+	else
+		echo "FAIL model $name: errors=${errors:-none} (expected $expect)"; failed=$((failed + 1))
+	fi
+}
+check protocol zero
+check no_receiver_fence nonzero -DNO_RX_FENCE
+check no_sender_fence nonzero -DNO_TX_FENCE
+echo "model: $passed passed, $failed failed"
+[ -n "${1:-}" ] && { mkdir -p "$(dirname "$1")"; echo "model sleep_protocol.pml $passed $failed" >"$1"; }
+[ "$failed" -eq 0 ]

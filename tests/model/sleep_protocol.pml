@@ -1,0 +1,76 @@
+/* sleep_protocol.pml — a SPIN model of scilan's interrupt-flag sleep protocol
+ * (ARCHITECTURE.md, "The sleep protocol") under x86-TSO: each side's stores go
+ * through a FIFO store buffer drained at arbitrary times; mfence waits for it.
+ * SPIN reports an invalid end state if the receiver can sleep forever with
+ * data in the ring (a lost wake-up).  -DNO_RX_FENCE / -DNO_TX_FENCE remove a
+ * fence; check.sh requires those mutants to fail, so the model can fail.
+ */
+#define N 3
+
+byte idx_mem = 0;          /* ring write index, as memory holds it */
+bit arm_mem = 0;           /* wake_on_data in the sender's area */
+byte doorbell = 0;         /* wake-up bytes queued in the kernel socket */
+byte consumed = 0;
+
+chan sender_stores = [2] of { byte };   /* sender's pending idx stores */
+chan receiver_stores = [2] of { bit };  /* receiver's pending arm stores */
+
+active proctype store_buffers()
+{
+end:	do
+	:: atomic { nempty(sender_stores) -> sender_stores ? idx_mem }
+	:: atomic { nempty(receiver_stores) -> receiver_stores ? arm_mem }
+	od
+}
+
+active proctype sender()
+{
+	byte k = 1;
+
+	do
+	:: k <= N ->
+		sender_stores ! k;                 /* publish the new write index */
+#ifndef NO_TX_FENCE
+		empty(sender_stores);              /* mfence */
+#endif
+		if
+		:: arm_mem == 1 ->                 /* plain load of the arm word */
+			atomic {                   /* xchg: a locked op is SC */
+				empty(sender_stores);
+				if
+				:: arm_mem == 1 -> arm_mem = 0; doorbell++
+				:: else -> skip
+				fi
+			}
+		:: else -> skip
+		fi;
+		k++
+	:: else -> break
+	od
+}
+
+active proctype receiver()
+{
+	do
+	:: consumed == N -> break
+	:: else ->
+		if
+		:: idx_mem > consumed -> consumed = idx_mem
+		:: else ->
+			doorbell = 0;              /* drain stale wake-ups */
+			receiver_stores ! 1;       /* arm */
+#ifndef NO_RX_FENCE
+			empty(receiver_stores);    /* mfence (read-back on NTB) */
+#endif
+			if
+			:: idx_mem > consumed ->   /* re-check before sleeping */
+				receiver_stores ! 0;
+				consumed = idx_mem
+			:: else ->
+				doorbell > 0;      /* sleep until the wake-up byte */
+				doorbell--;
+				receiver_stores ! 0
+			fi
+		fi
+	od
+}
