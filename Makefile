@@ -48,7 +48,8 @@ $(BUILD)/obj/libscilan/%.o: CFLAGS += -fvisibility=hidden
 
 $(BUILD)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h perf/*.h tests/common/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

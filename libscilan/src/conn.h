@@ -28,8 +28,9 @@ bool sl_conn_peer_died(struct sl_sock *s);
  * kernel connection is up, or back to SL_FRESH if it failed. */
 void sl_connect_progress(struct sl_sock *s);
 
-/* Sleep until s is ready for events (the sleep protocol of ARCHITECTURE.md):
- * 0 when ready, -1 with errno EINTR or EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO expired). */
-int sl_wait(struct sl_sock *s, short events);
+/* Sleep until s is ready for events (the sleep protocol of ARCHITECTURE.md),
+ * spinning first unless the caller already did: 0 when ready, -1 with errno
+ * EINTR or EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO expired). */
+int sl_wait(struct sl_sock *s, short events, bool spin_first);
 
 #endif

@@ -6,20 +6,69 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "conn.h"
 #include "fabric.h"
 #include "scilan.h"
 
-static bool nonblocking(const struct sl_sock *s, int flags)
+/* Asked of the kernel only when the call would block, so the fast path makes
+ * no syscall; the answer refreshes the hint that decides whether to spin. */
+static bool nonblocking(struct sl_sock *s, int flags)
 {
 	int fl;
 
 	if (flags & MSG_DONTWAIT)
 		return true;
-	/* Asked only when the call would block, so the fast path makes no syscall. */
 	fl = fcntl(s->fd, F_GETFL);
+	atomic_store_explicit(&s->nonblock_hint, fl >= 0 && (fl & O_NONBLOCK), memory_order_relaxed);
 	return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* Busy-wait (step 1 of the sleep protocol) for the poll time, before any
+ * syscall: a reply that arrives within it costs no kernel entry at all.
+ * changed() is true when the word it watches has moved or the stream ended. */
+static bool spin(struct sl_sock *s, int flags, bool (*changed)(struct sl_sock *s, uint64_t seen), uint64_t seen)
+{
+	int poll_us = atomic_load_explicit(&s->poll_us, memory_order_relaxed);
+	struct timespec now;
+	int64_t end = 0, t;
+
+	if (poll_us == 0 || (flags & MSG_DONTWAIT) || atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed))
+		return false;
+	for (unsigned i = 1;; i++) {
+		if (changed(s, seen))
+			return true;
+		__builtin_ia32_pause();
+		/* The clock is read only every 64 pauses (about a microsecond). */
+		if (i % 64)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+		if (!end)
+			end = t + (int64_t)poll_us * 1000;
+		else if (t >= end)
+			return false;
+	}
+}
+
+static bool ended(struct sl_sock *s)
+{
+	return (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) &
+		(SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET)) ||
+	       atomic_load_explicit(&s->reset, memory_order_relaxed) ||
+	       atomic_load_explicit(&s->shut_rd, memory_order_relaxed);
+}
+
+static bool data_arrived(struct sl_sock *s, uint64_t read)
+{
+	return atomic_load_explicit(s->rx.write_idx, memory_order_relaxed) != read || ended(s);
+}
+
+static bool space_freed(struct sl_sock *s, uint64_t read_seen)
+{
+	return atomic_load_explicit(s->tx.read_copy, memory_order_relaxed) != read_seen || ended(s) ||
+	       atomic_load_explicit(&s->shut_wr, memory_order_relaxed);
 }
 
 static ssize_t fail(int err)
@@ -56,6 +105,7 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 	const unsigned char *p = buf;
 	size_t sent = 0;
 	int64_t space;
+	uint64_t read_seen = 0;
 	int err;
 
 	for (;;) {
@@ -67,6 +117,7 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 		}
 		sl_lock(&s->tx_lock);
 		space = sl_ring_tx_space(&s->tx);
+		read_seen = s->tx.write - s->tx.cap + (uint64_t)space;
 		if (space > 0) {
 			size_t n = len - sent < (uint64_t)space ? len - sent : (size_t)space;
 
@@ -82,11 +133,11 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			sl_conn_after_produce(s);
 		if (sent == len || (sent && nonblocking(s, flags)))
 			break;
-		if (space > 0)
+		if (space > 0 || spin(s, flags, space_freed, read_seen))
 			continue;
 		if (nonblocking(s, flags))
 			return fail(EAGAIN);
-		if (sl_wait(s, POLLOUT) < 0) {
+		if (sl_wait(s, POLLOUT, false) < 0) {
 			if (sent)
 				break;
 			return -1;
@@ -131,6 +182,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 	unsigned char *p = buf;
 	size_t got = 0;
 	int64_t avail;
+	uint64_t read_seen;
 	enum peer_end end;
 
 	if (len == 0)
@@ -138,6 +190,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 	for (;;) {
 		sl_lock(&s->rx_lock);
 		avail = atomic_load(&s->reset) ? 0 : sl_ring_rx_avail(&s->rx);
+		read_seen = s->rx.read;
 		if (avail > 0) {
 			size_t n = len - got < (uint64_t)avail ? len - got : (size_t)avail;
 
@@ -168,12 +221,14 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 				break;
 			return end_result(s, end);
 		}
+		if (spin(s, flags, data_arrived, read_seen))
+			continue;
 		if (nonblocking(s, flags)) {
 			if (got)
 				break;
 			return fail(EAGAIN);
 		}
-		if (sl_wait(s, POLLIN) < 0) {
+		if (sl_wait(s, POLLIN, false) < 0) {
 			if (got)
 				break;
 			return -1;

@@ -44,6 +44,7 @@ struct sl_sock {
 
 	/* settings */
 	_Atomic int poll_us;
+	_Atomic bool nonblock_hint; /* O_NONBLOCK as last seen; checked with the kernel before acting on it */
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */
 	bool nodelay;

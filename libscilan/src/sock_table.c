@@ -77,6 +77,7 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 	s->owner = getpid();
 	s->domain = domain;
 	atomic_store(&s->poll_us, 0);
+	atomic_store(&s->nonblock_hint, false);
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
 	s->nodelay = false;

@@ -100,6 +100,7 @@ int scilan_socket(int domain, int type, int protocol)
 		return fd;
 	}
 	atomic_store(&s->poll_us, cfg->poll_us);
+	atomic_store(&s->nonblock_hint, (type & SOCK_NONBLOCK) != 0);
 	s->ring_bytes = cfg->ring_bytes;
 	return fd;
 }
@@ -147,6 +148,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		return nfd;
 	}
 	atomic_store(&ns->poll_us, atomic_load(&s->poll_us));
+	atomic_store(&ns->nonblock_hint, (flags & SOCK_NONBLOCK) != 0);
 	ns->ring_bytes = s->ring_bytes;
 	if (s->reg_fd[0] < 0 || kernel_name(nfd, false, &local) < 0 || kernel_name(nfd, true, &peer) < 0) {
 		become_plain(ns);

@@ -161,7 +161,7 @@ static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 }
 
 static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct sl_sock **socks,
-			    struct pollfd *kfds)
+			    struct pollfd *kfds, bool spin)
 {
 	int64_t start = now_ns(), deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
 	int64_t spin_end;
@@ -169,7 +169,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 
 	for (nfds_t i = 0; i < n; i++) {
 		fds[i].revents = 0;
-		if (socks[i] && atomic_load(&socks[i]->poll_us) > poll_us)
+		if (spin && socks[i] && atomic_load(&socks[i]->poll_us) > poll_us)
 			poll_us = atomic_load(&socks[i]->poll_us);
 	}
 	ready = scan(fds, n, socks);
@@ -242,7 +242,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	}
 	for (nfds_t i = 0; i < n; i++)
 		socks[i] = accelerated(fds[i].fd);
-	r = poll_accelerated(fds, n, timeout_ms, socks, kfds);
+	r = poll_accelerated(fds, n, timeout_ms, socks, kfds, true);
 	if (socks != stack_socks) {
 		free(socks);
 		free(kfds);
@@ -262,12 +262,12 @@ static int timeout_for(struct sl_sock *s, short events)
 	return (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
 }
 
-int sl_wait(struct sl_sock *s, short events)
+int sl_wait(struct sl_sock *s, short events, bool spin_first)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = events };
 	struct sl_sock *socks[1] = { s };
 	struct pollfd kfds[2];
-	int r = poll_accelerated(&pfd, 1, timeout_for(s, events), socks, kfds);
+	int r = poll_accelerated(&pfd, 1, timeout_for(s, events), socks, kfds, spin_first);
 
 	if (r == 0) {
 		errno = EAGAIN;
