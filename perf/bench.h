@@ -1,5 +1,5 @@
 /* bench.h — shared declarations of scilan-bench: the transport table, the
- * options, the result tables, and the entry points each perf/*.c file owns.
+ * options, the result tables, and the entry points of each perf source file.
  */
 #ifndef SCILAN_BENCH_H
 #define SCILAN_BENCH_H
@@ -16,7 +16,11 @@
 #define BENCH_PROG "scilan-bench"
 #define BENCH_MAX_SIZES 32
 #define BENCH_MAX_MSG (64u << 20)      /* largest --sizes entry: keeps buffers sane */
-#define BENCH_MAX_ITERS 10000000L      /* samples are kept in memory (8 B each) */
+#define BENCH_MAX_ITERS 10000000L      /* samples are kept in memory (4 B each per transport) */
+/* Each point is measured in this many rounds, the transports taking turns,
+ * so a change of host state mid-run (vCPU placement) hits all transports
+ * alike instead of skewing one ratio. */
+#define BENCH_ROUNDS 3
 
 enum tp_kind { TP_SCILAN, TP_TCP, TP_UNIX, TP_BARE };
 
@@ -37,6 +41,7 @@ extern const struct transport_desc bench_transports[T_COUNT];
 struct bench_opts {
 	bool do_pingpong, do_stream, do_xmax;
 	bool quick;
+	const char *mode; /* as given on the command line, for the report heading */
 	const char *out_dir;
 	size_t pp_sizes[BENCH_MAX_SIZES];
 	int n_pp;
@@ -104,8 +109,16 @@ int tp_send_all(struct tp_end *e, const void *buf, size_t len);
 int tp_recv_all(struct tp_end *e, void *buf, size_t len);
 
 /* ---- measure.c: the two-process runs ---- */
-int measure_pingpong(const struct bench_opts *o, enum tp_id t, size_t size, struct pp_result *r);
-int measure_stream(const struct bench_opts *o, enum tp_id t, size_t size, struct st_result *r);
+/* One round of one transport at one size, within `seconds`: pingpong writes
+ * up to cap round-trip times (ns) into samples, which must be a MAP_SHARED
+ * mapping (the measuring child writes it); stream returns the bytes the
+ * receiver got and the time they took. 0 on success. */
+int measure_pingpong(const struct bench_opts *o, enum tp_id t, size_t size, double seconds, uint32_t *samples,
+		     long cap, long *n);
+int measure_stream(const struct bench_opts *o, enum tp_id t, size_t size, double seconds, double *bytes,
+		   double *secs);
+/* Sorts samples; fills median, p99, iters. */
+void pp_stats(uint32_t *samples, long n, struct pp_result *out);
 double bench_now(void);
 
 /* ---- xmax.c ---- */

@@ -21,9 +21,9 @@ enum test_kind { TEST_PINGPONG, TEST_STREAM };
 /* Filled by the measuring child; lives in a MAP_SHARED page so it survives the child. */
 struct shared_result {
 	int ok;
-	double median_us, p99_us;
-	long iters;
-	double mbps;
+	long n;         /* pingpong: samples written */
+	double bytes;   /* stream: bytes after the first chunk */
+	double secs;    /* stream: first to last byte */
 };
 
 struct run {
@@ -31,6 +31,9 @@ struct run {
 	const struct transport_desc *t;
 	enum test_kind kind;
 	size_t size;
+	double seconds;     /* this round's budget */
+	uint32_t *samples;  /* pingpong: shared, cap entries */
+	long cap;
 	struct tp_link link;
 	struct shared_result *res;
 };
@@ -50,26 +53,9 @@ static inline uint64_t now_ns(void)
 }
 
 /* A stuck transport must cost a bounded time: both children are killed after this. */
-static double watchdog_seconds(const struct bench_opts *o)
+static double watchdog_seconds(const struct run *r)
 {
-	return 2.0 * o->seconds + 5.0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted samples. */
-static uint64_t percentile(const uint64_t *s, long n, double p)
-{
-	long k = (long)(p * (double)n + 0.999999) - 1;
-	if (k < 0)
-		k = 0;
-	if (k >= n)
-		k = n - 1;
-	return s[k];
+	return 2.0 * r->seconds + 5.0;
 }
 
 static void *alloc_buf(size_t size)
@@ -95,7 +81,7 @@ static void child_init(const struct run *r, int cpu_index, pid_t parent)
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	alarm((unsigned)watchdog_seconds(r->o) + 2);
+	alarm((unsigned)watchdog_seconds(r) + 2);
 	if (r->o->pin) {
 		cpu_set_t set;
 		CPU_ZERO(&set);
@@ -138,18 +124,17 @@ static int round_trip(struct tp_end *e, unsigned char *buf, size_t size, uint64_
 
 static int pingpong_client(struct run *r, struct tp_end *e)
 {
-	const struct bench_opts *o = r->o;
 	unsigned char *buf = alloc_buf(r->size);
-	uint64_t *samples = malloc((size_t)o->iters * sizeof *samples);
-	if (!buf || !samples) {
-		bench_err("%s: out of memory for %ld samples", r->t->name, o->iters);
-		return -1;
-	}
+	if (!buf)
+		return bench_err("%s: out of memory", r->t->name), -1;
+	/* The shared sample pages are new to this process: fault them in now, not
+	 * inside one timed round trip in every thousand. */
+	memset(r->samples, 0, (size_t)r->cap * sizeof *r->samples);
 	/* Warm-up: fault in rings and buffers, let the wake-up paths settle. */
 	uint64_t seq = 0;
 	uint64_t start = now_ns();
-	uint64_t warm_end = start + (uint64_t)(0.1 * o->seconds * 1e9);
-	uint64_t end = start + (uint64_t)(o->seconds * 1e9);
+	uint64_t warm_end = start + (uint64_t)(0.1 * r->seconds * 1e9);
+	uint64_t end = start + (uint64_t)(r->seconds * 1e9);
 	do {
 		if (round_trip(e, buf, r->size, seq++) != 0)
 			return -1;
@@ -157,20 +142,17 @@ static int pingpong_client(struct run *r, struct tp_end *e)
 
 	long n = 0;
 	uint64_t t0 = now_ns();
-	while (n < o->iters) {
+	while (n < r->cap) {
 		if (round_trip(e, buf, r->size, seq++) != 0)
 			return -1;
 		uint64_t t1 = now_ns();
-		samples[n++] = t1 - t0;
+		uint64_t d = t1 - t0;
+		r->samples[n++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 		t0 = t1;
 		if (t1 >= end)
 			break;
 	}
-	qsort(samples, (size_t)n, sizeof *samples, cmp_u64);
-	r->res->median_us = (double)percentile(samples, n, 0.50) / 1e3;
-	r->res->p99_us = (double)percentile(samples, n, 0.99) / 1e3;
-	r->res->iters = n;
-	free(samples);
+	r->res->n = n;
 	free(buf);
 	return 0;
 }
@@ -229,7 +211,8 @@ static int stream_client(struct run *r, struct tp_end *e)
 		return -1;
 	if (t_last <= t_first || bytes == 0)
 		return bench_err("%s: stream: no data after the first chunk", r->t->name), -1;
-	r->res->mbps = (double)bytes / (t_last - t_first) / 1e6;
+	r->res->bytes = (double)bytes;
+	r->res->secs = t_last - t_first;
 	free(buf);
 	return 0;
 }
@@ -242,7 +225,7 @@ static int stream_server(struct run *r, struct tp_end *e)
 	/* Read the clock about every 64 KiB: at 64 B a clock read per send would
 	 * be a visible share of the bare ring's ~50 ns per message. */
 	size_t batch = r->size >= 65536 ? 1 : 65536 / r->size;
-	double end = bench_now() + r->o->seconds;
+	double end = bench_now() + r->seconds;
 	do {
 		for (size_t i = 0; i < batch; i++)
 			if (tp_send_all(e, buf, r->size) != 0)
@@ -404,7 +387,7 @@ static int run_pair(struct run *r)
 		bench_err("pipe2: %s", strerror(errno));
 		goto out_link;
 	}
-	double deadline = bench_now() + watchdog_seconds(r->o);
+	double deadline = bench_now() + watchdog_seconds(r);
 
 	/* The listener exists before the connecting process is forked, so its
 	 * connect can never race the bind. */
@@ -425,7 +408,7 @@ static int run_pair(struct run *r)
 	struct pollfd p = {.fd = pfd[0], .events = POLLIN};
 	int pr;
 	do
-		pr = poll(&p, 1, (int)(watchdog_seconds(r->o) * 1000));
+		pr = poll(&p, 1, (int)(watchdog_seconds(r) * 1000));
 	while (pr < 0 && errno == EINTR);
 	if (pr < 0)
 		bench_err("poll: %s", strerror(errno));
@@ -466,30 +449,55 @@ out_res:
 	return rc;
 }
 
-int measure_pingpong(const struct bench_opts *o, enum tp_id t, size_t size, struct pp_result *out)
+static int cmp_u32(const void *a, const void *b)
 {
-	struct run r = {.o = o, .t = &bench_transports[t], .kind = TEST_PINGPONG, .size = size};
-	out->ok = false;
-	int rc = run_pair(&r);
-	if (r.res != MAP_FAILED) {
-		out->ok = rc == 0;
-		out->median_us = r.res->median_us;
-		out->p99_us = r.res->p99_us;
-		out->iters = r.res->iters;
-		munmap(r.res, sizeof *r.res);
-	}
-	return out->ok ? 0 : -1;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
 }
 
-int measure_stream(const struct bench_opts *o, enum tp_id t, size_t size, struct st_result *out)
+/* Nearest-rank percentile of sorted samples. */
+static uint32_t percentile(const uint32_t *s, long n, double p)
 {
-	struct run r = {.o = o, .t = &bench_transports[t], .kind = TEST_STREAM, .size = size};
-	out->ok = false;
+	long k = (long)(p * (double)n + 0.999999) - 1;
+	if (k < 0)
+		k = 0;
+	if (k >= n)
+		k = n - 1;
+	return s[k];
+}
+
+void pp_stats(uint32_t *samples, long n, struct pp_result *out)
+{
+	qsort(samples, (size_t)n, sizeof *samples, cmp_u32);
+	out->median_us = (double)percentile(samples, n, 0.50) / 1e3;
+	out->p99_us = (double)percentile(samples, n, 0.99) / 1e3;
+	out->iters = n;
+}
+
+int measure_pingpong(const struct bench_opts *o, enum tp_id t, size_t size, double seconds, uint32_t *samples,
+		     long cap, long *n)
+{
+	struct run r = {.o = o, .t = &bench_transports[t], .kind = TEST_PINGPONG, .size = size,
+			.seconds = seconds, .samples = samples, .cap = cap};
+	*n = 0;
 	int rc = run_pair(&r);
 	if (r.res != MAP_FAILED) {
-		out->ok = rc == 0;
-		out->mbps = r.res->mbps;
+		*n = r.res->n;
 		munmap(r.res, sizeof *r.res);
 	}
-	return out->ok ? 0 : -1;
+	return rc;
+}
+
+int measure_stream(const struct bench_opts *o, enum tp_id t, size_t size, double seconds, double *bytes,
+		   double *secs)
+{
+	struct run r = {.o = o, .t = &bench_transports[t], .kind = TEST_STREAM, .size = size, .seconds = seconds};
+	*bytes = *secs = 0;
+	int rc = run_pair(&r);
+	if (r.res != MAP_FAILED) {
+		*bytes = r.res->bytes;
+		*secs = r.res->secs;
+		munmap(r.res, sizeof *r.res);
+	}
+	return rc;
 }

@@ -50,7 +50,9 @@ short sl_conn_ready(struct sl_sock *s, short events)
 			       (atomic_load(&s->pending_error) ? POLLERR : 0));
 	/* State before indices: data written before the peer's FIN is then visible. */
 	ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
-	avail = sl_ring_rx_avail(&s->rx);
+	sl_lock(&s->rx_lock);
+	avail = sl_ring_rx_avail_fresh(&s->rx);
+	sl_unlock(&s->rx_lock);
 	if (avail < 0) {
 		sl_conn_reset(s, "peer wrote an impossible write index");
 		return sl_conn_ready(s, events);
@@ -68,7 +70,9 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	if (shut_wr || (ps & SL_PEER_CLOSED) || atomic_load(&s->peer_gone)) {
 		rev |= POLLOUT | POLLWRNORM;
 	} else {
-		space = sl_ring_tx_space(&s->tx);
+		sl_lock(&s->tx_lock);
+		space = sl_ring_tx_space(&s->tx, s->tx.cap / 4);
+		sl_unlock(&s->tx_lock);
 		if (space < 0) {
 			sl_conn_reset(s, "peer published an impossible read index");
 			return sl_conn_ready(s, events);
@@ -91,11 +95,12 @@ void sl_conn_wake_local(struct sl_sock *s)
 		sl_debug("local wake-up of fd %d failed", s->fd);
 }
 
-void sl_conn_after_produce(struct sl_sock *s)
+void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 {
 	/* Step 1-2 of the stimulate side: our index store must be visible before
 	 * we read the peer's arm word, or both of us could miss the other. */
-	atomic_thread_fence(memory_order_seq_cst);
+	if (!fenced)
+		atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
 	    atomic_exchange(&s->own_ctl->wake_on_data, 0))
 		sl_fabric()->stimulate(s);

@@ -6,6 +6,7 @@
 
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "sock.h"
 
@@ -17,8 +18,9 @@ void sl_conn_reset(struct sl_sock *s, const char *why);
 void sl_conn_wake_local(struct sl_sock *s);
 /* After freeing ring space: wake a peer that sleeps waiting for it. */
 void sl_conn_after_consume(struct sl_sock *s);
-/* After adding data or state: wake a peer that sleeps waiting for it. */
-void sl_conn_after_produce(struct sl_sock *s);
+/* After adding data or state: wake a peer that sleeps waiting for it
+ * (fenced: the publishing store was already a full fence). */
+void sl_conn_after_produce(struct sl_sock *s, bool fenced);
 /* Wake the peer whatever it sleeps on (it must see our close). */
 void sl_conn_wake_peer(struct sl_sock *s);
 /* The peer went away without an orderly close (died, or reset us). */
@@ -27,6 +29,14 @@ bool sl_conn_peer_died(struct sl_sock *s);
 /* A non-blocking connect with an offer out: move to SL_CONNECTED once the
  * kernel connection is up, or back to SL_FRESH if it failed. */
 void sl_connect_progress(struct sl_sock *s);
+
+/* Counters are written only under the lock that serializes their side, so
+ * a plain add suffices; the atomics keep concurrent readers well defined. */
+static inline void sl_stat_add(_Atomic uint64_t *counter, uint64_t n)
+{
+	atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
 
 /* Sleep until s is ready for events (the sleep protocol of ARCHITECTURE.md),
  * spinning first unless the caller already did: 0 when ready, -1 with errno

@@ -116,12 +116,13 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			return err == EPIPE ? broken_pipe(flags) : fail(err);
 		}
 		sl_lock(&s->tx_lock);
-		space = sl_ring_tx_space(&s->tx);
+		space = sl_ring_tx_space(&s->tx, len - sent);
 		read_seen = s->tx.write - s->tx.cap + (uint64_t)space;
 		if (space > 0) {
 			size_t n = len - sent < (uint64_t)space ? len - sent : (size_t)space;
 
 			sl_ring_tx_put(&s->tx, p + sent, n);
+			sl_stat_add(&s->tx_bytes, n);
 			sent += n;
 		}
 		sl_unlock(&s->tx_lock);
@@ -130,7 +131,7 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			continue;
 		}
 		if (space > 0)
-			sl_conn_after_produce(s);
+			sl_conn_after_produce(s, !s->tx.write_combining);
 		if (sent == len || (sent && nonblocking(s, flags)))
 			break;
 		if (space > 0 || spin(s, flags, space_freed, read_seen))
@@ -143,12 +144,20 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			return -1;
 		}
 	}
-	atomic_fetch_add_explicit(&s->tx_bytes, sent, memory_order_relaxed);
-	atomic_fetch_add_explicit(&sl_totals.tx_bytes, sent, memory_order_relaxed);
 	return (ssize_t)sent;
 }
 
 enum peer_end { END_NONE, END_EOF, END_RESET };
+
+static bool rx_pending(struct sl_sock *s)
+{
+	int64_t avail;
+
+	sl_lock(&s->rx_lock);
+	avail = sl_ring_rx_avail_fresh(&s->rx);
+	sl_unlock(&s->rx_lock);
+	return avail != 0;
+}
 
 /* Has the stream ended for us?  Read before the final look at the ring:
  * the peer's data is visible once its FIN is. */
@@ -199,6 +208,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 				got = n;
 			} else {
 				sl_ring_rx_consume(&s->rx, n, false);
+				sl_stat_add(&s->rx_bytes, n);
 				got += n;
 			}
 		}
@@ -215,7 +225,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 			continue;
 		end = stream_end(s);
 		if (end != END_NONE) {
-			if (!atomic_load(&s->reset) && sl_ring_rx_avail(&s->rx) != 0)
+			if (!atomic_load(&s->reset) && rx_pending(s))
 				continue;
 			if (got)
 				break;
@@ -233,10 +243,6 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 				break;
 			return -1;
 		}
-	}
-	if (!(flags & MSG_PEEK)) {
-		atomic_fetch_add_explicit(&s->rx_bytes, got, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sl_totals.rx_bytes, got, memory_order_relaxed);
 	}
 	return (ssize_t)got;
 }

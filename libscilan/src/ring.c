@@ -13,6 +13,7 @@ void sl_ring_tx_init(struct sl_ring_tx *tx, struct sl_area_ctl *peer_area, unsig
 	tx->read_copy = &own_area->peer_read;
 	tx->cap = cap;
 	tx->write = 0;
+	tx->read_seen = 0;
 	tx->write_combining = false;
 }
 
@@ -24,16 +25,21 @@ void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, 
 	rx->remote_read = &peer_area->peer_read;
 	rx->cap = cap;
 	rx->read = 0;
+	rx->write_seen = 0;
 	rx->published = 0;
 }
 
-int64_t sl_ring_tx_space(const struct sl_ring_tx *tx)
+int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want)
 {
-	uint64_t read = atomic_load_explicit(tx->read_copy, memory_order_acquire);
-	uint64_t used = tx->write - read; /* wraps to a huge value if read > write */
+	uint64_t read, used;
 
+	if (tx->cap - (tx->write - tx->read_seen) >= want && want)
+		return (int64_t)(tx->cap - (tx->write - tx->read_seen));
+	read = atomic_load_explicit(tx->read_copy, memory_order_acquire);
+	used = tx->write - read; /* wraps to a huge value if read > write */
 	if (used > tx->cap)
 		return -1;
+	tx->read_seen = read;
 	return (int64_t)(tx->cap - used);
 }
 
@@ -47,19 +53,34 @@ void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len)
 	memcpy(tx->data + off, buf, first);
 	memcpy(tx->data, (const unsigned char *)buf + first, len - first);
 	tx->write += len;
-	if (tx->write_combining)
+	if (tx->write_combining) {
+		/* Locked operations are not for MMIO: flush the WC buffers, then
+		 * a plain store; the caller fences before reading the arm word. */
 		__builtin_ia32_sfence();
-	atomic_store_explicit(tx->remote_write, tx->write, memory_order_release);
+		atomic_store_explicit(tx->remote_write, tx->write, memory_order_release);
+	} else {
+		/* xchg: the store and the full fence the sleep protocol needs
+		 * before the arm-word load, in one locked instruction. */
+		atomic_exchange_explicit(tx->remote_write, tx->write, memory_order_seq_cst);
+	}
 }
 
-int64_t sl_ring_rx_avail(const struct sl_ring_rx *rx)
+int64_t sl_ring_rx_avail_fresh(struct sl_ring_rx *rx)
 {
 	uint64_t write = atomic_load_explicit(rx->write_idx, memory_order_acquire);
 	uint64_t avail = write - rx->read;
 
 	if (avail > rx->cap)
 		return -1;
+	rx->write_seen = write;
 	return (int64_t)avail;
+}
+
+int64_t sl_ring_rx_avail(struct sl_ring_rx *rx)
+{
+	if (rx->write_seen != rx->read)
+		return (int64_t)(rx->write_seen - rx->read);
+	return sl_ring_rx_avail_fresh(rx);
 }
 
 void sl_ring_rx_peek(const struct sl_ring_rx *rx, void *buf, size_t len, uint64_t offset)

@@ -17,6 +17,7 @@ struct sl_ring_tx {
 	const _Atomic uint64_t *read_copy;/* our ctl->peer_read, written by the receiver */
 	uint64_t cap;                     /* private copy; never re-read from shared memory */
 	uint64_t write;                   /* private producer index */
+	uint64_t read_seen;               /* last validated read_copy: re-read only when it shows no room */
 	bool write_combining;             /* stores go through a WC mapping: sfence before publishing */
 };
 
@@ -26,6 +27,7 @@ struct sl_ring_rx {
 	_Atomic uint64_t *remote_read;    /* sender's ctl->peer_read */
 	uint64_t cap;
 	uint64_t read;                    /* private consumer index */
+	uint64_t write_seen;              /* last validated write_idx: re-read only when it shows no data */
 	uint64_t published;               /* last index stored into remote_read */
 };
 
@@ -35,13 +37,19 @@ void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, 
 		     struct sl_area_ctl *peer_area, uint64_t cap);
 
 /* Free bytes in the peer's ring, or -1 if the peer's published read index is
- * impossible (ahead of our writes or further behind than the capacity). */
-int64_t sl_ring_tx_space(const struct sl_ring_tx *tx);
-/* Copy len bytes (len <= space) into the ring and publish the new write index. */
+ * impossible (ahead of our writes or further behind than the capacity).
+ * The shared index is read only when the cached one shows less than want
+ * bytes free: like the bare ring, a stream touches the peer's line rarely. */
+int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want);
+/* Copy len bytes (len <= space) into the ring and publish the new write
+ * index; unless write_combining, the publication is also a full fence. */
 void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len);
 
-/* Bytes waiting in our ring, or -1 if the sender's write index is impossible. */
-int64_t sl_ring_rx_avail(const struct sl_ring_rx *rx);
+/* Bytes waiting in our ring, or -1 if the sender's write index is impossible;
+ * the shared index is read only when the cached one shows no data. */
+int64_t sl_ring_rx_avail(struct sl_ring_rx *rx);
+/* The same, always reading the shared index (state checks, poll). */
+int64_t sl_ring_rx_avail_fresh(struct sl_ring_rx *rx);
 /* Copy len bytes starting offset bytes past the read index (len+offset <= avail). */
 void sl_ring_rx_peek(const struct sl_ring_rx *rx, void *buf, size_t len, uint64_t offset);
 /* Advance the read index by len; publishes it to the sender when a quarter

@@ -297,7 +297,7 @@ int scilan_shutdown(int fd, int how)
 		sl_segment_set_state(s, SL_PEER_SHUT_WR);
 		pthread_mutex_unlock(&s->ctl_lock);
 		sl_unlock(&s->tx_lock);
-		sl_conn_after_produce(s);
+		sl_conn_after_produce(s, false);
 	}
 	sl_conn_wake_local(s);
 	return 0;
@@ -320,6 +320,8 @@ static void close_connected(struct sl_sock *s)
 	sl_fabric()->release(s);
 	sl_unlock(&s->rx_lock);
 	sl_unlock(&s->tx_lock);
+	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&s->tx_bytes), memory_order_relaxed);
+	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&s->rx_bytes), memory_order_relaxed);
 	wfd = atomic_exchange(&s->wake_fd, -1);
 	if (wfd >= 0)
 		close(wfd);

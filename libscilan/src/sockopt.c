@@ -116,7 +116,13 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		case SCILAN_SO_ACCELERATED:
 			return put_int(val, len, state == SL_CONNECTED);
 		case SCILAN_SO_RING_FILL: {
-			int64_t avail = state == SL_CONNECTED ? sl_ring_rx_avail(&s->rx) : 0;
+			int64_t avail = 0;
+
+			if (state == SL_CONNECTED) {
+				sl_lock(&s->rx_lock);
+				avail = sl_ring_rx_avail_fresh(&s->rx);
+				sl_unlock(&s->rx_lock);
+			}
 
 			return put_int(val, len, avail > 0 ? (int)avail : 0);
 		}
