@@ -88,10 +88,9 @@ short sl_conn_ready(struct sl_sock *s, short events)
 
 void sl_conn_wake_local(struct sl_sock *s)
 {
-	uint64_t one = 1;
-	int fd = atomic_load(&s->wake_fd);
+	static const char token = 1;
 
-	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0)
+	if (s->bell_rx >= 0 && write(s->bell_rx, &token, 1) < 0 && errno != EAGAIN)
 		sl_debug("local wake-up of fd %d failed", s->fd);
 }
 

@@ -5,6 +5,7 @@
 #ifndef SCILAN_FABRIC_H
 #define SCILAN_FABRIC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sock.h"
@@ -32,8 +33,10 @@ struct sl_fabric_ops {
 	/* Make our earlier stores into the peer's area visible before we re-check
 	 * our own area (step 3 of the sleep protocol). */
 	void (*flush_remote)(struct sl_sock *s);
-	/* Drain wake-up tokens; returns -1 once the peer is gone (EOF/error). */
-	int (*drain)(struct sl_sock *s);
+	/* Consume pending stimuli before arming. */
+	void (*drain)(struct sl_sock *s);
+	/* The kernel connection signalled: true if the peer is gone (EOF/reset). */
+	bool (*peer_gone)(struct sl_sock *s);
 	/* The socket is closed: unmap the segment (data not yet collected by
 	 * the peer is kept until it is). */
 	void (*release)(struct sl_sock *s);

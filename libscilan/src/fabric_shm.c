@@ -35,6 +35,22 @@ struct offer {
 	uint64_t dev;
 };
 
+/* Wake-up bells are FIFOs beside the offer (an anonymous eventfd cannot be
+ * reopened through /proc): <offer>.bell0 wakes the connecting side,
+ * <offer>.bell1 the accepting side.  A pipe is pollable with the
+ * application's other descriptors and a one-byte write costs no more than an
+ * eventfd's. */
+static int open_bell(const char *offer_path, int which, bool create)
+{
+	char path[4300];
+
+	sl_shm_bell_path(offer_path, which, path, sizeof(path));
+	if (create && mkfifo(path, 0600) < 0 && errno != EEXIST)
+		return -1;
+	/* O_RDWR: neither end blocks in open, and the pipe never reports EOF. */
+	return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+}
+
 static int offer_path(const struct sl_key *dst, uint16_t src_port, char *path, size_t size)
 {
 	const char *rundir = sl_config()->rundir;
@@ -151,6 +167,18 @@ fail:
 	return -1;
 }
 
+static void close_bells(struct sl_sock *s)
+{
+	int err = errno;
+
+	if (s->bell_rx >= 0)
+		close(s->bell_rx);
+	if (s->bell_tx >= 0)
+		close(s->bell_tx);
+	s->bell_rx = s->bell_tx = -1;
+	errno = err;
+}
+
 static int shm_offer(struct sl_sock *s, const struct sl_key *dst, uint16_t src_port, uint64_t peer_ring)
 {
 	struct sl_seg_header hdr;
@@ -174,11 +202,18 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, uint16_t src_p
 	offer.memfd = fd;
 	offer.ino = st.st_ino;
 	offer.dev = st.st_dev;
+	s->bell_rx = open_bell(s->offer_path, 0, true);
+	s->bell_tx = open_bell(s->offer_path, 1, true);
+	if (s->bell_rx < 0 || s->bell_tx < 0)
+		goto fail_bells;
 	if (write_offer(s->offer_path, &offer) < 0)
-		goto fail_map;
+		goto fail_bells;
 	s->memfd = fd;
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
 	return 0;
+fail_bells:
+	close_bells(s);
+	sl_shm_unlink_offer(s->offer_path);
 fail_map:
 	err = errno;
 	munmap(base, hdr.total_size);
@@ -197,13 +232,15 @@ static void forget_segment(struct sl_sock *s)
 {
 	s->seg = NULL;
 	s->own_ctl = s->peer_ctl = NULL;
-	s->memfd = -1;
+	s->memfd = s->bell_rx = s->bell_tx = -1;
 	s->offer_path[0] = '\0';
 }
 
 static void shm_offer_withdraw(struct sl_sock *s)
 {
-	sl_shm_unmap(s->seg, s->seg_len, s->memfd, s->offer_path);
+	int fds[SL_SHM_FDS] = { s->memfd, s->bell_rx, s->bell_tx };
+
+	sl_shm_unmap(s->seg, s->seg_len, fds, s->offer_path);
 	forget_segment(s);
 }
 
@@ -225,12 +262,19 @@ static void wait_for_attach(struct sl_sock *s, int ms)
 
 static void shm_release(struct sl_sock *s)
 {
+	int fds[SL_SHM_FDS];
+
+	if (!s->seg)
+		return;
 	if (unattached(s) && s->tx.write)
 		wait_for_attach(s, CLOSE_ATTACH_WAIT_MS);
+	fds[0] = s->memfd;
+	fds[1] = s->bell_rx;
+	fds[2] = s->bell_tx;
 	if (unattached(s))
-		sl_shm_linger_add(s->seg, s->seg_len, s->memfd, s->offer_path, &s->own_ctl->peer_state);
+		sl_shm_linger_add(s->seg, s->seg_len, fds, s->offer_path, &s->own_ctl->peer_state);
 	else
-		sl_shm_unmap(s->seg, s->seg_len, s->memfd, s->memfd >= 0 ? s->offer_path : NULL);
+		sl_shm_unmap(s->seg, s->seg_len, fds, s->memfd >= 0 ? s->offer_path : NULL);
 	forget_segment(s);
 }
 
@@ -289,13 +333,17 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 		return 0;
 	got = read(ofd, &offer, sizeof(offer));
 	close(ofd);
-	unlink(path);
+	s->bell_rx = open_bell(path, 1, false);
+	s->bell_tx = open_bell(path, 0, false);
+	sl_shm_unlink_offer(path);
 	if (got != (ssize_t)sizeof(offer) || offer.magic != OFFER_MAGIC || offer.pid <= 0 || offer.memfd < 0) {
 		sl_warn("malformed connect offer %s ignored", path);
+		close_bells(s);
 		return 0;
 	}
 	fd = open_offered_memfd(&offer, &st);
 	if (fd < 0) {
+		close_bells(s);
 		if (errno == ESRCH)
 			sl_warn("connecting process %d exited before this accept; its unread data is lost",
 				(int)offer.pid);
@@ -306,14 +354,19 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 	}
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
 		close(fd);
+		close_bells(s);
 		sl_warn("segment offered by pid %d has a bad header; connection refused", (int)offer.pid);
 		errno = ECONNABORTED;
 		return -1;
 	}
 	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (base == MAP_FAILED) {
-		sl_warn("cannot map the segment offered by pid %d: %s", (int)offer.pid, strerror(errno));
+	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
+		sl_warn("cannot map the segment or wake-up events offered by pid %d: %s", (int)offer.pid,
+			strerror(errno));
+		if (base != MAP_FAILED)
+			munmap(base, hdr.total_size);
+		close_bells(s);
 		errno = ECONNABORTED;
 		return -1;
 	}
@@ -324,10 +377,10 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 
 static void shm_stimulate(struct sl_sock *s)
 {
-	static const char token = 0;
+	static const char token = 1;
 
-	/* Failure means the peer is gone, which its own companion EOF reports. */
-	if (send(s->fd, &token, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	/* A full pipe (EAGAIN) already holds a wake-up. */
+	if (write(s->bell_tx, &token, 1) < 0 && errno != EAGAIN)
 		sl_debug("wake-up of fd %d not sent: %s", s->fd, strerror(errno));
 }
 
@@ -337,23 +390,25 @@ static void shm_flush_remote(struct sl_sock *s)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
-static int shm_drain(struct sl_sock *s)
+static void shm_drain(struct sl_sock *s)
 {
 	char tokens[64];
+
+	while (read(s->bell_rx, tokens, sizeof(tokens)) == (ssize_t)sizeof(tokens))
+		continue;
+}
+
+static bool shm_peer_gone(struct sl_sock *s)
+{
+	char junk[256];
 	ssize_t n;
 
-	for (;;) {
-		n = recv(s->fd, tokens, sizeof(tokens), MSG_DONTWAIT);
-		if (n == (ssize_t)sizeof(tokens))
-			continue;
-		if (n > 0)
-			return 0;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		if (n < 0 && errno == EINTR)
-			continue;
-		return -1; /* EOF or a reset: the peer's end of the companion is closed */
-	}
+	/* Nothing but the end is expected here; stray bytes are discarded so
+	 * that they cannot keep the socket readable forever. */
+	do
+		n = recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
+	while (n > 0 || (n < 0 && errno == EINTR));
+	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 static bool is_unattached(struct sl_sock *s)
@@ -400,6 +455,7 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.stimulate = shm_stimulate,
 	.flush_remote = shm_flush_remote,
 	.drain = shm_drain,
+	.peer_gone = shm_peer_gone,
 	.release = shm_release,
 	.sweep = sl_shm_linger_sweep,
 };

@@ -22,7 +22,7 @@ struct linger {
 	struct linger *next;
 	void *seg;
 	size_t len;
-	int memfd;
+	int fds[SL_SHM_FDS];
 	char offer_path[256];
 	const _Atomic uint32_t *peer_state;
 	time_t since;
@@ -32,29 +32,46 @@ static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct linger *lingering;
 static _Atomic bool any_lingering;
 
-void sl_shm_unmap(void *seg, size_t len, int memfd, const char *offer_path)
+void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path)
 {
 	if (seg)
 		munmap(seg, len);
-	if (memfd >= 0)
-		close(memfd);
+	for (int i = 0; i < SL_SHM_FDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	if (offer_path && *offer_path)
-		unlink(offer_path);
+		sl_shm_unlink_offer(offer_path);
 }
 
-void sl_shm_linger_add(void *seg, size_t len, int memfd, const char *offer_path,
+void sl_shm_bell_path(const char *offer_path, int which, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s.bell%d", offer_path, which);
+}
+
+void sl_shm_unlink_offer(const char *offer_path)
+{
+	char path[4300];
+
+	unlink(offer_path);
+	for (int i = 0; i < 2; i++) {
+		sl_shm_bell_path(offer_path, i, path, sizeof(path));
+		unlink(path);
+	}
+}
+
+void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path,
 		       const _Atomic uint32_t *peer_state)
 {
 	struct linger *l = calloc(1, sizeof(*l));
 
 	if (!l) {
 		sl_warn("no memory to keep a closed connection for its peer; its unread data is dropped");
-		sl_shm_unmap(seg, len, memfd, offer_path);
+		sl_shm_unmap(seg, len, fds, offer_path);
 		return;
 	}
 	l->seg = seg;
 	l->len = len;
-	l->memfd = memfd;
+	memcpy(l->fds, fds, sizeof(l->fds));
 	snprintf(l->offer_path, sizeof(l->offer_path), "%s", offer_path);
 	l->peer_state = peer_state;
 	l->since = time(NULL);
@@ -83,7 +100,7 @@ static bool sweep(bool everything)
 		if (everything || settled(l, now)) {
 			*pp = l->next;
 			/* An attached peer removed the offer itself. */
-			sl_shm_unmap(l->seg, l->len, l->memfd,
+			sl_shm_unmap(l->seg, l->len, l->fds,
 				     (atomic_load(l->peer_state) & SL_PEER_ATTACHED) ? NULL : l->offer_path);
 			free(l);
 		} else {

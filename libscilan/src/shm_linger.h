@@ -10,8 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The descriptors a connecting side holds for its peer to open: the memfd
+ * and the two wake-up eventfds. */
+#define SL_SHM_FDS 3
+
 /* Keep a closed connection's segment until the peer attaches (or gives up). */
-void sl_shm_linger_add(void *seg, size_t len, int memfd, const char *offer_path,
+void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path,
 		       const _Atomic uint32_t *peer_state);
 /* Release the entries whose peer attached or whose time ran out. */
 void sl_shm_linger_sweep(void);
@@ -19,7 +23,12 @@ void sl_shm_linger_sweep(void);
 bool sl_shm_linger_pending(void);
 /* Give up on every entry (process exit). */
 void sl_shm_linger_drop_all(void);
-/* Unmap a segment and drop its memfd and offer file. */
-void sl_shm_unmap(void *seg, size_t len, int memfd, const char *offer_path);
+/* Unmap a segment and close its descriptors (-1 entries skipped) and offer file. */
+void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path);
+
+/* The wake-up FIFO beside an offer: which 0 wakes the connecting side. */
+void sl_shm_bell_path(const char *offer_path, int which, char *buf, size_t size);
+/* Remove an offer file and its wake-up FIFOs. */
+void sl_shm_unlink_offer(const char *offer_path);
 
 #endif

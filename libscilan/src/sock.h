@@ -68,7 +68,8 @@ struct sl_sock {
 	_Atomic bool peer_gone;  /* companion socket reached EOF or error */
 	_Atomic int pending_error; /* reported once by the next recv/send (ECONNRESET) */
 	_Atomic bool reset;      /* connection is dead; only EOF/EPIPE from here */
-	_Atomic int wake_fd;     /* eventfd for local wake-ups (shutdown/close), lazily created */
+	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close */
+	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus */
 
 	/* counters */
 	_Atomic uint64_t tx_bytes, rx_bytes, sleeps, wakeups;

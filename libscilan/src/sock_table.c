@@ -97,7 +97,7 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 	atomic_store(&s->peer_gone, false);
 	atomic_store(&s->pending_error, 0);
 	atomic_store(&s->reset, false);
-	atomic_store(&s->wake_fd, -1);
+	s->bell_rx = s->bell_tx = -1;
 	atomic_store(&s->tx_bytes, 0);
 	atomic_store(&s->rx_bytes, 0);
 	atomic_store(&s->sleeps, 0);

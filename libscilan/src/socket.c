@@ -305,8 +305,6 @@ int scilan_shutdown(int fd, int how)
 
 static void close_connected(struct sl_sock *s)
 {
-	int wfd;
-
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);
@@ -322,9 +320,6 @@ static void close_connected(struct sl_sock *s)
 	sl_unlock(&s->tx_lock);
 	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&s->tx_bytes), memory_order_relaxed);
 	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&s->rx_bytes), memory_order_relaxed);
-	wfd = atomic_exchange(&s->wake_fd, -1);
-	if (wfd >= 0)
-		close(wfd);
 }
 
 int scilan_close(int fd)

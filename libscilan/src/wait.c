@@ -45,34 +45,13 @@ static int scan(struct pollfd *fds, nfds_t n, struct sl_sock **socks)
 	return ready;
 }
 
-static int local_wake_fd(struct sl_sock *s)
-{
-	int fd = atomic_load(&s->wake_fd), expected = -1;
-
-	if (fd >= 0)
-		return fd;
-	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (fd < 0)
-		return -1;
-	if (!atomic_compare_exchange_strong(&s->wake_fd, &expected, fd)) {
-		close(fd);
-		fd = expected;
-	}
-	return fd;
-}
-
 /* Steps 2-3 of the sleep protocol for one socket: drain stale wake-ups, give
  * the sender our read index, then ask the peer to wake us. */
 static void arm(struct sl_sock *s, short events)
 {
 	const struct sl_fabric_ops *fabric = sl_fabric();
-	uint64_t junk;
-	int wfd = local_wake_fd(s);
 
-	if (wfd >= 0 && read(wfd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
-		sl_debug("fd %d: local wake-up read failed", s->fd);
-	if (fabric->drain(s) < 0)
-		atomic_store(&s->peer_gone, true);
+	fabric->drain(s);
 	fabric->offer_settle(s);
 	if (events & (POLLIN | POLLRDNORM)) {
 		sl_lock(&s->rx_lock);
@@ -136,8 +115,8 @@ static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 			kfds[m++] = fds[i];
 			continue;
 		}
+		kfds[m++] = (struct pollfd){ .fd = socks[i]->bell_rx, .events = POLLIN };
 		kfds[m++] = (struct pollfd){ .fd = socks[i]->fd, .events = POLLIN };
-		kfds[m++] = (struct pollfd){ .fd = atomic_load(&socks[i]->wake_fd), .events = POLLIN };
 		atomic_fetch_add_explicit(&socks[i]->sleeps, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
 	}
@@ -151,10 +130,14 @@ static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 			ready += fds[i].revents != 0;
 			continue;
 		}
-		if (kfds[m].revents || kfds[m + 1].revents) {
+		if (kfds[m].revents) {
 			atomic_fetch_add_explicit(&socks[i]->wakeups, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&sl_totals.wakeups, 1, memory_order_relaxed);
 		}
+		/* The kernel connection only ever becomes readable at the end:
+		 * the peer closed it or its process died. */
+		if (kfds[m + 1].revents && sl_fabric()->peer_gone(socks[i]))
+			atomic_store(&socks[i]->peer_gone, true);
 		m += 2;
 	}
 	return ready;
