@@ -62,11 +62,13 @@ $(LIB_A): $(LIB_OBJ)
 
 $(BENCH_BIN): $(BENCH_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(LIB_A) -lm
+	@echo "  LINK    $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $(BENCH_OBJ) $(LIB_A) -lm
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON_OBJ) $(LIB_A) $(wildcard tests/common/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS_ALL) -o $@ $< $(TEST_COMMON_OBJ) $(LIB_A) $(LDFLAGS_ALL) -lcriterion -lm
+	@echo "  LINK    $@"
+	@$(CC) $(CPPFLAGS) -Itests/common $(CFLAGS_ALL) -o $@ $< $(TEST_COMMON_OBJ) $(LIB_A) $(LDFLAGS_ALL) -lcriterion -lm
 
 deps:
 	@scripts/deps.sh

@@ -13,6 +13,7 @@
 #include "fabric.h"
 #include "log.h"
 #include "segment.h"
+#include "sys.h"
 
 void sl_conn_reset(struct sl_sock *s, const char *why)
 {
@@ -90,7 +91,7 @@ void sl_conn_wake_local(struct sl_sock *s)
 {
 	static const char token = 1;
 
-	if (s->bell_rx >= 0 && write(s->bell_rx, &token, 1) < 0 && errno != EAGAIN)
+	if (s->bell_rx >= 0 && sl_sys.write(s->bell_rx, &token, 1) < 0 && errno != EAGAIN)
 		sl_debug("local wake-up of fd %d failed", s->fd);
 }
 

@@ -21,6 +21,7 @@
 #include "registry.h"
 #include "segment.h"
 #include "shm_linger.h"
+#include "sys.h"
 
 #define OFFER_MAGIC 0x3146464f20434c53ull /* "SLC OFF1" */
 #define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
@@ -76,7 +77,7 @@ static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key 
 
 	if (local->family != AF_INET6 || memcmp(local->addr, any, 16) != 0)
 		return false;
-	return getsockopt(s->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
+	return sl_sys.getsockopt(s->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
 }
 
 static void shm_listen_unregister(struct sl_sock *s)
@@ -128,12 +129,12 @@ static int create_memfd(size_t size)
 		goto fail;
 	}
 	/* Sealed against shrinking, a peer cannot truncate the file under our mapping. */
-	if (fcntl(fd, F_ADD_SEALS, SEALS) < 0)
+	if (sl_sys.fcntl(fd, F_ADD_SEALS, SEALS) < 0)
 		goto fail;
 	return fd;
 fail:
 	err = errno;
-	close(fd);
+	sl_sys.close(fd);
 	errno = err;
 	return -1;
 }
@@ -147,11 +148,11 @@ static int write_offer(const char *path, const struct offer *offer)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -1;
-	if (write(fd, offer, sizeof(*offer)) != (ssize_t)sizeof(*offer)) {
+	if (sl_sys.write(fd, offer, sizeof(*offer)) != (ssize_t)sizeof(*offer)) {
 		err = errno ? errno : ENOSPC;
 		goto fail;
 	}
-	close(fd);
+	sl_sys.close(fd);
 	/* rename: the accepting side sees the whole offer or none of it. */
 	if (rename(tmp, path) < 0) {
 		err = errno;
@@ -161,7 +162,7 @@ static int write_offer(const char *path, const struct offer *offer)
 	}
 	return 0;
 fail:
-	close(fd);
+	sl_sys.close(fd);
 	unlink(tmp);
 	errno = err;
 	return -1;
@@ -172,9 +173,9 @@ static void close_bells(struct sl_sock *s)
 	int err = errno;
 
 	if (s->bell_rx >= 0)
-		close(s->bell_rx);
+		sl_sys.close(s->bell_rx);
 	if (s->bell_tx >= 0)
-		close(s->bell_tx);
+		sl_sys.close(s->bell_tx);
 	s->bell_rx = s->bell_tx = -1;
 	errno = err;
 }
@@ -220,7 +221,7 @@ fail_map:
 	errno = err;
 fail_fd:
 	err = errno;
-	close(fd);
+	sl_sys.close(fd);
 	errno = err;
 fail_path:
 	sl_warn("cannot offer a shared segment (%s); connection uses kernel TCP", strerror(errno));
@@ -283,7 +284,7 @@ static void shm_offer_settle(struct sl_sock *s)
 	if (s->memfd < 0 || !s->own_ctl)
 		return;
 	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_ATTACHED) {
-		close(s->memfd);
+		sl_sys.close(s->memfd);
 		s->memfd = -1;
 		s->offer_path[0] = '\0'; /* the attacher removed it */
 	}
@@ -304,12 +305,12 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 	}
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_ino != offer->ino || st->st_dev != offer->dev ||
 	    st->st_uid != geteuid()) {
-		close(fd);
+		sl_sys.close(fd);
 		errno = ESRCH;
 		return -1;
 	}
-	if ((fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
-		close(fd);
+	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
+		sl_sys.close(fd);
 		errno = EPERM;
 		return -1;
 	}
@@ -331,8 +332,8 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ofd < 0)
 		return 0;
-	got = read(ofd, &offer, sizeof(offer));
-	close(ofd);
+	got = sl_sys.read(ofd, &offer, sizeof(offer));
+	sl_sys.close(ofd);
 	s->bell_rx = open_bell(path, 1, false);
 	s->bell_tx = open_bell(path, 0, false);
 	sl_shm_unlink_offer(path);
@@ -353,14 +354,14 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 		return -1;
 	}
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
-		close(fd);
+		sl_sys.close(fd);
 		close_bells(s);
 		sl_warn("segment offered by pid %d has a bad header; connection refused", (int)offer.pid);
 		errno = ECONNABORTED;
 		return -1;
 	}
 	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	sl_sys.close(fd);
 	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
 		sl_warn("cannot map the segment or wake-up events offered by pid %d: %s", (int)offer.pid,
 			strerror(errno));
@@ -380,7 +381,7 @@ static void shm_stimulate(struct sl_sock *s)
 	static const char token = 1;
 
 	/* A full pipe (EAGAIN) already holds a wake-up. */
-	if (write(s->bell_tx, &token, 1) < 0 && errno != EAGAIN)
+	if (sl_sys.write(s->bell_tx, &token, 1) < 0 && errno != EAGAIN)
 		sl_debug("wake-up of fd %d not sent: %s", s->fd, strerror(errno));
 }
 
@@ -394,7 +395,7 @@ static void shm_drain(struct sl_sock *s)
 {
 	char tokens[64];
 
-	while (read(s->bell_rx, tokens, sizeof(tokens)) == (ssize_t)sizeof(tokens))
+	while (sl_sys.read(s->bell_rx, tokens, sizeof(tokens)) == (ssize_t)sizeof(tokens))
 		continue;
 }
 
@@ -406,7 +407,7 @@ static bool shm_peer_gone(struct sl_sock *s)
 	/* Nothing but the end is expected here; stray bytes are discarded so
 	 * that they cannot keep the socket readable forever. */
 	do
-		n = recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
+		n = sl_sys.recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
 	while (n > 0 || (n < 0 && errno == EINTR));
 	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }

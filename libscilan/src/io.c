@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "fabric.h"
 #include "scilan.h"
+#include "sys.h"
 
 /* Asked of the kernel only when the call would block, so the fast path makes
  * no syscall; the answer refreshes the hint that decides whether to spin. */
@@ -20,7 +21,7 @@ static bool nonblocking(struct sl_sock *s, int flags)
 
 	if (flags & MSG_DONTWAIT)
 		return true;
-	fl = fcntl(s->fd, F_GETFL);
+	fl = sl_sys.fcntl(s->fd, F_GETFL);
 	atomic_store_explicit(&s->nonblock_hint, fl >= 0 && (fl & O_NONBLOCK), memory_order_relaxed);
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
@@ -254,7 +255,7 @@ ssize_t scilan_send(int fd, const void *buf, size_t len, int flags)
 	struct sl_sock *s = connected(fd);
 
 	if (!s)
-		return send(fd, buf, len, flags);
+		return sl_sys.send(fd, buf, len, flags);
 	if (len && !buf)
 		return fail(EFAULT);
 	return send_accelerated(s, buf, len, flags);
@@ -265,7 +266,7 @@ ssize_t scilan_recv(int fd, void *buf, size_t len, int flags)
 	struct sl_sock *s = connected(fd);
 
 	if (!s)
-		return recv(fd, buf, len, flags);
+		return sl_sys.recv(fd, buf, len, flags);
 	if (len && !buf)
 		return fail(EFAULT);
 	if (flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))

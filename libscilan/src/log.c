@@ -2,6 +2,7 @@
  * lines from several threads or processes never interleave.
  */
 #include "log.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -39,7 +40,7 @@ void sl_log(enum sl_log_level level, const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+	if (sl_sys.write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* Nowhere left to report it. */
 	}
 	errno = saved_errno;

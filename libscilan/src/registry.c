@@ -15,6 +15,7 @@
 #include "config.h"
 #include "log.h"
 #include "rundir.h"
+#include "sys.h"
 
 #define REG_MAGIC 0x3147455220434c53ull /* "SLC REG1" */
 
@@ -66,7 +67,7 @@ static int lock_registry(void)
 		return -1;
 	while (flock(fd, LOCK_EX) < 0) {
 		if (errno != EINTR) {
-			close(fd);
+			sl_sys.close(fd);
 			return -1;
 		}
 	}
@@ -77,7 +78,7 @@ static int ofd_lock(int fd, short type, int cmd)
 {
 	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
 
-	if (fcntl(fd, cmd, &fl) < 0)
+	if (sl_sys.fcntl(fd, cmd, &fl) < 0)
 		return -1;
 	return cmd == F_OFD_GETLK ? fl.l_type : 0;
 }
@@ -91,7 +92,7 @@ static void remove_if_unclaimed(const char *path)
 		return;
 	if (ofd_lock(fd, F_WRLCK, F_OFD_SETLK) == 0)
 		unlink(path);
-	close(fd);
+	sl_sys.close(fd);
 }
 
 int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, size_t path_size)
@@ -112,15 +113,15 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, s
 	if (ofd_lock(fd, F_WRLCK, F_OFD_GETLK) == F_UNLCK &&
 	    pwrite(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
 		goto fail;
-	close(lock);
+	sl_sys.close(lock);
 	return fd;
 fail:
 	saved = errno;
 	if (fd >= 0) {
-		close(fd);
+		sl_sys.close(fd);
 		remove_if_unclaimed(path);
 	}
-	close(lock);
+	sl_sys.close(lock);
 	errno = saved;
 	return -1;
 }
@@ -129,11 +130,11 @@ void sl_registry_remove(int fd, const char *path)
 {
 	int lock = lock_registry();
 
-	close(fd);
+	sl_sys.close(fd);
 	if (lock < 0)
 		return;
 	remove_if_unclaimed(path);
-	close(lock);
+	sl_sys.close(lock);
 }
 
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
@@ -149,20 +150,20 @@ int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
 		return 0;
 	holder = ofd_lock(fd, F_WRLCK, F_OFD_GETLK);
 	if (holder == F_UNLCK) {
-		close(fd);
+		sl_sys.close(fd);
 		sl_debug("removing stale listener entry %s", path);
 		lock = lock_registry();
 		if (lock >= 0) {
 			remove_if_unclaimed(path);
-			close(lock);
+			sl_sys.close(lock);
 		}
 		return 0;
 	}
 	if (holder < 0 || pread(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry) || entry.magic != REG_MAGIC) {
-		close(fd);
+		sl_sys.close(fd);
 		return 0;
 	}
-	close(fd);
+	sl_sys.close(fd);
 	*ring_bytes = entry.ring_bytes;
 	return 1;
 }

@@ -15,11 +15,12 @@
 
 #include "layout.h"
 #include "log.h"
+#include "sys.h"
 
 #define LINGER_LIMIT_S 60
 
-struct linger {
-	struct linger *next;
+struct held_segment {
+	struct held_segment *next;
 	void *seg;
 	size_t len;
 	int fds[SL_SHM_FDS];
@@ -29,7 +30,7 @@ struct linger {
 };
 
 static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct linger *lingering;
+static struct held_segment *lingering;
 static _Atomic bool any_lingering;
 
 void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path)
@@ -38,7 +39,7 @@ void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *
 		munmap(seg, len);
 	for (int i = 0; i < SL_SHM_FDS; i++)
 		if (fds[i] >= 0)
-			close(fds[i]);
+			sl_sys.close(fds[i]);
 	if (offer_path && *offer_path)
 		sl_shm_unlink_offer(offer_path);
 }
@@ -62,7 +63,7 @@ void sl_shm_unlink_offer(const char *offer_path)
 void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path,
 		       const _Atomic uint32_t *peer_state)
 {
-	struct linger *l = calloc(1, sizeof(*l));
+	struct held_segment *l = calloc(1, sizeof(*l));
 
 	if (!l) {
 		sl_warn("no memory to keep a closed connection for its peer; its unread data is dropped");
@@ -82,7 +83,7 @@ void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const c
 	pthread_mutex_unlock(&linger_lock);
 }
 
-static bool settled(const struct linger *l, time_t now)
+static bool settled(const struct held_segment *l, time_t now)
 {
 	return (atomic_load(l->peer_state) & SL_PEER_ATTACHED) || now - l->since >= LINGER_LIMIT_S ||
 	       access(l->offer_path, F_OK) != 0;
@@ -91,7 +92,7 @@ static bool settled(const struct linger *l, time_t now)
 /* Returns true if entries remain. */
 static bool sweep(bool everything)
 {
-	struct linger **pp, *l;
+	struct held_segment **pp, *l;
 	time_t now = time(NULL);
 	bool left;
 

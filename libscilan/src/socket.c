@@ -15,6 +15,7 @@
 #include "log.h"
 #include "scilan.h"
 #include "segment.h"
+#include "sys.h"
 
 static const unsigned char v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -52,7 +53,7 @@ static int kernel_name(int fd, bool peer, struct sl_key *key)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &len) : getsockname(fd, (struct sockaddr *)&ss, &len);
+	int r = peer ? sl_sys.getpeername(fd, (struct sockaddr *)&ss, &len) : sl_sys.getsockname(fd, (struct sockaddr *)&ss, &len);
 
 	if (r < 0)
 		return -1;
@@ -69,7 +70,7 @@ static void become_connected(struct sl_sock *s)
 {
 	int one = 1;
 
-	setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	set_state(s, SL_CONNECTED);
 	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
 	sl_debug("fd %d: connected over the %s fabric", s->fd, sl_fabric()->name);
@@ -83,7 +84,7 @@ static void become_plain(struct sl_sock *s)
 
 int scilan_socket(int domain, int type, int protocol)
 {
-	int fd = socket(domain, type, protocol);
+	int fd = sl_sys.socket(domain, type, protocol);
 	int base_type = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	const struct sl_config *cfg;
 	struct sl_sock *s;
@@ -107,7 +108,7 @@ int scilan_socket(int domain, int type, int protocol)
 
 int scilan_bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	return bind(fd, addr, len);
+	return sl_sys.bind(fd, addr, len);
 }
 
 int scilan_listen(int fd, int backlog)
@@ -115,7 +116,7 @@ int scilan_listen(int fd, int backlog)
 	struct sl_sock *s = sl_sock_get(fd);
 	struct sl_key local;
 
-	if (listen(fd, backlog) < 0)
+	if (sl_sys.listen(fd, backlog) < 0)
 		return -1;
 	if (!s)
 		return 0;
@@ -138,7 +139,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	struct linger abort_now = { .l_onoff = 1, .l_linger = 0 };
 	int nfd, r;
 
-	nfd = accept4(fd, addr, len, flags);
+	nfd = sl_sys.accept4(fd, addr, len, flags);
 	if (nfd < 0 || !s || sl_sock_state(s) != SL_LISTENING)
 		return nfd;
 	sl_fabric()->sweep();
@@ -166,8 +167,8 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	/* The peer offered something we cannot use: reset it rather than leave
 	 * it writing into a ring nobody reads. */
 	sl_sock_forget(ns);
-	setsockopt(nfd, SOL_SOCKET, SO_LINGER, &abort_now, sizeof(abort_now));
-	close(nfd);
+	sl_sys.setsockopt(nfd, SOL_SOCKET, SO_LINGER, &abort_now, sizeof(abort_now));
+	sl_sys.close(nfd);
 	errno = ECONNABORTED;
 	return -1;
 }
@@ -196,7 +197,7 @@ static int source_port(struct sl_sock *s, uint16_t *port)
 	if (local.port == 0) {
 		memset(&any, 0, sizeof(any));
 		any.ss_family = (sa_family_t)s->domain;
-		if (bind(s->fd, (struct sockaddr *)&any,
+		if (sl_sys.bind(s->fd, (struct sockaddr *)&any,
 			 s->domain == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0 ||
 		    kernel_name(s->fd, false, &local) < 0)
 			return -1;
@@ -207,7 +208,7 @@ static int source_port(struct sl_sock *s, uint16_t *port)
 
 static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen_t len)
 {
-	int r = connect(s->fd, addr, len);
+	int r = sl_sys.connect(s->fd, addr, len);
 
 	if (r == 0 || errno == EINPROGRESS || errno == EINTR)
 		become_plain(s);
@@ -223,9 +224,9 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	int r, err;
 
 	if (!s)
-		return connect(fd, addr, len);
+		return sl_sys.connect(fd, addr, len);
 	if (sl_sock_state(s) != SL_FRESH) {
-		r = connect(fd, addr, len);
+		r = sl_sys.connect(fd, addr, len);
 		if (sl_sock_state(s) == SL_CONNECTING)
 			sl_connect_progress(s);
 		return r;
@@ -241,7 +242,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = err;
 		return r;
 	}
-	r = connect(fd, addr, len);
+	r = sl_sys.connect(fd, addr, len);
 	err = errno;
 	if (r == 0)
 		become_connected(s);
@@ -262,9 +263,9 @@ void sl_connect_progress(struct sl_sock *s)
 	int saved = errno;
 
 	pthread_mutex_lock(&s->ctl_lock);
-	if (sl_sock_state(s) == SL_CONNECTING && poll(&pfd, 1, 0) == 1) {
+	if (sl_sock_state(s) == SL_CONNECTING && sl_sys.poll(&pfd, 1, 0) == 1) {
 		/* getpeername, unlike SO_ERROR, leaves the error for the application. */
-		if (getpeername(s->fd, (struct sockaddr *)&ss, &len) == 0) {
+		if (sl_sys.getpeername(s->fd, (struct sockaddr *)&ss, &len) == 0) {
 			become_connected(s);
 		} else {
 			sl_fabric()->offer_withdraw(s);
@@ -282,7 +283,7 @@ int scilan_shutdown(int fd, int how)
 	if (s && sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
 	if (!s || sl_sock_state(s) != SL_CONNECTED)
-		return shutdown(fd, how);
+		return sl_sys.shutdown(fd, how);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
 		errno = EINVAL;
 		return -1;
@@ -345,7 +346,7 @@ int scilan_close(int fd)
 		sl_sock_forget(s);
 		sl_fabric()->sweep();
 	}
-	return close(fd);
+	return sl_sys.close(fd);
 }
 
 int scilan_is_socket(int fd)

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "conn.h"
 #include "scilan.h"
+#include "sys.h"
 
 static int put_int(void *val, socklen_t *len, int v)
 {
@@ -49,7 +50,7 @@ static struct sl_sock *scilan_only(int fd)
 
 	if (s)
 		return s;
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
 		errno = ENOPROTOOPT;
 	return NULL;
 }
@@ -84,7 +85,7 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		s->nodelay = v != 0;
 		return 0;
 	}
-	if (setsockopt(fd, level, name, val, len) < 0)
+	if (sl_sys.setsockopt(fd, level, name, val, len) < 0)
 		return -1;
 	if (!s || get_int(val, len, &v) < 0)
 		return 0;
@@ -135,7 +136,7 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (s && sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
 	if (!s || sl_sock_state(s) == SL_PLAIN)
-		return getsockopt(fd, level, name, val, len);
+		return sl_sys.getsockopt(fd, level, name, val, len);
 	state = sl_sock_state(s);
 	if (level == SOL_SOCKET && name == SO_RCVBUF)
 		return put_int(val, len, (int)(state == SL_CONNECTED ? s->rx.cap : s->ring_bytes));
@@ -146,5 +147,5 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		if (err)
 			return put_int(val, len, err);
 	}
-	return getsockopt(fd, level, name, val, len);
+	return sl_sys.getsockopt(fd, level, name, val, len);
 }

@@ -13,6 +13,7 @@
 #include "fabric.h"
 #include "log.h"
 #include "scilan.h"
+#include "sys.h"
 
 #define STACK_FDS 32
 
@@ -92,7 +93,7 @@ static int poll_kernel_now(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 	for (nfds_t i = 0; i < n; i++)
 		if (!socks[i])
 			kfds[m++] = fds[i];
-	if (m == 0 || poll(kfds, m, 0) <= 0)
+	if (m == 0 || sl_sys.poll(kfds, m, 0) <= 0)
 		return 0;
 	m = 0;
 	for (nfds_t i = 0; i < n; i++) {
@@ -120,7 +121,7 @@ static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 		atomic_fetch_add_explicit(&socks[i]->sleeps, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
 	}
-	r = poll(kfds, m, timeout_ms);
+	r = sl_sys.poll(kfds, m, timeout_ms);
 	if (r < 0)
 		return -1;
 	m = 0;
@@ -212,7 +213,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	for (nfds_t i = 0; i < n && !any; i++)
 		any = accelerated(fds[i].fd) != NULL;
 	if (!any)
-		return poll(fds, n, timeout_ms);
+		return sl_sys.poll(fds, n, timeout_ms);
 	if (n > STACK_FDS) {
 		socks = calloc(n, sizeof(*socks));
 		kfds = calloc(2 * n, sizeof(*kfds));
@@ -240,7 +241,7 @@ static int timeout_for(struct sl_sock *s, short events)
 	int opt = (events & POLLOUT) ? SO_SNDTIMEO : SO_RCVTIMEO;
 
 	/* The kernel keeps SO_RCVTIMEO/SO_SNDTIMEO for us; asked only when we block. */
-	if (getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0 || (tv.tv_sec == 0 && tv.tv_usec == 0))
+	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0 || (tv.tv_sec == 0 && tv.tv_usec == 0))
 		return -1;
 	return (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
 }
