@@ -106,19 +106,18 @@ void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 		sl_fabric()->stimulate(s);
 }
 
-void sl_conn_after_consume(struct sl_sock *s)
+bool sl_conn_after_consume_locked(struct sl_sock *s)
 {
 	/* Only a published index can unblock the sender; publishing is batched
 	 * (ring.c), so a sleeping sender gets the index at once. */
 	if (s->rx.published != s->rx.read) {
 		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed))
-			return;
+			return false;
 		sl_ring_rx_publish(&s->rx);
 	}
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
-	    atomic_exchange(&s->own_ctl->wake_on_space, 0))
-		sl_fabric()->stimulate(s);
+	return atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
+	       atomic_exchange(&s->own_ctl->wake_on_space, 0);
 }
 
 void sl_conn_wake_peer(struct sl_sock *s)

@@ -16,8 +16,9 @@ short sl_conn_ready(struct sl_sock *s, short events);
 void sl_conn_reset(struct sl_sock *s, const char *why);
 /* Wake threads of this process sleeping on s (after shutdown or close). */
 void sl_conn_wake_local(struct sl_sock *s);
-/* After freeing ring space: wake a peer that sleeps waiting for it. */
-void sl_conn_after_consume(struct sl_sock *s);
+/* After freeing ring space, with rx_lock held: true if the peer sleeps
+ * waiting for space and must be stimulated (after unlocking). */
+bool sl_conn_after_consume_locked(struct sl_sock *s);
 /* After adding data or state: wake a peer that sleeps waiting for it
  * (fenced: the publishing store was already a full fence). */
 void sl_conn_after_produce(struct sl_sock *s, bool fenced);

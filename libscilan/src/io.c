@@ -193,6 +193,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 	size_t got = 0;
 	int64_t avail;
 	uint64_t read_seen;
+	bool wake_sender;
 	enum peer_end end;
 
 	if (len == 0)
@@ -213,13 +214,14 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 				got += n;
 			}
 		}
+		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s);
 		sl_unlock(&s->rx_lock);
+		if (wake_sender)
+			sl_fabric()->stimulate(s);
 		if (avail < 0) {
 			sl_conn_reset(s, "peer wrote an impossible write index");
 			continue;
 		}
-		if (avail > 0 && !(flags & MSG_PEEK))
-			sl_conn_after_consume(s);
 		if (got == len || (got && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK))))
 			break;
 		if (avail > 0)

@@ -53,7 +53,9 @@ static void arm(struct sl_sock *s, short events)
 	const struct sl_fabric_ops *fabric = sl_fabric();
 
 	fabric->drain(s);
+	pthread_mutex_lock(&s->ctl_lock);
 	fabric->offer_settle(s);
+	pthread_mutex_unlock(&s->ctl_lock);
 	if (events & (POLLIN | POLLRDNORM)) {
 		sl_lock(&s->rx_lock);
 		sl_ring_rx_publish(&s->rx);
