@@ -27,6 +27,8 @@ SONAME   := libscilan.so.0
 LIB_SO   := $(BUILD)/lib/libscilan.so
 LIB_A    := $(BUILD)/lib/libscilan.a
 
+CTL_BIN  := $(BUILD)/bin/scilan_ctl
+
 BENCH_SRC := $(wildcard perf/*.c)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_BIN := $(BUILD)/bin/scilan-bench
@@ -39,10 +41,11 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 THREAD_SRC := $(wildcard tests/threads/*.c)
 THREAD_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(THREAD_SRC))
 
-.PHONY: all lib bench-bin tests thread-tests run test test-model test-native test-asan test-tsan bench stress-long deps clean
+.PHONY: all lib bench-bin tools tests thread-tests run test test-model test-native test-asan test-tsan bench stress-long deps clean
 .DEFAULT_GOAL := all
 
-all: lib bench-bin tests
+all: lib bench-bin tools tests
+tools: $(CTL_BIN)
 lib: $(LIB_SO) $(LIB_A)
 bench-bin: $(BENCH_BIN)
 tests: $(TEST_BIN) $(THREAD_BIN)
@@ -63,6 +66,11 @@ $(LIB_SO): $(LIB_OBJ)
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+$(CTL_BIN): $(BUILD)/obj/tools/scilan_ctl.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^
 
 $(BENCH_BIN): $(BENCH_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
