@@ -95,7 +95,7 @@ static int map_add(struct sl_cluster_map *map, int argc, char **argv)
 	long long node;
 	int c;
 
-	optind = 1;
+	optind = 0; /* 0: glibc re-initializes its scanner for this new argument list */
 	while ((c = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
 		if (c != 'f')
 			return 2;
@@ -142,7 +142,7 @@ static int map_del(struct sl_cluster_map *map, int argc, char **argv)
 	size_t kept = 0, before = map->count;
 	int c;
 
-	optind = 1;
+	optind = 0; /* 0: glibc re-initializes its scanner for this new argument list */
 	while ((c = getopt_long(argc, argv, "n:", opts, NULL)) != -1) {
 		if (c != 'n' || sl_parse_int(optarg, 1, 65535, &node) < 0) {
 			fprintf(stderr, "scilan_ctl: --node takes an integer in [1, 65535]\n");
