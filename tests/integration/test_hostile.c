@@ -1,0 +1,786 @@
+/* test_hostile.c — an untrusted peer: garbage in the victim's control words, in
+ * the header before attach, stray kernel bytes, and a random-segment fuzz; the
+ * victim (a forked child) answers ECONNRESET or data/errors and never crashes. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "testing.h"
+#include "testutil.h"
+
+#define WATCHDOG_SECS 30
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+	}
+}
+
+/* The hostile end's view of the shared segment. */
+struct hseg {
+	unsigned char *base;
+	size_t len;
+	int own;
+	struct sl_seg_header hdr;
+	struct sl_area_ctl *victim; /* the area the victim receives into: we write its words */
+	struct sl_area_ctl *mine;   /* the area we receive into: the victim writes its words */
+	uint64_t victim_cap;
+};
+
+static void hostile_view(int fd, struct hseg *h)
+{
+	void *base;
+
+	memset(h, 0, sizeof(*h));
+	cr_assert_eq(sl_test_segment(fd, &base, &h->len, &h->own), 0, "sl_test_segment: %s", strerror(errno));
+	h->base = base;
+	cr_assert(h->own == 0 || h->own == 1, "own area %d", h->own);
+	cr_assert_geq(h->len, sizeof(h->hdr));
+	memcpy(&h->hdr, h->base, sizeof(h->hdr));
+	cr_assert_eq(h->hdr.magic, SL_SEG_MAGIC, "segment header magic");
+	for (int i = 0; i < 2; i++)
+		cr_assert_leq(h->hdr.area_off[i] + SL_AREA_CTL_SIZE + h->hdr.ring_cap[i], h->len,
+			      "area %d outside the mapping", i);
+	h->victim = (struct sl_area_ctl *)(h->base + h->hdr.area_off[1 - h->own]);
+	h->mine = (struct sl_area_ctl *)(h->base + h->hdr.area_off[h->own]);
+	h->victim_cap = h->hdr.ring_cap[1 - h->own];
+}
+
+/* Wake a sleeping victim the way any peer can, outside the library: a byte
+ * on the kernel TCP connection. */
+static void poke(int fd)
+{
+	cr_assert_eq(send(fd, "!", 1, MSG_NOSIGNAL), 1, "raw send on the kernel socket: %s", strerror(errno));
+}
+
+/* ---- deterministic garbage ----------------------------------------------------------------- */
+
+enum scenario {
+	RX_WRITE_BEYOND_CAP,  /* rx_write = written + cap + 1, victim calls recv */
+	RX_WRITE_BACKWARDS,   /* victim read everything, rx_write goes back */
+	RX_WRITE_HUGE,        /* rx_write = 2^63 */
+	RX_BLOCKED_SHUTDOWN,  /* victim blocked in recv; garbage, then our SHUT_WR wakes it */
+	RX_BLOCKED_POKE,      /* victim blocked in recv; garbage, then a raw byte wakes it */
+	TX_READ_AHEAD,        /* peer_read ahead of the victim's writes, victim sends */
+	TX_READ_BEHIND,       /* ring full, peer_read more than cap behind, victim sends */
+	TX_BLOCKED_POKE,      /* victim blocked in send on a full ring; garbage, raw byte */
+	POLL_BLOCKED_POKE,    /* victim blocked in scilan_poll(POLLIN); garbage, raw byte */
+};
+
+struct victim_arg {
+	uint16_t port;
+	enum scenario sc;
+	bool victim_is_server;
+	struct tu_sync sync;
+};
+
+static void check_after_reset(int fd)
+{
+	char b[16];
+	ssize_t n;
+
+	n = scilan_recv(fd, b, sizeof(b), MSG_DONTWAIT);
+	TU_CHECK(n == 0 || (n == -1 && (errno == ECONNRESET || errno == EAGAIN)), "recv after the reset: %zd", n);
+	n = scilan_send(fd, "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	TU_CHECK(n == -1 && (errno == EPIPE || errno == ECONNRESET), "send after the reset: %zd", n);
+}
+
+static int victim_conn(struct victim_arg *a, int *lfd)
+{
+	uint64_t port;
+	int fd;
+
+	*lfd = -1;
+	if (!a->victim_is_server)
+		return tu_connect(AF_INET, a->port);
+	*lfd = tu_listen(AF_INET, 4, &a->port);
+	TU_CHECK(*lfd >= 0, "listen");
+	port = a->port;
+	TU_CHECK(tu_sync_put_child(&a->sync, port) == 0, "report port");
+	fd = tu_accept(*lfd);
+	return fd;
+}
+
+static int victim_main(void *p)
+{
+	struct victim_arg *a = p;
+	unsigned char buf[8192];
+	uint64_t v;
+	ssize_t n;
+	int fd, lfd;
+
+	fd = victim_conn(a, &lfd);
+	TU_CHECK(fd >= 0, "connection");
+	TU_CHECK(tu_accelerated(fd) == 1, "not accelerated");
+	TU_CHECK(tu_set_poll_us(fd, 0) == 0, "poll_us");
+	TU_CHECK(tu_sync_put_child(&a->sync, 1) == 0, "connected");
+	switch (a->sc) {
+	case RX_WRITE_BEYOND_CAP:
+	case RX_WRITE_HUGE:
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for garbage");
+		n = scilan_recv(fd, buf, sizeof(buf), 0);
+		TU_CHECK(n == -1 && errno == ECONNRESET, "recv over a corrupt write index returned %zd", n);
+		break;
+	case RX_WRITE_BACKWARDS:
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for data");
+		TU_CHECK(tu_recv_all(fd, buf, 200) == 200, "legit data");
+		TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "read it");
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for garbage");
+		n = scilan_recv(fd, buf, sizeof(buf), 0);
+		TU_CHECK(n == -1 && errno == ECONNRESET, "recv with the write index gone backwards returned %zd", n);
+		break;
+	case RX_BLOCKED_SHUTDOWN:
+	case RX_BLOCKED_POKE:
+		n = scilan_recv(fd, buf, sizeof(buf), 0);
+		TU_CHECK(n == -1 && errno == ECONNRESET, "blocked recv woken over garbage returned %zd", n);
+		break;
+	case POLL_BLOCKED_POKE: {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int r;
+
+		do
+			r = scilan_poll(&pfd, 1, -1);
+		while (r < 0 && errno == EINTR);
+		TU_CHECK(r == 1, "poll returned %d", r);
+		TU_CHECK(pfd.revents & (POLLERR | POLLHUP | POLLIN), "revents 0x%x", pfd.revents);
+		n = scilan_recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		TU_CHECK(n == -1 && errno == ECONNRESET, "recv after poll over garbage returned %zd", n);
+		break;
+	}
+	case TX_READ_AHEAD:
+		TU_CHECK(scilan_send(fd, buf, 100, MSG_NOSIGNAL) == 100, "legit send");
+		TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "sent");
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for garbage");
+		/* The sender may use its cached view of the free space first; once it
+		 * looks at the index again it must reset. */
+		for (int i = 0; i < 1000; i++) {
+			n = scilan_send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0)
+				break;
+		}
+		TU_CHECK(n == -1 && errno == ECONNRESET, "send over a read index ahead of the writes: %zd", n);
+		break;
+	case TX_READ_BEHIND:
+		while ((n = scilan_send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT)) > 0) {
+		}
+		TU_CHECK(n == -1 && errno == EAGAIN, "filling the ring");
+		TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "full");
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for garbage");
+		n = scilan_send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT);
+		TU_CHECK(n == -1 && errno == ECONNRESET, "send over a read index too far behind: %zd", n);
+		break;
+	case TX_BLOCKED_POKE:
+		while ((n = scilan_send(fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT)) > 0) {
+		}
+		TU_CHECK(n == -1 && errno == EAGAIN, "filling the ring");
+		TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "full");
+		for (int i = 0; i < 100; i++) {
+			n = scilan_send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+			if (n < 0)
+				break;
+		}
+		TU_CHECK(n == -1 && errno == ECONNRESET, "blocked send woken over garbage: %zd", n);
+		break;
+	}
+	check_after_reset(fd);
+	TU_CHECK(tu_sync_put_child(&a->sync, 3) == 0, "done");
+	TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for the end");
+	TU_CHECK(scilan_close(fd) == 0, "close");
+	if (lfd >= 0)
+		scilan_close(lfd);
+	return 0;
+}
+
+static void run_scenario(enum scenario sc, bool victim_is_server)
+{
+	struct victim_arg *a = tu_shared_alloc(sizeof(*a));
+	struct tu_child child;
+	struct hseg h;
+	uint64_t v, w;
+	int l = -1, fd;
+	char st[128], b;
+	ssize_t n;
+
+	tu_watchdog(WATCHDOG_SECS, "hostile scenario");
+	cr_assert_not_null(a);
+	memset(a, 0, sizeof(*a));
+	a->sc = sc;
+	a->victim_is_server = victim_is_server;
+	cr_assert_eq(tu_sync_init(&a->sync), 0);
+	if (victim_is_server) {
+		cr_assert_eq(tu_spawn(&child, victim_main, a), 0);
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim failed:\n%s", (tu_reap(&child), child.output));
+		fd = tu_connect(AF_INET, (uint16_t)v);
+	} else {
+		l = tu_listen(AF_INET, 4, &a->port);
+		cr_assert_geq(l, 0);
+		cr_assert_eq(tu_spawn(&child, victim_main, a), 0);
+		fd = tu_accept(l);
+	}
+	cr_assert_geq(fd, 0, "hostile end: %s", strerror(errno));
+	cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim failed:\n%s", (tu_reap(&child), child.output));
+	cr_assert_eq(tu_accelerated(fd), 1);
+	hostile_view(fd, &h);
+
+	switch (sc) {
+	case RX_WRITE_BEYOND_CAP:
+		cr_assert_eq(scilan_send(fd, "legit", 5, 0), 5);
+		w = atomic_load(&h.victim->rx_write);
+		atomic_store(&h.victim->rx_write, w + h.victim_cap + 1);
+		tu_sync_put(&a->sync, 1);
+		break;
+	case RX_WRITE_HUGE:
+		atomic_store(&h.victim->rx_write, 1ull << 63);
+		tu_sync_put(&a->sync, 1);
+		break;
+	case RX_WRITE_BACKWARDS:
+		{
+			char data[200];
+
+			memset(data, 'd', sizeof(data));
+			cr_assert_eq(tu_send_all(fd, data, sizeof(data), 0), 200);
+		}
+		tu_sync_put(&a->sync, 1);
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
+		w = atomic_load(&h.victim->rx_write);
+		atomic_store(&h.victim->rx_write, w - 50);
+		tu_sync_put(&a->sync, 1);
+		break;
+	case RX_BLOCKED_SHUTDOWN:
+	case RX_BLOCKED_POKE:
+	case POLL_BLOCKED_POKE:
+		sleep_ms(200); /* let it block (not required) */
+		w = atomic_load(&h.victim->rx_write);
+		atomic_store(&h.victim->rx_write, w + h.victim_cap + 1);
+		if (sc == RX_BLOCKED_SHUTDOWN)
+			cr_assert_eq(scilan_shutdown(fd, SHUT_WR), 0);
+		else
+			poke(fd);
+		break;
+	case TX_READ_AHEAD:
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
+		/* Ahead of anything the victim can have written by its next look
+		 * (it can write at most one ring beyond its last valid read index). */
+		w = atomic_load(&h.mine->rx_write); /* the victim's write index */
+		atomic_store(&h.victim->peer_read, w + h.hdr.ring_cap[h.own] + 1);
+		tu_sync_put(&a->sync, 1);
+		break;
+	case TX_READ_BEHIND:
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
+		w = atomic_load(&h.mine->rx_write);
+		atomic_store(&h.victim->peer_read, w - h.hdr.ring_cap[h.own] - 1);
+		tu_sync_put(&a->sync, 1);
+		break;
+	case TX_BLOCKED_POKE:
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
+		sleep_ms(200);
+		w = atomic_load(&h.mine->rx_write);
+		atomic_store(&h.victim->peer_read, w + 1);
+		poke(fd);
+		break;
+	}
+	cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim did not finish:\n%s", (tu_reap(&child), child.output));
+	/* The victim told us: our side is reset too (never hangs): whatever the
+	 * victim sent before is delivered, then ECONNRESET. */
+	tu_set_nonblock(fd, false);
+	{
+		static char sink[65536];
+		size_t drained = 0;
+
+		while ((n = scilan_recv(fd, sink, sizeof(sink), 0)) > 0 && drained < (1u << 30))
+			drained += (size_t)n;
+	}
+	(void)b;
+	cr_assert(n == -1 && errno == ECONNRESET, "the hostile end was not told of the reset: recv %zd (%s)", n,
+		  strerror(errno));
+	tu_sync_put(&a->sync, 9);
+	tu_reap(&child);
+	cr_assert(tu_exited_with(&child, 0), "victim %s\n%s", tu_status_str(&child, st, sizeof(st)), child.output);
+	scilan_close(fd);
+	if (l >= 0)
+		scilan_close(l);
+}
+
+Test(hostile, rx_write_beyond_capacity, .timeout = 60)
+{
+	run_scenario(RX_WRITE_BEYOND_CAP, false);
+}
+
+Test(hostile, rx_write_beyond_capacity_victim_server, .timeout = 60)
+{
+	run_scenario(RX_WRITE_BEYOND_CAP, true);
+}
+
+Test(hostile, rx_write_huge, .timeout = 60)
+{
+	run_scenario(RX_WRITE_HUGE, false);
+}
+
+Test(hostile, rx_write_backwards, .timeout = 60)
+{
+	run_scenario(RX_WRITE_BACKWARDS, false);
+}
+
+Test(hostile, rx_write_backwards_victim_server, .timeout = 60)
+{
+	run_scenario(RX_WRITE_BACKWARDS, true);
+}
+
+Test(hostile, recv_blocked_woken_by_shutdown, .timeout = 60)
+{
+	run_scenario(RX_BLOCKED_SHUTDOWN, false);
+}
+
+Test(hostile, recv_blocked_woken_by_stray_byte, .timeout = 60)
+{
+	run_scenario(RX_BLOCKED_POKE, true);
+}
+
+Test(hostile, poll_blocked_woken_by_stray_byte, .timeout = 60)
+{
+	run_scenario(POLL_BLOCKED_POKE, false);
+}
+
+Test(hostile, tx_read_index_ahead, .timeout = 60)
+{
+	run_scenario(TX_READ_AHEAD, false);
+}
+
+Test(hostile, tx_read_index_ahead_victim_server, .timeout = 60)
+{
+	run_scenario(TX_READ_AHEAD, true);
+}
+
+Test(hostile, tx_read_index_too_far_behind, .timeout = 60)
+{
+	run_scenario(TX_READ_BEHIND, false);
+}
+
+Test(hostile, send_blocked_woken_by_stray_byte, .timeout = 60)
+{
+	run_scenario(TX_BLOCKED_POKE, true);
+}
+
+/* ---- stray bytes on the kernel connection are harmless ------------------------------------ */
+
+Test(hostile, stray_kernel_bytes_ignored, .timeout = 60)
+{
+	unsigned char junk[1000], buf[4096];
+	struct pollfd pfd;
+	int c, s;
+
+	tu_watchdog(WATCHDOG_SECS, "stray bytes");
+	cr_assert_eq(tu_pair(AF_INET, &c, &s), 0);
+	memset(junk, 0xee, sizeof(junk));
+	/* The peer writes junk onto the kernel connection... */
+	cr_assert_eq(send(c, junk, sizeof(junk), MSG_NOSIGNAL), (ssize_t)sizeof(junk));
+	/* ...then real data through scilan. */
+	tu_stream_fill(3, 0, buf, 3000);
+	cr_assert_eq(tu_send_all(c, buf, 3000, 0), 3000);
+	memset(buf, 0, sizeof(buf));
+	cr_assert_eq(tu_recv_all(s, buf, 3000), 3000, "recv: %s", strerror(errno));
+	cr_assert_eq(tu_stream_check(3, 0, buf, 3000), -1, "stray kernel bytes leaked into the stream");
+	/* Not readable forever because of the junk. */
+	cr_assert_eq(tu_set_poll_us(s, 0), 0);
+	pfd = (struct pollfd){ .fd = s, .events = POLLIN };
+	cr_assert_eq(scilan_poll(&pfd, 1, 100), 0, "junk keeps the socket readable (0x%x)", pfd.revents);
+	cr_assert_eq(scilan_recv(s, buf, 1, MSG_DONTWAIT), -1);
+	cr_assert_eq(errno, EAGAIN, "recv after junk: %s", strerror(errno));
+	/* The connection still works both ways. */
+	cr_assert_eq(tu_send_all(s, "fine", 4, 0), 4);
+	cr_assert_eq(tu_recv_all(c, buf, 4), 4);
+	scilan_close(c);
+	scilan_close(s);
+}
+
+/* ---- a corrupt segment header before the victim attaches ------------------------------------ */
+
+struct header_arg {
+	uint16_t port;
+	int rounds;
+	struct tu_sync sync;
+};
+
+/* The victim server: accepts whatever comes; a corrupt offer must not crash
+ * it or break the listener; the good connection that follows each bad one
+ * must be accelerated and deliver "good". */
+static int header_victim(void *p)
+{
+	struct header_arg *a = p;
+	uint16_t port;
+	int l = tu_listen(AF_INET, 16, &port);
+
+	TU_CHECK(l >= 0, "listen");
+	TU_CHECK(tu_sync_put_child(&a->sync, port) == 0, "port");
+	for (int r = 0; r < a->rounds; r++) {
+		uint64_t v;
+		char b[4];
+		int fd;
+
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for the bad client");
+		fd = scilan_accept(l, NULL, NULL);
+		if (fd >= 0) {
+			/* Accepted (as plain TCP, or it reset): any call must return. */
+			ssize_t n = scilan_recv(fd, b, sizeof(b), MSG_DONTWAIT);
+
+			TU_CHECK(n >= -1 && n <= (ssize_t)sizeof(b), "recv on the bad connection: %zd", n);
+			scilan_close(fd);
+		} else {
+			TU_CHECK(errno == ECONNABORTED || errno == EPROTO || errno == ECONNRESET,
+				 "accept of a corrupt offer failed with an odd errno");
+		}
+		TU_CHECK(tu_sync_put_child(&a->sync, 1) == 0, "bad one handled");
+		fd = tu_accept(l);
+		TU_CHECK(fd >= 0, "accept of the good client after a bad one (round %d)", r);
+		TU_CHECK(tu_accelerated(fd) == 1, "good client not accelerated (round %d)", r);
+		TU_CHECK(tu_recv_all(fd, b, 4) == 4 && memcmp(b, "good", 4) == 0, "good data (round %d)", r);
+		TU_CHECK(scilan_close(fd) == 0, "close");
+	}
+	scilan_close(l);
+	return 0;
+}
+
+Test(hostile, corrupt_header_before_attach, .timeout = 120)
+{
+	struct header_arg *a = tu_shared_alloc(sizeof(*a));
+	struct tu_child child;
+	struct tu_rng rng = { 0x4ead };
+	uint64_t port, v;
+	char st[128];
+
+	tu_watchdog(100, "corrupt header");
+	cr_assert_not_null(a);
+	memset(a, 0, sizeof(*a));
+	a->rounds = 12;
+	cr_assert_eq(tu_sync_init(&a->sync), 0);
+	cr_assert_eq(tu_spawn(&child, header_victim, a), 0);
+	cr_assert_eq(tu_sync_get(&a->sync, &port), 0, "victim:\n%s", (tu_reap(&child), child.output));
+	for (int r = 0; r < a->rounds; r++) {
+		struct sl_seg_header *hdr;
+		void *base;
+		size_t len;
+		int own, fd, good;
+
+		fd = tu_connect(AF_INET, (uint16_t)port);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(tu_accelerated(fd), 1);
+		cr_assert_eq(sl_test_segment(fd, &base, &len, &own), 0);
+		cr_assert_eq(own, 0, "the connecting side should own area 0");
+		hdr = base;
+		switch (r % 6) {
+		case 0:
+			hdr->magic ^= 1;
+			break;
+		case 1:
+			hdr->ring_cap[1] = 1ull << 40;
+			hdr->total_size = hdr->area_off[1] + SL_AREA_CTL_SIZE + hdr->ring_cap[1];
+			break;
+		case 2:
+			hdr->area_off[1] = len - 16;
+			break;
+		case 3:
+			hdr->ring_cap[1] = 3000; /* not a power of two */
+			break;
+		case 4:
+			hdr->version = 0xdead;
+			break;
+		default:
+			for (size_t i = 0; i < SL_SEG_HEADER_SIZE; i += 8) {
+				uint64_t x = tu_rng_next(&rng);
+
+				memcpy((unsigned char *)base + i, &x, 8);
+			}
+			break;
+		}
+		cr_assert_eq(tu_sync_put(&a->sync, 1), 0);
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim failed on bad header %d:\n%s", r % 6,
+			     (tu_reap(&child), child.output));
+		scilan_close(fd);
+		good = tu_connect(AF_INET, (uint16_t)port);
+		cr_assert_geq(good, 0);
+		cr_assert_eq(tu_send_all(good, "good", 4, 0), 4);
+		scilan_close(good);
+	}
+	tu_reap(&child);
+	cr_assert(tu_exited_with(&child, 0), "victim %s\n%s", tu_status_str(&child, st, sizeof(st)), child.output);
+}
+
+/* ---- fuzz: random garbage over the segment, many rounds ------------------------------------------ */
+
+struct fuzz_arg {
+	uint16_t port;
+	int rounds;
+	bool victim_is_server;
+	struct tu_sync sync;
+	_Atomic uint64_t calls, errors, data_calls;
+};
+
+static volatile sig_atomic_t fuzz_sigpipes;
+
+static void fuzz_on_sigpipe(int sig)
+{
+	(void)sig;
+	fuzz_sigpipes++;
+}
+
+static bool errno_in(int e, const int *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i] == e)
+			return true;
+	return false;
+}
+
+/* A few calls of every kind on a connection whose shared memory is garbage:
+ * each returns data or an error, none hangs (timeouts bound the blocking ones). */
+static void fuzz_ops(int fd, struct fuzz_arg *a, struct tu_rng *rng)
+{
+	static const int recv_ok[] = { EAGAIN, EWOULDBLOCK, ECONNRESET };
+	static const int send_ok[] = { EAGAIN, EWOULDBLOCK, ECONNRESET, EPIPE };
+	static unsigned char buf[65536];
+	struct timeval tv = { 0, 20000 };
+	int ops = (int)tu_rng_range(rng, 4, 24);
+
+	TU_CHECK(scilan_setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0, "SO_RCVTIMEO");
+	TU_CHECK(scilan_setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0, "SO_SNDTIMEO");
+	for (int i = 0; i < ops; i++) {
+		size_t len = tu_rng_size(rng, sizeof(buf));
+		ssize_t n;
+		int r, v;
+		socklen_t vlen = sizeof(v);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+
+		atomic_fetch_add(&a->calls, 1);
+		switch (tu_rng_next(rng) % 8) {
+		case 0:
+		case 1:
+			n = scilan_recv(fd, buf, len, MSG_DONTWAIT);
+			goto check_recv;
+		case 2:
+			n = scilan_recv(fd, buf, len, MSG_DONTWAIT | MSG_PEEK);
+			goto check_recv;
+		case 3:
+			n = scilan_recv(fd, buf, len, 0); /* bounded by SO_RCVTIMEO */
+		check_recv:
+			TU_CHECK((n >= 0 && (size_t)n <= len) ||
+					 (n == -1 && errno_in(errno, recv_ok, sizeof(recv_ok) / sizeof(recv_ok[0]))),
+				 "recv(%zu) over garbage returned %zd", len, n);
+			break;
+		case 4:
+			n = scilan_send(fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+			goto check_send;
+		case 5:
+			n = scilan_send(fd, buf, len, MSG_NOSIGNAL); /* bounded by SO_SNDTIMEO */
+		check_send:
+			TU_CHECK((n >= 0 && (size_t)n <= len) ||
+					 (n == -1 && errno_in(errno, send_ok, sizeof(send_ok) / sizeof(send_ok[0]))),
+				 "send(%zu) over garbage returned %zd", len, n);
+			break;
+		case 6:
+			r = scilan_poll(&pfd, 1, (int)tu_rng_range(rng, 0, 5));
+			TU_CHECK(r == 0 || r == 1, "poll over garbage returned %d", r);
+			n = r;
+			break;
+		default:
+			r = scilan_getsockopt(fd, SOL_SCILAN, SCILAN_SO_RING_FILL, &v, &vlen);
+			TU_CHECK(r == 0, "getsockopt over garbage");
+			n = 0;
+			break;
+		}
+		if (n > 0)
+			atomic_fetch_add(&a->data_calls, 1);
+		else if (n < 0)
+			atomic_fetch_add(&a->errors, 1);
+	}
+}
+
+static int fuzz_victim(void *p)
+{
+	struct fuzz_arg *a = p;
+	struct tu_rng rng = { 0xf022 };
+	struct sigaction sa;
+	uint64_t v;
+	int l = -1;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fuzz_on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
+	if (a->victim_is_server) {
+		l = tu_listen_rcvbuf(AF_INET, 8, 16384, &a->port);
+		TU_CHECK(l >= 0, "listen");
+		TU_CHECK(tu_sync_put_child(&a->sync, a->port) == 0, "port");
+	}
+	for (int r = 0; r < a->rounds; r++) {
+		struct pollfd pfd;
+		int fd;
+
+		if (a->victim_is_server) {
+			TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for the connect");
+			fd = tu_accept(l);
+		} else {
+			fd = tu_connect_rcvbuf(AF_INET, a->port, 16384);
+		}
+		TU_CHECK(fd >= 0, "connection round %d", r);
+		TU_CHECK(tu_set_poll_us(fd, 0) == 0, "poll_us");
+		TU_CHECK(tu_sync_put_child(&a->sync, 1) == 0, "connected");
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for the accept");
+		/* Sleep once on the empty ring so that the set-up is settled. */
+		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+		scilan_poll(&pfd, 1, 1);
+		TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "settled");
+		TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for garbage");
+		fuzz_ops(fd, a, &rng);
+		TU_CHECK(scilan_close(fd) == 0, "close over garbage");
+		TU_CHECK(tu_sync_put_child(&a->sync, 3) == 0, "round done");
+	}
+	if (l >= 0)
+		scilan_close(l);
+	TU_CHECK(fuzz_sigpipes == 0, "SIGPIPE raised despite MSG_NOSIGNAL (%d)", (int)fuzz_sigpipes);
+	return 0;
+}
+
+static void fill_random(unsigned char *p, size_t len, struct tu_rng *rng)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t x = tu_rng_next(rng);
+
+		memcpy(p + i, &x, 8);
+	}
+	for (; i < len; i++)
+		p[i] = (unsigned char)tu_rng_next(rng);
+}
+
+static uint64_t plausible(struct tu_rng *rng, uint64_t around, uint64_t cap)
+{
+	switch (tu_rng_next(rng) % 4) {
+	case 0:
+		return around + tu_rng_range(rng, 0, 2 * cap);
+	case 1:
+		return around - tu_rng_range(rng, 0, 2 * cap);
+	case 2:
+		return tu_rng_next(rng);
+	default:
+		return around + cap + 1;
+	}
+}
+
+static void corrupt(struct hseg *h, struct tu_rng *rng, int mode)
+{
+	struct sl_area_ctl *v = h->victim;
+
+	switch (mode) {
+	case 0: /* random bytes over the whole segment */
+		fill_random(h->base, h->len, rng);
+		break;
+	case 1: /* random words in the victim's control block */
+		atomic_store(&v->rx_write, tu_rng_next(rng));
+		atomic_store(&v->peer_read, tu_rng_next(rng));
+		atomic_store(&v->wake_on_data, (uint32_t)tu_rng_next(rng));
+		atomic_store(&v->wake_on_space, (uint32_t)tu_rng_next(rng));
+		atomic_store(&v->peer_state, (uint32_t)tu_rng_next(rng));
+		break;
+	case 2: /* plausible-looking indices near the real ones */
+		atomic_store(&v->rx_write, plausible(rng, atomic_load(&v->rx_write), h->victim_cap));
+		atomic_store(&v->peer_read, plausible(rng, atomic_load(&h->mine->rx_write), h->victim_cap));
+		if (tu_rng_next(rng) % 2)
+			atomic_store(&v->peer_state, (uint32_t)(tu_rng_next(rng) & 0xf));
+		break;
+	case 3: /* bit flips anywhere */
+		for (int i = 0; i < 64; i++) {
+			size_t at = (size_t)tu_rng_range(rng, 0, h->len - 1);
+
+			h->base[at] ^= (unsigned char)(1u << (tu_rng_next(rng) % 8));
+		}
+		break;
+	default: /* random bytes over the victim's whole area */
+		fill_random((unsigned char *)v, SL_AREA_CTL_SIZE + h->victim_cap, rng);
+		break;
+	}
+}
+
+static void run_fuzz(bool victim_is_server)
+{
+	struct fuzz_arg *a = tu_shared_alloc(sizeof(*a));
+	struct tu_child child;
+	struct tu_rng rng = { victim_is_server ? 0xbad5e7 : 0xbadc11 };
+	uint64_t v;
+	int l = -1;
+	char st[128];
+
+	tu_count_sigpipe();
+	cr_assert_not_null(a);
+	memset(a, 0, sizeof(*a));
+	a->rounds = (int)tu_scaled(200, 60);
+	a->victim_is_server = victim_is_server;
+	cr_assert_eq(tu_sync_init(&a->sync), 0);
+	tu_watchdog(200, "fuzz");
+	if (victim_is_server) {
+		cr_assert_eq(tu_spawn(&child, fuzz_victim, a), 0);
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
+		a->port = (uint16_t)v;
+	} else {
+		l = tu_listen_rcvbuf(AF_INET, 8, 16384, &a->port);
+		cr_assert_geq(l, 0);
+		cr_assert_eq(tu_spawn(&child, fuzz_victim, a), 0);
+	}
+	for (int r = 0; r < a->rounds; r++) {
+		struct hseg h;
+		unsigned char junk[512];
+		int fd;
+
+		if (victim_is_server) {
+			cr_assert_eq(tu_sync_put(&a->sync, 0), 0);
+			fd = tu_connect_rcvbuf(AF_INET, a->port, 16384);
+		} else {
+			fd = tu_accept(l);
+		}
+		cr_assert_geq(fd, 0, "round %d: %s", r, strerror(errno));
+		if (tu_sync_get(&a->sync, &v) < 0)
+			break;
+		cr_assert_eq(tu_accelerated(fd), 1, "round %d not accelerated", r);
+		tu_sync_put(&a->sync, 1);
+		if (tu_sync_get(&a->sync, &v) < 0)
+			break;
+		/* Some legit traffic first, so the rings are not all empty. */
+		memset(junk, 0x5a, sizeof(junk));
+		scilan_send(fd, junk, tu_rng_range(&rng, 0, sizeof(junk)), MSG_DONTWAIT | MSG_NOSIGNAL);
+		hostile_view(fd, &h);
+		corrupt(&h, &rng, r % 5);
+		poke(fd);
+		tu_sync_put(&a->sync, 2);
+		if (tu_sync_get(&a->sync, &v) < 0)
+			break;
+		/* Our own end saw the same garbage: it must not crash either. */
+		scilan_recv(fd, junk, sizeof(junk), MSG_DONTWAIT);
+		scilan_close(fd);
+	}
+	tu_reap(&child);
+	cr_assert(tu_exited_with(&child, 0), "victim %s after %llu calls\n%s", tu_status_str(&child, st, sizeof(st)),
+		  (unsigned long long)atomic_load(&a->calls), child.output);
+	cr_log_info("fuzz (victim %s): %d rounds, %llu calls: %llu returned data, %llu errors",
+		    victim_is_server ? "server" : "client", a->rounds, (unsigned long long)atomic_load(&a->calls),
+		    (unsigned long long)atomic_load(&a->data_calls), (unsigned long long)atomic_load(&a->errors));
+	cr_assert_gt(atomic_load(&a->errors), 0, "garbage never produced an error");
+	if (l >= 0)
+		scilan_close(l);
+}
+
+Test(hostile, fuzz_victim_client, .timeout = 300)
+{
+	run_fuzz(false);
+}
+
+Test(hostile, fuzz_victim_server, .timeout = 300)
+{
+	run_fuzz(true);
+}
