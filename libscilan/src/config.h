@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* Defaults chosen by measurement (see README.md, "Tuning"). */
-#define SL_DEFAULT_POLL_US 50
+#define SL_DEFAULT_POLL_US 25
 #define SL_DEFAULT_RING_KB 256
 #define SL_MAX_POLL_US 10000000
 

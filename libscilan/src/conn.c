@@ -25,7 +25,7 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 		pthread_mutex_lock(&s->ctl_lock);
 		sl_segment_set_state(s, SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR);
 		pthread_mutex_unlock(&s->ctl_lock);
-		sl_fabric()->stimulate(s);
+		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
 	sl_conn_wake_local(s);
 }
@@ -89,10 +89,7 @@ short sl_conn_ready(struct sl_sock *s, short events)
 
 void sl_conn_wake_local(struct sl_sock *s)
 {
-	static const char token = 1;
-
-	if (s->bell_rx >= 0 && sl_sys.write(s->bell_rx, &token, 1) < 0 && errno != EAGAIN)
-		sl_debug("local wake-up of fd %d failed", s->fd);
+	sl_fabric()->ring_self(s, SL_TOKEN_LOCAL);
 }
 
 void sl_conn_after_produce(struct sl_sock *s, bool fenced)
@@ -103,7 +100,7 @@ void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 		atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
 	    atomic_exchange(&s->own_ctl->wake_on_data, 0))
-		sl_fabric()->stimulate(s);
+		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
 }
 
 bool sl_conn_after_consume_locked(struct sl_sock *s)
@@ -122,11 +119,23 @@ bool sl_conn_after_consume_locked(struct sl_sock *s)
 
 void sl_conn_wake_peer(struct sl_sock *s)
 {
-	bool armed;
+	int tokens = 0;
 
 	atomic_thread_fence(memory_order_seq_cst);
-	armed = atomic_exchange(&s->own_ctl->wake_on_data, 0) != 0;
-	armed |= atomic_exchange(&s->own_ctl->wake_on_space, 0) != 0;
-	if (armed)
-		sl_fabric()->stimulate(s);
+	if (atomic_exchange(&s->own_ctl->wake_on_data, 0))
+		tokens |= SL_TOKEN_DATA;
+	if (atomic_exchange(&s->own_ctl->wake_on_space, 0))
+		tokens |= SL_TOKEN_SPACE;
+	if (tokens)
+		sl_fabric()->stimulate(s, tokens);
+}
+
+bool sl_conn_check_peer(struct sl_sock *s)
+{
+	if (atomic_load(&s->peer_gone))
+		return false;
+	if (!sl_fabric()->peer_gone(s))
+		return false;
+	atomic_store(&s->peer_gone, true);
+	return true;
 }

@@ -24,6 +24,9 @@ bool sl_conn_after_consume_locked(struct sl_sock *s);
 void sl_conn_after_produce(struct sl_sock *s, bool fenced);
 /* Wake the peer whatever it sleeps on (it must see our close). */
 void sl_conn_wake_peer(struct sl_sock *s);
+/* Ask the kernel whether the peer's end is gone (one syscall); true if it
+ * just learnt so. */
+bool sl_conn_check_peer(struct sl_sock *s);
 /* The peer went away without an orderly close (died, or reset us). */
 bool sl_conn_peer_died(struct sl_sock *s);
 

@@ -28,13 +28,16 @@ struct sl_fabric_ops {
 	/* Accepting side, after the kernel accept: 1 attached, 0 the peer made
 	 * no offer (plain TCP), -1 the offer was unusable (errno set). */
 	int (*attach)(struct sl_sock *s, const struct sl_key *local, const struct sl_key *peer);
-	/* Wake the peer's sleeper (it armed a wake_on_* word). */
-	void (*stimulate)(struct sl_sock *s);
+	/* Wake the peer's sleeper (it armed a wake_on_* word): SL_TOKEN_DATA
+	 * or SL_TOKEN_SPACE tells which. */
+	void (*stimulate)(struct sl_sock *s, int token);
+	/* Put a token into our own bell (a local wake-up, or one passed on). */
+	void (*ring_self)(struct sl_sock *s, int token);
 	/* Make our earlier stores into the peer's area visible before we re-check
 	 * our own area (step 3 of the sleep protocol). */
 	void (*flush_remote)(struct sl_sock *s);
-	/* Consume pending stimuli before arming. */
-	void (*drain)(struct sl_sock *s);
+	/* Consume pending stimuli before arming; returns the SL_TOKEN_* seen. */
+	int (*drain)(struct sl_sock *s);
 	/* The kernel connection signalled: true if the peer is gone (EOF/reset). */
 	bool (*peer_gone)(struct sl_sock *s);
 	/* The socket is closed: unmap the segment (data not yet collected by

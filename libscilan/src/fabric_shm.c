@@ -3,7 +3,9 @@
  * kernel connect, the accepting side opens the memfd through /proc; wake-ups
  * are single bytes on the connection's kernel TCP socket.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -89,9 +91,42 @@ static void shm_listen_unregister(struct sl_sock *s)
 	}
 }
 
+/* Offers whose connecting process is gone (it died between offering and
+ * connecting) are removed with their FIFOs. */
+static void sweep_stale_offers(void)
+{
+	char path[4400];
+	struct offer offer;
+	struct dirent *de;
+	DIR *dir;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/offer", sl_config()->rundir);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+			continue;
+		snprintf(path, sizeof(path), "%s/offer/%s", sl_config()->rundir, de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (sl_sys.read(fd, &offer, sizeof(offer)) == (ssize_t)sizeof(offer) && offer.magic == OFFER_MAGIC &&
+		    offer.pid > 0 && kill(offer.pid, 0) < 0 && errno == ESRCH)
+			sl_shm_unlink_offer(path);
+		sl_sys.close(fd);
+	}
+	closedir(dir);
+}
+
 static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 {
 	struct sl_key v4_any = { .family = AF_INET, .port = local->port };
+
+	/* Listening is rare and slow anyway: the place to tidy up after the dead. */
+	sl_registry_sweep();
+	sweep_stale_offers();
 
 	s->reg_fd[0] = sl_registry_add(local, s->ring_bytes, s->reg_path[0], sizeof(s->reg_path[0]));
 	if (s->reg_fd[0] < 0)
@@ -376,13 +411,23 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 	return 1;
 }
 
-static void shm_stimulate(struct sl_sock *s)
+static void ring_bell(struct sl_sock *s, int bell, int token)
 {
-	static const char token = 1;
+	char byte = (char)token;
 
-	/* A full pipe (EAGAIN) already holds a wake-up. */
-	if (sl_sys.write(s->bell_tx, &token, 1) < 0 && errno != EAGAIN)
-		sl_debug("wake-up of fd %d not sent: %s", s->fd, strerror(errno));
+	/* A full pipe (EAGAIN) already holds wake-ups enough. */
+	if (bell >= 0 && sl_sys.write(bell, &byte, 1) < 0 && errno != EAGAIN)
+		sl_debug("wake-up on fd %d not sent: %s", s->fd, strerror(errno));
+}
+
+static void shm_stimulate(struct sl_sock *s, int token)
+{
+	ring_bell(s, s->bell_tx, token);
+}
+
+static void shm_ring_self(struct sl_sock *s, int token)
+{
+	ring_bell(s, s->bell_rx, token);
 }
 
 static void shm_flush_remote(struct sl_sock *s)
@@ -391,12 +436,18 @@ static void shm_flush_remote(struct sl_sock *s)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
-static void shm_drain(struct sl_sock *s)
+static int shm_drain(struct sl_sock *s)
 {
-	char tokens[64];
+	unsigned char tokens[64];
+	ssize_t n;
+	int seen = 0;
 
-	while (sl_sys.read(s->bell_rx, tokens, sizeof(tokens)) == (ssize_t)sizeof(tokens))
-		continue;
+	do {
+		n = sl_sys.read(s->bell_rx, tokens, sizeof(tokens));
+		for (ssize_t i = 0; i < n; i++)
+			seen |= tokens[i];
+	} while (n == (ssize_t)sizeof(tokens));
+	return seen & (SL_TOKEN_DATA | SL_TOKEN_SPACE | SL_TOKEN_LOCAL);
 }
 
 static bool shm_peer_gone(struct sl_sock *s)
@@ -454,6 +505,7 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.offer_settle = shm_offer_settle,
 	.attach = shm_attach,
 	.stimulate = shm_stimulate,
+	.ring_self = shm_ring_self,
 	.flush_remote = shm_flush_remote,
 	.drain = shm_drain,
 	.peer_gone = shm_peer_gone,

@@ -13,6 +13,9 @@
 #include "scilan.h"
 #include "sys.h"
 
+/* A send to a dead peer fails within this many sends even if nothing sleeps. */
+#define SENDS_PER_LIVENESS_CHECK 256
+
 /* Asked of the kernel only when the call would block, so the fast path makes
  * no syscall; the answer refreshes the hint that decides whether to spin. */
 static bool nonblocking(struct sl_sock *s, int flags)
@@ -107,6 +110,7 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 	size_t sent = 0;
 	int64_t space;
 	uint64_t read_seen = 0;
+	bool check_peer;
 	int err;
 
 	for (;;) {
@@ -122,11 +126,23 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 		if (space > 0) {
 			size_t n = len - sent < (uint64_t)space ? len - sent : (size_t)space;
 
+			/* Publish a large send in quarter rings so the receiver copies
+			 * out while we still copy in, instead of taking turns. */
+			if (n > s->tx.cap / 4)
+				n = (size_t)(s->tx.cap / 4);
+
 			sl_ring_tx_put(&s->tx, p + sent, n);
 			sl_stat_add(&s->tx_bytes, n);
 			sent += n;
 		}
+		check_peer = ++s->sends_since_check >= SENDS_PER_LIVENESS_CHECK;
+		if (check_peer)
+			s->sends_since_check = 0;
 		sl_unlock(&s->tx_lock);
+		/* Data for a dead peer would vanish into its ring: ask the kernel
+		 * now and then, as TCP learns of it from the peer's RST. */
+		if (check_peer)
+			sl_conn_check_peer(s);
 		if (space < 0) {
 			sl_conn_reset(s, "peer published an impossible read index");
 			continue;
@@ -137,8 +153,11 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			break;
 		if (space > 0 || spin(s, flags, space_freed, read_seen))
 			continue;
-		if (nonblocking(s, flags))
+		if (nonblocking(s, flags)) {
+			if (sl_conn_check_peer(s))
+				continue;
 			return fail(EAGAIN);
+		}
 		if (sl_wait(s, POLLOUT, false) < 0) {
 			if (sent)
 				break;
@@ -217,7 +236,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s);
 		sl_unlock(&s->rx_lock);
 		if (wake_sender)
-			sl_fabric()->stimulate(s);
+			sl_fabric()->stimulate(s, SL_TOKEN_SPACE);
 		if (avail < 0) {
 			sl_conn_reset(s, "peer wrote an impossible write index");
 			continue;
@@ -239,6 +258,10 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 		if (nonblocking(s, flags)) {
 			if (got)
 				break;
+			/* An event loop that never sleeps in scilan must still see
+			 * the peer die, as it would see a FIN or RST. */
+			if (sl_conn_check_peer(s))
+				continue;
 			return fail(EAGAIN);
 		}
 		if (sl_wait(s, POLLIN, false) < 0) {

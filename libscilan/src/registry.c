@@ -5,6 +5,7 @@
  */
 #include "registry.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -166,4 +167,30 @@ int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
 	sl_sys.close(fd);
 	*ring_bytes = entry.ring_bytes;
 	return 1;
+}
+
+void sl_registry_sweep(void)
+{
+	char path[4400];
+	struct dirent *de;
+	DIR *dir;
+	int lock;
+
+	snprintf(path, sizeof(path), "%s/listen", sl_config()->rundir);
+	dir = opendir(path);
+	if (!dir)
+		return;
+	lock = lock_registry();
+	if (lock < 0) {
+		closedir(dir);
+		return;
+	}
+	while ((de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/listen/%s", sl_config()->rundir, de->d_name);
+		remove_if_unclaimed(path);
+	}
+	sl_sys.close(lock);
+	closedir(dir);
 }

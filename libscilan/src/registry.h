@@ -20,4 +20,7 @@ void sl_registry_remove(int fd, const char *path);
  * *ring_bytes), 0 if not; stale entries of dead processes are removed. */
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes);
 
+/* Remove the entries of listeners that no longer exist. */
+void sl_registry_sweep(void);
+
 #endif

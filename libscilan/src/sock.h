@@ -30,6 +30,14 @@ struct sl_key {
 	uint16_t port;          /* host order */
 };
 
+/* Directions a thread can sleep for (bit masks), and the wake-up tokens a
+ * bell carries: which direction woke, or a local shutdown/close. */
+#define SL_DIR_DATA 1
+#define SL_DIR_SPACE 2
+#define SL_TOKEN_DATA 1
+#define SL_TOKEN_SPACE 2
+#define SL_TOKEN_LOCAL 4
+
 struct sl_lock {
 	_Atomic int held;
 };
@@ -40,6 +48,9 @@ struct sl_sock {
 	pid_t owner;            /* process that created it (fork copies the table) */
 	int domain;
 	pthread_mutex_t ctl_lock; /* connect/accept/shutdown/close transitions */
+	pthread_mutex_t sleep_lock[2]; /* [0] data, [1] space: held by the one thread of ours that sleeps for it */
+	_Atomic int sleepers[2];       /* threads holding sleep_lock[i] */
+	unsigned sends_since_check;    /* under tx_lock: sends since we last asked whether the peer lives */
 	struct sl_lock tx_lock, rx_lock;
 
 	/* settings */

@@ -65,8 +65,12 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 		if (!s)
 			return NULL;
 		pthread_mutex_init(&s->ctl_lock, NULL);
+		pthread_mutex_init(&s->sleep_lock[0], NULL);
+		pthread_mutex_init(&s->sleep_lock[1], NULL);
 		if (!atomic_compare_exchange_strong(&chunk[fd & (CHUNK_SIZE - 1)], &expected, s)) {
 			pthread_mutex_destroy(&s->ctl_lock);
+			pthread_mutex_destroy(&s->sleep_lock[0]);
+			pthread_mutex_destroy(&s->sleep_lock[1]);
 			free(s);
 			s = expected;
 		}
@@ -77,6 +81,9 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 	s->owner = getpid();
 	s->domain = domain;
 	atomic_store(&s->poll_us, 0);
+	atomic_store(&s->sleepers[0], 0);
+	atomic_store(&s->sleepers[1], 0);
+	s->sends_since_check = 0;
 	atomic_store(&s->nonblock_hint, false);
 	s->ring_bytes = 0;
 	s->sndbuf = 0;

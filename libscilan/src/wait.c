@@ -1,13 +1,12 @@
 /* wait.c — the sleep side of the interrupt-flag protocol and scilan_poll:
  * spin for the socket's poll time, then arm the peer-visible wake words,
- * flush, re-check, and sleep in the kernel on the companion sockets.
+ * flush, re-check, and sleep in the kernel on the bell and the kernel socket.
+ * Within a process one thread at a time sleeps per socket and direction
+ * (data, space); tokens drained for another direction are passed on.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "conn.h"
 #include "fabric.h"
@@ -16,6 +15,9 @@
 #include "sys.h"
 
 #define STACK_FDS 32
+/* A direction another thread sleeps on is watched without being armed; its
+ * token may be consumed by that thread first, so such sleeps are bounded. */
+#define SHARED_WAIT_CAP_MS 10
 
 static int64_t now_ns(void)
 {
@@ -32,6 +34,41 @@ static struct sl_sock *accelerated(int fd)
 	return s && sl_sock_state(s) == SL_CONNECTED ? s : NULL;
 }
 
+static int dirs_of(short events)
+{
+	return ((events & (POLLIN | POLLRDNORM | POLLRDHUP)) ? SL_DIR_DATA : 0) |
+	       ((events & (POLLOUT | POLLWRNORM)) ? SL_DIR_SPACE : 0);
+}
+
+/* Become the sleeper of s for the given directions: blocking (a recv or send
+ * of this thread) or trying (scilan_poll).  Returns the directions held. */
+static int hold(struct sl_sock *s, int dirs, bool block)
+{
+	int held = 0;
+
+	for (int d = 0; d < 2; d++) {
+		if (!(dirs & (1 << d)))
+			continue;
+		if (block)
+			pthread_mutex_lock(&s->sleep_lock[d]);
+		else if (pthread_mutex_trylock(&s->sleep_lock[d]) != 0)
+			continue;
+		atomic_fetch_add(&s->sleepers[d], 1);
+		held |= 1 << d;
+	}
+	return held;
+}
+
+static void unhold(struct sl_sock *s, int held)
+{
+	for (int d = 0; d < 2; d++) {
+		if (!(held & (1 << d)))
+			continue;
+		atomic_fetch_sub(&s->sleepers[d], 1);
+		pthread_mutex_unlock(&s->sleep_lock[d]);
+	}
+}
+
 /* revents of every accelerated entry; kernel entries are left alone. */
 static int scan(struct pollfd *fds, nfds_t n, struct sl_sock **socks)
 {
@@ -46,31 +83,46 @@ static int scan(struct pollfd *fds, nfds_t n, struct sl_sock **socks)
 	return ready;
 }
 
-/* Steps 2-3 of the sleep protocol for one socket: drain stale wake-ups, give
- * the sender our read index, then ask the peer to wake us. */
-static void arm(struct sl_sock *s, short events)
+/* Tokens drained here that another of our threads sleeps for go back into
+ * the bell, or that thread could sleep past its wake-up. */
+static void pass_on(struct sl_sock *s, int tokens, int held)
+{
+	const struct sl_fabric_ops *fabric = sl_fabric();
+	int others = atomic_load(&s->sleepers[0]) + atomic_load(&s->sleepers[1]) - __builtin_popcount(held);
+
+	if ((tokens & SL_TOKEN_DATA) && !(held & SL_DIR_DATA) && atomic_load(&s->sleepers[0]) > 0)
+		fabric->ring_self(s, SL_TOKEN_DATA);
+	if ((tokens & SL_TOKEN_SPACE) && !(held & SL_DIR_SPACE) && atomic_load(&s->sleepers[1]) > 0)
+		fabric->ring_self(s, SL_TOKEN_SPACE);
+	if ((tokens & SL_TOKEN_LOCAL) && others > 0)
+		fabric->ring_self(s, SL_TOKEN_LOCAL);
+}
+
+/* Steps 2-3 of the sleep protocol for the directions we hold: drain stale
+ * wake-ups, give the sender our read index, then ask the peer to wake us. */
+static void arm(struct sl_sock *s, int held)
 {
 	const struct sl_fabric_ops *fabric = sl_fabric();
 
-	fabric->drain(s);
+	pass_on(s, fabric->drain(s), held);
 	pthread_mutex_lock(&s->ctl_lock);
 	fabric->offer_settle(s);
 	pthread_mutex_unlock(&s->ctl_lock);
-	if (events & (POLLIN | POLLRDNORM)) {
+	if (held & SL_DIR_DATA) {
 		sl_lock(&s->rx_lock);
 		sl_ring_rx_publish(&s->rx);
 		sl_unlock(&s->rx_lock);
 		atomic_store_explicit(&s->peer_ctl->wake_on_data, 1, memory_order_relaxed);
 	}
-	if (events & (POLLOUT | POLLWRNORM))
+	if (held & SL_DIR_SPACE)
 		atomic_store_explicit(&s->peer_ctl->wake_on_space, 1, memory_order_relaxed);
 }
 
-static void disarm(struct sl_sock *s, short events)
+static void disarm(struct sl_sock *s, int held)
 {
-	if (events & (POLLIN | POLLRDNORM))
+	if (held & SL_DIR_DATA)
 		atomic_store_explicit(&s->peer_ctl->wake_on_data, 0, memory_order_relaxed);
-	if (events & (POLLOUT | POLLWRNORM))
+	if (held & SL_DIR_SPACE)
 		atomic_store_explicit(&s->peer_ctl->wake_on_space, 0, memory_order_relaxed);
 }
 
@@ -86,29 +138,10 @@ static int remaining_ms(int64_t deadline)
 	return (int)((left + 999999) / 1000000);
 }
 
-/* Kernel-side readiness of the non-accelerated entries, merged into fds. */
-static int poll_kernel_now(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds)
-{
-	nfds_t m = 0;
-	int ready = 0;
-
-	for (nfds_t i = 0; i < n; i++)
-		if (!socks[i])
-			kfds[m++] = fds[i];
-	if (m == 0 || sl_sys.poll(kfds, m, 0) <= 0)
-		return 0;
-	m = 0;
-	for (nfds_t i = 0; i < n; i++) {
-		if (socks[i])
-			continue;
-		fds[i].revents = kfds[m++].revents;
-		ready += fds[i].revents != 0;
-	}
-	return ready;
-}
-
-static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds,
-			   int timeout_ms)
+/* One kernel poll: bells and kernel sockets of accelerated entries, the
+ * application's own descriptors as given.  Returns the ready kernel entries. */
+static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds, int timeout_ms,
+		       bool sleeping)
 {
 	nfds_t m = 0;
 	int r, ready = 0;
@@ -118,10 +151,12 @@ static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 			kfds[m++] = fds[i];
 			continue;
 		}
-		kfds[m++] = (struct pollfd){ .fd = socks[i]->bell_rx, .events = POLLIN };
+		kfds[m++] = (struct pollfd){ .fd = sleeping ? socks[i]->bell_rx : -1, .events = POLLIN };
 		kfds[m++] = (struct pollfd){ .fd = socks[i]->fd, .events = POLLIN };
-		atomic_fetch_add_explicit(&socks[i]->sleeps, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
+		if (sleeping) {
+			atomic_fetch_add_explicit(&socks[i]->sleeps, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
+		}
 	}
 	r = sl_sys.poll(kfds, m, timeout_ms);
 	if (r < 0)
@@ -137,8 +172,8 @@ static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 			atomic_fetch_add_explicit(&socks[i]->wakeups, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&sl_totals.wakeups, 1, memory_order_relaxed);
 		}
-		/* The kernel connection only ever becomes readable at the end:
-		 * the peer closed it or its process died. */
+		/* The kernel connection only becomes readable at the end: the
+		 * peer closed it or its process died. */
 		if (kfds[m + 1].revents && sl_fabric()->peer_gone(socks[i]))
 			atomic_store(&socks[i]->peer_gone, true);
 		m += 2;
@@ -146,12 +181,65 @@ static int sleep_in_kernel(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 	return ready;
 }
 
+/* Steps 2-5 for every accelerated entry, until something is ready.  held[i]
+ * is what the caller already holds for entry i, or NULL to try per round. */
+static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds,
+			     int64_t deadline, const int *held_by_caller)
+{
+	int held[STACK_FDS], *h = held, ready, kready, timeout;
+
+	if (!held_by_caller && n > STACK_FDS && !(h = calloc(n, sizeof(*h)))) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (;;) {
+		bool capped = false;
+
+		for (nfds_t i = 0; i < n; i++) {
+			if (!socks[i])
+				continue;
+			if (held_by_caller)
+				h[i] = held_by_caller[i];
+			else
+				h[i] = hold(socks[i], dirs_of(fds[i].events), false);
+			capped |= h[i] != dirs_of(fds[i].events);
+			arm(socks[i], h[i]);
+		}
+		for (nfds_t i = 0; i < n; i++)
+			if (socks[i])
+				sl_fabric()->flush_remote(socks[i]);
+		ready = scan(fds, n, socks);
+		kready = 0;
+		if (!ready) {
+			timeout = remaining_ms(deadline);
+			if (capped && (timeout < 0 || timeout > SHARED_WAIT_CAP_MS))
+				timeout = SHARED_WAIT_CAP_MS;
+			kready = kernel_poll(fds, n, socks, kfds, timeout, true);
+		}
+		for (nfds_t i = 0; i < n; i++) {
+			if (!socks[i])
+				continue;
+			disarm(socks[i], h[i]);
+			if (!held_by_caller)
+				unhold(socks[i], h[i]);
+		}
+		if (kready < 0)
+			break;
+		ready = scan(fds, n, socks) + kready;
+		if (ready || remaining_ms(deadline) == 0)
+			break;
+	}
+	if (h != held && !held_by_caller)
+		free(h);
+	return kready < 0 ? -1 : ready;
+}
+
 static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct sl_sock **socks,
-			    struct pollfd *kfds, bool spin)
+			    struct pollfd *kfds, bool spin, const int *held_by_caller)
 {
 	int64_t start = now_ns(), deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
 	int64_t spin_end;
-	int poll_us = 0, ready, kready;
+	int poll_us = 0, ready;
 
 	for (nfds_t i = 0; i < n; i++) {
 		fds[i].revents = 0;
@@ -159,47 +247,28 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 			poll_us = atomic_load(&socks[i]->poll_us);
 	}
 	ready = scan(fds, n, socks);
-	if (ready || timeout_ms == 0)
-		return ready + poll_kernel_now(fds, n, socks, kfds);
+	if (ready || timeout_ms == 0) {
+		/* Not sleeping, so look at the kernel sockets here: an event loop
+		 * that never blocks must still learn that a peer died. */
+		int kready = kernel_poll(fds, n, socks, kfds, 0, false);
+
+		return kready < 0 ? -1 : scan(fds, n, socks) + kready;
+	}
 	spin_end = start + (int64_t)poll_us * 1000;
 	if (deadline >= 0 && deadline < spin_end)
 		spin_end = deadline;
 	for (unsigned iter = 1; poll_us > 0; iter++) {
 		ready = scan(fds, n, socks);
-		if (ready)
-			return ready + poll_kernel_now(fds, n, socks, kfds);
+		if (ready) {
+			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
+
+			return kready < 0 ? -1 : scan(fds, n, socks) + kready;
+		}
 		__builtin_ia32_pause();
 		if ((iter & 15) == 0 && now_ns() >= spin_end)
 			break;
 	}
-	for (;;) {
-		for (nfds_t i = 0; i < n; i++)
-			if (socks[i])
-				arm(socks[i], fds[i].events);
-		for (nfds_t i = 0; i < n; i++)
-			if (socks[i])
-				sl_fabric()->flush_remote(socks[i]);
-		ready = scan(fds, n, socks);
-		kready = 0;
-		if (!ready) {
-			kready = sleep_in_kernel(fds, n, socks, kfds, remaining_ms(deadline));
-			if (kready < 0) {
-				int err = errno;
-
-				for (nfds_t i = 0; i < n; i++)
-					if (socks[i])
-						disarm(socks[i], fds[i].events);
-				errno = err;
-				return -1;
-			}
-		}
-		for (nfds_t i = 0; i < n; i++)
-			if (socks[i])
-				disarm(socks[i], fds[i].events);
-		ready = scan(fds, n, socks) + kready;
-		if (ready || remaining_ms(deadline) == 0)
-			return ready;
-	}
+	return sleep_until_ready(fds, n, socks, kfds, deadline, held_by_caller);
 }
 
 int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
@@ -228,7 +297,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	}
 	for (nfds_t i = 0; i < n; i++)
 		socks[i] = accelerated(fds[i].fd);
-	r = poll_accelerated(fds, n, timeout_ms, socks, kfds, true);
+	r = poll_accelerated(fds, n, timeout_ms, socks, kfds, true, NULL);
 	if (socks != stack_socks) {
 		free(socks);
 		free(kfds);
@@ -253,8 +322,13 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	struct pollfd pfd = { .fd = s->fd, .events = events };
 	struct sl_sock *socks[1] = { s };
 	struct pollfd kfds[2];
-	int r = poll_accelerated(&pfd, 1, timeout_for(s, events), socks, kfds, spin_first);
+	int held[1], r;
 
+	/* Threads of this process that wait on s in the same direction take
+	 * turns: each arm would otherwise race the others' drains. */
+	held[0] = hold(s, dirs_of(events), true);
+	r = poll_accelerated(&pfd, 1, timeout_for(s, events), socks, kfds, spin_first, held);
+	unhold(s, held[0]);
 	if (r == 0) {
 		errno = EAGAIN;
 		return -1;
