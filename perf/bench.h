@@ -1,5 +1,6 @@
 /* bench.h — shared declarations of scilan-bench: the transport table, the
- * options, the result tables, and the entry points of each perf source file.
+ * options, the result tables, and the entry points of each perf source file
+ * (sweep.c and sweep_report.c: the pollsweep/ringsweep tuning modes).
  */
 #ifndef SCILAN_BENCH_H
 #define SCILAN_BENCH_H
@@ -8,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -40,6 +42,7 @@ extern const struct transport_desc bench_transports[T_COUNT];
 
 struct bench_opts {
 	bool do_pingpong, do_stream, do_xmax;
+	bool do_pollsweep, do_ringsweep; /* the tuning modes: sweep.c instead of the transport table */
 	bool quick;
 	const char *mode; /* as given on the command line, for the report heading */
 	const char *out_dir;
@@ -53,6 +56,12 @@ struct bench_opts {
 	bool pin;        /* false: one CPU only, run unpinned */
 	int cpu[2];      /* [0] accepting/serving end, [1] connecting/measuring end */
 	uint64_t ring_bytes; /* bare ring and xmax buffer size: the scilan default ring */
+	long think_us[BENCH_MAX_SIZES]; /* pollsweep: server think times (us), ascending */
+	int n_think;
+	long polls_us[BENCH_MAX_SIZES]; /* pollsweep: SCILAN_SO_POLL_US values, ascending */
+	int n_polls;
+	uint64_t rings[BENCH_MAX_SIZES]; /* ringsweep: ring capacities (bytes, powers of two), ascending */
+	int n_rings;
 };
 
 struct pp_result {
@@ -85,6 +94,7 @@ struct tp_link {
 	void *shm;         /* bare: both rings */
 	size_t shm_len;
 	uint64_t ring_cap;
+	uint64_t scilan_ring; /* scilan: 0 = library default, else SO_RCVBUF on both ends, checked after connect */
 	char unix_name[64]; /* abstract AF_UNIX name (no file to clean up) */
 };
 
@@ -117,9 +127,37 @@ int measure_pingpong(const struct bench_opts *o, enum tp_id t, size_t size, doub
 		     long cap, long *n);
 int measure_stream(const struct bench_opts *o, enum tp_id t, size_t size, double seconds, double *bytes,
 		   double *secs);
+/* Stream over any transport description; ring_cap as in struct pair_job. */
+int measure_stream_on(const struct bench_opts *o, const struct transport_desc *t, uint64_t ring_cap, size_t size,
+		      double seconds, double *bytes, double *secs);
+/* A two-process run with the caller's own loops, under the same forking,
+ * pinning and watchdog as the runs above: server runs in the accepting child,
+ * client in the connecting child; each returns 0 on success and reports
+ * through memory the caller mapped MAP_SHARED. */
+struct pair_job {
+	const struct transport_desc *t;
+	uint64_t ring_cap; /* 0: defaults (o->ring_bytes for bare, the library's for scilan); else both */
+	double seconds;    /* the loops' own time budget; the watchdog allows 2x + 5 s */
+	const char *what;  /* names the run in failure messages */
+	int (*server)(struct tp_end *e, void *arg);
+	int (*client)(struct tp_end *e, void *arg);
+	void *arg;
+};
+int measure_job(const struct bench_opts *o, const struct pair_job *j);
 /* Sorts samples; fills median, p99, iters. */
 void pp_stats(uint32_t *samples, long n, struct pp_result *out);
 double bench_now(void);
+uint64_t bench_now_ns(void);
+/* Page-aligned buffer of size bytes, faulted in; NULL when out of memory. */
+void *bench_alloc_buf(size_t size);
+/* One stamped request/response exchange (seq checked in the echo); 0 on success. */
+int bench_round_trip(struct tp_end *e, unsigned char *buf, size_t size, uint64_t seq);
+
+/* ---- sweep.c: the tuning modes (measure, then sweep_report.c) ---- */
+int sweep_poll(const struct bench_opts *o);
+int sweep_ring(const struct bench_opts *o);
+/* --rings: KiB -> ring capacities rounded as the library rounds them (powers of two), deduplicated. */
+void sweep_set_rings(struct bench_opts *o, const long *kb, int n);
 
 /* ---- xmax.c ---- */
 int measure_xmax(const struct bench_opts *o, size_t size, struct xmax_result *r);
@@ -130,6 +168,14 @@ int report_csv(const struct bench_opts *o, const struct bench_results *res);
 void report_plots(const struct bench_opts *o, const struct bench_results *res);
 void report_targets(const struct bench_opts *o, const struct bench_results *res);
 const char *fmt_size(size_t size, char *buf, size_t len);
+const char *fmt_num(double v, char *buf, size_t len);
+/* <out>/<name>, opened for writing (NULL after a message); path receives the name. */
+FILE *report_open(const struct bench_opts *o, const char *name, char *path, size_t len);
+int report_close(FILE *f, const char *path);
+/* The gnuplot lines choosing a PNG terminal (pngcairo, else png) and the output. */
+void report_gp_terminal(FILE *f, const char *png);
+/* Runs <out>/<base>.gp, which writes <out>/<base>.png: 0 done, 1 no gnuplot, -1 failed. */
+int report_gnuplot(const struct bench_opts *o, const char *base);
 
 /* ---- main.c ---- */
 void bench_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

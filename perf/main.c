@@ -1,6 +1,6 @@
 /* main.c — scilan-bench's command line (getopt_long), the defaults of each
  * mode, CPU choice, and the driver that runs every selected transport per
- * size and hands the results to report.c.
+ * size and hands the results to report.c (the sweep modes go to sweep.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "sweep.h" /* RS_TP; includes bench.h */
 #include "config.h" /* SL_DEFAULT_RING_KB: the bare ring gets the library's default ring size */
 #include "layout.h" /* SL_RING_MIN, SL_RING_MAX */
 
@@ -25,6 +25,15 @@ static const size_t pp_all[] = {1, 64, 1024, 4096, 16384, 65536};
 static const size_t pp_quick[] = {1, 64, 4096, 65536};
 static const size_t st_all[] = {64, 1024, 16384, 65536, 1048576};
 static const size_t st_quick[] = {64, 1024, 65536, 1048576};
+/* The tuning sweeps: think times and poll times (us), ring sizes (KiB), send sizes. */
+static const long think_default[] = {0, 5, 10, 20, 40, 80, 160, 320};
+static const long polls_default[] = {0, 10, 25, 50, 100, 200};
+static const long rings_default[] = {16, 64, 256, 1024, 4096};
+static const size_t ring_sends[] = {1024, 65536, 1048576};
+/* Per point: pollsweep's 56 points take about 30 s; ringsweep's
+ * 30 get 1 s for their five rounds (sweep.h, RS_ROUNDS). */
+#define POLLSWEEP_SECONDS 0.5
+#define RINGSWEEP_SECONDS 1.0
 
 void bench_err(const char *fmt, ...)
 {
@@ -47,15 +56,27 @@ static void usage(FILE *f)
 		"        pingpong  round-trip latency only (median, p99)\n"
 		"        stream    one-way throughput only (MB/s at the receiver)\n"
 		"        xmax      memcpy bound X_max = Xt*Xr/(Xt+Xr) only\n"
+		"        pollsweep request/response with a server that busy-thinks T us, per scilan\n"
+		"                  poll time P and kernel TCP: median/p99 of (round trip - T), CPU per\n"
+		"                  request of both processes; recommends SCILAN_POLL_US (about 30 s)\n"
+		"        ringsweep stream MB/s of scilan-poll and the bare ring per ring size at send\n"
+		"                  sizes 1K,64K,1M, memory per connection; recommends SCILAN_RING_KB (~40 s)\n"
 		"options:\n"
 		"  --out DIR          CSV, gnuplot scripts and PNGs go here (default build/perf)\n"
 		"  --sizes LIST       message sizes, e.g. 64,1K,64KiB,1M (default per mode)\n"
 		"  --iters N          at most N timed round trips per point (default 1000000)\n"
-		"  --seconds S        time budget per transport per size (default 1 quick, 2 otherwise)\n"
+		"  --seconds S        time budget per transport per size (default 1 quick, 2 otherwise,\n"
+		"                     per point: 0.5 in pollsweep, 1 in ringsweep)\n"
 		"  --transports LIST  any of scilan-poll,scilan-hybrid,scilan-intr,tcp,unix,bare;\n"
 		"                     'scilan' = the three scilan modes, 'all' = everything (default)\n"
 		"  --cpus A,B         pin the accepting end to CPU A, the measuring end to CPU B\n"
 		"                     (default 0,1 or the first two CPUs allowed)\n"
+		"  --think LIST       pollsweep: server think times in us (default 0,5,10,20,40,80,160,320)\n"
+		"  --polls LIST       pollsweep: poll times in us, set with SCILAN_SO_POLL_US on both ends\n"
+		"                     (default 0,10,25,50,100,200; 0 and T=0 give the sleep/wake cost)\n"
+		"  --rings LIST       ringsweep: ring sizes in KiB, rounded up to powers of two, set with\n"
+		"                     SO_RCVBUF on both ends (default 16,64,256,1024,4096)\n"
+		"                     (--sizes sets ringsweep's send sizes; --transports is not used)\n"
 		"  --help             this text\n",
 		BENCH_PROG);
 }
@@ -150,6 +171,36 @@ static long parse_long(const char *opt, const char *arg, long min, long max)
 	if (errno || end == arg || *end || v < min || v > max)
 		bad_usage("bad %s '%s': expected an integer in %ld..%ld", opt, arg, min, max);
 	return v;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+
+/* A comma list of integers in [min, max], sorted, duplicates dropped. */
+static int parse_longs(const char *opt, const char *arg, long *out, long min, long max)
+{
+	char buf[512];
+	int n = 0;
+	if (strlen(arg) >= sizeof buf)
+		bad_usage("%s list too long", opt);
+	strcpy(buf, arg);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == BENCH_MAX_SIZES)
+			bad_usage("bad %s '%s': at most %d values", opt, arg, BENCH_MAX_SIZES);
+		out[n++] = parse_long(opt, tok, min, max);
+	}
+	if (n == 0)
+		bad_usage("%s: empty list", opt);
+	qsort(out, (size_t)n, sizeof *out, cmp_long);
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (m == 0 || out[m - 1] != out[i])
+			out[m++] = out[i];
+	return m;
 }
 
 static void choose_cpus(struct bench_opts *o, const char *arg)
@@ -250,9 +301,11 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		{"out", required_argument, NULL, 'o'},	    {"sizes", required_argument, NULL, 's'},
 		{"iters", required_argument, NULL, 'n'},    {"seconds", required_argument, NULL, 't'},
 		{"transports", required_argument, NULL, 'T'}, {"cpus", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},	    {NULL, 0, NULL, 0},
+		{"think", required_argument, NULL, 'k'},    {"polls", required_argument, NULL, 'p'},
+		{"rings", required_argument, NULL, 'r'},    {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	const char *sizes = NULL, *cpus = NULL;
+	const char *sizes = NULL, *cpus = NULL, *think = NULL, *polls = NULL, *rings = NULL, *transports = NULL;
 	double seconds = 0;
 	int c;
 
@@ -283,6 +336,16 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		}
 		case 'T':
 			parse_transports(optarg, o->selected);
+			transports = optarg;
+			break;
+		case 'k':
+			think = optarg;
+			break;
+		case 'p':
+			polls = optarg;
+			break;
+		case 'r':
+			rings = optarg;
 			break;
 		case 'c':
 			cpus = optarg;
@@ -291,13 +354,13 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 			usage(stdout);
 			exit(0);
 		default:
-			if (optopt && strchr("osntTc", optopt))
+			if (optopt && strchr("osntTckpr", optopt))
 				bad_usage("option '%s' needs an argument", argv[optind - 1]);
 			bad_usage("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
-		bad_usage("missing MODE (quick, all, pingpong, stream or xmax)");
+		bad_usage("missing MODE (quick, all, pingpong, stream, xmax, pollsweep or ringsweep)");
 	if (optind + 1 < argc)
 		bad_usage("unexpected argument '%s' after the mode", argv[optind + 1]);
 	const char *mode = argv[optind];
@@ -311,10 +374,40 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		o->do_stream = true;
 	} else if (!strcmp(mode, "xmax")) {
 		o->do_xmax = true;
+	} else if (!strcmp(mode, "pollsweep")) {
+		o->do_pollsweep = true;
+	} else if (!strcmp(mode, "ringsweep")) {
+		o->do_ringsweep = true;
 	} else {
-		bad_usage("unknown mode '%s' (quick, all, pingpong, stream or xmax)", mode);
+		bad_usage("unknown mode '%s' (quick, all, pingpong, stream, xmax, pollsweep or ringsweep)", mode);
 	}
-	if (o->quick) {
+	/* An option the mode does not use is a mistake worth saying, not ignoring. */
+	if ((think || polls) && !o->do_pollsweep)
+		bad_usage("--think and --polls apply to pollsweep only");
+	if (rings && !o->do_ringsweep)
+		bad_usage("--rings applies to ringsweep only");
+	if (transports && (o->do_pollsweep || o->do_ringsweep))
+		bad_usage("--transports does not apply to %s (it measures fixed transports)", mode);
+	if (sizes && o->do_pollsweep)
+		bad_usage("--sizes does not apply to pollsweep (requests are 64 B)");
+	if (o->do_pollsweep) {
+		o->n_think = think ? parse_longs("--think", think, o->think_us, 0, 1000000)
+				   : (int)(memcpy(o->think_us, think_default, sizeof think_default),
+					   sizeof think_default / sizeof *think_default);
+		o->n_polls = polls ? parse_longs("--polls", polls, o->polls_us, 0, 1000000)
+				   : (int)(memcpy(o->polls_us, polls_default, sizeof polls_default),
+					   sizeof polls_default / sizeof *polls_default);
+	}
+	if (o->do_ringsweep) {
+		long kb[BENCH_MAX_SIZES];
+		int n = rings ? parse_longs("--rings", rings, kb, SL_RING_MIN >> 10, SL_RING_MAX >> 10)
+			      : (int)(memcpy(kb, rings_default, sizeof rings_default),
+				      sizeof rings_default / sizeof *rings_default);
+		sweep_set_rings(o, kb, n);
+	}
+	if (o->do_ringsweep) {
+		set_sizes(o->st_sizes, &o->n_st, ring_sends, 3);
+	} else if (o->quick) {
 		set_sizes(o->pp_sizes, &o->n_pp, pp_quick, 4);
 		set_sizes(o->st_sizes, &o->n_st, st_quick, 4);
 	} else {
@@ -325,7 +418,11 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		o->n_pp = parse_sizes(sizes, o->pp_sizes);
 		set_sizes(o->st_sizes, &o->n_st, o->pp_sizes, o->n_pp);
 	}
-	o->seconds = seconds > 0 ? seconds : o->quick ? 1.0 : 2.0;
+	o->seconds = seconds > 0			       ? seconds
+		     : o->do_pollsweep			       ? POLLSWEEP_SECONDS
+		     : o->do_ringsweep			       ? RINGSWEEP_SECONDS
+		     : o->quick			       ? 1.0
+							       : 2.0;
 	o->ring_bytes = default_ring_bytes();
 	choose_cpus(o, cpus);
 }
@@ -476,6 +573,16 @@ int main(int argc, char **argv)
 		return 1;
 	/* The children inherit stdio buffers: flush before every fork happens. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.do_pollsweep || o.do_ringsweep) {
+		int points = o.do_pollsweep ? o.n_think * (o.n_polls + 1) : o.n_rings * o.n_st * RS_TP;
+		fprintf(stderr, "%s %s: %d points x %.3g s (about %.0f s), ", BENCH_PROG, o.mode, points, o.seconds,
+			points * o.seconds * 1.15);
+		if (o.pin)
+			fprintf(stderr, "ends pinned to CPUs %d and %d\n", o.cpu[0], o.cpu[1]);
+		else
+			fprintf(stderr, "ends unpinned\n");
+		return (o.do_pollsweep ? sweep_poll(&o) : sweep_ring(&o)) == 0 ? 0 : 1;
+	}
 	fprintf(stderr, "%s %s: up to %.3g s per transport per size, ring %llu KiB, ", BENCH_PROG, argv[optind],
 		o.seconds, (unsigned long long)(o.ring_bytes >> 10));
 	if (o.pin)

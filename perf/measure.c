@@ -1,6 +1,6 @@
 /* measure.c — one measurement = two forked processes pinned to two CPUs and
- * watched by the parent: the pingpong and stream loops, their watchdog, and
- * the statistics (median, p99) computed from per-round-trip samples.
+ * watched by the parent: the pingpong and stream loops (or a caller's own,
+ * measure_job), their watchdog, and the statistics (median, p99).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 #include "bench.h"
 
-enum test_kind { TEST_PINGPONG, TEST_STREAM };
+enum test_kind { TEST_PINGPONG, TEST_STREAM, TEST_JOB };
 
 /* Filled by the measuring child; lives in a MAP_SHARED page so it survives the child. */
 struct shared_result {
@@ -34,6 +34,8 @@ struct run {
 	double seconds;     /* this round's budget */
 	uint32_t *samples;  /* pingpong: shared, cap entries */
 	long cap;
+	uint64_t ring_cap;  /* 0: defaults; else the bare ring and both scilan rings */
+	const struct pair_job *job; /* TEST_JOB: the caller's loops */
 	struct tp_link link;
 	struct shared_result *res;
 };
@@ -45,7 +47,7 @@ double bench_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static inline uint64_t now_ns(void)
+uint64_t bench_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -58,7 +60,7 @@ static double watchdog_seconds(const struct run *r)
 	return 2.0 * r->seconds + 5.0;
 }
 
-static void *alloc_buf(size_t size)
+void *bench_alloc_buf(size_t size)
 {
 	void *p = NULL;
 	/* Page-aligned like a real application buffer; memset faults it in before timing. */
@@ -94,7 +96,7 @@ static void child_init(const struct run *r, int cpu_index, pid_t parent)
 	}
 }
 
-static int round_trip(struct tp_end *e, unsigned char *buf, size_t size, uint64_t seq)
+int bench_round_trip(struct tp_end *e, unsigned char *buf, size_t size, uint64_t seq)
 {
 	/* Stamp each message so a ring that loses, repeats or reorders data is caught. */
 	if (size >= sizeof seq)
@@ -124,7 +126,7 @@ static int round_trip(struct tp_end *e, unsigned char *buf, size_t size, uint64_
 
 static int pingpong_client(struct run *r, struct tp_end *e)
 {
-	unsigned char *buf = alloc_buf(r->size);
+	unsigned char *buf = bench_alloc_buf(r->size);
 	if (!buf)
 		return bench_err("%s: out of memory", r->t->name), -1;
 	/* The shared sample pages are new to this process: fault them in now, not
@@ -132,20 +134,20 @@ static int pingpong_client(struct run *r, struct tp_end *e)
 	memset(r->samples, 0, (size_t)r->cap * sizeof *r->samples);
 	/* Warm-up: fault in rings and buffers, let the wake-up paths settle. */
 	uint64_t seq = 0;
-	uint64_t start = now_ns();
+	uint64_t start = bench_now_ns();
 	uint64_t warm_end = start + (uint64_t)(0.1 * r->seconds * 1e9);
 	uint64_t end = start + (uint64_t)(r->seconds * 1e9);
 	do {
-		if (round_trip(e, buf, r->size, seq++) != 0)
+		if (bench_round_trip(e, buf, r->size, seq++) != 0)
 			return -1;
-	} while (seq < 10 || now_ns() < warm_end);
+	} while (seq < 10 || bench_now_ns() < warm_end);
 
 	long n = 0;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = bench_now_ns();
 	while (n < r->cap) {
-		if (round_trip(e, buf, r->size, seq++) != 0)
+		if (bench_round_trip(e, buf, r->size, seq++) != 0)
 			return -1;
-		uint64_t t1 = now_ns();
+		uint64_t t1 = bench_now_ns();
 		uint64_t d = t1 - t0;
 		r->samples[n++] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 		t0 = t1;
@@ -159,7 +161,7 @@ static int pingpong_client(struct run *r, struct tp_end *e)
 
 static int pingpong_server(struct run *r, struct tp_end *e)
 {
-	unsigned char *buf = alloc_buf(r->size);
+	unsigned char *buf = bench_alloc_buf(r->size);
 	if (!buf)
 		return bench_err("%s: out of memory", r->t->name), -1;
 	for (;;) {
@@ -177,7 +179,7 @@ static int pingpong_server(struct run *r, struct tp_end *e)
  * since its arrival time is the start mark. */
 static int stream_client(struct run *r, struct tp_end *e)
 {
-	unsigned char *buf = alloc_buf(r->size);
+	unsigned char *buf = bench_alloc_buf(r->size);
 	if (!buf)
 		return bench_err("%s: out of memory", r->t->name), -1;
 	ssize_t n;
@@ -219,7 +221,7 @@ static int stream_client(struct run *r, struct tp_end *e)
 
 static int stream_server(struct run *r, struct tp_end *e)
 {
-	unsigned char *buf = alloc_buf(r->size);
+	unsigned char *buf = bench_alloc_buf(r->size);
 	if (!buf)
 		return bench_err("%s: out of memory", r->t->name), -1;
 	/* Read the clock about every 64 KiB: at 64 B a clock read per send would
@@ -257,7 +259,9 @@ static void serve(struct run *r, int port_wr)
 	close(port_wr);
 	if (port < 0 || tp_accept(&r->link, lfd, &e) != 0)
 		_exit(1);
-	int rc = r->kind == TEST_PINGPONG ? pingpong_server(r, &e) : stream_server(r, &e);
+	int rc = r->kind == TEST_JOB	   ? r->job->server(&e, r->job->arg)
+		 : r->kind == TEST_PINGPONG ? pingpong_server(r, &e)
+					    : stream_server(r, &e);
 	tp_close(&e);
 	_exit(rc == 0 ? 0 : 1);
 }
@@ -267,10 +271,12 @@ static void dial(struct run *r, int port)
 	struct tp_end e;
 	if (tp_connect(&r->link, port, &e) != 0)
 		_exit(1);
-	int rc = r->kind == TEST_PINGPONG ? pingpong_client(r, &e) : stream_client(r, &e);
+	int rc = r->kind == TEST_JOB	   ? r->job->client(&e, r->job->arg)
+		 : r->kind == TEST_PINGPONG ? pingpong_client(r, &e)
+					    : stream_client(r, &e);
 	if (rc == 0)
 		r->res->ok = 1;
-	if (r->kind == TEST_PINGPONG && tp_shutdown_wr(&e) != 0)
+	if (r->kind != TEST_STREAM && tp_shutdown_wr(&e) != 0)
 		rc = -1;
 	tp_close(&e);
 	_exit(rc == 0 ? 0 : 1);
@@ -357,11 +363,13 @@ static int reap_pair(struct run *r, pid_t pid[2], double deadline)
 		}
 	}
 	if (!ok) {
-		char sz[32];
-		bench_err("%s %s %s: FAILED%s: %s%s%s", r->kind == TEST_PINGPONG ? "pingpong" : "stream",
-			  r->t->name, fmt_size(r->size, sz, sizeof sz),
-			  timed_out ? " (no progress within the watchdog time)" : "", msg[0],
-			  msg[0][0] && msg[1][0] ? "; " : "", msg[1]);
+		char sz[32] = "";
+		if (r->kind != TEST_JOB)
+			fmt_size(r->size, sz, sizeof sz);
+		bench_err("%s %s%s%s: FAILED%s: %s%s%s",
+			  r->kind == TEST_JOB ? r->job->what : r->kind == TEST_PINGPONG ? "pingpong" : "stream",
+			  r->t->name, sz[0] ? " " : "", sz, timed_out ? " (no progress within the watchdog time)" : "",
+			  msg[0], msg[0][0] && msg[1][0] ? "; " : "", msg[1]);
 	}
 	return ok ? 0 : -1;
 }
@@ -378,8 +386,9 @@ static int run_pair(struct run *r)
 		bench_err("mmap: %s", strerror(errno));
 		return -1;
 	}
-	if (tp_prepare(&r->link, r->t, r->o->ring_bytes) != 0)
+	if (tp_prepare(&r->link, r->t, r->ring_cap ? r->ring_cap : r->o->ring_bytes) != 0)
 		goto out_res;
+	r->link.scilan_ring = r->ring_cap;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &chld, &old);
@@ -491,7 +500,13 @@ int measure_pingpong(const struct bench_opts *o, enum tp_id t, size_t size, doub
 int measure_stream(const struct bench_opts *o, enum tp_id t, size_t size, double seconds, double *bytes,
 		   double *secs)
 {
-	struct run r = {.o = o, .t = &bench_transports[t], .kind = TEST_STREAM, .size = size, .seconds = seconds};
+	return measure_stream_on(o, &bench_transports[t], 0, size, seconds, bytes, secs);
+}
+
+int measure_stream_on(const struct bench_opts *o, const struct transport_desc *t, uint64_t ring_cap, size_t size,
+		      double seconds, double *bytes, double *secs)
+{
+	struct run r = {.o = o, .t = t, .kind = TEST_STREAM, .size = size, .seconds = seconds, .ring_cap = ring_cap};
 	*bytes = *secs = 0;
 	int rc = run_pair(&r);
 	if (r.res != MAP_FAILED) {
@@ -499,5 +514,15 @@ int measure_stream(const struct bench_opts *o, enum tp_id t, size_t size, double
 		*secs = r.res->secs;
 		munmap(r.res, sizeof *r.res);
 	}
+	return rc;
+}
+
+int measure_job(const struct bench_opts *o, const struct pair_job *j)
+{
+	struct run r = {.o = o, .t = j->t, .kind = TEST_JOB, .seconds = j->seconds, .ring_cap = j->ring_cap,
+			.job = j};
+	int rc = run_pair(&r);
+	if (r.res != MAP_FAILED)
+		munmap(r.res, sizeof *r.res);
 	return rc;
 }

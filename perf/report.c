@@ -1,6 +1,7 @@
 /* report.c — everything the run prints or writes after measuring: the
- * side-by-side tables with ratio columns, the CSV files, the gnuplot PNGs,
- * and the PASS/MISS lines for the issue's targets.
+ * side-by-side tables with ratio columns, the CSV files, the gnuplot PNGs
+ * (and the output/gnuplot helpers sweep_report.c shares), and the PASS/MISS
+ * lines for the issue's targets.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,7 @@ const char *fmt_size(size_t size, char *buf, size_t len)
 }
 
 /* Three significant-ish digits whatever the magnitude (0.45 us ... 16512 MB/s). */
-static const char *fmt_num(double v, char *buf, size_t len)
+const char *fmt_num(double v, char *buf, size_t len)
 {
 	if (v < 10)
 		snprintf(buf, len, "%.2f", v);
@@ -155,7 +156,7 @@ void report_tables(const struct bench_opts *o, const struct bench_results *res)
 	fflush(stdout);
 }
 
-static FILE *open_out(const struct bench_opts *o, const char *name, char *path, size_t len)
+FILE *report_open(const struct bench_opts *o, const char *name, char *path, size_t len)
 {
 	snprintf(path, len, "%s/%s", o->out_dir, name);
 	FILE *f = fopen(path, "w");
@@ -164,7 +165,7 @@ static FILE *open_out(const struct bench_opts *o, const char *name, char *path, 
 	return f;
 }
 
-static int close_out(FILE *f, const char *path)
+int report_close(FILE *f, const char *path)
 {
 	if (ferror(f) | (fclose(f) != 0)) {
 		bench_err("writing %s failed", path);
@@ -179,7 +180,7 @@ int report_csv(const struct bench_opts *o, const struct bench_results *res)
 	FILE *f;
 	int rc = 0;
 	if (o->do_pingpong) {
-		if (!(f = open_out(o, "pingpong.csv", path, sizeof path)))
+		if (!(f = report_open(o, "pingpong.csv", path, sizeof path)))
 			return -1;
 		fprintf(f, "transport,size,median_us,p99_us,iters\n");
 		for (int t = 0; t < T_COUNT; t++)
@@ -187,11 +188,11 @@ int report_csv(const struct bench_opts *o, const struct bench_results *res)
 				if (o->selected[t] && res->pp[t][s].ok)
 					fprintf(f, "%s,%zu,%.4f,%.4f,%ld\n", bench_transports[t].name, o->pp_sizes[s],
 						res->pp[t][s].median_us, res->pp[t][s].p99_us, res->pp[t][s].iters);
-		rc |= close_out(f, path);
+		rc |= report_close(f, path);
 		printf("wrote %s\n", path);
 	}
 	if (o->do_stream) {
-		if (!(f = open_out(o, "stream.csv", path, sizeof path)))
+		if (!(f = report_open(o, "stream.csv", path, sizeof path)))
 			return -1;
 		fprintf(f, "transport,size,mbps\n");
 		for (int t = 0; t < T_COUNT; t++)
@@ -199,11 +200,11 @@ int report_csv(const struct bench_opts *o, const struct bench_results *res)
 				if (o->selected[t] && res->st[t][s].ok)
 					fprintf(f, "%s,%zu,%.1f\n", bench_transports[t].name, o->st_sizes[s],
 						res->st[t][s].mbps);
-		rc |= close_out(f, path);
+		rc |= report_close(f, path);
 		printf("wrote %s\n", path);
 	}
 	if (o->do_xmax) {
-		if (!(f = open_out(o, "xmax.csv", path, sizeof path)))
+		if (!(f = report_open(o, "xmax.csv", path, sizeof path)))
 			return -1;
 		fprintf(f, "size,xt_mbps,xr_mbps,xmax_mbps,scilan_poll_mbps\n");
 		for (int s = 0; s < o->n_st; s++) {
@@ -215,15 +216,14 @@ int report_csv(const struct bench_opts *o, const struct bench_results *res)
 				fprintf(f, "%.1f", res->st[T_POLL][s].mbps);
 			fprintf(f, "\n");
 		}
-		rc |= close_out(f, path);
+		rc |= report_close(f, path);
 		printf("wrote %s\n", path);
 	}
 	return rc ? -1 : 0;
 }
 
 /* The script picks pngcairo when this gnuplot has it, else the gd png terminal. */
-static void gp_preamble(FILE *f, const char *png, const char *title, const char *ylabel, const size_t *sizes,
-			int n)
+void report_gp_terminal(FILE *f, const char *png)
 {
 	fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
 		   "  set terminal pngcairo size 960,640 noenhanced\n"
@@ -233,8 +233,14 @@ static void gp_preamble(FILE *f, const char *png, const char *title, const char 
 		   "  print 'gnuplot has neither the pngcairo nor the png terminal'\n"
 		   "  exit status 3\n"
 		   "} }\n");
-	fprintf(f, "set output '%s'\nset title '%s'\nset xlabel 'message size (bytes)'\nset ylabel '%s'\n", png,
-		title, ylabel);
+	fprintf(f, "set output '%s'\n", png);
+}
+
+static void gp_preamble(FILE *f, const char *png, const char *title, const char *ylabel, const size_t *sizes,
+			int n)
+{
+	report_gp_terminal(f, png);
+	fprintf(f, "set title '%s'\nset xlabel 'message size (bytes)'\nset ylabel '%s'\n", title, ylabel);
 	fprintf(f, "set logscale xy\nset grid\nset key outside right\nset xtics (");
 	for (int i = 0; i < n; i++) {
 		char sz[32];
@@ -247,10 +253,9 @@ static void gp_preamble(FILE *f, const char *png, const char *title, const char 
 static int plot_one(const struct bench_opts *o, const struct bench_results *res, int kind)
 {
 	const char *base = kind == 0 ? "pingpong" : "stream";
-	char gp[4200], png[4200], log[4200];
+	char gp[4200], png[4200];
 	snprintf(png, sizeof png, "%s/%s.png", o->out_dir, base);
-	snprintf(log, sizeof log, "%s/%s.gnuplot.log", o->out_dir, base);
-	FILE *f = open_out(o, kind == 0 ? "pingpong.gp" : "stream.gp", gp, sizeof gp);
+	FILE *f = report_open(o, kind == 0 ? "pingpong.gp" : "stream.gp", gp, sizeof gp);
 	if (!f)
 		return -1;
 	if (kind == 0)
@@ -299,13 +304,21 @@ static int plot_one(const struct bench_opts *o, const struct bench_results *res,
 		nseries++;
 	}
 	fprintf(f, "\n");
-	if (close_out(f, gp) != 0)
+	if (report_close(f, gp) != 0)
 		return -1;
 	if (nseries == 0) {
 		printf("%s.png: nothing measured, no plot\n", base);
 		return 0;
 	}
+	return report_gnuplot(o, base);
+}
 
+int report_gnuplot(const struct bench_opts *o, const char *base)
+{
+	char gp[4200], png[4200], log[4200];
+	snprintf(gp, sizeof gp, "%s/%s.gp", o->out_dir, base);
+	snprintf(png, sizeof png, "%s/%s.png", o->out_dir, base);
+	snprintf(log, sizeof log, "%s/%s.gnuplot.log", o->out_dir, base);
 	pid_t pid = fork();
 	if (pid < 0)
 		return bench_err("fork: %s", strerror(errno)), -1;

@@ -1,6 +1,6 @@
 /* transport.c — the six transports behind one small send/recv interface:
- * scilan (poll/hybrid/intr: native API, poll time per socket), kernel TCP
- * over 127.0.0.1, AF_UNIX stream, and the bare ring of bare_ring.c.
+ * scilan (poll/hybrid/intr: native API, poll time and optionally the ring size
+ * per socket), kernel TCP over 127.0.0.1, AF_UNIX stream, and the bare ring.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -69,6 +69,21 @@ static void loopback(struct sockaddr_in *sin, int port)
 	sin->sin_port = htons((uint16_t)port);
 }
 
+/* The library sizes a ring from the socket's SO_RCVBUF taken before
+ * listen/connect (the listener's is inherited by what it accepts), which
+ * overrides SCILAN_RING_KB for that socket only. */
+static int set_ring(const struct tp_link *l, int fd, const char *side)
+{
+	if (!l->scilan_ring)
+		return 0;
+	int v = (int)l->scilan_ring;
+	if (scilan_setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v) != 0) {
+		bench_err("%s: %s: scilan_setsockopt(SO_RCVBUF=%d): %s", l->t->name, side, v, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int tp_listen(struct tp_link *l, int *lfd, int *port)
 {
 	const struct transport_desc *t = l->t;
@@ -121,6 +136,10 @@ int tp_listen(struct tp_link *l, int *lfd, int *port)
 			scilan_close(fd);
 			return -1;
 		}
+		if (set_ring(l, fd, "accepting end") != 0) {
+			scilan_close(fd);
+			return -1;
+		}
 		if (scilan_listen(fd, 1) != 0) {
 			TERR(t, "scilan_listen");
 			scilan_close(fd);
@@ -154,8 +173,9 @@ static int set_nodelay(const struct transport_desc *t, int fd)
 
 /* Both ends: the poll time is per socket, and a fallback to kernel TCP would
  * silently measure the wrong thing, so refuse it. */
-static int scilan_setup(const struct transport_desc *t, int fd, const char *side)
+static int scilan_setup(const struct tp_link *l, int fd, const char *side)
 {
+	const struct transport_desc *t = l->t;
 	if (t->poll_us != BENCH_POLL_DEFAULT) {
 		int v = t->poll_us;
 		if (scilan_setsockopt(fd, SOL_SCILAN, SCILAN_SO_POLL_US, &v, sizeof v) != 0) {
@@ -175,6 +195,20 @@ static int scilan_setup(const struct transport_desc *t, int fd, const char *side
 			  "scilan fell back to kernel TCP; transport aborted",
 			  t->name, side, acc);
 		return -1;
+	}
+	if (l->scilan_ring) {
+		/* Once connected, SO_RCVBUF reports the capacity of the receive ring in use. */
+		int cap = -1;
+		len = sizeof cap;
+		if (scilan_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &cap, &len) != 0) {
+			bench_err("%s: %s: scilan_getsockopt(SO_RCVBUF): %s", t->name, side, strerror(errno));
+			return -1;
+		}
+		if ((uint64_t)cap != l->scilan_ring) {
+			bench_err("%s: %s: receive ring is %d bytes, asked for %llu: ring size not applied", t->name,
+				  side, cap, (unsigned long long)l->scilan_ring);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -204,7 +238,7 @@ int tp_accept(struct tp_link *l, int lfd, struct tp_end *e)
 			return TERR(t, "scilan_accept"), -1;
 		if (scilan_close(lfd) != 0)
 			TERR(t, "scilan_close(listener)");
-		return scilan_setup(t, e->fd, "accepting end");
+		return scilan_setup(l, e->fd, "accepting end");
 	}
 	return -1;
 }
@@ -242,9 +276,11 @@ int tp_connect(struct tp_link *l, int port, struct tp_end *e)
 		e->fd = scilan_socket(AF_INET, SOCK_STREAM, 0);
 		if (e->fd < 0)
 			return TERR(t, "scilan_socket"), -1;
+		if (set_ring(l, e->fd, "connecting end") != 0)
+			return -1;
 		if (scilan_connect(e->fd, (struct sockaddr *)&sin, sizeof sin) != 0)
 			return TERR(t, "scilan_connect"), -1;
-		return scilan_setup(t, e->fd, "connecting end");
+		return scilan_setup(l, e->fd, "connecting end");
 	}
 	return -1;
 }
