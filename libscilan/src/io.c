@@ -149,9 +149,13 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 		}
 		if (space > 0)
 			sl_conn_after_produce(s, !s->tx.write_combining);
-		if (sent == len || (sent && nonblocking(s, flags)))
+		if (sent == len)
 			break;
-		if (space > 0 || spin(s, flags, space_freed, read_seen))
+		if (space > 0)
+			continue; /* more may fit: the put was capped at a quarter ring */
+		if (sent && nonblocking(s, flags))
+			break;
+		if (spin(s, flags, space_freed, read_seen))
 			continue;
 		if (nonblocking(s, flags)) {
 			if (sl_conn_check_peer(s))

@@ -252,7 +252,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 		 * that never blocks must still learn that a peer died. */
 		int kready = kernel_poll(fds, n, socks, kfds, 0, false);
 
-		return kready < 0 ? -1 : scan(fds, n, socks) + kready;
+		return kready < 0 ? -1 : (ready ? ready : scan(fds, n, socks)) + kready;
 	}
 	spin_end = start + (int64_t)poll_us * 1000;
 	if (deadline >= 0 && deadline < spin_end)
@@ -262,7 +262,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 		if (ready) {
 			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
 
-			return kready < 0 ? -1 : scan(fds, n, socks) + kready;
+			return kready < 0 ? -1 : ready + kready;
 		}
 		__builtin_ia32_pause();
 		if ((iter & 15) == 0 && now_ns() >= spin_end)
@@ -322,12 +322,16 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	struct pollfd pfd = { .fd = s->fd, .events = events };
 	struct sl_sock *socks[1] = { s };
 	struct pollfd kfds[2];
-	int held[1], r;
+	int held[1], r, timeout;
 
 	/* Threads of this process that wait on s in the same direction take
 	 * turns: each arm would otherwise race the others' drains. */
 	held[0] = hold(s, dirs_of(events), true);
-	r = poll_accelerated(&pfd, 1, timeout_for(s, events), socks, kfds, spin_first, held);
+	timeout = timeout_for(s, events);
+	/* 0 without a timeout: ready once, but another thread took it first. */
+	do
+		r = poll_accelerated(&pfd, 1, timeout, socks, kfds, spin_first, held);
+	while (r == 0 && timeout < 0);
 	unhold(s, held[0]);
 	if (r == 0) {
 		errno = EAGAIN;

@@ -57,6 +57,7 @@ struct flow {
 	uint64_t bytes;
 	uint64_t sum;      /* order-independent: bytes may interleave between threads */
 	int ok;
+	int err;           /* errno of the failing call */
 };
 
 static void *send_flow(void *arg)
@@ -80,6 +81,7 @@ static void *send_flow(void *arg)
 			ssize_t w = scilan_send(f->fd, buf + off, n - off, MSG_NOSIGNAL);
 			if (w <= 0) {
 				f->ok = 0;
+				f->err = errno;
 				return NULL;
 			}
 			off += (size_t)w;
@@ -103,8 +105,10 @@ static void *recv_flow(void *arg)
 			f->sum += buf[i];
 		f->bytes += (uint64_t)r;
 	}
-	if (r < 0)
+	if (r < 0) {
 		f->ok = 0;
+		f->err = errno;
+	}
 	return NULL;
 }
 
@@ -155,7 +159,8 @@ static int shared_socket(void)
 	scilan_shutdown(p.client, SHUT_WR);
 	for (int i = 0; i < 2; i++)
 		pthread_join(rt[i], NULL);
-	CHECK(tx[0].ok && tx[1].ok && rx[0].ok && rx[1].ok, "a flow failed");
+	CHECK(tx[0].ok && tx[1].ok && rx[0].ok && rx[1].ok, "a flow failed: send %s/%s, recv %s/%s",
+	      strerror(tx[0].err), strerror(tx[1].err), strerror(rx[0].err), strerror(rx[1].err));
 	CHECK(rx[0].bytes + rx[1].bytes == tx[0].bytes + tx[1].bytes, "bytes lost");
 	CHECK(rx[0].sum + rx[1].sum == tx[0].sum + tx[1].sum, "bytes corrupted");
 	scilan_close(p.client);
