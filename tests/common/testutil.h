@@ -1,6 +1,8 @@
 /* testutil.h — helpers shared by the scilan tests: loopback listeners and pairs,
  * forked peers with captured output, sync channels, watchdogs, a seeded stream,
- * a streaming 64-bit checksum, sanitizer scaling.  No cr_assert (children use it). */
+ * a streaming 64-bit checksum, sanitizer scaling.  No cr_assert (children use it).
+ * Implemented in testutil.c (scaling, sockets), testutil_stream.c (data stream,
+ * checksums), testutil_proc.c (forked peers, watchdogs), testutil_env.c (the rest). */
 #ifndef SCILAN_TESTUTIL_H
 #define SCILAN_TESTUTIL_H
 
@@ -14,7 +16,7 @@
 
 #include "scilan.h"
 
-/* ---- build flavour and scaling ------------------------------------------ */
+/* ---- build flavour and scaling (testutil.c) ------------------------------ */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TU_SANITIZED 1
@@ -28,7 +30,7 @@ uint64_t tu_scaled(uint64_t native, uint64_t sanitized);
 /* An unsigned integer from the environment, or dflt if unset/invalid. */
 uint64_t tu_env_u64(const char *name, uint64_t dflt);
 
-/* ---- addresses, listeners, connections ----------------------------------- */
+/* ---- addresses, listeners, connections (testutil.c) ---------------------- */
 
 /* Fill ss with the loopback address of family (127.0.0.1 or ::1) and port. */
 socklen_t tu_loopback(int family, uint16_t port, struct sockaddr_storage *ss);
@@ -70,7 +72,7 @@ ssize_t tu_send_all(int fd, const void *buf, size_t len, int flags);
 /* scilan_recv until len bytes or EOF: the count, or -1 on error. */
 ssize_t tu_recv_all(int fd, void *buf, size_t len);
 
-/* ---- data stream and checksums ------------------------------------------ */
+/* ---- data stream and checksums (testutil_stream.c) ----------------------- */
 
 #define TU_FNV_INIT 0xcbf29ce484222325ull
 uint64_t tu_fnv1a(uint64_t h, const void *buf, size_t len);
@@ -105,7 +107,7 @@ uint64_t tu_rng_range(struct tu_rng *r, uint64_t lo, uint64_t hi);
 /* 1..max, log-uniform-ish: as many tiny as huge sizes. */
 size_t tu_rng_size(struct tu_rng *r, size_t max);
 
-/* ---- forked peers ----------------------------------------------------------- */
+/* ---- forked peers (testutil_proc.c) ----------------------------------------- */
 
 /* A forked child whose stdout+stderr go to a private memfd (collected by
  * tu_reap).  The child runs fn(arg) and _exit()s with its return value. */
@@ -158,7 +160,7 @@ int tu_sync_get_child(struct tu_sync *s, uint64_t *v);
 /* MAP_SHARED anonymous memory, visible to forked children. */
 void *tu_shared_alloc(size_t size);
 
-/* ---- watchdogs ----------------------------------------------------------- */
+/* ---- watchdogs (testutil_proc.c) ------------------------------------------ */
 
 /* SIGALRM after secs: prints "watchdog: <what> still blocked after N s",
  * SIGKILLs every child spawned by tu_spawn and _exit(1)s (Criterion reports
@@ -175,7 +177,7 @@ void tu_progress_start(const _Atomic uint64_t *counter, unsigned stall_secs, con
 bool tu_progress_stop(uint64_t *stalled_at);
 bool tu_progress_fired(void);
 
-/* ---- signals, stderr, runtime dir -------------------------------------------- */
+/* ---- signals, stderr, runtime dir (testutil_env.c) --------------------------- */
 
 /* Install a SIGPIPE handler that counts. */
 void tu_count_sigpipe(void);
