@@ -56,13 +56,11 @@ static int open_bell(const char *offer_path, int which, bool create)
 
 static int offer_path(const struct sl_key *dst, uint16_t src_port, char *path, size_t size)
 {
-	const char *rundir = sl_config()->rundir;
-	char name[96];
+	char suffix[8];
 
-	if (!*rundir) {
-		errno = ENOENT;
-		return -1;
-	}
+	snprintf(suffix, sizeof(suffix), "-%u", (unsigned)src_port);
+	return sl_key_path("offer", dst, suffix, path, size);
+}
 	sl_key_name(dst, name, sizeof(name));
 	if (snprintf(path, size, "%s/offer/%s-%u", rundir, name, (unsigned)src_port) >= (int)size) {
 		errno = ENAMETOOLONG;

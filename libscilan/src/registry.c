@@ -38,7 +38,7 @@ void sl_key_name(const struct sl_key *key, char *buf, size_t size)
 		 (unsigned)key->port);
 }
 
-static int entry_path(const struct sl_key *key, char *path, size_t size)
+int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix, char *path, size_t size)
 {
 	const char *rundir = sl_config()->rundir;
 	char name[96];
@@ -47,6 +47,18 @@ static int entry_path(const struct sl_key *key, char *path, size_t size)
 		errno = ENOENT;
 		return -1;
 	}
+	sl_key_name(key, name, sizeof(name));
+	if (snprintf(path, size, "%s/%s/%s%s", rundir, subdir, name, suffix) >= (int)size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+static int entry_path(const struct sl_key *key, char *path, size_t size)
+{
+	return sl_key_path("listen", key, "", path, size);
+}
 	sl_key_name(key, name, sizeof(name));
 	if (snprintf(path, size, "%s/listen/%s", rundir, name) >= (int)size) {
 		errno = ENAMETOOLONG;

@@ -12,6 +12,9 @@
 /* File name for an endpoint: "<node>-<family>-<hex address>-<port>". */
 void sl_key_name(const struct sl_key *key, char *buf, size_t size);
 
+/* <rundir>/<subdir>/<key name><suffix>; -1 with errno if no runtime dir or too long. */
+int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix, char *path, size_t size);
+
 /* Register a listener: returns an fd holding the entry alive, or -1 (errno). */
 int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, size_t path_size);
 /* Drop a registration; the entry disappears with the last listener. */

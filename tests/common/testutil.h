@@ -196,4 +196,7 @@ const char *tu_isolated_rundir(void);
 /* rm -rf path (best effort). */
 void tu_rmtree(const char *path);
 
+/* Sleep ms milliseconds, resuming after signals (testutil_env.c). */
+void tu_sleep_ms(unsigned ms);
+
 #endif

@@ -3,12 +3,14 @@
  * SCILAN_RUNDIR) removed at exit. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- signals, capture, directories -------------------------------------------- */
@@ -130,4 +132,12 @@ const char *tu_isolated_rundir(void)
 	snprintf(path, sizeof(path), "%s/run", d);
 	setenv("SCILAN_RUNDIR", path, 1);
 	return path;
+}
+
+void tu_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+	}
 }

@@ -7,14 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cr_helpers.h"
 #include "testutil.h"
-
-static void pair_or_die(int crcv, int srcv, int *c, int *s)
-{
-	cr_assert_eq(tu_pair_rcvbuf(AF_INET, crcv, srcv, c, s), 0, "connected pair: %s", strerror(errno));
-	cr_assert_eq(tu_accelerated(*c), 1, "client end not accelerated");
-	cr_assert_eq(tu_accelerated(*s), 1, "server end not accelerated");
-}
 
 /* ---- errno for misuse -------------------------------------------------------------------- */
 

@@ -16,14 +16,6 @@
 
 #define WATCHDOG_SECS 30
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-}
-
 /* The hostile end's view of the shared segment. */
 struct hseg {
 	unsigned char *base;
@@ -257,7 +249,7 @@ static void run_scenario(enum scenario sc, bool victim_is_server)
 	case RX_BLOCKED_SHUTDOWN:
 	case RX_BLOCKED_POKE:
 	case POLL_BLOCKED_POKE:
-		sleep_ms(200); /* let it block (not required) */
+		tu_sleep_ms(200); /* let it block (not required) */
 		w = atomic_load(&h.victim->rx_write);
 		atomic_store(&h.victim->rx_write, w + h.victim_cap + 1);
 		if (sc == RX_BLOCKED_SHUTDOWN)
@@ -281,7 +273,7 @@ static void run_scenario(enum scenario sc, bool victim_is_server)
 		break;
 	case TX_BLOCKED_POKE:
 		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
-		sleep_ms(200);
+		tu_sleep_ms(200);
 		w = atomic_load(&h.mine->rx_write);
 		atomic_store(&h.victim->peer_read, w + 1);
 		poke(fd);

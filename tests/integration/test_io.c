@@ -7,22 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cr_helpers.h"
 #include "testutil.h"
-
-static void pair_or_die(int crcv, int srcv, int *c, int *s)
-{
-	cr_assert_eq(tu_pair_rcvbuf(AF_INET, crcv, srcv, c, s), 0, "connected pair: %s", strerror(errno));
-	cr_assert_eq(tu_accelerated(*c), 1, "client end not accelerated");
-	cr_assert_eq(tu_accelerated(*s), 1, "server end not accelerated");
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-}
 
 static int ring_size(int fd)
 {
@@ -251,7 +237,7 @@ static int waitall_sender(void *p)
 	for (int i = 0; i < 10; i++) {
 		tu_stream_fill(21, (uint64_t)i * 1000, buf, 1000);
 		TU_CHECK(tu_send_all(fd, buf, 1000, 0) == 1000, "send piece %d", i);
-		sleep_ms(20);
+		tu_sleep_ms(20);
 	}
 	TU_CHECK(tu_sync_get_child(&a->sync, &v) == 0, "wait for phase 2");
 	tu_stream_fill(22, 0, buf, 500);

@@ -25,14 +25,6 @@ struct victim_arg {
 	struct tu_sync sync;
 };
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-}
-
 /* The peer: connect, maybe send, report ready, then wait (to be killed) or close. */
 static int peer_main(void *p)
 {
@@ -104,7 +96,7 @@ static void *killer_main(void *p)
 {
 	struct killer *k = p;
 
-	sleep_ms(k->delay_ms);
+	tu_sleep_ms(k->delay_ms);
 	kill(k->pid, SIGKILL);
 	return NULL;
 }
@@ -387,7 +379,7 @@ static int accept_driver(void *p)
 	char b[2];
 	int fd;
 
-	sleep_ms(200); /* let the parent block in accept (not required) */
+	tu_sleep_ms(200); /* let the parent block in accept (not required) */
 	TU_CHECK(tu_spawn(&doomed, doomed_client, a) == 0, "fork doomed client");
 	tu_reap(&doomed);
 	TU_CHECK(WIFSIGNALED(doomed.status), "doomed client did not die: %s", doomed.output);
@@ -513,7 +505,7 @@ Test(peer_death, killed_while_idle, .timeout = 60)
 		n = scilan_send(t.s, "x", 1, MSG_NOSIGNAL);
 		if (n < 0)
 			break;
-		sleep_ms(1);
+		tu_sleep_ms(1);
 	}
 	cr_assert_eq(n, -1, "sends to a dead peer keep succeeding");
 	cr_assert(errno == EPIPE || errno == ECONNRESET, "send: %s", strerror(errno));
@@ -544,7 +536,7 @@ Test(peer_death, killed_nonblocking_recv_sees_it, .timeout = 60)
 		n = scilan_recv(t.s, &b, 1, MSG_DONTWAIT);
 		if (n >= 0 || errno != EAGAIN)
 			break;
-		sleep_ms(1);
+		tu_sleep_ms(1);
 	}
 	cr_assert(n == 0 || (n == -1 && errno == ECONNRESET),
 		  "non-blocking recv from a dead peer still says %zd (%s) after ~2 s of retries", n, strerror(errno));

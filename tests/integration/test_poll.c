@@ -7,22 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cr_helpers.h"
 #include "testutil.h"
-
-static void pair_or_die(int crcv, int srcv, int *c, int *s)
-{
-	cr_assert_eq(tu_pair_rcvbuf(AF_INET, crcv, srcv, c, s), 0, "connected pair: %s", strerror(errno));
-	cr_assert_eq(tu_accelerated(*c), 1, "client end not accelerated");
-	cr_assert_eq(tu_accelerated(*s), 1, "server end not accelerated");
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-}
 
 /* ---- scilan_poll ------------------------------------------------------------------------------ */
 
@@ -120,12 +106,12 @@ static int late_writer(void *p)
 	int fd = tu_connect(AF_INET, a->port);
 
 	TU_CHECK(fd >= 0, "connect");
-	sleep_ms(150);
+	tu_sleep_ms(150);
 	if (a->via_pipe)
 		TU_CHECK(write(a->pipe_w, "p", 1) == 1, "pipe write");
 	else
 		TU_CHECK(scilan_send(fd, "s", 1, 0) == 1, "send");
-	sleep_ms(200);
+	tu_sleep_ms(200);
 	scilan_close(fd);
 	return 0;
 }

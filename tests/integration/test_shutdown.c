@@ -9,22 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cr_helpers.h"
 #include "testutil.h"
-
-static void pair_or_die(int crcv, int srcv, int *c, int *s)
-{
-	cr_assert_eq(tu_pair_rcvbuf(AF_INET, crcv, srcv, c, s), 0, "connected pair: %s", strerror(errno));
-	cr_assert_eq(tu_accelerated(*c), 1, "client end not accelerated");
-	cr_assert_eq(tu_accelerated(*s), 1, "server end not accelerated");
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-	}
-}
 
 struct io_arg {
 	uint16_t port;
@@ -99,7 +85,7 @@ Test(io, shutdown_wr_wakes_blocked_reader, .timeout = 60)
 	s = tu_accept(l);
 	cr_assert_geq(s, 0);
 	cr_assert_eq(tu_sync_get(&a.sync, &v), 0);
-	sleep_ms(100); /* let it block (not required for correctness) */
+	tu_sleep_ms(100); /* let it block (not required for correctness) */
 	cr_assert_eq(scilan_shutdown(s, SHUT_WR), 0);
 	tu_reap(&child);
 	cr_assert(tu_exited_with(&child, 0), "reader %s\n%s", tu_status_str(&child, st, sizeof(st)), child.output);
@@ -269,7 +255,7 @@ static void expect_epipe(int c, int flags, const char *what)
 		n = scilan_send(c, "x", 1, flags);
 		if (n < 0)
 			break;
-		sleep_ms(1);
+		tu_sleep_ms(1);
 	}
 	cr_assert_eq(n, -1, "%s: send kept succeeding after the peer closed", what);
 	cr_assert_eq(errno, EPIPE, "%s: errno %s, want EPIPE", what, strerror(errno));
