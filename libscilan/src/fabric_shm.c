@@ -61,13 +61,6 @@ static int offer_path(const struct sl_key *dst, uint16_t src_port, char *path, s
 	snprintf(suffix, sizeof(suffix), "-%u", (unsigned)src_port);
 	return sl_key_path("offer", dst, suffix, path, size);
 }
-	sl_key_name(dst, name, sizeof(name));
-	if (snprintf(path, size, "%s/offer/%s-%u", rundir, name, (unsigned)src_port) >= (int)size) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return 0;
-}
 
 static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key *local)
 {
