@@ -59,13 +59,6 @@ static int entry_path(const struct sl_key *key, char *path, size_t size)
 {
 	return sl_key_path("listen", key, "", path, size);
 }
-	sl_key_name(key, name, sizeof(name));
-	if (snprintf(path, size, "%s/listen/%s", rundir, name) >= (int)size) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return 0;
-}
 
 /* Registration and removal are serialized so a remover cannot unlink an entry
  * that a new listener has just opened. */
