@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier.h"
 #include "config.h"
 #include "conn.h"
 #include "fabric.h"
@@ -194,6 +195,17 @@ fail:
 	return -1;
 }
 
+/* Before any data moves: tell the peer whether our sends fence, so that it
+ * knows to pay for the fence with membarrier when it sleeps (barrier.h). */
+static void publish_unfenced(struct sl_sock *s, uint32_t state)
+{
+	s->tx.unfenced = sl_barrier_unfenced_ok();
+	if (s->tx.unfenced)
+		state |= SL_PEER_UNFENCED;
+	if (state)
+		sl_segment_set_state(s, state);
+}
+
 static void close_bells(struct sl_sock *s)
 {
 	int err = errno;
@@ -237,6 +249,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, uint16_t src_p
 		goto fail_bells;
 	s->memfd = fd;
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
+	publish_unfenced(s, 0);
 	return 0;
 fail_bells:
 	close_bells(s);
@@ -398,7 +411,7 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 		return -1;
 	}
 	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
-	sl_segment_set_state(s, SL_PEER_ATTACHED);
+	publish_unfenced(s, SL_PEER_ATTACHED);
 	return 1;
 }
 

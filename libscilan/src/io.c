@@ -148,6 +148,8 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			continue;
 		}
 		if (space > 0)
+			/* Fenced already by the xchg publish; unfenced sends leave
+			 * the fence to a sleeping peer's membarrier. */
 			sl_conn_after_produce(s, !s->tx.write_combining);
 		if (sent == len)
 			break;

@@ -22,6 +22,7 @@
 #define SL_PEER_SHUT_WR 0x2u  /* peer sends nothing after rx_write: EOF once drained */
 #define SL_PEER_CLOSED 0x4u   /* peer closed: it reads nothing more (our sends get EPIPE) */
 #define SL_PEER_RESET 0x8u    /* peer found the connection corrupt: ECONNRESET */
+#define SL_PEER_UNFENCED 0x10u /* peer publishes data unfenced: sleep for data only after membarrier */
 
 /* The control block at the start of each area.  The area lives in the memory
  * of the side that RECEIVES into it ("owner"); every word is written by the

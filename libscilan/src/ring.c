@@ -15,6 +15,7 @@ void sl_ring_tx_init(struct sl_ring_tx *tx, struct sl_area_ctl *peer_area, unsig
 	tx->write = 0;
 	tx->read_seen = 0;
 	tx->write_combining = false;
+	tx->unfenced = false;
 }
 
 void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, const unsigned char *own_data,
@@ -57,6 +58,8 @@ void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len)
 		/* Locked operations are not for MMIO: flush the WC buffers, then
 		 * a plain store; the caller fences before reading the arm word. */
 		__builtin_ia32_sfence();
+		atomic_store_explicit(tx->remote_write, tx->write, memory_order_release);
+	} else if (tx->unfenced) {
 		atomic_store_explicit(tx->remote_write, tx->write, memory_order_release);
 	} else {
 		/* xchg: the store and the full fence the sleep protocol needs

@@ -19,6 +19,7 @@ struct sl_ring_tx {
 	uint64_t write;                   /* private producer index */
 	uint64_t read_seen;               /* last validated read_copy: re-read only when it shows no room */
 	bool write_combining;             /* stores go through a WC mapping: sfence before publishing */
+	bool unfenced;                    /* the sleeping peer pays the fence (membarrier): plain store */
 };
 
 struct sl_ring_rx {
@@ -42,7 +43,8 @@ void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, 
  * bytes free: like the bare ring, a stream touches the peer's line rarely. */
 int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want);
 /* Copy len bytes (len <= space) into the ring and publish the new write
- * index; unless write_combining, the publication is also a full fence. */
+ * index; unless write_combining or unfenced, the publication is also a full
+ * fence. */
 void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len);
 
 /* Bytes waiting in our ring, or -1 if the sender's write index is impossible;

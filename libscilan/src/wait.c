@@ -6,8 +6,10 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
+#include "barrier.h"
 #include "conn.h"
 #include "fabric.h"
 #include "log.h"
@@ -181,6 +183,26 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 	return ready;
 }
 
+/* A peer that publishes unfenced (barrier.h) needs our membarrier before the
+ * re-check, when we sleep for its data. */
+static bool need_remote_barrier(struct sl_sock **socks, nfds_t n, const int *held)
+{
+	for (nfds_t i = 0; i < n; i++)
+		if (socks[i] && (held[i] & SL_DIR_DATA) &&
+		    (atomic_load_explicit(&socks[i]->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_UNFENCED))
+			return true;
+	return false;
+}
+
+static void sl_warn_once_barrier(void)
+{
+	static _Atomic bool warned;
+
+	if (!atomic_exchange(&warned, true))
+		sl_warn("membarrier failed (%s): sleeps for data are capped at %d ms", strerror(errno),
+			SHARED_WAIT_CAP_MS);
+}
+
 /* Steps 2-5 for every accelerated entry, until something is ready.  held[i]
  * is what the caller already holds for entry i, or NULL to try per round. */
 static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds,
@@ -208,6 +230,11 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 		for (nfds_t i = 0; i < n; i++)
 			if (socks[i])
 				sl_fabric()->flush_remote(socks[i]);
+		if (need_remote_barrier(socks, n, h) && sl_barrier_remote() < 0) {
+			/* Cannot order the peer's unfenced stores: never sleep long. */
+			sl_warn_once_barrier();
+			capped = true;
+		}
 		ready = scan(fds, n, socks);
 		kready = 0;
 		if (!ready) {

@@ -2,6 +2,7 @@
 # check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml with SPIN: the protocol must have
 # no invalid end state (lost wake-up), and each fence-less mutant must have one.
 set -u
+out=${1:+$(realpath -m "$1")}   # resolved before the cd below
 cd "$(dirname "$0")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -24,6 +25,8 @@ check() { # check NAME EXPECT(zero|nonzero) DEFINES...
 check protocol zero
 check no_receiver_fence nonzero -DNO_RX_FENCE
 check no_sender_fence nonzero -DNO_TX_FENCE
+check membarrier zero -DMEMBARRIER
+check membarrier_not_called nonzero -DMEMBARRIER -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"
-[ -n "${1:-}" ] && { mkdir -p "$(dirname "$1")"; echo "model sleep_protocol.pml $passed $failed" >"$1"; }
+[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml $passed $failed" >"$out"; }
 [ "$failed" -eq 0 ]

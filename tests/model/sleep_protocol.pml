@@ -4,6 +4,9 @@
  * SPIN reports an invalid end state if the receiver can sleep forever with
  * data in the ring (a lost wake-up).  -DNO_RX_FENCE / -DNO_TX_FENCE remove a
  * fence; check.sh requires those mutants to fail, so the model can fail.
+ * -DMEMBARRIER models the asymmetric variant (barrier.c): the sender publishes
+ * with no fence and the receiver's membarrier drains the sender's store
+ * buffer before its re-check; -DNO_MEMBARRIER then drops that call.
  */
 #define N 3
 
@@ -30,8 +33,8 @@ active proctype sender()
 	do
 	:: k <= N ->
 		sender_stores ! k;                 /* publish the new write index */
-#ifndef NO_TX_FENCE
-		empty(sender_stores);              /* mfence */
+#if !defined(NO_TX_FENCE) && !defined(MEMBARRIER)
+		empty(sender_stores);              /* mfence (xchg) */
 #endif
 		if
 		:: arm_mem == 1 ->                 /* plain load of the arm word */
@@ -61,6 +64,9 @@ active proctype receiver()
 			receiver_stores ! 1;       /* arm */
 #ifndef NO_RX_FENCE
 			empty(receiver_stores);    /* mfence (read-back on NTB) */
+#endif
+#if defined(MEMBARRIER) && !defined(NO_MEMBARRIER)
+			empty(sender_stores);      /* membarrier: IPI makes the sender fence */
 #endif
 			if
 			:: idx_mem > consumed ->   /* re-check before sleeping */
