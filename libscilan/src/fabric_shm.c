@@ -270,8 +270,7 @@ fail_path:
 
 static void forget_segment(struct sl_sock *s)
 {
-	s->seg = NULL;
-	s->own_ctl = s->peer_ctl = NULL;
+	sl_segment_unbind(s);
 	s->memfd = s->bell_rx = s->bell_tx = -1;
 	s->offer_path[0] = '\0';
 }

@@ -121,6 +121,10 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			return err == EPIPE ? broken_pipe(flags) : fail(err);
 		}
 		sl_lock(&s->tx_lock);
+		if (!s->seg) { /* closed by another thread */
+			sl_unlock(&s->tx_lock);
+			return sent ? (ssize_t)sent : fail(EBADF);
+		}
 		space = sl_ring_tx_space(&s->tx, len - sent);
 		read_seen = s->tx.write - s->tx.cap + (uint64_t)space;
 		if (space > 0) {
@@ -225,6 +229,10 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 		return 0;
 	for (;;) {
 		sl_lock(&s->rx_lock);
+		if (!s->seg) { /* closed by another thread */
+			sl_unlock(&s->rx_lock);
+			return got ? (ssize_t)got : fail(EBADF);
+		}
 		avail = atomic_load(&s->reset) ? 0 : sl_ring_rx_avail(&s->rx);
 		read_seen = s->rx.read;
 		if (avail > 0) {

@@ -58,3 +58,19 @@ void sl_segment_set_state(struct sl_sock *s, uint32_t bits)
 	s->state_to_peer |= bits;
 	atomic_store_explicit(&s->peer_ctl->peer_state, s->state_to_peer, memory_order_release);
 }
+
+/* What a socket points at when it has no segment: a thread racing with
+ * close() reads a connection that is shut and reset, never unmapped memory.
+ * Stores meant for a peer land in the sink and are never read. */
+static struct sl_area_ctl closed_own = { .peer_state = SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET };
+static struct sl_area_ctl closed_sink;
+
+void sl_segment_unbind(struct sl_sock *s)
+{
+	s->seg = NULL;
+	s->seg_len = 0;
+	s->own_ctl = &closed_own;
+	s->peer_ctl = &closed_sink;
+	sl_ring_rx_init(&s->rx, &closed_own, NULL, &closed_sink, 0);
+	sl_ring_tx_init(&s->tx, &closed_sink, NULL, &closed_own, 0);
+}

@@ -16,6 +16,8 @@ void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1);
 int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);
 /* Point s's rings at the mapping; own is the area index s receives into. */
 void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
+/* Forget the mapping: point s at a shut, reset stand-in (see segment.c). */
+void sl_segment_unbind(struct sl_sock *s);
 /* Write our SL_PEER_* bits into the peer's area. */
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits);
 

@@ -4,6 +4,8 @@
  */
 #include "sock.h"
 
+#include "segment.h"
+
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,12 +92,8 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 	s->nodelay = false;
 	s->reg_fd[0] = s->reg_fd[1] = -1;
 	s->reg_path[0][0] = s->reg_path[1][0] = '\0';
-	s->seg = NULL;
-	s->seg_len = 0;
 	s->own_area = 0;
-	s->own_ctl = s->peer_ctl = NULL;
-	memset(&s->tx, 0, sizeof(s->tx));
-	memset(&s->rx, 0, sizeof(s->rx));
+	sl_segment_unbind(s);
 	s->state_to_peer = 0;
 	s->memfd = -1;
 	s->offer_path[0] = '\0';

@@ -313,12 +313,17 @@ static void close_connected(struct sl_sock *s)
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);
-	/* Wait out any copy in progress before the mapping goes. */
+	/* Wait for our sleepers (just woken) to leave their poll, and for any
+	 * copy in progress, before the mapping and the bells go. */
+	pthread_mutex_lock(&s->sleep_lock[0]);
+	pthread_mutex_lock(&s->sleep_lock[1]);
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
 	sl_fabric()->release(s);
 	sl_unlock(&s->rx_lock);
 	sl_unlock(&s->tx_lock);
+	pthread_mutex_unlock(&s->sleep_lock[1]);
+	pthread_mutex_unlock(&s->sleep_lock[0]);
 	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&s->tx_bytes), memory_order_relaxed);
 	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&s->rx_bytes), memory_order_relaxed);
 }

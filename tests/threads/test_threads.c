@@ -199,6 +199,28 @@ static int shutdown_wakes_reader(void)
 	return 0;
 }
 
+/* close() from another thread while one is blocked in recv: the reader
+ * returns (EOF or an error) and nothing touches unmapped memory. */
+static int close_while_blocked(void)
+{
+	struct pair p;
+	pthread_t t;
+	int arg[2];
+	int zero = 0;
+
+	CHECK(make_pair(&p) == 0, "pair");
+	scilan_setsockopt(p.server, SOL_SCILAN, SCILAN_SO_POLL_US, &zero, sizeof(zero));
+	arg[0] = p.server;
+	arg[1] = -2;
+	pthread_create(&t, NULL, blocked_recv, arg);
+	usleep(100000);
+	CHECK(scilan_close(p.server) == 0, "close");
+	pthread_join(t, NULL);
+	CHECK(arg[1] <= 0, "blocked recv returned %d after close", arg[1]);
+	scilan_close(p.client);
+	return 0;
+}
+
 static void *poller(void *arg)
 {
 	int *fd_and_result = arg;
@@ -240,6 +262,7 @@ int main(void)
 		{ "shared_socket", shared_socket },
 		{ "shutdown_wakes_reader", shutdown_wakes_reader },
 		{ "poll_woken_by_other_thread", poll_woken_by_other_thread },
+		{ "close_while_blocked", close_while_blocked },
 	};
 	int passed = 0, failed = 0;
 
