@@ -19,8 +19,8 @@ struct sl_fabric_ops {
 	 * *peer_ring), 0 no. */
 	int (*lookup)(const struct sl_key *dst, uint64_t *peer_ring);
 	/* Connecting side, before the kernel connect: create the segment and
-	 * publish the offer keyed by (dst, src_port).  0, or -1 with errno. */
-	int (*offer)(struct sl_sock *s, const struct sl_key *dst, uint16_t src_port, uint64_t peer_ring);
+	 * publish the offer keyed by the 4-tuple (dst, src).  0, or -1 with errno. */
+	int (*offer)(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring);
 	/* The connect failed: remove the offer and the segment. */
 	void (*offer_withdraw)(struct sl_sock *s);
 	/* Connecting side, once connected: forget the offer bookkeeping we no longer need. */

@@ -55,11 +55,17 @@ static int open_bell(const char *offer_path, int which, bool create)
 	return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 }
 
-static int offer_path(const struct sl_key *dst, uint16_t src_port, char *path, size_t size)
+/* Offers are named by the TCP 4-tuple as both ends see it: the listener's
+ * address and port, then the connecting side's. */
+static int offer_path(const struct sl_key *dst, const struct sl_key *src, char *path, size_t size)
 {
-	char suffix[8];
+	char suffix[48];
+	int len = src->family == AF_INET ? 4 : 16, n = 1;
 
-	snprintf(suffix, sizeof(suffix), "-%u", (unsigned)src_port);
+	suffix[0] = '-';
+	for (int i = 0; i < len; i++)
+		n += snprintf(suffix + n, sizeof(suffix) - (size_t)n, "%02x", src->addr[i]);
+	snprintf(suffix + n, sizeof(suffix) - (size_t)n, "-%u", (unsigned)src->port);
 	return sl_key_path("offer", dst, suffix, path, size);
 }
 
@@ -218,7 +224,7 @@ static void close_bells(struct sl_sock *s)
 	errno = err;
 }
 
-static int shm_offer(struct sl_sock *s, const struct sl_key *dst, uint16_t src_port, uint64_t peer_ring)
+static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
 {
 	struct sl_seg_header hdr;
 	struct offer offer = { .magic = OFFER_MAGIC, .pid = getpid() };
@@ -226,7 +232,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, uint16_t src_p
 	void *base;
 	int fd, err;
 
-	if (offer_path(dst, src_port, s->offer_path, sizeof(s->offer_path)) < 0)
+	if (offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) < 0)
 		return -1;
 	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
 	fd = create_memfd(hdr.total_size);
@@ -365,7 +371,7 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 	int ofd, fd;
 	ssize_t got;
 
-	if (offer_path(local, peer->port, path, sizeof(path)) < 0)
+	if (offer_path(local, peer, path, sizeof(path)) < 0)
 		return 0;
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ofd < 0)

@@ -186,9 +186,41 @@ static int find_listener(const struct sl_key *dst, uint64_t *peer_ring)
 	return sl_fabric()->lookup(dst, peer_ring) || sl_fabric()->lookup(&any, peer_ring);
 }
 
-/* The offer is keyed by our port, so it must be fixed before the kernel connect. */
-static int source_port(struct sl_sock *s, uint16_t *port)
+/* Linux connects the unspecified address to loopback; so must the lookup. */
+static void unspecified_to_loopback(struct sl_key *key)
 {
+	static const unsigned char zero[16];
+
+	if (memcmp(key->addr, zero, key->family == AF_INET ? 4 : 16) != 0)
+		return;
+	if (key->family == AF_INET)
+		key->addr[0] = 127, key->addr[3] = 1;
+	else
+		key->addr[15] = 1;
+}
+
+/* The source address the kernel will pick for dst: a UDP connect only asks
+ * the routing table, sending nothing. */
+static int route_source(int domain, const struct sockaddr *dst, socklen_t len, struct sl_key *src)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss);
+	int probe = sl_sys.socket(domain, SOCK_DGRAM | SOCK_CLOEXEC, 0), r;
+
+	if (probe < 0)
+		return -1;
+	r = sl_sys.connect(probe, dst, len) == 0 && sl_sys.getsockname(probe, (struct sockaddr *)&ss, &sslen) == 0 &&
+	    key_from_sockaddr((struct sockaddr *)&ss, sslen, src) == 0;
+	sl_sys.close(probe);
+	return r ? 0 : -1;
+}
+
+/* The offer is keyed by the whole 4-tuple, so our end must be known before
+ * the kernel connect: an ephemeral port is bound now, and the source address
+ * is the one the application bound or the one routing will pick. */
+static int source_of(struct sl_sock *s, const struct sockaddr *dst, socklen_t len, struct sl_key *src)
+{
+	static const unsigned char zero[16];
 	struct sockaddr_storage any;
 	struct sl_key local;
 
@@ -198,11 +230,17 @@ static int source_port(struct sl_sock *s, uint16_t *port)
 		memset(&any, 0, sizeof(any));
 		any.ss_family = (sa_family_t)s->domain;
 		if (sl_sys.bind(s->fd, (struct sockaddr *)&any,
-			 s->domain == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0 ||
+				s->domain == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0 ||
 		    kernel_name(s->fd, false, &local) < 0)
 			return -1;
 	}
-	*port = local.port;
+	if (memcmp(local.addr, zero, local.family == AF_INET ? 4 : 16) != 0) {
+		*src = local;
+		return 0;
+	}
+	if (route_source(s->domain, dst, len, src) < 0)
+		return -1;
+	src->port = local.port;
 	return 0;
 }
 
@@ -218,9 +256,8 @@ static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen
 int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct sl_sock *s = sl_sock_get(fd);
-	struct sl_key dst;
+	struct sl_key dst, src;
 	uint64_t peer_ring = 0;
-	uint16_t src_port;
 	int r, err;
 
 	if (!s)
@@ -233,9 +270,11 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	sl_fabric()->sweep();
 	pthread_mutex_lock(&s->ctl_lock);
-	if (key_from_sockaddr(addr, len, &dst) < 0 || !*sl_config()->rundir || !find_listener(&dst, &peer_ring) ||
-	    source_port(s, &src_port) < 0 ||
-	    sl_fabric()->offer(s, &dst, src_port, sl_ring_cap_for(peer_ring)) < 0) {
+	if (key_from_sockaddr(addr, len, &dst) == 0)
+		unspecified_to_loopback(&dst);
+	if (!dst.family || !*sl_config()->rundir || !find_listener(&dst, &peer_ring) ||
+	    source_of(s, addr, len, &src) < 0 ||
+	    sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
 		r = connect_plain(s, addr, len);
 		err = errno;
 		pthread_mutex_unlock(&s->ctl_lock);
