@@ -298,16 +298,12 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	return sleep_until_ready(fds, n, socks, kfds, deadline, held_by_caller);
 }
 
-int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	struct sl_sock *stack_socks[STACK_FDS], **socks = stack_socks;
 	struct pollfd stack_kfds[2 * STACK_FDS], *kfds = stack_kfds;
 	int any = 0, r;
 
-	if (n > 0 && !fds) {
-		errno = EFAULT;
-		return -1;
-	}
 	for (nfds_t i = 0; i < n && !any; i++)
 		any = accelerated(fds[i].fd) != NULL;
 	if (!any)
@@ -330,6 +326,44 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		free(kfds);
 	}
 	return r;
+}
+
+/* Move non-blocking connects along; true if one is still in progress. */
+static bool progress_connects(const struct pollfd *fds, nfds_t n)
+{
+	bool pending = false;
+
+	for (nfds_t i = 0; i < n; i++) {
+		struct sl_sock *s = sl_sock_get(fds[i].fd);
+
+		if (s && sl_sock_state(s) == SL_CONNECTING) {
+			sl_connect_progress(s);
+			pending |= sl_sock_state(s) == SL_CONNECTING;
+		}
+	}
+	return pending;
+}
+
+int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ns() + (int64_t)timeout_ms * 1000000;
+	int r, slice;
+
+	if (n > 0 && !fds) {
+		errno = EFAULT;
+		return -1;
+	}
+	/* A connecting socket's data will arrive in its ring, which the kernel
+	 * cannot see: wait in slices and finish the connect between them. */
+	while (progress_connects(fds, n)) {
+		slice = remaining_ms(deadline);
+		if (slice < 0 || slice > SHARED_WAIT_CAP_MS)
+			slice = SHARED_WAIT_CAP_MS;
+		r = poll_once(fds, n, slice);
+		if (r != 0 || remaining_ms(deadline) == 0)
+			return r;
+	}
+	return poll_once(fds, n, remaining_ms(deadline));
 }
 
 static int timeout_for(struct sl_sock *s, short events)

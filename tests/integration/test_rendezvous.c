@@ -82,3 +82,31 @@ Test(rendezvous, same_port_different_source_addresses, .timeout = 30)
 	scilan_close(s2);
 	scilan_close(l);
 }
+
+/* A client that connects without blocking and then polls for the server's
+ * greeting: the greeting arrives in the ring, not in the kernel socket. */
+Test(rendezvous, nonblocking_connect_then_poll_for_greeting, .timeout = 30)
+{
+	struct sockaddr_storage ss;
+	struct pollfd pfd;
+	char buf[16] = { 0 };
+	uint16_t port;
+	int l = tu_listen(AF_INET, 4, &port), c, s, r;
+	socklen_t len = tu_loopback(AF_INET, port, &ss);
+
+	cr_assert_geq(l, 0);
+	c = scilan_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	r = scilan_connect(c, (struct sockaddr *)&ss, len);
+	cr_assert(r == 0 || errno == EINPROGRESS, "connect: %s", strerror(errno));
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(scilan_send(s, "greeting", 8, 0), 8);
+	pfd = (struct pollfd){ .fd = c, .events = POLLIN };
+	cr_assert_eq(scilan_poll(&pfd, 1, 10000), 1, "poll did not see the greeting");
+	cr_assert(pfd.revents & POLLIN);
+	cr_assert_eq(scilan_recv(c, buf, sizeof(buf), 0), 8);
+	cr_assert_str_eq(buf, "greeting");
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
