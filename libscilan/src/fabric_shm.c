@@ -284,9 +284,13 @@ static void forget_segment(struct sl_sock *s)
 static void shm_offer_withdraw(struct sl_sock *s)
 {
 	int fds[SL_SHM_FDS] = { s->memfd, s->bell_rx, s->bell_tx };
+	void *seg = s->seg;
+	size_t len = s->seg_len;
+	char path[sizeof(s->offer_path)];
 
-	sl_shm_unmap(s->seg, s->seg_len, fds, s->offer_path);
-	forget_segment(s);
+	memcpy(path, s->offer_path, sizeof(path));
+	forget_segment(s); /* before the unmap: racing readers see the stand-in */
+	sl_shm_unmap(seg, len, fds, path);
 }
 
 static bool unattached(struct sl_sock *s)
@@ -308,6 +312,11 @@ static void wait_for_attach(struct sl_sock *s, int ms)
 static void shm_release(struct sl_sock *s)
 {
 	int fds[SL_SHM_FDS];
+	const _Atomic uint32_t *peer_state;
+	char path[sizeof(s->offer_path)];
+	void *seg;
+	size_t len;
+	bool linger;
 
 	if (!s->seg)
 		return;
@@ -316,11 +325,16 @@ static void shm_release(struct sl_sock *s)
 	fds[0] = s->memfd;
 	fds[1] = s->bell_rx;
 	fds[2] = s->bell_tx;
-	if (unattached(s))
-		sl_shm_linger_add(s->seg, s->seg_len, fds, s->offer_path, &s->own_ctl->peer_state);
+	seg = s->seg;
+	len = s->seg_len;
+	linger = unattached(s);
+	peer_state = &s->own_ctl->peer_state;
+	memcpy(path, s->offer_path, sizeof(path));
+	forget_segment(s); /* before the unmap: racing readers see the stand-in */
+	if (linger)
+		sl_shm_linger_add(seg, len, fds, path, peer_state);
 	else
-		sl_shm_unmap(s->seg, s->seg_len, fds, s->memfd >= 0 ? s->offer_path : NULL);
-	forget_segment(s);
+		sl_shm_unmap(seg, len, fds, fds[0] >= 0 ? path : NULL);
 }
 
 static void shm_offer_settle(struct sl_sock *s)
@@ -347,15 +361,16 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 			errno = ESRCH;
 		return -1;
 	}
+	/* Seals first: once F_SEAL_SHRINK is on, the size fstat reports is final. */
+	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
+		sl_sys.close(fd);
+		errno = EPERM;
+		return -1;
+	}
 	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_ino != offer->ino || st->st_dev != offer->dev ||
 	    st->st_uid != geteuid()) {
 		sl_sys.close(fd);
 		errno = ESRCH;
-		return -1;
-	}
-	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
-		sl_sys.close(fd);
-		errno = EPERM;
 		return -1;
 	}
 	return fd;

@@ -125,6 +125,12 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			sl_unlock(&s->tx_lock);
 			return sent ? (ssize_t)sent : fail(EBADF);
 		}
+		if (atomic_load(&s->shut_wr)) { /* shut down while we were outside the lock */
+			sl_unlock(&s->tx_lock);
+			if (sent)
+				break;
+			return broken_pipe(flags);
+		}
 		space = sl_ring_tx_space(&s->tx, len - sent);
 		read_seen = s->tx.write - s->tx.cap + (uint64_t)space;
 		if (space > 0) {
@@ -297,6 +303,8 @@ ssize_t scilan_send(int fd, const void *buf, size_t len, int flags)
 		return sl_sys.send(fd, buf, len, flags);
 	if (len && !buf)
 		return fail(EFAULT);
+	if (flags & MSG_OOB) /* urgent data has no place in a ring */
+		return fail(EOPNOTSUPP);
 	return send_accelerated(s, buf, len, flags);
 }
 

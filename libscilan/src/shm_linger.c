@@ -85,8 +85,9 @@ void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const c
 
 static bool settled(const struct held_segment *l, time_t now)
 {
-	return (atomic_load(l->peer_state) & SL_PEER_ATTACHED) || now - l->since >= LINGER_LIMIT_S ||
-	       access(l->offer_path, F_OK) != 0;
+	/* Not "the offer file is gone": the acceptor removes it before it has
+	 * opened our memfd, which must stay open until ATTACHED. */
+	return (atomic_load(l->peer_state) & SL_PEER_ATTACHED) || now - l->since >= LINGER_LIMIT_S;
 }
 
 /* Returns true if entries remain. */

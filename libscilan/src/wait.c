@@ -5,6 +5,8 @@
  * (data, space); tokens drained for another direction are passed on.
  */
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -375,7 +377,26 @@ static int timeout_for(struct sl_sock *s, short events)
 	/* The kernel keeps SO_RCVTIMEO/SO_SNDTIMEO for us; asked only when we block. */
 	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0 || (tv.tv_sec == 0 && tv.tv_usec == 0))
 		return -1;
+	if (tv.tv_sec >= INT_MAX / 1000 - 1)
+		return INT_MAX; /* ~24 days: as good as forever, and no overflow */
 	return (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+}
+
+/* Did every signal handler ask for SA_RESTART?  We cannot tell which signal
+ * interrupted poll(2), so restart only if any of them would have. */
+static bool handlers_restart(void)
+{
+	struct sigaction sa;
+
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+			continue;
+		if (!(sa.sa_flags & SA_SIGINFO) && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
 }
 
 int sl_wait(struct sl_sock *s, short events, bool spin_first)
@@ -389,10 +410,12 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	 * turns: each arm would otherwise race the others' drains. */
 	held[0] = hold(s, dirs_of(events), true);
 	timeout = timeout_for(s, events);
-	/* 0 without a timeout: ready once, but another thread took it first. */
+	/* 0 without a timeout: ready once, but another thread took it first.
+	 * EINTR: the kernel restarts recv/send after an SA_RESTART handler
+	 * (unless a socket timeout is set), so we must too. */
 	do
 		r = poll_accelerated(&pfd, 1, timeout, socks, kfds, spin_first, held);
-	while (r == 0 && timeout < 0);
+	while (timeout < 0 && (r == 0 || (r < 0 && errno == EINTR && handlers_restart())));
 	unhold(s, held[0]);
 	if (r == 0) {
 		errno = EAGAIN;

@@ -5,7 +5,10 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -109,4 +112,47 @@ Test(rendezvous, nonblocking_connect_then_poll_for_greeting, .timeout = 30)
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static void interrupted_recv(bool restart, int *result, int *err)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = restart ? SA_RESTART : 0 };
+	struct itimerval it = { .it_value = { 0, 200000 } };
+	char c;
+	int cfd, sfd, zero = 0;
+
+	cr_assert_eq(tu_pair(AF_INET, &cfd, &sfd), 0);
+	scilan_setsockopt(sfd, SOL_SCILAN, SCILAN_SO_POLL_US, &zero, sizeof(zero));
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (restart) {
+		/* Data after the signal: a restarted recv gets it. */
+		if (fork() == 0) {
+			usleep(600000);
+			scilan_send(cfd, "x", 1, 0);
+			_exit(0);
+		}
+	}
+	*result = (int)scilan_recv(sfd, &c, 1, 0);
+	*err = errno;
+	scilan_close(cfd);
+	scilan_close(sfd);
+}
+
+/* As with kernel TCP: SA_RESTART handlers restart recv, others end it with EINTR. */
+Test(rendezvous, signal_restart_semantics, .timeout = 30)
+{
+	int result, err;
+
+	interrupted_recv(false, &result, &err);
+	cr_assert_eq(result, -1, "recv without SA_RESTART returned %d", result);
+	cr_assert_eq(err, EINTR, "errno %s", strerror(err));
+	interrupted_recv(true, &result, &err);
+	cr_assert_eq(result, 1, "recv with SA_RESTART returned %d (%s)", result, strerror(err));
 }
