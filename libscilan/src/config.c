@@ -12,6 +12,7 @@
 #include "log.h"
 #include "ring.h"
 #include "rundir.h"
+#include "sock.h"
 
 static struct sl_config config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
@@ -63,6 +64,7 @@ static long long read_int_setting(const char *name, long long min, long long max
 
 static void load_config(void)
 {
+	pthread_atfork(sl_sock_count_fork, NULL, NULL);
 	read_log_level();
 	config.poll_us = (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, SL_DEFAULT_POLL_US);
 	config.ring_bytes = sl_ring_cap_for(

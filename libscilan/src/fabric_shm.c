@@ -489,14 +489,15 @@ static bool shm_peer_gone(struct sl_sock *s)
 
 static bool is_unattached(struct sl_sock *s)
 {
-	return sl_sock_state(s) == SL_CONNECTED && unattached(s);
+	/* A fork child does not wait for its parent's connections. */
+	return sl_sock_state(s) == SL_CONNECTED && s->owner == getpid() && unattached(s);
 }
 
 /* Exit closes our sockets in the kernel, an orderly close the peer must see
  * as EOF, not as a death. */
 static bool close_at_exit(struct sl_sock *s)
 {
-	if (sl_sock_state(s) == SL_CONNECTED && s->owner == getpid() && s->peer_ctl) {
+	if (sl_sock_state(s) == SL_CONNECTED && s->seg && sl_segment_release_holder(s)) {
 		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED);
 		sl_conn_wake_peer(s);
 	}

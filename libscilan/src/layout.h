@@ -55,4 +55,13 @@ struct sl_seg_header {
 };
 #define SL_SEG_HEADER_SIZE SL_PAGE
 
+/* In the header page: how many processes of each side hold the connection
+ * (fork shares it).  The last holder's close is the one the peer sees.  A
+ * hostile peer can only mislead its own side's close into EOF or reset. */
+struct sl_seg_holders {
+	_Atomic int32_t count[2];
+};
+#define SL_SEG_HOLDERS_OFF 2048
+_Static_assert(sizeof(struct sl_seg_header) <= SL_SEG_HOLDERS_OFF, "holders after the header");
+
 #endif

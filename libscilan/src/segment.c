@@ -45,6 +45,8 @@ void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const s
 	s->seg = base;
 	s->seg_len = len;
 	s->own_area = own;
+	s->holders = &((struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF))->count[own];
+	atomic_store(s->holders, 1);
 	s->own_ctl = own_ctl;
 	s->peer_ctl = peer_ctl;
 	sl_ring_rx_init(&s->rx, own_ctl, (const unsigned char *)own_ctl + SL_AREA_CTL_SIZE, peer_ctl,
@@ -64,6 +66,7 @@ void sl_segment_set_state(struct sl_sock *s, uint32_t bits)
  * Stores meant for a peer land in the sink and are never read. */
 static struct sl_area_ctl closed_own = { .peer_state = SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET };
 static struct sl_area_ctl closed_sink;
+static _Atomic int32_t closed_holders;
 
 void sl_segment_unbind(struct sl_sock *s)
 {
@@ -71,6 +74,12 @@ void sl_segment_unbind(struct sl_sock *s)
 	s->seg_len = 0;
 	s->own_ctl = &closed_own;
 	s->peer_ctl = &closed_sink;
+	s->holders = &closed_holders;
 	sl_ring_rx_init(&s->rx, &closed_own, NULL, &closed_sink, 0);
 	sl_ring_tx_init(&s->tx, &closed_sink, NULL, &closed_own, 0);
+}
+
+bool sl_segment_release_holder(struct sl_sock *s)
+{
+	return atomic_fetch_sub(s->holders, 1) <= 1;
 }

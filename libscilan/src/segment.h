@@ -4,6 +4,7 @@
 #ifndef SCILAN_SEGMENT_H
 #define SCILAN_SEGMENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,9 @@ int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);
 void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
 /* Forget the mapping: point s at a shut, reset stand-in (see segment.c). */
 void sl_segment_unbind(struct sl_sock *s);
+/* Drop this process's hold; true if it was the last of our side (the close
+ * the peer must see). */
+bool sl_segment_release_holder(struct sl_sock *s);
 /* Write our SL_PEER_* bits into the peer's area. */
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits);
 

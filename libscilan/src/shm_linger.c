@@ -27,6 +27,7 @@ struct held_segment {
 	char offer_path[256];
 	const _Atomic uint32_t *peer_state;
 	time_t since;
+	pid_t owner; /* a fork child only drops its copies, never the parent's files */
 };
 
 static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -76,6 +77,7 @@ void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const c
 	snprintf(l->offer_path, sizeof(l->offer_path), "%s", offer_path);
 	l->peer_state = peer_state;
 	l->since = time(NULL);
+	l->owner = getpid();
 	pthread_mutex_lock(&linger_lock);
 	l->next = lingering;
 	lingering = l;
@@ -103,7 +105,9 @@ static bool sweep(bool everything)
 			*pp = l->next;
 			/* An attached peer removed the offer itself. */
 			sl_shm_unmap(l->seg, l->len, l->fds,
-				     (atomic_load(l->peer_state) & SL_PEER_ATTACHED) ? NULL : l->offer_path);
+				     (atomic_load(l->peer_state) & SL_PEER_ATTACHED) || l->owner != getpid() ?
+					     NULL :
+					     l->offer_path);
 			free(l);
 		} else {
 			pp = &l->next;

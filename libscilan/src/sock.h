@@ -68,6 +68,7 @@ struct sl_sock {
 	void *seg;
 	size_t seg_len;
 	int own_area;           /* 0 = connecting side, 1 = accepting side */
+	_Atomic int32_t *holders; /* processes of our side holding the connection */
 	struct sl_area_ctl *own_ctl, *peer_ctl;
 	struct sl_ring_tx tx;
 	struct sl_ring_rx rx;
@@ -92,6 +93,9 @@ struct sl_sock *sl_sock_get(int fd);
 struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
 /* Forget fd (the slot stays allocated for the next socket on that number). */
 void sl_sock_forget(struct sl_sock *s);
+
+/* Count our fork children as holders of every connection (pthread_atfork). */
+void sl_sock_count_fork(void);
 
 /* Call fn for every socket scilan knows; stops early when fn returns true. */
 bool sl_sock_any(bool (*fn)(struct sl_sock *s));

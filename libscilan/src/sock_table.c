@@ -150,3 +150,17 @@ bool sl_sock_any(bool (*fn)(struct sl_sock *s))
 	}
 	return false;
 }
+
+static bool count_holder(struct sl_sock *s)
+{
+	if (sl_sock_state(s) == SL_CONNECTED && s->seg)
+		atomic_fetch_add(s->holders, 1);
+	return false;
+}
+
+void sl_sock_count_fork(void)
+{
+	/* In the parent before fork, so that a parent that closes at once
+	 * cannot close the connection under the child. */
+	sl_sock_any(count_holder);
+}

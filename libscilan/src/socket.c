@@ -348,7 +348,11 @@ static void close_connected(struct sl_sock *s)
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);
-	sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED);
+	/* Only the last process holding the connection closes it for the peer
+	 * (fork shares it); unread data makes that close a reset, as in TCP. */
+	if (sl_segment_release_holder(s))
+		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED |
+					(sl_ring_rx_avail_fresh(&s->rx) > 0 ? SL_PEER_RESET : 0));
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -155,4 +156,37 @@ Test(rendezvous, signal_restart_semantics, .timeout = 30)
 	cr_assert_eq(err, EINTR, "errno %s", strerror(err));
 	interrupted_recv(true, &result, &err);
 	cr_assert_eq(result, 1, "recv with SA_RESTART returned %d (%s)", result, strerror(err));
+}
+
+/* accept; fork; the parent closes its copy and the child serves: the client
+ * must not see the parent's close (kernel TCP: the socket lives on). */
+Test(rendezvous, parent_closes_child_serves, .timeout = 30)
+{
+	char buf[8] = { 0 };
+	uint16_t port;
+	int l = tu_listen(AF_INET, 4, &port), c, s, status;
+	pid_t child;
+
+	cr_assert_geq(l, 0);
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(c >= 0 && s >= 0);
+	child = fork();
+	if (child == 0) {
+		char req[4];
+
+		if (tu_recv_all(s, req, 4) != 4 || scilan_send(s, "pong", 4, 0) != 4)
+			_exit(1);
+		scilan_close(s);
+		_exit(0);
+	}
+	scilan_close(s);
+	cr_assert_eq(scilan_send(c, "ping", 4, 0), 4);
+	cr_assert_eq(tu_recv_all(c, buf, 4), 4, "the parent's close ended the child's connection");
+	cr_assert_str_eq(buf, "pong");
+	cr_assert_eq(scilan_recv(c, buf, sizeof(buf), 0), 0, "no EOF after the child's close");
+	waitpid(child, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed");
+	scilan_close(c);
+	scilan_close(l);
 }
