@@ -345,14 +345,18 @@ int scilan_shutdown(int fd, int how)
 
 static void close_connected(struct sl_sock *s)
 {
+	bool unread;
+
+	sl_lock(&s->rx_lock);
+	unread = sl_ring_rx_avail_fresh(&s->rx) > 0;
+	sl_unlock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);
 	/* Only the last process holding the connection closes it for the peer
 	 * (fork shares it); unread data makes that close a reset, as in TCP. */
 	if (sl_segment_release_holder(s))
-		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED |
-					(sl_ring_rx_avail_fresh(&s->rx) > 0 ? SL_PEER_RESET : 0));
+		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED | (unread ? SL_PEER_RESET : 0));
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);
