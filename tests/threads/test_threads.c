@@ -177,25 +177,50 @@ static void *blocked_recv(void *arg)
 	return NULL;
 }
 
-/* shutdown(SHUT_RD) from another thread ends a blocked recv with EOF. */
-static int shutdown_wakes_reader(void)
+/* Run fn (with the server end) in a thread blocked in the server end's
+ * recv, interrupt-mode, after the main thread let it block; returns the
+ * reader's result, or -3 if the pair could not be made. */
+static int blocked_reader_then(void *(*fn)(void *), int *server, int *client)
 {
 	struct pair p;
 	pthread_t t;
 	int arg[2];
 	int zero = 0;
 
-	CHECK(make_pair(&p) == 0, "pair");
+	if (make_pair(&p) != 0)
+		return -3;
 	scilan_setsockopt(p.server, SOL_SCILAN, SCILAN_SO_POLL_US, &zero, sizeof(zero));
 	arg[0] = p.server;
 	arg[1] = -2;
 	pthread_create(&t, NULL, blocked_recv, arg);
 	usleep(100000);
-	CHECK(scilan_shutdown(p.server, SHUT_RD) == 0, "shutdown");
+	fn(&p.server);
 	pthread_join(t, NULL);
-	CHECK(arg[1] == 0, "blocked recv returned %d, want 0", arg[1]);
-	scilan_close(p.client);
-	scilan_close(p.server);
+	*server = p.server;
+	*client = p.client;
+	return arg[1];
+}
+
+static void *shut_rd(void *fd)
+{
+	scilan_shutdown(*(int *)fd, SHUT_RD);
+	return NULL;
+}
+
+static void *close_fd(void *fd)
+{
+	scilan_close(*(int *)fd);
+	return NULL;
+}
+
+/* shutdown(SHUT_RD) from another thread ends a blocked recv with EOF. */
+static int shutdown_wakes_reader(void)
+{
+	int server, client, r = blocked_reader_then(shut_rd, &server, &client);
+
+	CHECK(r == 0, "blocked recv returned %d, want 0", r);
+	scilan_close(client);
+	scilan_close(server);
 	return 0;
 }
 
@@ -203,21 +228,10 @@ static int shutdown_wakes_reader(void)
  * returns (EOF or an error) and nothing touches unmapped memory. */
 static int close_while_blocked(void)
 {
-	struct pair p;
-	pthread_t t;
-	int arg[2];
-	int zero = 0;
+	int server, client, r = blocked_reader_then(close_fd, &server, &client);
 
-	CHECK(make_pair(&p) == 0, "pair");
-	scilan_setsockopt(p.server, SOL_SCILAN, SCILAN_SO_POLL_US, &zero, sizeof(zero));
-	arg[0] = p.server;
-	arg[1] = -2;
-	pthread_create(&t, NULL, blocked_recv, arg);
-	usleep(100000);
-	CHECK(scilan_close(p.server) == 0, "close");
-	pthread_join(t, NULL);
-	CHECK(arg[1] <= 0, "blocked recv returned %d after close", arg[1]);
-	scilan_close(p.client);
+	CHECK(r <= 0 && r != -3, "blocked recv returned %d after close", r);
+	scilan_close(client);
 	return 0;
 }
 
