@@ -40,6 +40,9 @@ struct sl_fabric_ops {
 	int (*drain)(struct sl_sock *s);
 	/* The kernel connection signalled: true if the peer is gone (EOF/reset). */
 	bool (*peer_gone)(struct sl_sock *s);
+	/* Before close takes the socket's locks: give a late acceptor a moment
+	 * to collect data only we hold. */
+	void (*prepare_release)(struct sl_sock *s);
 	/* The socket is closed: unmap the segment (data not yet collected by
 	 * the peer is kept until it is). */
 	void (*release)(struct sl_sock *s);

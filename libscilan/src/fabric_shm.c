@@ -309,6 +309,12 @@ static void wait_for_attach(struct sl_sock *s, int ms)
 		nanosleep(&one_ms, NULL);
 }
 
+static void shm_prepare_release(struct sl_sock *s)
+{
+	if (unattached(s) && s->tx.write)
+		wait_for_attach(s, CLOSE_ATTACH_WAIT_MS);
+}
+
 static void shm_release(struct sl_sock *s)
 {
 	int fds[SL_SHM_FDS];
@@ -320,8 +326,6 @@ static void shm_release(struct sl_sock *s)
 
 	if (!s->seg)
 		return;
-	if (unattached(s) && s->tx.write)
-		wait_for_attach(s, CLOSE_ATTACH_WAIT_MS);
 	fds[0] = s->memfd;
 	fds[1] = s->bell_rx;
 	fds[2] = s->bell_tx;
@@ -534,6 +538,7 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.flush_remote = shm_flush_remote,
 	.drain = shm_drain,
 	.peer_gone = shm_peer_gone,
+	.prepare_release = shm_prepare_release,
 	.release = shm_release,
 	.sweep = sl_shm_linger_sweep,
 };

@@ -360,6 +360,7 @@ static void close_connected(struct sl_sock *s)
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);
+	sl_fabric()->prepare_release(s);
 	/* Wait for our sleepers (just woken) to leave their poll, and for any
 	 * copy in progress, before the mapping and the bells go. */
 	pthread_mutex_lock(&s->sleep_lock[0]);

@@ -31,6 +31,14 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static struct sl_sock *accelerated(int fd)
 {
 	struct sl_sock *s = sl_sock_get(fd);
@@ -44,19 +52,30 @@ static int dirs_of(short events)
 	       ((events & (POLLOUT | POLLWRNORM)) ? SL_DIR_SPACE : 0);
 }
 
-/* Become the sleeper of s for the given directions: blocking (a recv or send
- * of this thread) or trying (scilan_poll).  Returns the directions held. */
-static int hold(struct sl_sock *s, int dirs, bool block)
+/* Become the sleeper of s for the given directions: blocking until deadline
+ * (a recv or send of this thread; -1 = no deadline) or trying (scilan_poll,
+ * block false).  Returns the directions held. */
+static int hold(struct sl_sock *s, int dirs, bool block, int64_t deadline)
 {
+	struct timespec until;
 	int held = 0;
 
 	for (int d = 0; d < 2; d++) {
 		if (!(dirs & (1 << d)))
 			continue;
-		if (block)
+		if (block && deadline < 0) {
 			pthread_mutex_lock(&s->sleep_lock[d]);
-		else if (pthread_mutex_trylock(&s->sleep_lock[d]) != 0)
+		} else if (block) {
+			/* SO_RCVTIMEO/SO_SNDTIMEO also bound the wait for our turn. */
+			int64_t realtime = deadline - now_ns() + realtime_ns();
+
+			until.tv_sec = realtime / 1000000000;
+			until.tv_nsec = realtime % 1000000000;
+			if (pthread_mutex_timedlock(&s->sleep_lock[d], &until) != 0)
+				continue;
+		} else if (pthread_mutex_trylock(&s->sleep_lock[d]) != 0) {
 			continue;
+		}
 		atomic_fetch_add(&s->sleepers[d], 1);
 		held |= 1 << d;
 	}
@@ -225,7 +244,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 			if (held_by_caller)
 				h[i] = held_by_caller[i];
 			else
-				h[i] = hold(socks[i], dirs_of(fds[i].events), false);
+				h[i] = hold(socks[i], dirs_of(fds[i].events), false, -1);
 			capped |= h[i] != dirs_of(fds[i].events);
 			arm(socks[i], h[i]);
 		}
@@ -407,11 +426,20 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	struct sl_sock *socks[1] = { s };
 	struct pollfd kfds[2];
 	int held[1], r, timeout;
+	int64_t deadline;
 
 	/* Threads of this process that wait on s in the same direction take
 	 * turns: each arm would otherwise race the others' drains. */
-	held[0] = hold(s, dirs_of(events), true);
 	timeout = timeout_for(s, events);
+	deadline = timeout < 0 ? -1 : now_ns() + (int64_t)timeout * 1000000;
+	held[0] = hold(s, dirs_of(events), true, deadline);
+	if (held[0] != dirs_of(events)) {
+		unhold(s, held[0]);
+		errno = EAGAIN;
+		return -1;
+	}
+	if (deadline >= 0)
+		timeout = remaining_ms(deadline);
 	/* 0 without a timeout: ready once, but another thread took it first.
 	 * EINTR: the kernel restarts recv/send after an SA_RESTART handler
 	 * (unless a socket timeout is set), so we must too. */
