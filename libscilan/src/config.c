@@ -64,7 +64,8 @@ static long long read_int_setting(const char *name, long long min, long long max
 
 static void load_config(void)
 {
-	pthread_atfork(sl_sock_count_fork, NULL, NULL);
+	pthread_atfork(sl_sock_count_fork, NULL, sl_sock_after_fork_child);
+	sl_lock_init_bias();
 	read_log_level();
 	config.poll_us = (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, SL_DEFAULT_POLL_US);
 	config.ring_bytes = sl_ring_cap_for(

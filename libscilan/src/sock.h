@@ -38,8 +38,14 @@ struct sl_key {
 #define SL_TOKEN_SPACE 2
 #define SL_TOKEN_LOCAL 4
 
+/* A ring lock biased to the first thread that uses it: that thread enters
+ * with plain stores (no locked instruction on the fast path); another
+ * thread revokes the bias once, with membarrier, and from then on everyone
+ * takes the spinlock.  See sock_table.c. */
 struct sl_lock {
-	_Atomic int held;
+	_Atomic int held;  /* the spinlock, once the bias is revoked */
+	_Atomic int owner; /* tid the lock is biased to; 0 none yet, -1 revoked */
+	_Atomic int busy;  /* tid of the owner while inside, else 0 */
 };
 
 struct sl_sock {
@@ -94,8 +100,12 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
 /* Forget fd (the slot stays allocated for the next socket on that number). */
 void sl_sock_forget(struct sl_sock *s);
 
-/* Count our fork children as holders of every connection (pthread_atfork). */
+/* pthread_atfork: the parent counts the child as a holder of every
+ * connection; the child starts with no lock biased to anyone. */
 void sl_sock_count_fork(void);
+void sl_sock_after_fork_child(void);
+/* Whether ring locks may be biased (membarrier registered); set at init. */
+void sl_lock_init_bias(void);
 
 /* Call fn for every socket scilan knows; stops early when fn returns true. */
 bool sl_sock_any(bool (*fn)(struct sl_sock *s));

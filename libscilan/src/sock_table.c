@@ -6,7 +6,9 @@
 
 #include "segment.h"
 
+#include <linux/membarrier.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -83,6 +85,8 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 	s->owner = getpid();
 	s->domain = domain;
 	atomic_store(&s->poll_us, 0);
+	atomic_store(&s->tx_lock.owner, 0);
+	atomic_store(&s->rx_lock.owner, 0);
 	atomic_store(&s->sleepers[0], 0);
 	atomic_store(&s->sleepers[1], 0);
 	s->sends_since_check = 0;
@@ -117,23 +121,86 @@ void sl_sock_forget(struct sl_sock *s)
 	atomic_store_explicit(&s->state, SL_UNUSED, memory_order_release);
 }
 
+static bool bias_ok;
+static __thread int cached_tid;
+
+static int my_tid(void)
+{
+	if (!cached_tid)
+		cached_tid = (int)syscall(SYS_gettid);
+	return cached_tid;
+}
+
+void sl_lock_init_bias(void)
+{
+	bias_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
 void sl_lock(struct sl_lock *l)
 {
+	int me = my_tid(), owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
+
+	if (owner == me || (owner == 0 && bias_ok &&
+			    atomic_compare_exchange_strong(&l->owner, &owner, me))) {
+		/* The owner's half of an asymmetric Dekker: store busy, then
+		 * load owner, with only a compiler barrier between; a revoker's
+		 * membarrier supplies the fence (sleep protocol, same argument). */
+		atomic_store_explicit(&l->busy, me, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&l->owner, memory_order_acquire) == me)
+			return;
+		atomic_store_explicit(&l->busy, 0, memory_order_release);
+	}
 	for (unsigned spins = 0;; spins++) {
 		if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
 		    !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-			return;
+			break;
 		/* Ring locks are held only for a copy, never across a sleep. */
 		if (spins < 256)
 			__builtin_ia32_pause();
 		else
 			sched_yield();
 	}
+	if (atomic_load_explicit(&l->owner, memory_order_relaxed) != -1) {
+		owner = atomic_exchange(&l->owner, -1);
+		if (owner > 0 && owner != me) {
+			/* After this, the owner either sees the revocation or its
+			 * busy store is visible to us: wait until it has left. */
+			syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+			while (atomic_load_explicit(&l->busy, memory_order_acquire) != 0)
+				sched_yield();
+		}
+	}
 }
 
 void sl_unlock(struct sl_lock *l)
 {
-	atomic_store_explicit(&l->held, 0, memory_order_release);
+	if (atomic_load_explicit(&l->busy, memory_order_relaxed) == my_tid())
+		atomic_store_explicit(&l->busy, 0, memory_order_release);
+	else
+		atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+static void reset_lock(struct sl_lock *l)
+{
+	atomic_store(&l->owner, -1);
+	atomic_store(&l->busy, 0);
+	atomic_store(&l->held, 0);
+}
+
+static bool unbias(struct sl_sock *s)
+{
+	reset_lock(&s->tx_lock);
+	reset_lock(&s->rx_lock);
+	return false;
+}
+
+void sl_sock_after_fork_child(void)
+{
+	/* One thread now, with a new tid: no lock may stay biased to (or held
+	 * by) a thread of the parent. */
+	cached_tid = 0;
+	sl_sock_any(unbias);
 }
 
 bool sl_sock_any(bool (*fn)(struct sl_sock *s))
