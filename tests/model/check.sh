@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml with SPIN: the protocol must have
-# no invalid end state (lost wake-up), and each fence-less mutant must have one.
+# check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml (no lost wake-up) and
+# biased_lock.pml (mutual exclusion) with SPIN; each fence-less mutant must fail.
 set -u
 out=${1:+$(realpath -m "$1")}   # resolved before the cd below
 cd "$(dirname "$0")"
@@ -8,7 +8,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 verify() { # verify NAME [SPIN DEFINES...] -> prints pan's verdict, returns errors count
 	local name=$1; shift
-	(cd "$work" && spin "$@" -a "$OLDPWD/sleep_protocol.pml" >/dev/null &&
+	local model=${MODEL:-sleep_protocol.pml}
+	(cd "$work" && spin "$@" -a "$OLDPWD/$model" >/dev/null &&
 		gcc -O2 -DSAFETY -o "pan_$name" pan.c 2>/dev/null && "./pan_$name" -m100000 >"$name.out" 2>&1)
 	grep -o 'errors: [0-9]*' "$work/$name.out" | awk '{print $2}'
 }
@@ -27,6 +28,8 @@ check no_receiver_fence nonzero -DNO_RX_FENCE
 check no_sender_fence nonzero -DNO_TX_FENCE
 check membarrier zero -DMEMBARRIER
 check membarrier_not_called nonzero -DMEMBARRIER -DNO_MEMBARRIER
+MODEL=biased_lock.pml check biased_lock zero
+MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"
-[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml $passed $failed" >"$out"; }
+[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+biased_lock.pml $passed $failed" >"$out"; }
 [ "$failed" -eq 0 ]
