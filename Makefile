@@ -27,7 +27,12 @@ SONAME   := libscilan.so.0
 LIB_SO   := $(BUILD)/lib/libscilan.so
 LIB_A    := $(BUILD)/lib/libscilan.a
 
+CTL_SRC  := $(wildcard tools/*.c)
+CTL_OBJ  := $(CTL_SRC:%.c=$(BUILD)/obj/%.o)
 CTL_BIN  := $(BUILD)/bin/scilan_ctl
+# Deferred (=): evaluated only when tools are built, after deps.sh installed them.
+CTL_CFLAGS = $(shell pkg-config --cflags libpci hwloc)
+CTL_LIBS   = $(shell pkg-config --libs libpci hwloc)
 
 BENCH_SRC := $(wildcard perf/*.c)
 BENCH_OBJ := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
@@ -48,10 +53,13 @@ all: lib bench-bin tools tests
 tools: $(CTL_BIN)
 lib: $(LIB_SO) $(LIB_A)
 bench-bin: $(BENCH_BIN)
-tests: $(TEST_BIN) $(THREAD_BIN)
+# tests/integration/test_ctl runs $(CTL_BIN).
+tests: $(TEST_BIN) $(THREAD_BIN) $(CTL_BIN)
 thread-tests: $(THREAD_BIN)
 
 $(BUILD)/obj/libscilan/%.o: CFLAGS += -fvisibility=hidden
+$(BUILD)/obj/tools/%.o: CFLAGS += $(CTL_CFLAGS)
+$(CTL_OBJ): $(wildcard tools/*.h)
 
 $(BUILD)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h perf/*.h tests/common/*.h)
 	@mkdir -p $(dir $@)
@@ -67,10 +75,10 @@ $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(CTL_BIN): $(BUILD)/obj/tools/scilan_ctl.o $(LIB_A)
+$(CTL_BIN): $(CTL_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
-	@$(CC) $(LDFLAGS_ALL) -o $@ $^
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CTL_LIBS)
 
 $(BENCH_BIN): $(BENCH_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -1,6 +1,7 @@
 /* scilan_ctl.c — the administration command: `scilan_ctl map add|del|list`
- * edits and shows the cluster map (which addresses are scilan nodes).
- * Later subcommands (devices, topo, status, stat) join the same table.
+ * edits and shows the cluster map (which addresses are scilan nodes), and the
+ * dispatch to `devices` (ctl_devices.c) and `topo` (ctl_topo.c).
+ * Later subcommands (status, stat) join the same table.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,6 +15,8 @@
 
 #include "cluster_map.h"
 #include "config.h"
+#include "ctl_devices.h"
+#include "ctl_topo.h"
 
 static void usage(FILE *out)
 {
@@ -23,10 +26,13 @@ static void usage(FILE *out)
 		"  map add NODE ADDRESS [--fabric F] add an address of node NODE (F: shm|dev, default shm)\n"
 		"  map del ADDRESS                   remove an address\n"
 		"  map del --node NODE               remove every address of a node\n"
+		"  devices                           list NTB and ivshmem PCI devices (BARs, NUMA node)\n"
+		"  topo                              NUMA layout and CPU pinning advice per device\n"
 		"options:\n"
 		"  --json    machine-readable output\n"
 		"  --help    this text\n"
-		"The map is $SCILAN_CONF, else %s.\n",
+		"The map is $SCILAN_CONF, else %s.\n"
+		"devices and topo read $SCILAN_SYSFS_PCI instead of /sys/bus/pci if set (tests).\n",
 		SL_CLUSTER_CONF_DEFAULT);
 }
 
@@ -81,7 +87,9 @@ static void list(const struct sl_cluster_map *map, bool json)
 			       sl_map_fabric_name(map->entries[i].fabric));
 		return;
 	}
-	printf("{\"map\":\"%s\",\"entries\":[", sl_cluster_map_path());
+	printf("{\"map\":");
+	ctl_json_str(stdout, sl_cluster_map_path());
+	printf(",\"entries\":[");
 	for (size_t i = 0; i < map->count; i++)
 		printf("%s{\"node\":%u,\"address\":\"%s\",\"fabric\":\"%s\"}", i ? "," : "", map->entries[i].node,
 		       map->entries[i].text, sl_map_fabric_name(map->entries[i].fabric));
@@ -232,6 +240,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[optind], "map") == 0)
 		return cmd_map(argc - optind, argv + optind, json);
+	if (strcmp(argv[optind], "devices") == 0)
+		return cmd_devices(argc - optind, argv + optind, json);
+	if (strcmp(argv[optind], "topo") == 0)
+		return cmd_topo(argc - optind, argv + optind, json);
 	fprintf(stderr, "scilan_ctl: unknown command '%s' (try --help)\n", argv[optind]);
 	return 2;
 }

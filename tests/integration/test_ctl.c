@@ -1,0 +1,339 @@
+/* test_ctl.c — scilan_ctl as users run it: a child process (the scilan_ctl of
+ * this build, found from /proc/self/exe as ../../bin/scilan_ctl) with its exit
+ * status, stdout and stderr checked for map, devices, topo and usage errors.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define OUT_MAX 65536
+
+struct run {
+	int status;             /* exit status, or 128 + signal */
+	char out[OUT_MAX];      /* stdout */
+	char err[OUT_MAX];      /* stderr */
+};
+
+static char tmpdir[] = "/tmp/scilan-ctl-test-XXXXXX";
+static char conf[PATH_MAX];
+
+static const char *ctl_path(void)
+{
+	static char path[PATH_MAX];
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
+	self[n] = '\0';
+	/* <build>/tests/integration/test_ctl -> <build>/bin/scilan_ctl */
+	snprintf(path, sizeof(path), "%s/../../bin/scilan_ctl", dirname(self));
+	cr_assert_eq(access(path, X_OK), 0, "%s: %s (make tools)", path, strerror(errno));
+	return path;
+}
+
+static void slurp(const char *path, char *buf)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	n = fread(buf, 1, OUT_MAX - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* Run scilan_ctl with the NULL-terminated arguments; output through files. */
+static struct run *ctl(const char *arg0, ...)
+{
+	static struct run r;
+	const char *argv[32] = { ctl_path() };
+	char out[PATH_MAX], err[PATH_MAX];
+	posix_spawn_file_actions_t fa;
+	va_list ap;
+	int argc = 1, st;
+	pid_t pid;
+
+	va_start(ap, arg0);
+	for (const char *a = arg0; a && argc < 31; a = va_arg(ap, const char *))
+		argv[argc++] = a;
+	va_end(ap);
+	argv[argc] = NULL;
+	snprintf(out, sizeof(out), "%s/stdout", tmpdir);
+	snprintf(err, sizeof(err), "%s/stderr", tmpdir);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_eq(errno = posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv, environ), 0, "spawn %s: %s",
+		     argv[0], strerror(errno));
+	posix_spawn_file_actions_destroy(&fa);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	slurp(out, r.out);
+	slurp(err, r.err);
+	return &r;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void setup(void)
+{
+	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp: %s", strerror(errno));
+	snprintf(conf, sizeof(conf), "%s/etc/cluster.conf", tmpdir);
+	cr_assert_eq(setenv("SCILAN_CONF", conf, 1), 0);
+	unsetenv("SCILAN_SYSFS_PCI");
+}
+
+static void teardown(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "test_ctl: could not remove %s\n", tmpdir);
+}
+
+/* Trailing newlines dropped: does s start with a and end with z? */
+static bool framed(const char *s, const char *a, char z)
+{
+	size_t n = strlen(s);
+
+	while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+		n--;
+	return strncmp(s, a, strlen(a)) == 0 && n > 0 && s[n - 1] == z;
+}
+
+TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 60);
+
+/* ---- map ------------------------------------------------------------------ */
+
+Test(ctl, map_list_missing_file_is_empty)
+{
+	struct run *r = ctl("map", "list", NULL);
+
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "NODE"), "no header: %s", r->out);
+	cr_assert_null(strstr(r->out, "10.0.0.1"));
+	r = ctl("--json", "map", "list", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "\"entries\":[]"), "not empty: %s", r->out);
+}
+
+Test(ctl, map_add_list_del)
+{
+	struct run *r = ctl("map", "add", "1", "10.0.0.1", NULL);
+
+	cr_assert_eq(r->status, 0, "add 1: exit %d: %s", r->status, r->err);
+	r = ctl("map", "add", "2", "fd00::2", "--fabric", "dev", NULL);
+	cr_assert_eq(r->status, 0, "add 2: exit %d: %s", r->status, r->err);
+
+	r = ctl("--json", "map", "list", NULL);
+	cr_assert_eq(r->status, 0, "list: exit %d: %s", r->status, r->err);
+	cr_assert(framed(r->out, "{", '}'), "not a JSON object: %s", r->out);
+	cr_assert_not_null(strstr(r->out, "{\"node\":1,\"address\":\"10.0.0.1\",\"fabric\":\"shm\"}"), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "{\"node\":2,\"address\":\"fd00::2\",\"fabric\":\"dev\"}"), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, conf), "map path missing: %s", r->out);
+
+	r = ctl("map", "add", "3", "10.0.0.1", NULL);
+	cr_assert_eq(r->status, 1, "duplicate address: exit %d", r->status);
+	cr_assert_not_null(strstr(r->err, "10.0.0.1"), "message: %s", r->err);
+	cr_assert_not_null(strstr(r->err, "already"), "message: %s", r->err);
+
+	r = ctl("map", "del", "10.0.0.1", NULL);
+	cr_assert_eq(r->status, 0, "del address: exit %d: %s", r->status, r->err);
+	r = ctl("--json", "map", "list", NULL);
+	cr_assert_null(strstr(r->out, "10.0.0.1"), "still listed: %s", r->out);
+	cr_assert_not_null(strstr(r->out, "fd00::2"), "wrong entry deleted: %s", r->out);
+
+	r = ctl("map", "add", "2", "10.0.0.9", NULL);
+	cr_assert_eq(r->status, 0, "add 2 again: exit %d: %s", r->status, r->err);
+	r = ctl("map", "del", "--node", "2", NULL);
+	cr_assert_eq(r->status, 0, "del --node: exit %d: %s", r->status, r->err);
+	r = ctl("--json", "map", "list", NULL);
+	cr_assert_not_null(strstr(r->out, "\"entries\":[]"), "node 2 not deleted: %s", r->out);
+
+	r = ctl("map", "del", "10.0.0.1", NULL);
+	cr_assert_eq(r->status, 1, "deleting a missing address: exit %d", r->status);
+}
+
+Test(ctl, map_bad_line_names_file_and_line)
+{
+	char etc[PATH_MAX], want[PATH_MAX + 8];
+	struct run *r;
+
+	snprintf(etc, sizeof(etc), "%s/etc", tmpdir);
+	cr_assert_eq(mkdir(etc, 0755), 0);
+	write_file(conf, "# comment\n1 10.0.0.1\n3 1.2.3\n");
+	r = ctl("map", "list", NULL);
+	cr_assert_eq(r->status, 1, "exit %d: %s", r->status, r->out);
+	snprintf(want, sizeof(want), "%s:3:", conf);
+	cr_assert_not_null(strstr(r->err, want), "message does not name %s: %s", want, r->err);
+}
+
+Test(ctl, map_usage_errors_exit_2)
+{
+	static const char *bad[][6] = {
+		{ "map", "add", "0", "10.0.0.1" },
+		{ "map", "add", "65536", "10.0.0.1" },
+		{ "map", "add", "x", "10.0.0.1" },
+		{ "map", "add", "1", "10.0.0.256" },
+		{ "map", "add", "1", "not-an-address" },
+		{ "map", "add", "1", "10.0.0.1", "--fabric", "ib" },
+		{ "map", "del", "--node", "0" },
+		{ "map", "del", "1.2.3" },
+		{ "map" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct run *r = ctl(bad[i][0], bad[i][1], bad[i][2], bad[i][3], bad[i][4], bad[i][5], NULL);
+
+		cr_assert_eq(r->status, 2, "case %zu (%s %s %s %s): exit %d", i, bad[i][1], bad[i][2], bad[i][3],
+			     bad[i][4] ? bad[i][4] : "", r->status);
+		cr_assert_neq(r->err[0], '\0', "case %zu: no message", i);
+	}
+	cr_assert_eq(access(conf, F_OK), -1, "a failed add wrote the map");
+}
+
+/* ---- devices, topo ---------------------------------------------------------- */
+
+Test(ctl, devices_on_this_machine)
+{
+	struct run *r = ctl("devices", NULL);
+
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert(strstr(r->out, "scilan_ctl: no NTB or ivshmem device found (scanned ") || strstr(r->out, "SLOT"),
+		  "neither the no-device line nor a table: %s", r->out);
+	r = ctl("--json", "devices", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert(framed(r->out, "{\"devices\":", '}'), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "\"scanned\":"), "%s", r->out);
+}
+
+Test(ctl, topo_on_this_machine)
+{
+	struct run *r = ctl("topo", NULL);
+
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "NUMA node"), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "PU"), "%s", r->out);
+	r = ctl("--json", "topo", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert(framed(r->out, "{", '}'), "not a JSON object: %s", r->out);
+	cr_assert_not_null(strstr(r->out, "\"numa_nodes\":[{"), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "\"pus\":"), "%s", r->out);
+}
+
+/* A fake /sys/bus/pci holding one ivshmem function on NUMA node 0. */
+static void fake_sysfs_ivshmem(void)
+{
+	char dev[PATH_MAX], path[PATH_MAX + 32];
+	static const char *const files[][2] = {
+		{ "vendor", "0x1af4\n" },
+		{ "device", "0x1110\n" },
+		{ "class", "0x050000\n" },
+		{ "numa_node", "0\n" },
+		{ "irq", "0\n" },
+		{ "resource", "0x00000000fe000000 0x00000000fe0000ff 0x0000000000040200\n"
+			      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+			      "0x0000000800000000 0x0000000803ffffff 0x000000000014220c\n"
+			      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+			      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+			      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+			      "0x0000000000000000 0x0000000000000000 0x0000000000000000\n" },
+	};
+
+	snprintf(dev, sizeof(dev), "%s/pci", tmpdir);
+	cr_assert_eq(mkdir(dev, 0755), 0);
+	cr_assert_eq(setenv("SCILAN_SYSFS_PCI", dev, 1), 0);
+	snprintf(dev, sizeof(dev), "%s/pci/devices", tmpdir);
+	cr_assert_eq(mkdir(dev, 0755), 0);
+	snprintf(dev, sizeof(dev), "%s/pci/devices/0000:3b:00.1", tmpdir);
+	cr_assert_eq(mkdir(dev, 0755), 0);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dev, files[i][0]);
+		write_file(path, files[i][1]);
+	}
+}
+
+Test(ctl, devices_finds_ivshmem)
+{
+	struct run *r;
+
+	fake_sysfs_ivshmem();
+	r = ctl("devices", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "0000:3b:00.1  ivshmem    1af4:1110  0"), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "BAR2 0x0000000800000000 64 MiB"), "%s", r->out);
+	r = ctl("--json", "devices", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "{\"devices\":[{\"slot\":\"0000:3b:00.1\",\"kind\":\"ivshmem\","
+					  "\"vendor_id\":\"0x1af4\",\"device_id\":\"0x1110\",\"class\":\"0x0500\""),
+			   "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "\"numa_node\":0,\"bars\":[{\"index\":0,\"base\":\"0xfe000000\","
+					  "\"size\":256},{\"index\":2,\"base\":\"0x800000000\",\"size\":67108864}]"),
+			   "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "\"scanned\":1}"), "%s", r->out);
+}
+
+Test(ctl, topo_advises_pinning_for_a_device)
+{
+	struct run *r;
+
+	fake_sysfs_ivshmem();
+	r = ctl("topo", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "pin scilan processes for 0000:3b:00.1 to CPUs "), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "(NUMA node 0): taskset -c "), "%s", r->out);
+	r = ctl("--json", "topo", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert(framed(r->out, "{", '}'), "not a JSON object: %s", r->out);
+	cr_assert_not_null(strstr(r->out, "\"devices\":[{\"slot\":\"0000:3b:00.1\",\"kind\":\"ivshmem\",\"numa_node\":0"),
+			   "%s", r->out);
+}
+
+Test(ctl, pci_access_failure_is_an_error)
+{
+	struct run *r;
+
+	cr_assert_eq(setenv("SCILAN_SYSFS_PCI", "/nonexistent/scilan-test", 1), 0);
+	r = ctl("devices", NULL);
+	cr_assert_eq(r->status, 1, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->err, "scilan_ctl: cannot access PCI devices"), "%s", r->err);
+	cr_assert_eq(r->out[0], '\0', "printed a result: %s", r->out);
+}
+
+/* ---- usage ------------------------------------------------------------------ */
+
+Test(ctl, usage)
+{
+	struct run *r = ctl("--help", NULL);
+
+	cr_assert_eq(r->status, 0, "--help: exit %d", r->status);
+	cr_assert_not_null(strstr(r->out, "devices"), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "topo"), "%s", r->out);
+	r = ctl("frobnicate", NULL);
+	cr_assert_eq(r->status, 2, "unknown command: exit %d", r->status);
+	cr_assert_not_null(strstr(r->err, "frobnicate"), "%s", r->err);
+	r = ctl(NULL);
+	cr_assert_eq(r->status, 2, "no command: exit %d", r->status);
+	r = ctl("devices", "extra", NULL);
+	cr_assert_eq(r->status, 2, "devices with an argument: exit %d", r->status);
+}
