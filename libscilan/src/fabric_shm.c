@@ -49,7 +49,9 @@ static int open_bell(const char *offer_path, int which, bool create)
 	char path[4300];
 
 	sl_shm_bell_path(offer_path, which, path, sizeof(path));
-	if (create && mkfifo(path, 0600) < 0 && errno != EEXIST)
+	/* Created exclusively: a name that exists belongs to another connection
+	 * with the same 4-tuple (a port reused quickly), never to share. */
+	if (create && mkfifo(path, 0600) < 0)
 		return -1;
 	/* O_RDWR: neither end blocks in open, and the pipe never reports EOF. */
 	return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
@@ -186,14 +188,12 @@ static int write_offer(const char *path, const struct offer *offer)
 		goto fail;
 	}
 	sl_sys.close(fd);
-	/* rename: the accepting side sees the whole offer or none of it. */
-	if (rename(tmp, path) < 0) {
-		err = errno;
-		unlink(tmp);
-		errno = err;
-		return -1;
-	}
-	return 0;
+	/* link, not rename: the accepting side sees the whole offer or none of
+	 * it, and an offer of the same name is never replaced (EEXIST). */
+	err = link(tmp, path) < 0 ? errno : 0;
+	unlink(tmp);
+	errno = err;
+	return err ? -1 : 0;
 fail:
 	sl_sys.close(fd);
 	unlink(tmp);
@@ -248,19 +248,29 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	offer.ino = st.st_ino;
 	offer.dev = st.st_dev;
 	s->bell_rx = open_bell(s->offer_path, 0, true);
+	if (s->bell_rx < 0)
+		goto fail_map;
 	s->bell_tx = open_bell(s->offer_path, 1, true);
-	if (s->bell_rx < 0 || s->bell_tx < 0)
-		goto fail_bells;
-	if (write_offer(s->offer_path, &offer) < 0)
+	if (s->bell_tx < 0 || write_offer(s->offer_path, &offer) < 0)
 		goto fail_bells;
 	s->memfd = fd;
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
 	publish_unfenced(s, 0);
 	return 0;
 fail_bells:
-	close_bells(s);
-	sl_shm_unlink_offer(s->offer_path);
+	/* Only the FIFOs are ours to remove: the offer name was not taken. */
+	err = errno;
+	for (int i = 0; i < 2; i++) {
+		char bell[4300];
+
+		if ((i == 0 ? s->bell_rx : s->bell_tx) < 0)
+			continue;
+		sl_shm_bell_path(s->offer_path, i, bell, sizeof(bell));
+		unlink(bell);
+	}
+	errno = err;
 fail_map:
+	close_bells(s);
 	err = errno;
 	munmap(base, hdr.total_size);
 	errno = err;
@@ -322,7 +332,7 @@ static void shm_release(struct sl_sock *s)
 	char path[sizeof(s->offer_path)];
 	void *seg;
 	size_t len;
-	bool linger;
+	bool linger, attached;
 
 	if (!s->seg)
 		return;
@@ -333,12 +343,15 @@ static void shm_release(struct sl_sock *s)
 	len = s->seg_len;
 	linger = unattached(s);
 	peer_state = &s->own_ctl->peer_state;
+	attached = atomic_load(peer_state) & SL_PEER_ATTACHED;
 	memcpy(path, s->offer_path, sizeof(path));
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	if (linger)
 		sl_shm_linger_add(seg, len, fds, path, peer_state);
 	else
-		sl_shm_unmap(seg, len, fds, fds[0] >= 0 ? path : NULL);
+		/* An acceptor that attached removed the names itself; they may
+		 * already belong to a newer connection. */
+		sl_shm_unmap(seg, len, fds, fds[0] >= 0 && !attached ? path : NULL);
 }
 
 static void shm_offer_settle(struct sl_sock *s)
