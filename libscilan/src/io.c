@@ -93,8 +93,7 @@ static int send_blocker(struct sl_sock *s)
 {
 	int err;
 
-	if (atomic_load(&s->shut_wr))
-		return EPIPE;
+	/* SHUT_WR is checked under tx_lock, where it orders against shutdown. */
 	if (atomic_load(&s->reset) || sl_conn_peer_died(s)) {
 		err = atomic_exchange(&s->pending_error, 0);
 		return err ? err : EPIPE;

@@ -215,7 +215,7 @@ static bool need_remote_barrier(struct sl_sock **socks, nfds_t n, const int *hel
 	return false;
 }
 
-static void sl_warn_once_barrier(void)
+static void warn_barrier_once(void)
 {
 	static _Atomic bool warned;
 
@@ -253,7 +253,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 				sl_fabric()->flush_remote(socks[i]);
 		if (need_remote_barrier(socks, n, h) && sl_barrier_remote() < 0) {
 			/* Cannot order the peer's unfenced stores: never sleep long. */
-			sl_warn_once_barrier();
+			warn_barrier_once();
 			capped = true;
 		}
 		ready = scan(fds, n, socks);
