@@ -46,6 +46,11 @@ TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 THREAD_SRC := $(wildcard tests/threads/*.c)
 THREAD_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(THREAD_SRC))
 
+# Fragments in mk/ (the hook tests, the real-program tests, the driver) add
+# their own targets and append the test targets `make test` runs to EXTRA_TESTS.
+EXTRA_TESTS :=
+include $(wildcard mk/*.mk)
+
 .PHONY: all lib bench-bin tools tests thread-tests run test test-model test-native test-asan test-tsan bench stress-long deps clean
 .DEFAULT_GOAL := all
 
@@ -109,7 +114,7 @@ bench: deps
 
 test: deps
 	@rm -rf $(BUILD)/results
-	@$(MAKE) --no-print-directory test-model test-native test-asan test-tsan
+	@$(MAKE) --no-print-directory test-model test-native test-asan test-tsan $(EXTRA_TESTS)
 	@scripts/test-summary.sh $(BUILD)/results
 
 # SPIN model of the sleep protocol under x86-TSO (and mutants that must fail).
