@@ -27,7 +27,12 @@ SONAME   := libscilan.so.0
 LIB_SO   := $(BUILD)/lib/libscilan.so
 LIB_A    := $(BUILD)/lib/libscilan.a
 
-CTL_SRC  := $(wildcard tools/*.c)
+HOOK_SRC := $(wildcard hook/*.c)
+HOOK_OBJ := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o)
+HOOK_SO  := $(BUILD)/lib/libscilan_preload.so
+RUN_BIN  := $(BUILD)/bin/scilan_run
+
+CTL_SRC  := $(filter-out tools/scilan_run.c,$(wildcard tools/*.c))
 CTL_OBJ  := $(CTL_SRC:%.c=$(BUILD)/obj/%.o)
 CTL_BIN  := $(BUILD)/bin/scilan_ctl
 # Deferred (=): evaluated only when tools are built, after deps.sh installed them.
@@ -51,11 +56,12 @@ THREAD_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(THREAD_SRC))
 EXTRA_TESTS :=
 include $(wildcard mk/*.mk)
 
-.PHONY: all lib bench-bin tools tests thread-tests run test test-model test-native test-asan test-tsan bench stress-long deps clean
+.PHONY: all lib hook bench-bin tools tests thread-tests run test test-model test-native test-asan test-tsan bench stress-long deps clean
 .DEFAULT_GOAL := all
 
-all: lib bench-bin tools tests
-tools: $(CTL_BIN)
+all: lib hook bench-bin tools tests
+hook: $(HOOK_SO) $(RUN_BIN)
+tools: $(CTL_BIN) $(RUN_BIN)
 lib: $(LIB_SO) $(LIB_A)
 bench-bin: $(BENCH_BIN)
 # tests/integration/test_ctl runs $(CTL_BIN).
@@ -63,6 +69,8 @@ tests: $(TEST_BIN) $(THREAD_BIN) $(CTL_BIN)
 thread-tests: $(THREAD_BIN)
 
 $(BUILD)/obj/libscilan/%.o: CFLAGS += -fvisibility=hidden
+$(BUILD)/obj/hook/%.o: CFLAGS += -fvisibility=hidden
+$(HOOK_OBJ): hook/hook.h
 $(BUILD)/obj/tools/%.o: CFLAGS += $(CTL_CFLAGS)
 $(CTL_OBJ): $(wildcard tools/*.h)
 
@@ -79,6 +87,18 @@ $(LIB_SO): $(LIB_OBJ)
 $(LIB_A): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+# The hook carries its own copy of libscilan: a program must not need
+# libscilan.so on its library path to be preloaded.
+$(HOOK_SO): $(LIB_OBJ) $(HOOK_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ -ldl
+
+$(RUN_BIN): $(BUILD)/obj/tools/scilan_run.o
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(LDFLAGS_ALL) -o $@ $^
 
 $(CTL_BIN): $(CTL_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -32,6 +32,8 @@ SCILAN_API int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int
 SCILAN_API int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len);
 SCILAN_API ssize_t scilan_send(int fd, const void *buf, size_t len, int flags);
 SCILAN_API ssize_t scilan_recv(int fd, void *buf, size_t len, int flags);
+SCILAN_API ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags);
+SCILAN_API ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags);
 SCILAN_API int scilan_shutdown(int fd, int how);
 SCILAN_API int scilan_close(int fd);
 /* Like poll(2); fds that are not scilan sockets are polled by the kernel. */

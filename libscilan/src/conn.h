@@ -5,6 +5,7 @@
 #define SCILAN_CONN_H
 
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -46,5 +47,8 @@ static inline void sl_stat_add(_Atomic uint64_t *counter, uint64_t n)
  * spinning first unless the caller already did: 0 when ready, -1 with errno
  * EINTR or EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO expired). */
 int sl_wait(struct sl_sock *s, short events, bool spin_first);
+
+/* scilan_poll whose kernel sleeps run under mask (ppoll semantics); mask may be NULL. */
+int sl_poll_sigmask(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 
 #endif

@@ -4,8 +4,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "conn.h"
@@ -103,9 +105,63 @@ static int send_blocker(struct sl_sock *s)
 	return 0;
 }
 
-static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, int flags)
+/* A position in an iovec array, advanced as bytes are copied. */
+struct iov_cursor {
+	const struct iovec *iov;
+	int cnt, i;
+	size_t off;
+};
+
+static void cursor_skip_empty(struct iov_cursor *c)
 {
-	const unsigned char *p = buf;
+	while (c->i < c->cnt && c->off == c->iov[c->i].iov_len) {
+		c->i++;
+		c->off = 0;
+	}
+}
+
+/* Copy n bytes from the cursor into the ring (unpublished), advancing it. */
+static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+{
+	uint64_t done = 0;
+
+	while (done < n) {
+		size_t k;
+
+		cursor_skip_empty(c);
+		k = c->iov[c->i].iov_len - c->off;
+		if (k > n - done)
+			k = n - done;
+		sl_ring_tx_copy(tx, (const unsigned char *)c->iov[c->i].iov_base + c->off, k, done);
+		c->off += k;
+		done += k;
+	}
+}
+
+/* Copy n bytes from the ring (at offset 0) into the cursor's buffers; the
+ * cursor advances only if consume is set (MSG_PEEK leaves it). */
+static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, bool consume)
+{
+	struct iov_cursor at = *c;
+	uint64_t done = 0;
+
+	while (done < n) {
+		size_t k;
+
+		cursor_skip_empty(&at);
+		k = at.iov[at.i].iov_len - at.off;
+		if (k > n - done)
+			k = n - done;
+		sl_ring_rx_peek(rx, (unsigned char *)at.iov[at.i].iov_base + at.off, k, done);
+		at.off += k;
+		done += k;
+	}
+	if (consume)
+		*c = at;
+}
+
+static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
+{
 	size_t sent = 0;
 	int64_t space;
 	uint64_t read_seen = 0;
@@ -140,7 +196,8 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			if (n > s->tx.cap / 4)
 				n = (size_t)(s->tx.cap / 4);
 
-			sl_ring_tx_put(&s->tx, p + sent, n);
+			gather_into_ring(&s->tx, cur, n);
+			sl_ring_tx_commit(&s->tx, n);
 			sl_stat_add(&s->tx_bytes, n);
 			sent += n;
 		}
@@ -164,13 +221,16 @@ static ssize_t send_accelerated(struct sl_sock *s, const void *buf, size_t len, 
 			break;
 		if (space > 0)
 			continue; /* more may fit: the put was capped at a quarter ring */
-		if (sent && nonblocking(s, flags))
+		if (sent && nonblocking(s, flags)) {
+			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			break;
+		}
 		if (spin(s, flags, space_freed, read_seen))
 			continue;
 		if (nonblocking(s, flags)) {
 			if (sl_conn_check_peer(s))
 				continue;
+			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			return fail(EAGAIN);
 		}
 		if (sl_wait(s, POLLOUT, false) < 0) {
@@ -221,9 +281,8 @@ static ssize_t end_result(struct sl_sock *s, enum peer_end end)
 	return err ? fail(err) : 0;
 }
 
-static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int flags)
+static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
 {
-	unsigned char *p = buf;
 	size_t got = 0;
 	int64_t avail;
 	uint64_t read_seen;
@@ -243,7 +302,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 		if (avail > 0) {
 			size_t n = len - got < (uint64_t)avail ? len - got : (size_t)avail;
 
-			sl_ring_rx_peek(&s->rx, p + got, n, 0);
+			scatter_from_ring(&s->rx, cur, n, !(flags & MSG_PEEK));
 			if (flags & MSG_PEEK) {
 				got = n;
 			} else {
@@ -294,30 +353,107 @@ static ssize_t recv_accelerated(struct sl_sock *s, void *buf, size_t len, int fl
 
 static struct sl_sock *connected(int fd);
 
+/* Total length of an iovec array as the kernel checks it: EINVAL for a bad
+ * count or a total beyond SSIZE_MAX, EFAULT for a missing buffer. */
+static ssize_t iov_total(const struct iovec *iov, int cnt)
+{
+	size_t total = 0;
+
+	if (cnt < 0 || cnt > IOV_MAX)
+		return fail(EINVAL);
+	if (cnt && !iov)
+		return fail(EFAULT);
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len > (size_t)SSIZE_MAX - total)
+			return fail(EINVAL);
+		if (iov[i].iov_len && !iov[i].iov_base)
+			return fail(EFAULT);
+		total += iov[i].iov_len;
+	}
+	return (ssize_t)total;
+}
+
+ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
+{
+	struct iov_cursor cur = { iov, cnt, 0, 0 };
+	ssize_t len = iov_total(iov, cnt);
+
+	if (len < 0)
+		return -1;
+	if (flags & MSG_OOB) /* urgent data has no place in a ring */
+		return fail(EOPNOTSUPP);
+	return send_accelerated(s, &cur, (size_t)len, flags);
+}
+
+ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
+{
+	struct iov_cursor cur = { iov, cnt, 0, 0 };
+	ssize_t len = iov_total(iov, cnt);
+
+	if (len < 0)
+		return -1;
+	if (flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
+		return fail(EOPNOTSUPP);
+	return recv_accelerated(s, &cur, (size_t)len, flags);
+}
+
+struct sl_sock *sl_sock_connected(int fd)
+{
+	return connected(fd);
+}
+
 ssize_t scilan_send(int fd, const void *buf, size_t len, int flags)
 {
 	struct sl_sock *s = connected(fd);
+	struct iovec iov = { (void *)buf, len };
 
 	if (!s)
 		return sl_sys.send(fd, buf, len, flags);
-	if (len && !buf)
-		return fail(EFAULT);
-	if (flags & MSG_OOB) /* urgent data has no place in a ring */
-		return fail(EOPNOTSUPP);
-	return send_accelerated(s, buf, len, flags);
+	return sl_sendv(s, &iov, 1, flags);
 }
 
 ssize_t scilan_recv(int fd, void *buf, size_t len, int flags)
 {
 	struct sl_sock *s = connected(fd);
+	struct iovec iov = { buf, len };
 
 	if (!s)
 		return sl_sys.recv(fd, buf, len, flags);
-	if (len && !buf)
+	return sl_recvv(s, &iov, 1, flags);
+}
+
+ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct sl_sock *s = connected(fd);
+
+	if (!s)
+		return sl_sys.sendmsg(fd, msg, flags);
+	if (!msg)
 		return fail(EFAULT);
-	if (flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
-		return fail(EOPNOTSUPP);
-	return recv_accelerated(s, buf, len, flags);
+	/* Like TCP, a destination address on a connected stream is ignored;
+	 * ancillary data has nothing to carry it. */
+	return sl_sendv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct sl_sock *s = connected(fd);
+	ssize_t n;
+
+	if (!s)
+		return sl_sys.recvmsg(fd, msg, flags);
+	if (!msg)
+		return fail(EFAULT);
+	if (msg->msg_iovlen > IOV_MAX)
+		return fail(EMSGSIZE);
+	n = sl_recvv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	if (n >= 0) {
+		/* TCP fills in no source address and no control data. */
+		msg->msg_namelen = 0;
+		msg->msg_controllen = 0;
+		msg->msg_flags = 0;
+	}
+	return n;
 }
 
 /* The state of fd if its data goes through rings, completing a pending

@@ -44,15 +44,19 @@ int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want)
 	return (int64_t)(tx->cap - used);
 }
 
-void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len)
+void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset)
 {
-	uint64_t off = tx->write & (tx->cap - 1);
+	uint64_t off = (tx->write + offset) & (tx->cap - 1);
 	size_t first = len;
 
 	if (first > tx->cap - off)
 		first = tx->cap - off;
 	memcpy(tx->data + off, buf, first);
 	memcpy(tx->data, (const unsigned char *)buf + first, len - first);
+}
+
+void sl_ring_tx_commit(struct sl_ring_tx *tx, size_t len)
+{
 	tx->write += len;
 	if (tx->write_combining) {
 		/* Locked operations are not for MMIO: flush the WC buffers, then
@@ -66,6 +70,12 @@ void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len)
 		 * before the arm-word load, in one locked instruction. */
 		atomic_exchange_explicit(tx->remote_write, tx->write, memory_order_seq_cst);
 	}
+}
+
+void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len)
+{
+	sl_ring_tx_copy(tx, buf, len, 0);
+	sl_ring_tx_commit(tx, len);
 }
 
 int64_t sl_ring_rx_avail_fresh(struct sl_ring_rx *rx)

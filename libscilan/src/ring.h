@@ -46,6 +46,10 @@ int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want);
  * index; unless write_combining or unfenced, the publication is also a full
  * fence. */
 void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len);
+/* The two halves of put, for gathering several pieces into one publication:
+ * copy at write+offset (not yet visible), then publish len bytes. */
+void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset);
+void sl_ring_tx_commit(struct sl_ring_tx *tx, size_t len);
 
 /* Bytes waiting in our ring, or -1 if the sender's write index is impossible;
  * the shared index is read only when the cached one shows no data. */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "ring.h"
 
@@ -49,7 +50,8 @@ struct sl_lock {
 };
 
 struct sl_sock {
-	int fd;
+	int fd;                 /* the kernel fd our own calls use (one of the aliases) */
+	_Atomic int fd_refs;    /* table slots naming this socket: dup() adds aliases */
 	_Atomic int state;      /* enum sl_state */
 	pid_t owner;            /* process that created it (fork copies the table) */
 	int domain;
@@ -89,9 +91,17 @@ struct sl_sock {
 	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus */
 
+	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
+
 	/* counters */
 	_Atomic uint64_t tx_bytes, rx_bytes, sleeps, wakeups;
 };
+
+/* The data path on a connected accelerated socket (io.c): errno as TCP's. */
+ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
+ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
+/* The state of fd if its data goes through rings, else NULL. */
+struct sl_sock *sl_sock_connected(int fd);
 
 /* Table: the state for a kernel fd, or NULL if scilan does not know the fd. */
 struct sl_sock *sl_sock_get(int fd);
@@ -99,6 +109,12 @@ struct sl_sock *sl_sock_get(int fd);
 struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
 /* Forget fd (the slot stays allocated for the next socket on that number). */
 void sl_sock_forget(struct sl_sock *s);
+/* dup: newfd names the same socket as s (newfd's own slot is set aside). */
+int sl_sock_alias(int newfd, struct sl_sock *s);
+/* close of one alias while others remain: true if fd was an alias that is
+ * now forgotten (the socket lives on under another fd); false if fd is the
+ * socket's last name and the caller must close the connection. */
+bool sl_sock_unalias(int fd, struct sl_sock *s);
 
 /* pthread_atfork: the parent counts the child as a holder of every
  * connection; the child starts with no lock biased to anyone. */
@@ -106,6 +122,9 @@ void sl_sock_count_fork(void);
 void sl_sock_after_fork_child(void);
 /* Whether ring locks may be biased (membarrier registered); set at init. */
 void sl_lock_init_bias(void);
+
+/* Everything close() does for fd except closing the kernel descriptor. */
+void sl_sock_release(int fd);
 
 /* Call fn for every socket scilan knows; stops early when fn returns true. */
 bool sl_sock_any(bool (*fn)(struct sl_sock *s));

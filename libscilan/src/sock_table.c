@@ -5,6 +5,7 @@
 #include "sock.h"
 
 #include "segment.h"
+#include "stats.h"
 
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -19,6 +20,12 @@
 
 static struct sl_sock *_Atomic *_Atomic chunks[CHUNKS];
 struct sl_totals sl_totals;
+
+/* Slots set aside by dup over them: a racing lookup may still read one, so
+ * they are kept for sl_sock_new to reuse rather than freed. */
+static struct sl_sock *spare[64];
+static unsigned spares;
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct sl_sock *_Atomic *chunk_for(unsigned fd, bool create)
 {
@@ -64,7 +71,27 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 	if (!chunk)
 		return NULL;
 	s = atomic_load_explicit(&chunk[fd & (CHUNK_SIZE - 1)], memory_order_acquire);
+	if (s && atomic_load(&s->fd_refs) > 1 && s->fd != fd) {
+		/* The slot still names a dup'ed socket whose alias was closed
+		 * behind our back: leave that socket alone. */
+		atomic_fetch_sub(&s->fd_refs, 1);
+		atomic_store(&chunk[fd & (CHUNK_SIZE - 1)], NULL);
+		s = NULL;
+	}
 	if (!s) {
+		pthread_mutex_lock(&spare_lock);
+		if (spares) {
+			s = spare[--spares];
+			pthread_mutex_unlock(&spare_lock);
+			if (!atomic_compare_exchange_strong(&chunk[fd & (CHUNK_SIZE - 1)], &expected, s)) {
+				pthread_mutex_lock(&spare_lock);
+				spare[spares++] = s;
+				pthread_mutex_unlock(&spare_lock);
+				s = expected;
+			}
+			goto reset;
+		}
+		pthread_mutex_unlock(&spare_lock);
 		s = calloc(1, sizeof(*s));
 		if (!s)
 			return NULL;
@@ -79,9 +106,11 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 			s = expected;
 		}
 	}
+reset:
 	/* Reset everything but the lock, which may be held by nobody now. */
 	pthread_mutex_lock(&s->ctl_lock);
 	s->fd = fd;
+	atomic_store(&s->fd_refs, 1);
 	s->owner = getpid();
 	s->domain = domain;
 	atomic_store(&s->poll_us, 0);
@@ -119,6 +148,51 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 void sl_sock_forget(struct sl_sock *s)
 {
 	atomic_store_explicit(&s->state, SL_UNUSED, memory_order_release);
+}
+
+int sl_sock_alias(int newfd, struct sl_sock *s)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *old;
+
+	if (newfd < 0 || (unsigned)newfd >= CHUNKS * CHUNK_SIZE || !(chunk = chunk_for((unsigned)newfd, true)))
+		return -1;
+	atomic_fetch_add(&s->fd_refs, 1);
+	old = atomic_exchange(&chunk[newfd & (CHUNK_SIZE - 1)], s);
+	if (old && old != s) {
+		pthread_mutex_lock(&spare_lock);
+		if (spares < sizeof(spare) / sizeof(spare[0]))
+			spare[spares++] = old; /* else leaked: never freed under a reader */
+		pthread_mutex_unlock(&spare_lock);
+	}
+	return 0;
+}
+
+bool sl_sock_unalias(int fd, struct sl_sock *s)
+{
+	struct sl_sock *_Atomic *chunk = chunk_for((unsigned)fd, false);
+
+	if (atomic_load(&s->fd_refs) <= 1 || !chunk)
+		return false;
+	atomic_store(&chunk[fd & (CHUNK_SIZE - 1)], NULL);
+	atomic_fetch_sub(&s->fd_refs, 1);
+	if (s->fd == fd) {
+		/* Our own calls used this number: move them to another alias. */
+		int alias_found = -1;
+
+		for (unsigned c = 0; c < CHUNKS && alias_found < 0; c++) {
+			struct sl_sock *_Atomic *ch = atomic_load_explicit(&chunks[c], memory_order_acquire);
+
+			for (unsigned i = 0; ch && i < CHUNK_SIZE; i++)
+				if (atomic_load(&ch[i]) == s && (int)(c * CHUNK_SIZE + i) != fd) {
+					alias_found = (int)(c * CHUNK_SIZE + i);
+					break;
+				}
+		}
+		if (alias_found >= 0)
+			s->fd = alias_found;
+	}
+	return true;
 }
 
 static bool bias_ok;
@@ -201,6 +275,7 @@ void sl_sock_after_fork_child(void)
 	 * by) a thread of the parent. */
 	cached_tid = 0;
 	sl_sock_any(unbias);
+	sl_stats_reset_in_child();
 }
 
 bool sl_sock_any(bool (*fn)(struct sl_sock *s))

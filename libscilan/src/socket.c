@@ -376,10 +376,12 @@ static void close_connected(struct sl_sock *s)
 	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&s->rx_bytes), memory_order_relaxed);
 }
 
-int scilan_close(int fd)
+void sl_sock_release(int fd)
 {
 	struct sl_sock *s = sl_sock_get(fd);
 
+	if (s && sl_sock_unalias(fd, s))
+		return; /* another descriptor still names this socket */
 	if (s) {
 		switch (sl_sock_state(s)) {
 		case SL_LISTENING:
@@ -399,6 +401,11 @@ int scilan_close(int fd)
 		sl_sock_forget(s);
 		sl_fabric()->sweep();
 	}
+}
+
+int scilan_close(int fd)
+{
+	sl_sock_release(fd);
 	return sl_sys.close(fd);
 }
 

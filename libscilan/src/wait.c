@@ -149,6 +149,22 @@ static void disarm(struct sl_sock *s, int held)
 		atomic_store_explicit(&s->peer_ctl->wake_on_space, 0, memory_order_relaxed);
 }
 
+/* The signal mask a ppoll/pselect/epoll_pwait caller asked to sleep with:
+ * every kernel wait of this call is a ppoll under it, so a signal the mask
+ * lets in wakes the sleep as atomically as the kernel's own call would. */
+static __thread const sigset_t *wait_sigmask;
+
+static int kernel_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct timespec ts;
+
+	if (!wait_sigmask)
+		return sl_sys.poll(fds, n, timeout_ms);
+	ts.tv_sec = timeout_ms / 1000;
+	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	return sl_sys.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, wait_sigmask);
+}
+
 static int remaining_ms(int64_t deadline)
 {
 	int64_t left;
@@ -181,7 +197,7 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 			atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
 		}
 	}
-	r = sl_sys.poll(kfds, m, timeout_ms);
+	r = kernel_wait(kfds, m, timeout_ms);
 	if (r < 0)
 		return -1;
 	m = 0;
@@ -328,7 +344,7 @@ static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms)
 	for (nfds_t i = 0; i < n && !any; i++)
 		any = accelerated(fds[i].fd) != NULL;
 	if (!any)
-		return sl_sys.poll(fds, n, timeout_ms);
+		return kernel_wait(fds, n, timeout_ms);
 	if (n > STACK_FDS) {
 		socks = calloc(n, sizeof(*socks));
 		kfds = calloc(2 * n, sizeof(*kfds));
@@ -385,6 +401,16 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 			return r;
 	}
 	return poll_once(fds, n, remaining_ms(deadline));
+}
+
+int sl_poll_sigmask(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+{
+	int r;
+
+	wait_sigmask = mask;
+	r = scilan_poll(fds, n, timeout_ms);
+	wait_sigmask = NULL;
+	return r;
 }
 
 static int timeout_for(struct sl_sock *s, short events)

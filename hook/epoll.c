@@ -1,0 +1,567 @@
+/* epoll.c — epoll for programs whose sets mix kernel fds and scilan
+ * connections.  A connection's readiness lives in its rings, which the kernel
+ * cannot see: such members stay out of the kernel set and each wait polls
+ * them (spin, then the sleep protocol) together with the kernel set itself.
+ * Everything else (files, pipes, listeners, plain sockets) is a real kernel
+ * member with the kernel's own semantics.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "conn.h"
+#include "hook.h"
+#include "scilan.h"
+#include "sock.h"
+
+#define MAX_SET_FD 65536 /* epoll fds above this number are left to the kernel alone */
+#define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
+
+struct member {
+	int fd;
+	uint32_t events; /* as the application registered them, flags included */
+	epoll_data_t data;
+	bool in_kernel;  /* registered in the kernel set */
+	bool disarmed;   /* EPOLLONESHOT fired: silent until EPOLL_CTL_MOD */
+	/* EPOLLET: what was reported, and the words whose change is the next edge. */
+	uint32_t et_reported;
+	uint64_t et_rx_mark;
+	uint32_t et_tx_mark;
+	uint32_t et_state_mark;
+};
+
+struct epset {
+	pthread_mutex_t lock;
+	bool open;
+	struct member *m;
+	int n, cap;
+	unsigned rotate; /* first emulated member reported, so none starves */
+};
+
+static struct epset *_Atomic sets[MAX_SET_FD];
+static _Atomic int open_sets;
+static _Atomic int highest_set_fd; /* bounds the scan at close */
+
+static struct epset *set_of(int fd)
+{
+	struct epset *set;
+
+	if (fd < 0 || fd >= MAX_SET_FD)
+		return NULL;
+	set = atomic_load_explicit(&sets[fd], memory_order_acquire);
+	return set && set->open ? set : NULL;
+}
+
+bool hk_epoll_known(int fd)
+{
+	return atomic_load_explicit(&open_sets, memory_order_relaxed) && set_of(fd);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int left_ms(int64_t deadline)
+{
+	int64_t left;
+
+	if (deadline < 0)
+		return -1;
+	left = deadline - now_ms();
+	return left > 0 ? (int)left : 0;
+}
+
+/* A connection whose readiness the kernel cannot see. */
+static struct sl_sock *ring_socket(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+	enum sl_state st;
+
+	if (!s)
+		return NULL;
+	st = sl_sock_state(s);
+	return st == SL_CONNECTED || st == SL_CONNECTING ? s : NULL;
+}
+
+static bool wants_emulation(int fd)
+{
+	return ring_socket(fd) || set_of(fd);
+}
+
+/* Should the hook remember fd as a member at all?  Sockets libscilan knows
+ * can change state (a fresh socket connects), epoll sets can be nested;
+ * anything else is a plain kernel member the hook never looks at again. */
+static bool tracked(int fd)
+{
+	return sl_sock_get(fd) || set_of(fd);
+}
+
+static struct member *find(struct epset *set, int fd)
+{
+	for (int i = 0; i < set->n; i++)
+		if (set->m[i].fd == fd)
+			return &set->m[i];
+	return NULL;
+}
+
+static void to_kernel_mode(int epfd, struct member *m, bool want_kernel)
+{
+	struct epoll_event ev = { .events = m->events, .data = m->data };
+
+	if (m->in_kernel == want_kernel)
+		return;
+	if (want_kernel) {
+		if (sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, m->fd, &ev) == 0 ||
+		    (errno == EEXIST && sl_sys.epoll_ctl(epfd, EPOLL_CTL_MOD, m->fd, &ev) == 0))
+			m->in_kernel = true;
+	} else {
+		sl_sys.epoll_ctl(epfd, EPOLL_CTL_DEL, m->fd, NULL);
+		m->in_kernel = false;
+	}
+}
+
+/* Members move between the kernel set and the emulation as their sockets
+ * change state (connect completes, a connect falls back to plain TCP). */
+static int reconcile(int epfd, struct epset *set)
+{
+	int emulated = 0;
+
+	for (int i = 0; i < set->n; i++) {
+		struct member *m = &set->m[i];
+
+		to_kernel_mode(epfd, m, !wants_emulation(m->fd));
+		emulated += !m->in_kernel && !m->disarmed;
+	}
+	return emulated;
+}
+
+HK_EXPORT int epoll_create1(int flags)
+{
+	int fd;
+	struct epset *set, *fresh = NULL;
+
+	hk_enter();
+	fd = sl_sys.epoll_create1(flags);
+	if (fd < 0 || fd >= MAX_SET_FD)
+		return fd;
+	set = atomic_load(&sets[fd]);
+	if (!set) {
+		fresh = calloc(1, sizeof(*fresh));
+		if (!fresh)
+			return fd; /* a kernel-only set: scilan members will not be seen */
+		pthread_mutex_init(&fresh->lock, NULL);
+		if (!atomic_compare_exchange_strong(&sets[fd], &set, fresh)) {
+			free(fresh);
+		} else {
+			set = fresh;
+		}
+	}
+	pthread_mutex_lock(&set->lock);
+	set->n = 0;
+	set->open = true;
+	pthread_mutex_unlock(&set->lock);
+	atomic_fetch_add(&open_sets, 1);
+	for (int hi = atomic_load(&highest_set_fd); hi < fd && !atomic_compare_exchange_weak(&highest_set_fd, &hi, fd);)
+		;
+	return fd;
+}
+
+HK_EXPORT int epoll_create(int size)
+{
+	if (size <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return epoll_create1(0);
+}
+
+static void remove_at(struct epset *set, struct member *m)
+{
+	*m = set->m[--set->n];
+}
+
+static int add_member(int epfd, struct epset *set, int fd, const struct epoll_event *ev)
+{
+	struct member *m;
+	struct epset *inner;
+
+	if (find(set, fd)) {
+		errno = EEXIST;
+		return -1;
+	}
+	if ((inner = set_of(fd))) {
+		/* The kernel cannot see a loop through emulated members. */
+		pthread_mutex_lock(&inner->lock);
+		bool loop = find(inner, epfd) != NULL;
+		pthread_mutex_unlock(&inner->lock);
+		if (loop) {
+			errno = ELOOP;
+			return -1;
+		}
+	}
+	if (set->n == set->cap) {
+		int cap = set->cap ? set->cap * 2 : 16;
+		struct member *grown = realloc(set->m, (size_t)cap * sizeof(*grown));
+
+		if (!grown) {
+			errno = ENOMEM;
+			return -1;
+		}
+		set->m = grown;
+		set->cap = cap;
+	}
+	m = &set->m[set->n];
+	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data };
+	if (!wants_emulation(fd)) {
+		struct epoll_event kev = *ev;
+
+		if (sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &kev) < 0)
+			return -1;
+		m->in_kernel = true;
+	}
+	set->n++;
+	return 0;
+}
+
+HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	struct epset *set;
+	struct member *m;
+	int r = 0;
+
+	hk_enter();
+	set = set_of(epfd);
+	if (!set || epfd == fd)
+		return sl_sys.epoll_ctl(epfd, op, fd, ev);
+	pthread_mutex_lock(&set->lock);
+	m = find(set, fd);
+	if (!m && !tracked(fd)) {
+		pthread_mutex_unlock(&set->lock);
+		return sl_sys.epoll_ctl(epfd, op, fd, ev);
+	}
+	if (op != EPOLL_CTL_DEL && !ev) {
+		errno = EFAULT;
+		r = -1;
+	} else if (op == EPOLL_CTL_ADD) {
+		r = add_member(epfd, set, fd, ev);
+	} else if (op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) {
+		if (!m) {
+			errno = ENOENT;
+			r = -1;
+		} else if (m->in_kernel && sl_sys.epoll_ctl(epfd, op, fd, ev) < 0) {
+			r = -1;
+		} else if (op == EPOLL_CTL_DEL) {
+			remove_at(set, m);
+		} else {
+			m->events = ev->events;
+			m->data = ev->data;
+			m->disarmed = false;
+			m->et_reported = 0;
+		}
+	} else {
+		errno = EINVAL;
+		r = -1;
+	}
+	pthread_mutex_unlock(&set->lock);
+	return r;
+}
+
+/* Poll events to ask for member m: under EPOLLET, an event already reported
+ * is asked again only after its edge (new data, a send that found the ring
+ * full, a state change).  0 means nothing to wait for. */
+static short wanted(struct member *m, struct sl_sock *s)
+{
+	uint32_t ev = m->events & EVENT_BITS;
+	uint32_t state;
+	uint64_t written;
+
+	if (!(m->events & EPOLLET) || !m->et_reported || !s || sl_sock_state(s) != SL_CONNECTED)
+		return (short)ev;
+	state = atomic_load(&s->own_ctl->peer_state) | (uint32_t)atomic_load(&s->reset) << 31;
+	if (state != m->et_state_mark)
+		return (short)ev;
+	if (m->et_reported & (EPOLLHUP | EPOLLERR))
+		return -1; /* nothing more can happen on this connection */
+	/* Data left unread since the report is no new edge; an empty ring is
+	 * asked for, as the next arrival is one. */
+	written = atomic_load(s->rx.write_idx);
+	if ((m->et_reported & EPOLLIN) && written == m->et_rx_mark && written != s->rx.read)
+		ev &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
+	/* Writable again only after a send found the ring full, as TCP's
+	 * write-space wake-up needs a send that ran out of room. */
+	if ((m->et_reported & EPOLLOUT) && atomic_load(&s->tx_blocked) == m->et_tx_mark)
+		ev &= ~(uint32_t)EPOLLOUT;
+	return ev ? (short)ev : -1;
+}
+
+static void mark_reported(struct member *m, struct sl_sock *s, uint32_t revents)
+{
+	if (m->events & EPOLLONESHOT)
+		m->disarmed = true;
+	if (!(m->events & EPOLLET) || !s || sl_sock_state(s) != SL_CONNECTED)
+		return;
+	m->et_reported = revents;
+	m->et_rx_mark = atomic_load(s->rx.write_idx);
+	m->et_tx_mark = atomic_load(&s->tx_blocked);
+	m->et_state_mark = atomic_load(&s->own_ctl->peer_state) | (uint32_t)atomic_load(&s->reset) << 31;
+}
+
+/* What one wait polls: the set's own kernel fd first, then per emulated
+ * member one entry, or for a nested emulated set its kernel fd and its
+ * connections (one level deep). */
+struct plan {
+	struct pollfd *pfds;
+	int *owner; /* pfds[i] belongs to member fd owner[i] (-1: the set itself) */
+	int n, cap;
+};
+
+static int plan_add(struct plan *p, int fd, short events, int owner)
+{
+	if (p->n == p->cap) {
+		int cap = p->cap ? p->cap * 2 : 32;
+		struct pollfd *pf = realloc(p->pfds, (size_t)cap * sizeof(*pf));
+		int *ow;
+
+		if (!pf)
+			return -1;
+		p->pfds = pf;
+		ow = realloc(p->owner, (size_t)cap * sizeof(*ow));
+		if (!ow)
+			return -1;
+		p->owner = ow;
+		p->cap = cap;
+	}
+	p->pfds[p->n] = (struct pollfd){ .fd = fd, .events = events };
+	p->owner[p->n++] = owner;
+	return 0;
+}
+
+/* The inner set's connections, level-triggered: the kernel calls a nested
+ * set ready when its ready list is not empty. */
+static int plan_nested(struct plan *p, struct epset *inner, int inner_fd)
+{
+	int r = plan_add(p, inner_fd, POLLIN, inner_fd);
+
+	pthread_mutex_lock(&inner->lock);
+	reconcile(inner_fd, inner);
+	for (int i = 0; i < inner->n && r == 0; i++) {
+		struct member *im = &inner->m[i];
+
+		if (!im->in_kernel && !im->disarmed && ring_socket(im->fd))
+			r = plan_add(p, im->fd, (short)(im->events & EVENT_BITS), inner_fd);
+	}
+	pthread_mutex_unlock(&inner->lock);
+	return r;
+}
+
+static int plan_set(struct plan *p, int epfd, struct epset *set)
+{
+	if (plan_add(p, epfd, POLLIN, -1) < 0)
+		return -1;
+	for (int i = 0; i < set->n; i++) {
+		struct member *m = &set->m[i];
+		struct epset *inner;
+		short ev;
+
+		if (m->in_kernel || m->disarmed)
+			continue;
+		if ((inner = set_of(m->fd))) {
+			if (plan_nested(p, inner, m->fd) < 0)
+				return -1;
+			continue;
+		}
+		ev = wanted(m, ring_socket(m->fd));
+		if (ev >= 0 && plan_add(p, m->fd, ev, m->fd) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The events the plan found for member fd. */
+static uint32_t revents_of(const struct plan *p, int fd)
+{
+	uint32_t rev = 0;
+
+	for (int i = 1; i < p->n; i++)
+		if (p->owner[i] == fd)
+			rev |= (uint32_t)p->pfds[i].revents;
+	return rev;
+}
+
+static int collect(struct epset *set, const struct plan *p, struct epoll_event *evs, int max)
+{
+	int got = 0;
+
+	for (int k = 0; k < set->n && got < max; k++) {
+		int i = (int)((set->rotate + (unsigned)k) % (unsigned)set->n);
+		struct member *m = &set->m[i];
+		uint32_t rev;
+
+		if (m->in_kernel || m->disarmed)
+			continue;
+		rev = revents_of(p, m->fd);
+		if (set_of(m->fd))
+			rev = rev ? EPOLLIN : 0; /* a nested set is readable */
+		rev &= (m->events & EVENT_BITS) | EPOLLHUP | EPOLLERR;
+		if (!rev)
+			continue;
+		evs[got].events = rev;
+		evs[got].data = m->data;
+		got++;
+		mark_reported(m, ring_socket(m->fd), rev);
+	}
+	if (set->n)
+		set->rotate = (set->rotate + 1) % (unsigned)set->n;
+	return got;
+}
+
+static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int max, int timeout,
+		    const sigset_t *mask)
+{
+	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	struct plan p = { 0 };
+	int r;
+
+	for (;;) {
+		int got = 0;
+
+		pthread_mutex_lock(&set->lock);
+		if (!reconcile(epfd, set)) {
+			pthread_mutex_unlock(&set->lock);
+			free(p.pfds);
+			free(p.owner);
+			return sl_sys.epoll_pwait(epfd, evs, max, left_ms(deadline), mask);
+		}
+		p.n = 0;
+		r = plan_set(&p, epfd, set);
+		pthread_mutex_unlock(&set->lock);
+		if (r < 0) {
+			errno = ENOMEM;
+			break;
+		}
+		r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left_ms(deadline), mask);
+		if (r < 0)
+			break;
+		pthread_mutex_lock(&set->lock);
+		got = collect(set, &p, evs, max);
+		pthread_mutex_unlock(&set->lock);
+		if ((p.pfds[0].revents & POLLIN) && got < max) {
+			r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
+			if (r > 0)
+				got += r;
+		}
+		if (got || left_ms(deadline) == 0) {
+			r = got;
+			break;
+		}
+	}
+	free(p.pfds);
+	free(p.owner);
+	return r;
+}
+
+HK_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
+{
+	struct epset *set;
+
+	hk_enter();
+	set = set_of(epfd);
+	if (!set)
+		return sl_sys.epoll_pwait(epfd, evs, max, timeout, mask);
+	if (max <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!evs) {
+		errno = EFAULT;
+		return -1;
+	}
+	return wait_set(epfd, set, evs, max, timeout, mask);
+}
+
+HK_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+{
+	return epoll_pwait(epfd, evs, max, timeout, NULL);
+}
+
+void hk_epoll_forget_fd(int fd)
+{
+	struct epset *set;
+	struct sl_sock *s;
+
+	if (!atomic_load_explicit(&open_sets, memory_order_relaxed))
+		return;
+	set = set_of(fd);
+	if (set) {
+		pthread_mutex_lock(&set->lock);
+		set->open = false;
+		set->n = 0;
+		pthread_mutex_unlock(&set->lock);
+		atomic_fetch_sub(&open_sets, 1);
+	}
+	/* The kernel drops a member when its last descriptor closes. */
+	s = sl_sock_get(fd);
+	if (!set && (!s || atomic_load(&s->fd_refs) > 1))
+		return;
+	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+		struct epset *other = atomic_load_explicit(&sets[e], memory_order_acquire);
+		struct member *m;
+
+		if (!other || !other->open)
+			continue;
+		pthread_mutex_lock(&other->lock);
+		if ((m = find(other, fd)))
+			remove_at(other, m); /* a kernel entry goes with the fd by itself */
+		pthread_mutex_unlock(&other->lock);
+	}
+}
+
+/* poll/select entries that are emulated epoll sets become their nested
+ * plan; the set's entry is ready when any part of it is. */
+int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+{
+	struct plan p = { 0 };
+	int r, ready = 0;
+	bool nested = false;
+
+	for (nfds_t i = 0; i < n && !nested; i++)
+		nested = set_of(fds[i].fd) != NULL;
+	if (!nested)
+		return sl_poll_sigmask(fds, n, timeout_ms, mask);
+	for (nfds_t i = 0; i < n; i++) {
+		struct epset *inner = set_of(fds[i].fd);
+
+		if (inner && (fds[i].events & POLLIN))
+			r = plan_nested(&p, inner, fds[i].fd);
+		else
+			r = plan_add(&p, fds[i].fd, fds[i].events, -2 - (int)i);
+		if (r < 0) {
+			free(p.pfds);
+			free(p.owner);
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, timeout_ms, mask);
+	if (r >= 0) {
+		for (nfds_t i = 0; i < n; i++) {
+			fds[i].revents = 0;
+			for (int k = 0; k < p.n; k++)
+				if (p.owner[k] == -2 - (int)i || (p.owner[k] == fds[i].fd && set_of(fds[i].fd)))
+					fds[i].revents |= p.pfds[k].revents;
+			if (set_of(fds[i].fd) && fds[i].revents)
+				fds[i].revents = POLLIN;
+			ready += fds[i].revents != 0;
+		}
+		r = ready;
+	}
+	free(p.pfds);
+	free(p.owner);
+	return r;
+}

@@ -1,0 +1,144 @@
+/* fd_calls.c — descriptor-level calls on scilan sockets: fcntl and ioctl
+ * (non-blocking mode, queue sizes), the dup family (a duplicate names the same
+ * connection), and vfork (run as fork: a vfork child shares our memory).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+
+#include "hook.h"
+#include "sock.h"
+
+static void note_nonblock(int fd, bool on)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	if (s)
+		atomic_store_explicit(&s->nonblock_hint, on, memory_order_relaxed);
+}
+
+/* newfd now names what fd names, in the table too. */
+static int alias_result(int fd, int newfd)
+{
+	struct sl_sock *s;
+
+	if (newfd < 0 || newfd == fd)
+		return newfd;
+	s = sl_sock_get(fd);
+	if (s && sl_sock_alias(newfd, s) < 0) {
+		/* No table slot: a duplicate we cannot serve would read the kernel
+		 * socket and see none of the ring's data. */
+		sl_sys.close(newfd);
+		errno = EMFILE;
+		return -1;
+	}
+	return newfd;
+}
+
+/* dup2/dup3 onto an open scilan socket closes that socket first. */
+static void release_target(int newfd)
+{
+	if (sl_sock_get(newfd) || hk_epoll_known(newfd)) {
+		hk_epoll_forget_fd(newfd);
+		sl_sock_release(newfd);
+	}
+}
+
+HK_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	unsigned long arg;
+	int r;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, unsigned long); /* unused by commands without one; harmless to read on x86-64 */
+	va_end(ap);
+	hk_enter();
+	r = sl_sys.fcntl(fd, cmd, arg);
+	if (r < 0 || !sl_sock_get(fd))
+		return r;
+	if (cmd == F_SETFL)
+		note_nonblock(fd, (arg & O_NONBLOCK) != 0);
+	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		return alias_result(fd, r);
+	return r;
+}
+
+HK_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	unsigned long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, unsigned long);
+	va_end(ap);
+	return fcntl(fd, cmd, arg);
+}
+
+HK_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	struct sl_sock *s;
+	int r;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	hk_enter();
+	s = sl_sock_connected(fd);
+	if (s && (req == FIONREAD || req == SIOCOUTQ)) {
+		int64_t n;
+
+		if (!arg) {
+			errno = EFAULT;
+			return -1;
+		}
+		if (req == FIONREAD) {
+			sl_lock(&s->rx_lock);
+			n = s->seg ? sl_ring_rx_avail_fresh(&s->rx) : 0;
+			sl_unlock(&s->rx_lock);
+		} else {
+			sl_lock(&s->tx_lock);
+			n = s->seg ? (int64_t)(s->tx.write - atomic_load(s->tx.read_copy)) : 0;
+			sl_unlock(&s->tx_lock);
+		}
+		*(int *)arg = n < 0 ? 0 : (int)n;
+		return 0;
+	}
+	r = sl_sys.ioctl(fd, req, arg);
+	if (r == 0 && req == FIONBIO && arg)
+		note_nonblock(fd, *(int *)arg != 0);
+	return r;
+}
+
+HK_EXPORT int dup(int fd)
+{
+	hk_enter();
+	return alias_result(fd, sl_sys.dup(fd));
+}
+
+HK_EXPORT int dup2(int fd, int newfd)
+{
+	hk_enter();
+	if (fd != newfd && fcntl(fd, F_GETFD) >= 0)
+		release_target(newfd);
+	return alias_result(fd, sl_sys.dup2(fd, newfd));
+}
+
+HK_EXPORT int dup3(int fd, int newfd, int flags)
+{
+	hk_enter();
+	if (fd != newfd && fcntl(fd, F_GETFD) >= 0)
+		release_target(newfd);
+	return alias_result(fd, sl_sys.dup3(fd, newfd, flags));
+}
+
+HK_EXPORT pid_t vfork(void)
+{
+	hk_enter();
+	return fork();
+}

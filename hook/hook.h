@@ -1,0 +1,35 @@
+/* hook.h — what the LD_PRELOAD hook's files share: lazy initialisation (the
+ * table of next definitions must be filled before any interposed call runs,
+ * even one made by another library's constructor) and the epoll emulation.
+ */
+#ifndef SCILAN_HOOK_H
+#define SCILAN_HOOK_H
+
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/epoll.h>
+
+#include "sys.h"
+
+#define HK_EXPORT __attribute__((visibility("default")))
+
+extern _Atomic bool hk_ready;
+void hk_init_slow(void);
+
+static inline void hk_enter(void)
+{
+	if (__builtin_expect(!__atomic_load_n((bool *)&hk_ready, __ATOMIC_ACQUIRE), 0))
+		hk_init_slow();
+}
+
+/* epoll.c: does fd name an epoll set the hook emulates (one with scilan
+ * members, or any set created through the hook)? */
+bool hk_epoll_known(int fd);
+/* Forget fd everywhere the emulation remembers it (it is being closed). */
+void hk_epoll_forget_fd(int fd);
+/* Expand poll entries that are emulated epoll sets into their scilan members
+ * and wait (poll_calls.c uses it for poll/ppoll/select/pselect). */
+int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
+
+#endif

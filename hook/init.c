@@ -1,0 +1,49 @@
+/* init.c — the hook's start and end: fills the table of libc's definitions
+ * before the first interposed call, and prints the SCILAN_STATS line when the process exits.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hook.h"
+#include "log.h"
+#include "stats.h"
+
+_Atomic bool hk_ready;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static bool print_stats;
+/* Calls made while initialising (sl_config may close a descriptor) reach
+ * the wrappers too: they must go straight through, not wait for the once. */
+static __thread bool initialising;
+
+static void init(void)
+{
+	const char *v = getenv("SCILAN_STATS");
+
+	initialising = true;
+	sl_sys_use_next();
+	print_stats = v && *v && strcmp(v, "0") != 0;
+	(void)sl_config();
+	atomic_store_explicit(&hk_ready, true, memory_order_release);
+	initialising = false;
+}
+
+void hk_init_slow(void)
+{
+	if (initialising)
+		return;
+	pthread_once(&init_once, init);
+}
+
+__attribute__((constructor)) static void hook_start(void)
+{
+	hk_enter();
+}
+
+__attribute__((destructor)) static void hook_end(void)
+{
+	if (print_stats)
+		sl_stats_print(STDERR_FILENO);
+}

@@ -1,0 +1,255 @@
+/* io_calls.c — the data calls the hook interposes (read/write, the send and
+ * recv families, the vector forms, sendfile, and glibc's _chk fortify
+ * variants): rings for connected scilan sockets, the kernel for every other fd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "hook.h"
+#include "scilan.h"
+#include "sock.h"
+
+static ssize_t send_one(struct sl_sock *s, const void *buf, size_t len, int flags)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return sl_sendv(s, &iov, 1, flags);
+}
+
+static ssize_t recv_one(struct sl_sock *s, void *buf, size_t len, int flags)
+{
+	struct iovec iov = { buf, len };
+
+	return sl_recvv(s, &iov, 1, flags);
+}
+
+HK_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	struct sl_sock *s;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	return s ? recv_one(s, buf, len, 0) : sl_sys.read(fd, buf, len);
+}
+
+HK_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct sl_sock *s;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	return s ? send_one(s, buf, len, 0) : sl_sys.write(fd, buf, len);
+}
+
+HK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	struct sl_sock *s;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	return s ? sl_recvv(s, iov, cnt, 0) : sl_sys.readv(fd, iov, cnt);
+}
+
+HK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	struct sl_sock *s;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	return s ? sl_sendv(s, iov, cnt, 0) : sl_sys.writev(fd, iov, cnt);
+}
+
+HK_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	hk_enter();
+	return scilan_send(fd, buf, len, flags);
+}
+
+HK_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	hk_enter();
+	return scilan_recv(fd, buf, len, flags);
+}
+
+HK_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to, socklen_t tolen)
+{
+	struct sl_sock *s;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	/* TCP ignores the address on a connected socket. */
+	return s ? send_one(s, buf, len, flags) : sl_sys.sendto(fd, buf, len, flags, to, tolen);
+}
+
+HK_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
+{
+	struct sl_sock *s;
+	ssize_t n;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	if (!s)
+		return sl_sys.recvfrom(fd, buf, len, flags, from, fromlen);
+	n = recv_one(s, buf, len, flags);
+	if (n >= 0 && from && fromlen)
+		*fromlen = 0; /* TCP reports no source address */
+	return n;
+}
+
+HK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	hk_enter();
+	return scilan_sendmsg(fd, msg, flags);
+}
+
+HK_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	hk_enter();
+	return scilan_recvmsg(fd, msg, flags);
+}
+
+/* Window of the file mapped at a time: the copy goes straight from the page
+ * cache into the peer's ring, as the kernel's sendfile skips user space. */
+#define SENDFILE_WINDOW (4u << 20)
+
+static ssize_t sendfile_mapped(struct sl_sock *s, int in_fd, off_t start, size_t count)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t done = 0;
+
+	while (done < count) {
+		off_t at = start + (off_t)done;
+		off_t base = at & ~((off_t)page - 1);
+		size_t want = count - done < SENDFILE_WINDOW ? count - done : SENDFILE_WINDOW;
+		size_t maplen = want + (size_t)(at - base);
+		void *map = mmap(NULL, maplen, PROT_READ, MAP_SHARED, in_fd, base);
+		ssize_t n;
+
+		if (map == MAP_FAILED)
+			return done ? (ssize_t)done : -1;
+		n = send_one(s, (char *)map + (at - base), want, MSG_NOSIGNAL);
+		munmap(map, maplen);
+		if (n < 0) {
+			if (done)
+				break;
+			if (errno == EPIPE)
+				raise(SIGPIPE);
+			return -1;
+		}
+		done += (size_t)n;
+		if ((size_t)n < want)
+			break;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t sendfile_copied(struct sl_sock *s, int in_fd, off_t *offset, size_t count)
+{
+	char *buf = malloc(64 << 10);
+	size_t done = 0;
+
+	if (!buf)
+		return -1;
+	while (done < count) {
+		size_t want = count - done < (64u << 10) ? count - done : (64u << 10);
+		ssize_t got = offset ? pread(in_fd, buf, want, *offset + (off_t)done) : sl_sys.read(in_fd, buf, want);
+		ssize_t n;
+
+		if (got <= 0) {
+			if (got < 0 && !done) {
+				free(buf);
+				return -1;
+			}
+			break;
+		}
+		n = send_one(s, buf, (size_t)got, 0);
+		if (n > 0)
+			done += (size_t)n;
+		if (n < got) {
+			/* Give back what was read but not sent, as the kernel's
+			 * sendfile consumes only what it sent. */
+			if (!offset)
+				lseek(in_fd, -(off_t)(got - (n > 0 ? n : 0)), SEEK_CUR);
+			if (n < 0 && !done) {
+				free(buf);
+				return -1;
+			}
+			break;
+		}
+	}
+	free(buf);
+	if (offset)
+		*offset += (off_t)done;
+	return (ssize_t)done;
+}
+
+HK_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	struct sl_sock *s;
+	struct stat st;
+	off_t start;
+	ssize_t n;
+
+	hk_enter();
+	s = sl_sock_connected(out_fd);
+	if (!s)
+		return sl_sys.sendfile(out_fd, in_fd, offset, count);
+	if (count > 0x7ffff000)
+		count = 0x7ffff000; /* the kernel's cap on one transfer */
+	if (fstat(in_fd, &st) < 0)
+		return -1;
+	if (!S_ISREG(st.st_mode) || count == 0)
+		return sendfile_copied(s, in_fd, offset, count);
+	start = offset ? *offset : lseek(in_fd, 0, SEEK_CUR);
+	if (start < 0)
+		return -1;
+	if (start >= st.st_size)
+		return 0;
+	if ((off_t)count > st.st_size - start)
+		count = (size_t)(st.st_size - start);
+	n = sendfile_mapped(s, in_fd, start, count);
+	if (n > 0) {
+		if (offset)
+			*offset += n;
+		else
+			lseek(in_fd, start + n, SEEK_SET);
+	}
+	return n;
+}
+
+HK_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	return sendfile(out_fd, in_fd, offset, count);
+}
+
+/* Fortified builds (-D_FORTIFY_SOURCE) call these instead of read/recv. */
+HK_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		abort();
+	return read(fd, buf, len);
+}
+
+HK_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		abort();
+	return recv(fd, buf, len, flags);
+}
+
+HK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, struct sockaddr *from,
+				 socklen_t *fromlen)
+{
+	if (len > buflen)
+		abort();
+	return recvfrom(fd, buf, len, flags, from, fromlen);
+}

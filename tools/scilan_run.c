@@ -1,0 +1,123 @@
+/* scilan_run.c — the launcher: runs an unmodified program with the scilan
+ * preload hook and the settings given as options, and exits with its status
+ * (it execs the program, so the status is the program's own).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: scilan_run [options] [--] CMD [ARGS...]\n"
+		"Run CMD with its TCP connections to cluster peers over scilan.\n\n"
+		"  -p, --poll-us N    spin N microseconds before sleeping (0: interrupt mode)\n"
+		"  -r, --ring-kb N    receive ring size in KiB\n"
+		"  -s, --stats        print a statistics line per process at exit\n"
+		"  -l, --log LEVEL    log to stderr: error|warn|info|debug\n"
+		"  -c, --conf FILE    cluster map (default $SCILAN_CONF or /etc/scilan/cluster.conf)\n"
+		"  -h, --help         this help\n");
+}
+
+static int check_uint(const char *opt, const char *v, long max)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end || !*v || n < 0 || n > max) {
+		fprintf(stderr, "scilan_run: %s wants an integer in [0, %ld], not '%s'\n", opt, max, v);
+		return -1;
+	}
+	return 0;
+}
+
+/* The hook lives next to us: <prefix>/bin/scilan_run, <prefix>/lib/libscilan_preload.so. */
+static int find_preload(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+	const char *env = getenv("SCILAN_PRELOAD_LIB");
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return access(out, R_OK);
+	}
+	if (n < 0)
+		return -1;
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')))
+		*slash = '\0';
+	if ((size_t)snprintf(out, len, "%s/../lib/libscilan_preload.so", self) >= len)
+		return -1;
+	return access(out, R_OK);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "poll-us", required_argument, NULL, 'p' }, { "ring-kb", required_argument, NULL, 'r' },
+		{ "stats", no_argument, NULL, 's' },         { "log", required_argument, NULL, 'l' },
+		{ "conf", required_argument, NULL, 'c' },    { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char lib[PATH_MAX], preload[2 * PATH_MAX];
+	const char *old;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+p:r:sl:c:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (check_uint("--poll-us", optarg, 1000000) < 0)
+				return 2;
+			setenv("SCILAN_POLL_US", optarg, 1);
+			break;
+		case 'r':
+			if (check_uint("--ring-kb", optarg, 1 << 20) < 0)
+				return 2;
+			setenv("SCILAN_RING_KB", optarg, 1);
+			break;
+		case 's':
+			setenv("SCILAN_STATS", "1", 1);
+			break;
+		case 'l':
+			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
+			    strcmp(optarg, "debug")) {
+				fprintf(stderr, "scilan_run: --log wants error|warn|info|debug, not '%s'\n", optarg);
+				return 2;
+			}
+			setenv("SCILAN_LOG", optarg, 1);
+			break;
+		case 'c':
+			setenv("SCILAN_CONF", optarg, 1);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "scilan_run: no command given\n");
+		usage(stderr);
+		return 2;
+	}
+	if (find_preload(lib, sizeof(lib)) < 0) {
+		fprintf(stderr, "scilan_run: cannot find libscilan_preload.so next to this program (%s)\n", lib);
+		return 127;
+	}
+	old = getenv("LD_PRELOAD");
+	snprintf(preload, sizeof(preload), "%s%s%s", lib, old && *old ? " " : "", old && *old ? old : "");
+	setenv("LD_PRELOAD", preload, 1);
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "scilan_run: %s: %s\n", argv[optind], strerror(errno));
+	return errno == ENOENT ? 127 : 126;
+}
