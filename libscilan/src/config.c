@@ -62,6 +62,19 @@ static long long read_int_setting(const char *name, long long min, long long max
 	return out;
 }
 
+/* A bad map must never break the application: it is reported naming file
+ * and line, and the process then runs entirely over the kernel, as without
+ * scilan (no runtime directory: no listener is published, none is looked up). */
+static void load_map(void)
+{
+	char err[512];
+
+	if (sl_cluster_map_load(sl_cluster_map_path(), &config.map, err, sizeof(err)) < 0) {
+		sl_err("%s; scilan is off in this process: every connection uses kernel TCP", err);
+		config.rundir[0] = '\0';
+	}
+}
+
 static void load_config(void)
 {
 	pthread_atfork(sl_sock_count_fork, NULL, sl_sock_after_fork_child);
@@ -73,6 +86,7 @@ static void load_config(void)
 		<< 10);
 	if (sl_rundir_prepare(config.rundir, sizeof(config.rundir)) < 0)
 		config.rundir[0] = '\0';
+	load_map();
 }
 
 const struct sl_config *sl_config(void)

@@ -1,10 +1,13 @@
 /* config.h — the process-wide settings read once from the environment
- * (SCILAN_POLL_US, SCILAN_RING_KB, SCILAN_LOG, SCILAN_RUNDIR).
+ * (SCILAN_POLL_US, SCILAN_RING_KB, SCILAN_LOG, SCILAN_RUNDIR) and the
+ * cluster map ($SCILAN_CONF).
  */
 #ifndef SCILAN_CONFIG_H
 #define SCILAN_CONFIG_H
 
 #include <stdint.h>
+
+#include "cluster_map.h"
 
 /* Defaults chosen by measurement (see README.md, "Tuning"). */
 #define SL_DEFAULT_POLL_US 25
@@ -15,6 +18,7 @@ struct sl_config {
 	int poll_us;             /* spin before sleeping; 0 = interrupt mode */
 	uint64_t ring_bytes;     /* default receive ring capacity */
 	char rundir[4096];       /* per-user runtime directory ("" = none usable) */
+	struct sl_cluster_map map; /* $SCILAN_CONF; empty if missing or bad (reported once) */
 };
 
 /* The settings, parsed on first use; bad values are reported and replaced by defaults. */

@@ -4,6 +4,7 @@
  * are single bytes on the connection's kernel TCP socket.
  */
 #include <dirent.h>
+#include <ifaddrs.h>
 #include <errno.h>
 #include <signal.h>
 #include <netinet/in.h>
@@ -84,7 +85,7 @@ static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key 
 
 static void shm_listen_unregister(struct sl_sock *s)
 {
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < SL_MAX_REG; i++) {
 		if (s->reg_fd[i] >= 0)
 			sl_registry_remove(s->reg_fd[i], s->reg_path[i]);
 		s->reg_fd[i] = -1;
@@ -120,8 +121,56 @@ static void sweep_stale_offers(void)
 	closedir(dir);
 }
 
+/* Is addr assigned to an interface of our network namespace? */
+static bool address_is_ours(const struct sl_key *addr)
+{
+	struct ifaddrs *ifs, *i;
+	bool ours = false;
+
+	if (getifaddrs(&ifs) < 0)
+		return false;
+	for (i = ifs; i && !ours; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != addr->family)
+			continue;
+		if (addr->family == AF_INET)
+			ours = memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr->addr, 4) == 0;
+		else
+			ours = memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr->addr, 16) == 0;
+	}
+	freeifaddrs(ifs);
+	return ours;
+}
+
+/* A wildcard listener is also published under each cluster-map address of
+ * this namespace, the names peers on other nodes look up. */
+static int register_map_aliases(struct sl_sock *s, const struct sl_key *local, bool dual_stack)
+{
+	static const unsigned char any[16];
+	const struct sl_cluster_map *map = &sl_config()->map;
+	int slot = 2;
+
+	if (memcmp(local->addr, any, local->family == AF_INET ? 4 : 16) != 0)
+		return 0;
+	for (size_t i = 0; i < map->count && slot < SL_MAX_REG; i++) {
+		struct sl_key alias = map->entries[i].addr;
+
+		if (map->entries[i].fabric != SL_MAP_SHM ||
+		    (alias.family != local->family && !(dual_stack && alias.family == AF_INET)) ||
+		    !address_is_ours(&alias))
+			continue;
+		alias.port = local->port;
+		s->reg_fd[slot] = sl_registry_add(&alias, s->ring_bytes, s->reg_path[slot], sizeof(s->reg_path[slot]));
+		if (s->reg_fd[slot] < 0)
+			return -1;
+		slot++;
+	}
+	return 0;
+}
+
 static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 {
+	bool dual_stack = is_dual_stack_wildcard(s, local);
+
 	struct sl_key v4_any = { .family = AF_INET, .port = local->port };
 
 	/* Listening is rare and slow anyway: the place to tidy up after the dead. */
@@ -132,12 +181,16 @@ static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 	if (s->reg_fd[0] < 0)
 		return -1;
 	/* A dual-stack [::] listener also takes IPv4 connections. */
-	if (is_dual_stack_wildcard(s, local)) {
+	if (dual_stack) {
 		s->reg_fd[1] = sl_registry_add(&v4_any, s->ring_bytes, s->reg_path[1], sizeof(s->reg_path[1]));
 		if (s->reg_fd[1] < 0) {
 			shm_listen_unregister(s);
 			return -1;
 		}
+	}
+	if (register_map_aliases(s, local, dual_stack) < 0) {
+		shm_listen_unregister(s);
+		return -1;
 	}
 	return 0;
 }

@@ -49,6 +49,8 @@ struct sl_lock {
 	_Atomic int busy;  /* tid of the owner while inside, else 0 */
 };
 
+#define SL_MAX_REG 8
+
 struct sl_sock {
 	int fd;                 /* the kernel fd our own calls use (one of the aliases) */
 	_Atomic int fd_refs;    /* table slots naming this socket: dup() adds aliases */
@@ -69,8 +71,9 @@ struct sl_sock {
 	bool nodelay;
 
 	/* listener */
-	int reg_fd[2];          /* registry entries held (OFD read lock), -1 if none; */
-	char reg_path[2][256];  /* [1] is the IPv4 alias of a dual-stack IPv6 listener */
+	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */
+	char reg_path[SL_MAX_REG][256]; /* [0] as bound, [1] the IPv4 alias of a dual-stack IPv6
+					 * listener, then the cluster-map addresses of a wildcard one */
 
 	/* connection */
 	void *seg;

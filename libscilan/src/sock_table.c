@@ -123,8 +123,10 @@ reset:
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
 	s->nodelay = false;
-	s->reg_fd[0] = s->reg_fd[1] = -1;
-	s->reg_path[0][0] = s->reg_path[1][0] = '\0';
+	for (int i = 0; i < SL_MAX_REG; i++) {
+		s->reg_fd[i] = -1;
+		s->reg_path[i][0] = '\0';
+	}
 	s->own_area = 0;
 	sl_segment_unbind(s);
 	s->state_to_peer = 0;
