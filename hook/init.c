@@ -1,5 +1,6 @@
 /* init.c — the hook's start and end: fills the table of libc's definitions
- * before the first interposed call, and prints the SCILAN_STATS line when the process exits.
+ * before the first interposed call, adopts connections handed over by exec,
+ * and prints the SCILAN_STATS line when the process exits.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "handover.h"
 #include "hook.h"
 #include "log.h"
 #include "stats.h"
@@ -18,6 +20,18 @@ static bool print_stats;
  * the wrappers too: they must go straight through, not wait for the once. */
 static __thread bool initialising;
 
+/* Connections an earlier image of this process handed over across exec. */
+static void adopt_handed_over(void)
+{
+	const char *list = getenv(SL_HANDOVER_ENV);
+
+	if (!list)
+		return;
+	sl_handover_adopt(list);
+	/* Our own children must not adopt descriptors they do not have. */
+	unsetenv(SL_HANDOVER_ENV);
+}
+
 static void init(void)
 {
 	const char *v = getenv("SCILAN_STATS");
@@ -27,6 +41,7 @@ static void init(void)
 	print_stats = v && *v && strcmp(v, "0") != 0;
 	(void)sl_config();
 	atomic_store_explicit(&hk_ready, true, memory_order_release);
+	adopt_handed_over();
 	initialising = false;
 }
 

@@ -1,0 +1,203 @@
+/* exec_calls.c — the exec family: connected scilan sockets that survive exec
+ * are described in SCILAN_HANDOVER (with inheritable copies of their segment
+ * and bells) and the new image's hook adopts them at start-up.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "handover.h"
+#include "hook.h"
+
+#define HANDOVER_MAX 16384
+#define MAX_ARGS 4096
+
+extern char **environ;
+
+/* Our own path, so a new image given an environment without the preload
+ * still loads the hook that must read its handed-over rings. */
+static const char *preload_path(void)
+{
+	static char path[4096 + 16];
+	Dl_info info;
+
+	if (!path[0] && dladdr((void *)preload_path, &info) && info.dli_fname)
+		snprintf(path, sizeof(path), "LD_PRELOAD=%s", info.dli_fname);
+	return path;
+}
+
+/* envp plus (replacing any earlier) SCILAN_HANDOVER=list and, when it lacks
+ * one, LD_PRELOAD; NULL (errno set) if it cannot be built. */
+static char **env_with(char *const envp[], const char *var)
+{
+	size_t n = 0, k = 0;
+	bool has_preload = false;
+	char **out;
+
+	while (envp && envp[n])
+		n++;
+	out = malloc((n + 3) * sizeof(*out));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(envp[i], SL_HANDOVER_ENV "=", sizeof(SL_HANDOVER_ENV)) == 0)
+			continue;
+		has_preload |= strncmp(envp[i], "LD_PRELOAD=", 11) == 0;
+		out[k++] = envp[i];
+	}
+	out[k++] = (char *)var;
+	if (!has_preload && preload_path()[0])
+		out[k++] = (char *)preload_path();
+	out[k] = NULL;
+	return out;
+}
+
+struct prepared {
+	char var[HANDOVER_MAX];
+	int count;
+};
+
+static void prepare(struct prepared *p)
+{
+	size_t prefix = sizeof(SL_HANDOVER_ENV);
+
+	hk_enter();
+	memcpy(p->var, SL_HANDOVER_ENV "=", prefix);
+	p->count = sl_handover_export(p->var + prefix, sizeof(p->var) - prefix);
+}
+
+static void abandon(struct prepared *p)
+{
+	int saved = errno;
+
+	if (p->count)
+		sl_handover_abandon(p->var + sizeof(SL_HANDOVER_ENV));
+	errno = saved;
+}
+
+HK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct prepared p;
+	char **env;
+
+	prepare(&p);
+	if (!p.count)
+		return sl_sys.execve(path, argv, envp);
+	env = env_with(envp, p.var);
+	if (!env) {
+		abandon(&p);
+		errno = ENOMEM;
+		return -1;
+	}
+	sl_sys.execve(path, argv, env);
+	free(env);
+	abandon(&p);
+	return -1;
+}
+
+HK_EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+HK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	static int (*next)(const char *, char *const[], char *const[]);
+	struct prepared p;
+	char **env;
+
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "execvpe");
+	prepare(&p);
+	if (!p.count)
+		return next(file, argv, envp);
+	env = env_with(envp, p.var);
+	if (!env) {
+		abandon(&p);
+		errno = ENOMEM;
+		return -1;
+	}
+	next(file, argv, env);
+	free(env);
+	abandon(&p);
+	return -1;
+}
+
+HK_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+HK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	static int (*next)(int, char *const[], char *const[]);
+	struct prepared p;
+	char **env;
+
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "fexecve");
+	prepare(&p);
+	if (!p.count)
+		return next(fd, argv, envp);
+	env = env_with(envp, p.var);
+	if (!env) {
+		abandon(&p);
+		errno = ENOMEM;
+		return -1;
+	}
+	next(fd, argv, env);
+	free(env);
+	abandon(&p);
+	return -1;
+}
+
+/* The list forms gather their arguments and use the vector forms above. */
+#define GATHER(first, ap, argv, extra)                                 \
+	do {                                                           \
+		int n_ = 0;                                            \
+		argv[n_++] = (char *)(first);                          \
+		while (n_ < MAX_ARGS && (argv[n_ - 1] != NULL))        \
+			argv[n_++] = va_arg(ap, char *);               \
+		if (argv[n_ - 1] != NULL) {                            \
+			va_end(ap);                                    \
+			errno = E2BIG;                                 \
+			return -1;                                     \
+		}                                                      \
+		extra;                                                 \
+		va_end(ap);                                            \
+	} while (0)
+
+HK_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	char *argv[MAX_ARGS];
+	va_list ap;
+
+	va_start(ap, arg);
+	GATHER(arg, ap, argv, (void)0);
+	return execve(path, argv, environ);
+}
+
+HK_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	char *argv[MAX_ARGS];
+	va_list ap;
+
+	va_start(ap, arg);
+	GATHER(arg, ap, argv, (void)0);
+	return execvpe(file, argv, environ);
+}
+
+HK_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *argv[MAX_ARGS];
+	char *const *envp;
+	va_list ap;
+
+	va_start(ap, arg);
+	GATHER(arg, ap, argv, envp = va_arg(ap, char *const *));
+	return execve(path, argv, envp);
+}

@@ -1,0 +1,172 @@
+/* handover.c — connected sockets across exec: the segment, the bells and the
+ * side of each inheritable connection go into inheritable descriptors and
+ * one environment variable, and the preload hook of the new image adopts
+ * them, recovering the ring indices from the shared control words.
+ */
+#include "handover.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "conn.h"
+#include "log.h"
+#include "segment.h"
+#include "sys.h"
+
+/* The segment as a descriptor: the creator may still hold its memfd; else
+ * the mapping is reopened through /proc/self/map_files. */
+static int segment_fd(struct sl_sock *s)
+{
+	char path[128];
+
+	if (s->memfd >= 0)
+		return sl_sys.fcntl(s->memfd, F_DUPFD, 3);
+	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)s->seg,
+		 (unsigned long)s->seg + (unsigned long)s->seg_len);
+	return open(path, O_RDWR);
+}
+
+struct export_state {
+	char *buf;
+	size_t size, used;
+	int count;
+};
+static _Thread_local struct export_state *exporting;
+
+static bool export_one(struct sl_sock *s)
+{
+	struct export_state *ex = exporting;
+	int fdflags, seg, brx, btx, n;
+
+	if (sl_sock_state(s) != SL_CONNECTED || s->fd < 0 || atomic_load(&s->reset))
+		return false;
+	fdflags = sl_sys.fcntl(s->fd, F_GETFD);
+	if (fdflags < 0 || (fdflags & FD_CLOEXEC))
+		return false; /* the socket ends with this image; its peer sees it close */
+	sl_lock(&s->rx_lock);
+	sl_ring_rx_publish(&s->rx); /* the new image starts from the shared index */
+	sl_unlock(&s->rx_lock);
+	seg = segment_fd(s);
+	brx = sl_sys.fcntl(s->bell_rx, F_DUPFD, 3);
+	btx = sl_sys.fcntl(s->bell_tx, F_DUPFD, 3);
+	n = -1;
+	if (seg >= 0 && brx >= 0 && btx >= 0)
+		n = snprintf(ex->buf + ex->used, ex->size - ex->used, "%s%d:%d:%d:%d:%d:%d", ex->used ? ";" : "",
+			     s->fd, s->domain, seg, brx, btx, s->own_area);
+	if (n < 0 || (size_t)n >= ex->size - ex->used) {
+		/* A connection the new image cannot read must fail loudly, not
+		 * leave its peer writing into a ring nobody drains. */
+		sl_warn("fd %d: cannot hand the connection over across exec (%s); resetting it", s->fd,
+			seg < 0 ? strerror(errno) : "too many connections");
+		if (seg >= 0)
+			sl_sys.close(seg);
+		if (brx >= 0)
+			sl_sys.close(brx);
+		if (btx >= 0)
+			sl_sys.close(btx);
+		sl_conn_reset(s, "not handed over across exec");
+		return false;
+	}
+	ex->used += (size_t)n;
+	ex->count++;
+	return false;
+}
+
+int sl_handover_export(char *buf, size_t size)
+{
+	struct export_state ex = { buf, size, 0, 0 };
+
+	if (size)
+		buf[0] = '\0';
+	exporting = &ex;
+	sl_sock_any(export_one);
+	exporting = NULL;
+	return ex.count;
+}
+
+/* Undo an export whose exec failed: the inherited copies are closed. */
+void sl_handover_abandon(const char *list)
+{
+	int fd, domain, seg, brx, btx, own;
+
+	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
+		sl_sys.close(seg);
+		sl_sys.close(brx);
+		sl_sys.close(btx);
+		list = strchr(list, ';');
+		if (list)
+			list++;
+	}
+}
+
+static int adopt_one(int fd, int domain, int seg, int brx, int btx, int own)
+{
+	struct sl_seg_header hdr;
+	struct sl_sock *s;
+	struct stat st;
+	int32_t holders;
+	void *base;
+
+	if ((own != 0 && own != 1) || fstat(seg, &st) < 0 || pread(seg, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	    !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
+		errno = EINVAL;
+		return -1;
+	}
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
+	if (base == MAP_FAILED)
+		return -1;
+	s = sl_sock_new(fd, domain, SL_FRESH);
+	if (!s) {
+		munmap(base, hdr.total_size);
+		errno = ENOMEM;
+		return -1;
+	}
+	holders = atomic_load(&((struct sl_seg_holders *)((unsigned char *)base + SL_SEG_HOLDERS_OFF))->count[own]);
+	sl_segment_bind(s, base, hdr.total_size, own, &hdr);
+	atomic_store(s->holders, holders); /* this process was, and stays, one holder */
+	/* The private indices are recovered from the shared words: what we
+	 * published last is exactly where the old image stood. */
+	s->rx.read = s->rx.published = s->rx.write_seen = atomic_load(s->rx.remote_read);
+	s->tx.write = atomic_load(s->tx.remote_write);
+	s->tx.read_seen = atomic_load(s->tx.read_copy);
+	s->state_to_peer = atomic_load(&s->peer_ctl->peer_state);
+	s->tx.unfenced = false; /* fenced publication is always safe */
+	s->bell_rx = brx;
+	s->bell_tx = btx;
+	sl_sys.fcntl(brx, F_SETFD, FD_CLOEXEC);
+	sl_sys.fcntl(btx, F_SETFD, FD_CLOEXEC);
+	atomic_store(&s->poll_us, sl_config()->poll_us);
+	s->ring_bytes = sl_config()->ring_bytes;
+	atomic_store_explicit(&s->state, SL_CONNECTED, memory_order_release);
+	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+	return 0;
+}
+
+int sl_handover_adopt(const char *list)
+{
+	int fd, domain, seg, brx, btx, own, adopted = 0;
+
+	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
+		if (adopt_one(fd, domain, seg, brx, btx, own) == 0) {
+			adopted++;
+		} else {
+			sl_err("fd %d: connection handed over by exec cannot be adopted (%s); it is closed", fd,
+			       strerror(errno));
+			sl_sys.close(brx);
+			sl_sys.close(btx);
+			sl_sys.close(fd);
+		}
+		sl_sys.close(seg);
+		list = strchr(list, ';');
+		if (list)
+			list++;
+	}
+	return adopted;
+}
