@@ -1,7 +1,7 @@
 /* scilan_ctl.c — the administration command: `scilan_ctl map add|del|list`
  * edits and shows the cluster map (which addresses are scilan nodes), and the
- * dispatch to `devices` (ctl_devices.c) and `topo` (ctl_topo.c).
- * Later subcommands (status, stat) join the same table.
+ * dispatch to `devices` (ctl_devices.c), `topo` (ctl_topo.c) and `stat`
+ * (ctl_stat.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +16,7 @@
 #include "cluster_map.h"
 #include "config.h"
 #include "ctl_devices.h"
+#include "ctl_stat.h"
 #include "ctl_topo.h"
 
 static void usage(FILE *out)
@@ -28,6 +29,7 @@ static void usage(FILE *out)
 		"  map del --node NODE               remove every address of a node\n"
 		"  devices                           list NTB and ivshmem PCI devices (BARs, NUMA node)\n"
 		"  topo                              NUMA layout and CPU pinning advice per device\n"
+		"  stat [--watch SECONDS]            live counters of every accelerated connection\n"
 		"options:\n"
 		"  --json    machine-readable output\n"
 		"  --help    this text\n"
@@ -244,6 +246,8 @@ int main(int argc, char **argv)
 		return cmd_devices(argc - optind, argv + optind, json);
 	if (strcmp(argv[optind], "topo") == 0)
 		return cmd_topo(argc - optind, argv + optind, json);
+	if (strcmp(argv[optind], "stat") == 0)
+		return cmd_stat(argc - optind, argv + optind, json);
 	fprintf(stderr, "scilan_ctl: unknown command '%s' (try --help)\n", argv[optind]);
 	return 2;
 }

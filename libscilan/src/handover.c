@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "log.h"
 #include "segment.h"
+#include "stats_file.h"
 #include "sys.h"
 
 /* The segment as a descriptor: the creator may still hold its memfd; else
@@ -142,6 +143,7 @@ static int adopt_one(int fd, int domain, int seg, int brx, int btx, int own)
 	s->bell_tx = btx;
 	sl_sys.fcntl(brx, F_SETFD, FD_CLOEXEC);
 	sl_sys.fcntl(btx, F_SETFD, FD_CLOEXEC);
+	sl_stats_conn_open(s);
 	atomic_store(&s->poll_us, sl_config()->poll_us);
 	s->ring_bytes = sl_config()->ring_bytes;
 	atomic_store_explicit(&s->state, SL_CONNECTED, memory_order_release);

@@ -198,7 +198,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 
 			gather_into_ring(&s->tx, cur, n);
 			sl_ring_tx_commit(&s->tx, n);
-			sl_stat_add(&s->tx_bytes, n);
+			sl_stat_add(&s->ctr->tx_bytes, n);
 			sent += n;
 		}
 		check_peer = ++s->sends_since_check >= SENDS_PER_LIVENESS_CHECK;
@@ -307,7 +307,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				got = n;
 			} else {
 				sl_ring_rx_consume(&s->rx, n, false);
-				sl_stat_add(&s->rx_bytes, n);
+				sl_stat_add(&s->ctr->rx_bytes, n);
 				got += n;
 			}
 		}

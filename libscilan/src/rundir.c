@@ -52,7 +52,7 @@ static int default_path(char *path, size_t size)
 
 int sl_rundir_prepare(char *path, size_t size)
 {
-	static const char *const subdirs[] = { "listen", "offer" };
+	static const char *const subdirs[] = { "listen", "offer", "stats" };
 	const char *env = getenv("SCILAN_RUNDIR");
 	char sub[4200];
 	int n;

@@ -51,6 +51,12 @@ struct sl_lock {
 
 #define SL_MAX_REG 8
 
+/* A connection's counters: in the process's stats file while it has a slot
+ * there (scilan_ctl stat reads them live), else in the socket itself. */
+struct sl_counters {
+	_Atomic uint64_t tx_bytes, rx_bytes, sleeps, wakeups;
+};
+
 struct sl_sock {
 	int fd;                 /* the kernel fd our own calls use (one of the aliases) */
 	_Atomic int fd_refs;    /* table slots naming this socket: dup() adds aliases */
@@ -97,7 +103,9 @@ struct sl_sock {
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 
 	/* counters */
-	_Atomic uint64_t tx_bytes, rx_bytes, sleeps, wakeups;
+	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */
+	struct sl_counters own_ctr;
+	int stats_slot;           /* -1: none */
 };
 
 /* The data path on a connected accelerated socket (io.c): errno as TCP's. */

@@ -6,6 +6,7 @@
 
 #include "segment.h"
 #include "stats.h"
+#include "stats_file.h"
 
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -138,10 +139,12 @@ reset:
 	atomic_store(&s->pending_error, 0);
 	atomic_store(&s->reset, false);
 	s->bell_rx = s->bell_tx = -1;
-	atomic_store(&s->tx_bytes, 0);
-	atomic_store(&s->rx_bytes, 0);
-	atomic_store(&s->sleeps, 0);
-	atomic_store(&s->wakeups, 0);
+	s->ctr = &s->own_ctr;
+	s->stats_slot = -1;
+	atomic_store(&s->own_ctr.tx_bytes, 0);
+	atomic_store(&s->own_ctr.rx_bytes, 0);
+	atomic_store(&s->own_ctr.sleeps, 0);
+	atomic_store(&s->own_ctr.wakeups, 0);
 	atomic_store_explicit(&s->state, (int)state, memory_order_release);
 	pthread_mutex_unlock(&s->ctl_lock);
 	return s;
@@ -277,6 +280,7 @@ void sl_sock_after_fork_child(void)
 	 * by) a thread of the parent. */
 	cached_tid = 0;
 	sl_sock_any(unbias);
+	sl_stats_file_after_fork_child();
 	sl_stats_reset_in_child();
 }
 

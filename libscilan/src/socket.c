@@ -12,6 +12,7 @@
 #include "config.h"
 #include "conn.h"
 #include "fabric.h"
+#include "stats_file.h"
 #include "log.h"
 #include "scilan.h"
 #include "segment.h"
@@ -71,6 +72,7 @@ static void become_connected(struct sl_sock *s)
 	int one = 1;
 
 	sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	sl_stats_conn_open(s);
 	set_state(s, SL_CONNECTED);
 	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
 	sl_debug("fd %d: connected over the %s fabric", s->fd, sl_fabric()->name);
@@ -372,8 +374,7 @@ static void close_connected(struct sl_sock *s)
 	sl_unlock(&s->tx_lock);
 	pthread_mutex_unlock(&s->sleep_lock[1]);
 	pthread_mutex_unlock(&s->sleep_lock[0]);
-	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&s->tx_bytes), memory_order_relaxed);
-	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&s->rx_bytes), memory_order_relaxed);
+	sl_stats_conn_close(s);
 }
 
 void sl_sock_release(int fd)

@@ -16,6 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cr_helpers.h"
+#include "scilan.h"
+#include "testutil.h"
+
 extern char **environ;
 
 #define OUT_MAX 65536
@@ -336,4 +340,38 @@ Test(ctl, usage)
 	cr_assert_eq(r->status, 2, "no command: exit %d", r->status);
 	r = ctl("devices", "extra", NULL);
 	cr_assert_eq(r->status, 2, "devices with an argument: exit %d", r->status);
+}
+
+/* ---- stat ----------------------------------------------------------------- */
+
+Test(ctl, stat_shows_live_connection_counters)
+{
+	char buf[12345], expect_pid[32], expect_tx[48];
+	int c, s;
+
+	memset(buf, 'z', sizeof(buf));
+	pair_or_die(0, 0, &c, &s);
+	cr_assert_eq(tu_send_all(c, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	cr_assert_eq(tu_recv_all(s, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	struct run *r = ctl("--json", "stat", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	snprintf(expect_pid, sizeof(expect_pid), "{\"pid\":%d,", (int)getpid());
+	snprintf(expect_tx, sizeof(expect_tx), "\"tx_bytes\":%zu,\"rx_bytes\":0,", sizeof(buf));
+	cr_assert(strstr(r->out, expect_pid), "our process is not listed: %s", r->out);
+	cr_assert(strstr(r->out, expect_tx), "the sender's counters are not live: %s", r->out);
+	r = ctl("stat", NULL);
+	cr_assert_eq(r->status, 0);
+	cr_assert(strstr(r->out, "TX bytes") && strstr(r->out, "12345"), "%s", r->out);
+	scilan_close(c);
+	scilan_close(s);
+	r = ctl("--json", "stat", NULL);
+	cr_assert_null(strstr(r->out, expect_pid), "closed connections still listed: %s", r->out);
+}
+
+Test(ctl, stat_rejects_bad_watch_interval)
+{
+	struct run *r = ctl("stat", "--watch", "0", NULL);
+
+	cr_assert_eq(r->status, 2);
+	cr_assert(strstr(r->err, "--watch"), "%s", r->err);
 }

@@ -1,0 +1,43 @@
+/* stats_file.h — the live per-connection counters a process publishes in
+ * <rundir>/stats/<pid> (a shared mapping that scilan_ctl stat reads), and the
+ * file format both sides share.
+ */
+#ifndef SCILAN_STATS_FILE_H
+#define SCILAN_STATS_FILE_H
+
+#include <stdint.h>
+
+#include "sock.h"
+
+#define SL_STATS_MAGIC 0x3154535320434c53ull /* "SLC SST1" */
+#define SL_STATS_SLOTS 1024
+
+struct sl_stats_slot {
+	_Atomic uint32_t in_use;
+	int32_t fd;
+	struct sl_key local, peer;
+	struct sl_counters ctr;
+};
+
+struct sl_stats_file_hdr {
+	uint64_t magic;
+	int32_t pid;
+	uint32_t slots;
+	char comm[16];
+	_Atomic uint64_t accelerated; /* connections accelerated so far */
+};
+
+struct sl_stats_map {
+	struct sl_stats_file_hdr hdr;
+	struct sl_stats_slot slot[SL_STATS_SLOTS];
+};
+
+/* A connection became accelerated: count it in a slot of our stats file
+ * (created on first use); without one it counts in the socket itself. */
+void sl_stats_conn_open(struct sl_sock *s);
+/* It closes: its counters join the process totals, its slot is freed. */
+void sl_stats_conn_close(struct sl_sock *s);
+/* In a forked child: the file is the parent's; count privately again. */
+void sl_stats_file_after_fork_child(void);
+
+#endif

@@ -1,0 +1,228 @@
+/* ctl_stat.c — `scilan_ctl stat [--watch SECONDS]`: every accelerated
+ * connection of every live scilan process of this user (pid, program, fd,
+ * endpoints, bytes each way, sleeps, wake-ups), once, as JSON, or refreshed
+ * with rates until interrupted.  Files of dead processes are removed.
+ */
+#include "ctl_stat.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ctl_devices.h"
+#include "stats_file.h"
+
+struct conn_row {
+	int pid, fd;
+	char comm[16], local[64], peer[64];
+	uint64_t tx, rx, sleeps, wakeups;
+};
+
+struct table {
+	struct conn_row *rows;
+	size_t n, cap;
+};
+
+static void endpoint(const struct sl_key *k, char *out, size_t size)
+{
+	char addr[INET6_ADDRSTRLEN] = "?";
+
+	if (k->family == AF_INET || k->family == AF_INET6)
+		inet_ntop(k->family, k->addr, addr, sizeof(addr));
+	snprintf(out, size, k->family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr, (unsigned)k->port);
+}
+
+static int add_row(struct table *t, const struct conn_row *r)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct conn_row *rows = realloc(t->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return -1;
+		t->rows = rows;
+		t->cap = cap;
+	}
+	t->rows[t->n++] = *r;
+	return 0;
+}
+
+/* Read one process's file; a dead process's file is removed. */
+static void read_file(const char *dir, const char *name, struct table *t)
+{
+	char path[4200 + 256];
+	struct sl_stats_map *m;
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*m)) {
+		close(fd);
+		return;
+	}
+	m = mmap(NULL, sizeof(*m), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return;
+	if (m->hdr.magic != SL_STATS_MAGIC || m->hdr.pid <= 0 || m->hdr.slots != SL_STATS_SLOTS) {
+		munmap(m, sizeof(*m));
+		return;
+	}
+	if (kill(m->hdr.pid, 0) < 0 && errno == ESRCH) {
+		unlink(path);
+		munmap(m, sizeof(*m));
+		return;
+	}
+	for (unsigned i = 0; i < SL_STATS_SLOTS; i++) {
+		const struct sl_stats_slot *s = &m->slot[i];
+		struct conn_row r = { .pid = m->hdr.pid, .fd = s->fd };
+
+		if (!atomic_load_explicit(&s->in_use, memory_order_acquire))
+			continue;
+		memcpy(r.comm, m->hdr.comm, sizeof(r.comm) - 1);
+		endpoint(&s->local, r.local, sizeof(r.local));
+		endpoint(&s->peer, r.peer, sizeof(r.peer));
+		r.tx = atomic_load(&s->ctr.tx_bytes);
+		r.rx = atomic_load(&s->ctr.rx_bytes);
+		r.sleeps = atomic_load(&s->ctr.sleeps);
+		r.wakeups = atomic_load(&s->ctr.wakeups);
+		if (add_row(t, &r) < 0)
+			break;
+	}
+	munmap(m, sizeof(*m));
+}
+
+static int collect(struct table *t)
+{
+	char dir[4200];
+	struct dirent *de;
+	DIR *d;
+
+	t->n = 0;
+	if (!*sl_config()->rundir) {
+		fprintf(stderr, "scilan_ctl: no usable runtime directory (SCILAN_RUNDIR)\n");
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%s/stats", sl_config()->rundir);
+	d = opendir(dir);
+	if (!d)
+		return 0; /* no scilan process has run yet */
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			read_file(dir, de->d_name, t);
+	closedir(d);
+	return 0;
+}
+
+static void print_json(const struct table *t)
+{
+	printf("{\"rundir\":");
+	ctl_json_str(stdout, sl_config()->rundir);
+	printf(",\"connections\":[");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct conn_row *r = &t->rows[i];
+
+		printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", r->pid);
+		ctl_json_str(stdout, r->comm);
+		printf(",\"fd\":%d,\"local\":", r->fd);
+		ctl_json_str(stdout, r->local);
+		printf(",\"peer\":");
+		ctl_json_str(stdout, r->peer);
+		printf(",\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"sleeps\":%llu,\"wakeups\":%llu}",
+		       (unsigned long long)r->tx, (unsigned long long)r->rx, (unsigned long long)r->sleeps,
+		       (unsigned long long)r->wakeups);
+	}
+	printf("]}\n");
+}
+
+/* prev: the previous sample (for rates), NULL for a single listing. */
+static void print_table(const struct table *t, const struct table *prev, double secs)
+{
+	if (!t->n) {
+		printf("no accelerated connections\n");
+		return;
+	}
+	printf("%7s %-15s %4s %-22s %-22s %14s %14s %9s %9s%s\n", "PID", "COMMAND", "FD", "LOCAL", "PEER", "TX bytes",
+	       "RX bytes", "sleeps", "wakeups", prev ? "      TX MB/s      RX MB/s" : "");
+	for (size_t i = 0; i < t->n; i++) {
+		const struct conn_row *r = &t->rows[i];
+
+		printf("%7d %-15s %4d %-22s %-22s %14llu %14llu %9llu %9llu", r->pid, r->comm, r->fd, r->local,
+		       r->peer, (unsigned long long)r->tx, (unsigned long long)r->rx,
+		       (unsigned long long)r->sleeps, (unsigned long long)r->wakeups);
+		if (prev) {
+			uint64_t tx0 = r->tx, rx0 = r->rx;
+
+			for (size_t k = 0; k < prev->n; k++)
+				if (prev->rows[k].pid == r->pid && prev->rows[k].fd == r->fd &&
+				    strcmp(prev->rows[k].peer, r->peer) == 0) {
+					tx0 = prev->rows[k].tx;
+					rx0 = prev->rows[k].rx;
+				}
+			printf(" %12.1f %12.1f", (double)(r->tx - tx0) / secs / 1e6, (double)(r->rx - rx0) / secs / 1e6);
+		}
+		printf("\n");
+	}
+}
+
+int cmd_stat(int argc, char **argv, bool json)
+{
+	static const struct option opts[] = { { "watch", required_argument, NULL, 'w' }, { NULL, 0, NULL, 0 } };
+	struct table now = { 0 }, prev = { 0 };
+	double interval = 0;
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "w:", opts, NULL)) != -1) {
+		if (c != 'w')
+			return 2;
+		interval = strtod(optarg, &end);
+		if (*end || interval < 0.1 || interval > 3600) {
+			fprintf(stderr, "scilan_ctl: --watch wants seconds in [0.1, 3600], not '%s'\n", optarg);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "scilan_ctl: stat takes no arguments besides --watch\n");
+		return 2;
+	}
+	if (collect(&now) < 0)
+		return 1;
+	if (json || interval == 0) {
+		if (json)
+			print_json(&now);
+		else
+			print_table(&now, NULL, 0);
+		free(now.rows);
+		return 0;
+	}
+	for (;;) {
+		struct timespec ts = { (time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9) };
+		struct table tmp;
+
+		tmp = prev;
+		prev = now;
+		now = tmp;
+		nanosleep(&ts, NULL);
+		if (collect(&now) < 0)
+			return 1;
+		printf("\033[H\033[2J"); /* a refreshing view, like top */
+		print_table(&now, &prev, interval);
+		fflush(stdout);
+	}
+}
