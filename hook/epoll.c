@@ -565,3 +565,17 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	free(p.owner);
 	return r;
 }
+
+HK_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts, const sigset_t *mask)
+{
+	long long ms;
+
+	if (!ts)
+		return epoll_pwait(epfd, evs, max, -1, mask);
+	if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000) {
+		errno = EINVAL;
+		return -1;
+	}
+	ms = (long long)ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000;
+	return epoll_pwait(epfd, evs, max, ms > INT32_MAX ? INT32_MAX : (int)ms, mask);
+}

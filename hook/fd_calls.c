@@ -2,7 +2,9 @@
  * (non-blocking mode, queue sizes), the dup family (a duplicate names the same
  * connection), and vfork (run as fork: a vfork child shares our memory).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <linux/close_range.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
@@ -141,4 +143,44 @@ HK_EXPORT pid_t vfork(void)
 {
 	hk_enter();
 	return fork();
+}
+
+/* close_range and closefrom close descriptors behind close()'s back: their
+ * scilan sockets are released first, so no stale state can later describe
+ * a file that reuses the number. */
+static void release_range(unsigned int first, unsigned int last)
+{
+	for (unsigned int fd = first; fd <= last && fd < (1u << 20); fd++) {
+		if (sl_sock_get((int)fd) || hk_epoll_known((int)fd)) {
+			hk_epoll_forget_fd((int)fd);
+			sl_sock_release((int)fd);
+		}
+		if (fd == ~0u)
+			break;
+	}
+}
+
+HK_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	static int (*next)(unsigned int, unsigned int, int);
+
+	hk_enter();
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "close_range");
+	/* CLOSE_RANGE_CLOEXEC only marks them; exec's hand-over skips those. */
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+		release_range(first, last);
+	return next(first, last, flags);
+}
+
+HK_EXPORT void closefrom(int lowfd)
+{
+	static void (*next)(int);
+
+	hk_enter();
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "closefrom");
+	if (lowfd >= 0)
+		release_range((unsigned int)lowfd, ~0u);
+	next(lowfd);
 }

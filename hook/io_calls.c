@@ -2,6 +2,7 @@
  * recv families, the vector forms, sendfile, and glibc's _chk fortify
  * variants): rings for connected scilan sockets, the kernel for every other fd.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -252,4 +253,77 @@ HK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, i
 	if (len > buflen)
 		abort();
 	return recvfrom(fd, buf, len, flags, from, fromlen);
+}
+
+/* The batch forms: TCP takes each message as a stream write or read. */
+HK_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
+{
+	static int (*next)(int, struct mmsghdr *, unsigned int, int);
+	struct sl_sock *s;
+	unsigned int i;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	if (!s) {
+		if (!next)
+			*(void **)&next = dlsym(RTLD_NEXT, "sendmmsg");
+		return next(fd, vec, n, flags);
+	}
+	if (n > UIO_MAXIOV)
+		n = UIO_MAXIOV;
+	for (i = 0; i < n; i++) {
+		ssize_t r = sl_sendv(s, vec[i].msg_hdr.msg_iov, (int)vec[i].msg_hdr.msg_iovlen, flags);
+
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+HK_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, struct timespec *timeout)
+{
+	static int (*next)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	struct sl_sock *s;
+	unsigned int i;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	if (!s) {
+		if (!next)
+			*(void **)&next = dlsym(RTLD_NEXT, "recvmmsg");
+		return next(fd, vec, n, flags, timeout);
+	}
+	for (i = 0; i < n; i++) {
+		/* After the first message, take only what is already there, as
+		 * the kernel's MSG_WAITFORONE does for a stream. */
+		int f = (flags & ~MSG_WAITFORONE) | (i && (flags & MSG_WAITFORONE) ? MSG_DONTWAIT : 0);
+		ssize_t r = sl_recvv(s, vec[i].msg_hdr.msg_iov, (int)vec[i].msg_hdr.msg_iovlen, f);
+
+		if (r < 0)
+			return i ? (int)i : -1;
+		vec[i].msg_len = (unsigned int)r;
+		vec[i].msg_hdr.msg_namelen = 0;
+		vec[i].msg_hdr.msg_controllen = 0;
+		vec[i].msg_hdr.msg_flags = 0;
+		if (r == 0)
+			return (int)i + 1;
+	}
+	return (int)i;
+}
+
+/* splice and tee move kernel buffers; a ring has none: refuse, as the kernel
+ * does for descriptors it cannot splice, and programs fall back to recv/send. */
+HK_EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned int flags)
+{
+	static ssize_t (*next)(int, loff_t *, int, loff_t *, size_t, unsigned int);
+
+	hk_enter();
+	if (sl_sock_connected(in) || sl_sock_connected(out)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!next)
+		*(void **)&next = dlsym(RTLD_NEXT, "splice");
+	return next(in, in_off, out, out_off, len, flags);
 }

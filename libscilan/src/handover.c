@@ -2,6 +2,7 @@
  * side of each inheritable connection go into inheritable descriptors and
  * one environment variable, and the preload hook of the new image adopts
  * them, recovering the ring indices from the shared control words.
+ * Listening sockets are passed too, to be published again.
  */
 #include "handover.h"
 
@@ -46,11 +47,23 @@ static bool export_one(struct sl_sock *s)
 	struct export_state *ex = exporting;
 	int fdflags, seg, brx, btx, n;
 
-	if (sl_sock_state(s) != SL_CONNECTED || s->fd < 0 || atomic_load(&s->reset))
+	if ((sl_sock_state(s) != SL_CONNECTED && sl_sock_state(s) != SL_LISTENING) || s->fd < 0 ||
+	    atomic_load(&s->reset))
 		return false;
 	fdflags = sl_sys.fcntl(s->fd, F_GETFD);
 	if (fdflags < 0 || (fdflags & FD_CLOEXEC))
 		return false; /* the socket ends with this image; its peer sees it close */
+	if (sl_sock_state(s) == SL_LISTENING) {
+		/* The new image publishes it again (our registry entries close
+		 * with this image), so its accepts keep taking scilan peers. */
+		n = snprintf(ex->buf + ex->used, ex->size - ex->used, "%s%d:%d:-1:-1:-1:-1", ex->used ? ";" : "",
+			     s->fd, s->domain);
+		if (n > 0 && (size_t)n < ex->size - ex->used) {
+			ex->used += (size_t)n;
+			ex->count++;
+		}
+		return false;
+	}
 	sl_lock(&s->rx_lock);
 	sl_ring_rx_publish(&s->rx); /* the new image starts from the shared index */
 	sl_unlock(&s->rx_lock);
@@ -98,9 +111,11 @@ void sl_handover_abandon(const char *list)
 	int fd, domain, seg, brx, btx, own;
 
 	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
-		sl_sys.close(seg);
-		sl_sys.close(brx);
-		sl_sys.close(btx);
+		if (seg >= 0) {
+			sl_sys.close(seg);
+			sl_sys.close(brx);
+			sl_sys.close(btx);
+		}
 		list = strchr(list, ';');
 		if (list)
 			list++;
@@ -156,8 +171,15 @@ int sl_handover_adopt(const char *list)
 	int fd, domain, seg, brx, btx, own, adopted = 0;
 
 	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
-		if (adopt_one(fd, domain, seg, brx, btx, own) == 0) {
+		if (seg < 0) {
+			adopted += sl_listener_adopt(fd, domain) == 0;
+		} else if (adopt_one(fd, domain, seg, brx, btx, own) == 0) {
 			adopted++;
+		} else if (errno == EINVAL) {
+			/* Not a segment of ours: a stale variable from an image that
+			 * did not adopt it.  The numbers may be anything now. */
+			sl_err("%s names fd %d, which carries no scilan connection; ignored", SL_HANDOVER_ENV, fd);
+			break;
 		} else {
 			sl_err("fd %d: connection handed over by exec cannot be adopted (%s); it is closed", fd,
 			       strerror(errno));
@@ -165,7 +187,8 @@ int sl_handover_adopt(const char *list)
 			sl_sys.close(btx);
 			sl_sys.close(fd);
 		}
-		sl_sys.close(seg);
+		if (seg >= 0)
+			sl_sys.close(seg);
 		list = strchr(list, ';');
 		if (list)
 			list++;

@@ -134,6 +134,9 @@ void sl_sock_after_fork_child(void);
 /* Whether ring locks may be biased (membarrier registered); set at init. */
 void sl_lock_init_bias(void);
 
+/* A listening socket inherited across exec: publish it as a scilan listener. */
+int sl_listener_adopt(int fd, int domain);
+
 /* Everything close() does for fd except closing the kernel descriptor. */
 void sl_sock_release(int fd);
 

@@ -113,15 +113,11 @@ int scilan_bind(int fd, const struct sockaddr *addr, socklen_t len)
 	return sl_sys.bind(fd, addr, len);
 }
 
-int scilan_listen(int fd, int backlog)
+static void become_listener(struct sl_sock *s)
 {
-	struct sl_sock *s = sl_sock_get(fd);
 	struct sl_key local;
+	int fd = s->fd;
 
-	if (sl_sys.listen(fd, backlog) < 0)
-		return -1;
-	if (!s)
-		return 0;
 	pthread_mutex_lock(&s->ctl_lock);
 	if (sl_sock_state(s) == SL_FRESH) {
 		set_state(s, SL_LISTENING);
@@ -131,6 +127,37 @@ int scilan_listen(int fd, int backlog)
 				*sl_config()->rundir ? strerror(errno) : "no runtime directory");
 	}
 	pthread_mutex_unlock(&s->ctl_lock);
+}
+
+int scilan_listen(int fd, int backlog)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	if (sl_sys.listen(fd, backlog) < 0)
+		return -1;
+	if (s)
+		become_listener(s);
+	return 0;
+}
+
+int sl_listener_adopt(int fd, int domain)
+{
+	const struct sl_config *cfg = sl_config();
+	int listening = 0, type = 0;
+	socklen_t len = sizeof(int);
+	struct sl_sock *s;
+
+	/* Only what really is a TCP listener of that family becomes one. */
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening ||
+	    (len = sizeof(int), sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) < 0 || type != SOCK_STREAM ||
+	    (domain != AF_INET && domain != AF_INET6))
+		return -1;
+	s = sl_sock_new(fd, domain, SL_FRESH);
+	if (!s)
+		return -1;
+	atomic_store(&s->poll_us, cfg->poll_us);
+	s->ring_bytes = cfg->ring_bytes;
+	become_listener(s);
 	return 0;
 }
 
