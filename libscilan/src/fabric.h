@@ -15,6 +15,8 @@ struct sl_fabric_ops {
 	/* Publish/withdraw a listening socket bound at local. */
 	int (*listen_register)(struct sl_sock *s, const struct sl_key *local);
 	void (*listen_unregister)(struct sl_sock *s);
+	/* Withdraw the listener for every process holding it (we change user). */
+	void (*listen_withdraw)(struct sl_sock *s);
 	/* Is a live scilan listener reachable at dst?  1 yes (peer ring size in
 	 * *peer_ring), 0 no. */
 	int (*lookup)(const struct sl_key *dst, uint64_t *peer_ring);

@@ -83,6 +83,19 @@ static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key 
 	return sl_sys.getsockopt(s->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
 }
 
+/* The process is about to run under another user: this user's runtime
+ * directory and the offers in it will be closed to it, so its listeners
+ * must stop inviting scilan peers (other holders of the entry included: a
+ * forked server whose workers drop privileges accepts only in them). */
+static void shm_listen_withdraw(struct sl_sock *s)
+{
+	for (int i = 0; i < SL_MAX_REG; i++) {
+		if (s->reg_fd[i] >= 0)
+			sl_registry_withdraw(s->reg_fd[i], s->reg_path[i]);
+		s->reg_fd[i] = -1;
+	}
+}
+
 static void shm_listen_unregister(struct sl_sock *s)
 {
 	for (int i = 0; i < SL_MAX_REG; i++) {
@@ -594,6 +607,7 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.name = "shm",
 	.listen_register = shm_listen_register,
 	.listen_unregister = shm_listen_unregister,
+	.listen_withdraw = shm_listen_withdraw,
 	.lookup = shm_lookup,
 	.offer = shm_offer,
 	.offer_withdraw = shm_offer_withdraw,

@@ -152,6 +152,16 @@ void sl_registry_remove(int fd, const char *path)
 	sl_sys.close(lock);
 }
 
+void sl_registry_withdraw(int fd, const char *path)
+{
+	int lock = lock_registry();
+
+	sl_sys.close(fd);
+	unlink(path);
+	if (lock >= 0)
+		sl_sys.close(lock);
+}
+
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
 {
 	struct reg_entry entry;

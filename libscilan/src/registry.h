@@ -21,6 +21,9 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, s
 void sl_registry_remove(int fd, const char *path);
 /* 1 if a live listener is registered exactly at key (its ring size in
  * *ring_bytes), 0 if not; stale entries of dead processes are removed. */
+/* Unlink path even though other processes still hold it: the caller's
+ * process is about to lose the right to serve it. */
+void sl_registry_withdraw(int fd, const char *path);
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes);
 
 /* Remove the entries of listeners that no longer exist. */

@@ -134,6 +134,9 @@ void sl_sock_after_fork_child(void);
 /* Whether ring locks may be biased (membarrier registered); set at init. */
 void sl_lock_init_bias(void);
 
+/* The process is about to change its user id: withdraw its listeners. */
+void sl_user_changing(void);
+
 /* A listening socket inherited across exec: publish it as a scilan listener. */
 int sl_listener_adopt(int fd, int domain);
 

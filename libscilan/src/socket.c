@@ -437,6 +437,21 @@ int scilan_close(int fd)
 	return sl_sys.close(fd);
 }
 
+static bool withdraw_listener(struct sl_sock *s)
+{
+	if (sl_sock_state(s) == SL_LISTENING) {
+		pthread_mutex_lock(&s->ctl_lock);
+		sl_fabric()->listen_withdraw(s);
+		pthread_mutex_unlock(&s->ctl_lock);
+	}
+	return false;
+}
+
+void sl_user_changing(void)
+{
+	sl_sock_any(withdraw_listener);
+}
+
 int scilan_is_socket(int fd)
 {
 	return sl_sock_get(fd) != NULL;
