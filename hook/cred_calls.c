@@ -5,7 +5,6 @@
  */
 #include <sys/types.h>
 #include <unistd.h>
-#include <dlfcn.h>
 
 #include "hook.h"
 #include "sock.h"
@@ -19,35 +18,26 @@ static void before_change(uid_t new_euid)
 		sl_user_changing();
 }
 
-#define NEXT(name)                                              \
-	static __typeof__(&name) next;                          \
-	if (!next)                                              \
-		*(void **)&next = dlsym(RTLD_NEXT, #name)
-
 HK_EXPORT int setuid(uid_t uid)
 {
-	NEXT(setuid);
 	before_change(uid);
-	return next(uid);
+	return HK_NEXT(setuid)(uid);
 }
 
 HK_EXPORT int seteuid(uid_t euid)
 {
-	NEXT(seteuid);
 	before_change(euid);
-	return next(euid);
+	return HK_NEXT(seteuid)(euid);
 }
 
 HK_EXPORT int setreuid(uid_t ruid, uid_t euid)
 {
-	NEXT(setreuid);
 	before_change(euid);
-	return next(ruid, euid);
+	return HK_NEXT(setreuid)(ruid, euid);
 }
 
 HK_EXPORT int setresuid(uid_t ruid, uid_t euid, uid_t suid)
 {
-	NEXT(setresuid);
 	before_change(euid);
-	return next(ruid, euid, suid);
+	return HK_NEXT(setresuid)(ruid, euid, suid);
 }

@@ -79,24 +79,56 @@ static void abandon(struct prepared *p)
 	errno = saved;
 }
 
-HK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+/* One exec-family call: with connections to hand over, the environment
+ * gains SCILAN_HANDOVER (and the preload); if the exec fails, the copies made
+ * for the new image are closed again.  call() is the real exec with envp. */
+struct exec_args {
+	const char *path;
+	int fd;
+	char *const *argv;
+};
+
+static int exec_with_handover(int (*call)(const struct exec_args *a, char *const envp[]), const struct exec_args *a,
+			      char *const envp[])
 {
 	struct prepared p;
 	char **env;
 
 	prepare(&p);
 	if (!p.count)
-		return sl_sys.execve(path, argv, envp);
+		return call(a, envp);
 	env = env_with(envp, p.var);
 	if (!env) {
 		abandon(&p);
 		errno = ENOMEM;
 		return -1;
 	}
-	sl_sys.execve(path, argv, env);
+	call(a, env);
 	free(env);
 	abandon(&p);
 	return -1;
+}
+
+static int call_execve(const struct exec_args *a, char *const envp[])
+{
+	return sl_sys.execve(a->path, a->argv, envp);
+}
+
+static int call_execvpe(const struct exec_args *a, char *const envp[])
+{
+	return HK_NEXT(execvpe)(a->path, a->argv, envp);
+}
+
+static int call_fexecve(const struct exec_args *a, char *const envp[])
+{
+	return HK_NEXT(fexecve)(a->fd, a->argv, envp);
+}
+
+HK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct exec_args a = { .path = path, .argv = argv };
+
+	return exec_with_handover(call_execve, &a, envp);
 }
 
 HK_EXPORT int execv(const char *path, char *const argv[])
@@ -106,25 +138,9 @@ HK_EXPORT int execv(const char *path, char *const argv[])
 
 HK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	static int (*next)(const char *, char *const[], char *const[]);
-	struct prepared p;
-	char **env;
+	struct exec_args a = { .path = file, .argv = argv };
 
-	if (!next)
-		*(void **)&next = dlsym(RTLD_NEXT, "execvpe");
-	prepare(&p);
-	if (!p.count)
-		return next(file, argv, envp);
-	env = env_with(envp, p.var);
-	if (!env) {
-		abandon(&p);
-		errno = ENOMEM;
-		return -1;
-	}
-	next(file, argv, env);
-	free(env);
-	abandon(&p);
-	return -1;
+	return exec_with_handover(call_execvpe, &a, envp);
 }
 
 HK_EXPORT int execvp(const char *file, char *const argv[])
@@ -134,25 +150,9 @@ HK_EXPORT int execvp(const char *file, char *const argv[])
 
 HK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	static int (*next)(int, char *const[], char *const[]);
-	struct prepared p;
-	char **env;
+	struct exec_args a = { .fd = fd, .argv = argv };
 
-	if (!next)
-		*(void **)&next = dlsym(RTLD_NEXT, "fexecve");
-	prepare(&p);
-	if (!p.count)
-		return next(fd, argv, envp);
-	env = env_with(envp, p.var);
-	if (!env) {
-		abandon(&p);
-		errno = ENOMEM;
-		return -1;
-	}
-	next(fd, argv, env);
-	free(env);
-	abandon(&p);
-	return -1;
+	return exec_with_handover(call_fexecve, &a, envp);
 }
 
 /* The list forms gather their arguments and use the vector forms above. */

@@ -162,25 +162,17 @@ static void release_range(unsigned int first, unsigned int last)
 
 HK_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
-	static int (*next)(unsigned int, unsigned int, int);
-
 	hk_enter();
-	if (!next)
-		*(void **)&next = dlsym(RTLD_NEXT, "close_range");
 	/* CLOSE_RANGE_CLOEXEC only marks them; exec's hand-over skips those. */
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
 		release_range(first, last);
-	return next(first, last, flags);
+	return HK_NEXT(close_range)(first, last, flags);
 }
 
 HK_EXPORT void closefrom(int lowfd)
 {
-	static void (*next)(int);
-
 	hk_enter();
-	if (!next)
-		*(void **)&next = dlsym(RTLD_NEXT, "closefrom");
 	if (lowfd >= 0)
 		release_range((unsigned int)lowfd, ~0u);
-	next(lowfd);
+	HK_NEXT(closefrom)(lowfd);
 }

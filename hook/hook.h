@@ -5,6 +5,7 @@
 #ifndef SCILAN_HOOK_H
 #define SCILAN_HOOK_H
 
+#include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -13,6 +14,16 @@
 #include "sys.h"
 
 #define HK_EXPORT __attribute__((visibility("default")))
+
+/* The next definition of name after the hook (libc's), looked up once.
+ * Calls the library itself makes use the sys.c table instead. */
+#define HK_NEXT(name)                                                  \
+	({                                                             \
+		static __typeof__(&name) next_;                        \
+		if (!next_)                                            \
+			*(void **)&next_ = dlsym(RTLD_NEXT, #name);    \
+		next_;                                                 \
+	})
 
 extern _Atomic bool hk_ready;
 void hk_init_slow(void);

@@ -258,17 +258,13 @@ HK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, i
 /* The batch forms: TCP takes each message as a stream write or read. */
 HK_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
-	static int (*next)(int, struct mmsghdr *, unsigned int, int);
 	struct sl_sock *s;
 	unsigned int i;
 
 	hk_enter();
 	s = sl_sock_connected(fd);
-	if (!s) {
-		if (!next)
-			*(void **)&next = dlsym(RTLD_NEXT, "sendmmsg");
-		return next(fd, vec, n, flags);
-	}
+	if (!s)
+		return HK_NEXT(sendmmsg)(fd, vec, n, flags);
 	if (n > UIO_MAXIOV)
 		n = UIO_MAXIOV;
 	for (i = 0; i < n; i++) {
@@ -283,17 +279,13 @@ HK_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 
 HK_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, struct timespec *timeout)
 {
-	static int (*next)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
 	struct sl_sock *s;
 	unsigned int i;
 
 	hk_enter();
 	s = sl_sock_connected(fd);
-	if (!s) {
-		if (!next)
-			*(void **)&next = dlsym(RTLD_NEXT, "recvmmsg");
-		return next(fd, vec, n, flags, timeout);
-	}
+	if (!s)
+		return HK_NEXT(recvmmsg)(fd, vec, n, flags, timeout);
 	for (i = 0; i < n; i++) {
 		/* After the first message, take only what is already there, as
 		 * the kernel's MSG_WAITFORONE does for a stream. */
@@ -316,14 +308,10 @@ HK_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, s
  * does for descriptors it cannot splice, and programs fall back to recv/send. */
 HK_EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned int flags)
 {
-	static ssize_t (*next)(int, loff_t *, int, loff_t *, size_t, unsigned int);
-
 	hk_enter();
 	if (sl_sock_connected(in) || sl_sock_connected(out)) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (!next)
-		*(void **)&next = dlsym(RTLD_NEXT, "splice");
-	return next(in, in_off, out, out_off, len, flags);
+	return HK_NEXT(splice)(in, in_off, out, out_off, len, flags);
 }

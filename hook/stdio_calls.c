@@ -43,15 +43,12 @@ static int cookie_close(void *cookie)
 
 HK_EXPORT FILE *fdopen(int fd, const char *mode)
 {
-	static FILE *(*next)(int, const char *);
 	cookie_io_functions_t io = { .read = cookie_read, .write = cookie_write, .close = cookie_close };
 	FILE *f;
 
 	hk_enter();
-	if (!next)
-		*(void **)&next = dlsym(RTLD_NEXT, "fdopen");
 	if (!sl_sock_connected(fd))
-		return next(fd, mode);
+		return HK_NEXT(fdopen)(fd, mode);
 	/* Mode and descriptor errors as the real fdopen reports them. */
 	if (sl_sys.fcntl(fd, F_GETFL) < 0)
 		return NULL;
