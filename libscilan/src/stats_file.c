@@ -1,6 +1,6 @@
 /* stats_file.c — publishes this process's live per-connection counters in
- * <rundir>/stats/<pid>, a shared mapping created at the first accelerated
- * connection and removed at exit; scilan_ctl stat maps it read-only.
+ * <rundir>/stats/<pid>, a shared mapping that exists while the process has
+ * accelerated connections; scilan_ctl stat maps it read-only.
  */
 #include "stats_file.h"
 
@@ -19,6 +19,11 @@
 #include "sys.h"
 
 static struct sl_stats_map *map;
+/* The last file's mapping, kept after its file was removed: the next file
+ * is mapped over it (MAP_FIXED), so a thread racing a close never writes
+ * into unmapped memory. */
+static struct sl_stats_map *detached;
+static int live_slots;
 static pid_t map_pid;
 static bool map_failed;
 static char map_path[4200];
@@ -53,8 +58,10 @@ static struct sl_stats_map *open_map(void)
 		map_failed = true;
 		return NULL;
 	}
-	m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	m = mmap(detached, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED | (detached ? MAP_FIXED : 0), fd, 0);
 	sl_sys.close(fd);
+	if (m != MAP_FAILED)
+		detached = NULL;
 	if (m == MAP_FAILED) {
 		unlink(map_path);
 		map_failed = true;
@@ -70,8 +77,8 @@ static struct sl_stats_map *open_map(void)
 			m->hdr.comm[n - 1] = '\0';
 		sl_sys.close(fd);
 	}
-	atomic_thread_fence(memory_order_release);
-	m->hdr.magic = SL_STATS_MAGIC;
+	/* The magic last: a reader that sees it sees the header complete. */
+	__atomic_store_n(&m->hdr.magic, SL_STATS_MAGIC, __ATOMIC_RELEASE);
 	map = m;
 	map_pid = getpid();
 	if (!exit_hook) {
@@ -121,6 +128,7 @@ void sl_stats_conn_open(struct sl_sock *s)
 		s->stats_slot = i;
 		s->ctr = &slot->ctr;
 		atomic_fetch_add(&m->hdr.accelerated, 1);
+		live_slots++;
 		break;
 	}
 	pthread_mutex_unlock(&map_lock);
@@ -133,8 +141,15 @@ void sl_stats_conn_close(struct sl_sock *s)
 	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&c->tx_bytes), memory_order_relaxed);
 	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&c->rx_bytes), memory_order_relaxed);
 	pthread_mutex_lock(&map_lock);
-	if (s->stats_slot >= 0 && map)
+	if (s->stats_slot >= 0 && map) {
 		atomic_store_explicit(&map->slot[s->stats_slot].in_use, 0, memory_order_release);
+		/* No connection left: the runtime directory keeps nothing of ours. */
+		if (--live_slots == 0) {
+			unlink(map_path);
+			detached = map;
+			map = NULL;
+		}
+	}
 	s->stats_slot = -1;
 	s->ctr = &s->own_ctr;
 	pthread_mutex_unlock(&map_lock);
@@ -160,6 +175,9 @@ void sl_stats_file_after_fork_child(void)
 	/* The mapping stays (it is the parent's file); we no longer write it. */
 	pthread_mutex_init(&map_lock, NULL);
 	sl_sock_any(count_privately);
+	if (map)
+		detached = map; /* mapped over by our own first file */
 	map = NULL;
+	live_slots = 0;
 	map_failed = false;
 }
