@@ -101,11 +101,11 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 		}
 		if (req == FIONREAD) {
 			sl_lock(&s->rx_lock);
-			n = s->seg ? sl_ring_rx_avail_fresh(&s->rx) : 0;
+			n = s->seg ? sl_rx_waiting(s) : 0;
 			sl_unlock(&s->rx_lock);
 		} else {
 			sl_lock(&s->tx_lock);
-			n = s->seg ? (int64_t)(s->tx.write - atomic_load(s->tx.read_copy)) : 0;
+			n = s->seg ? (int64_t)(atomic_load(s->tx.remote_write) - atomic_load(s->tx.read_copy)) : 0;
 			sl_unlock(&s->tx_lock);
 		}
 		*(int *)arg = n < 0 ? 0 : (int)n;

@@ -52,7 +52,7 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	/* State before indices: data written before the peer's FIN is then visible. */
 	ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
 	sl_lock(&s->rx_lock);
-	avail = sl_ring_rx_avail_fresh(&s->rx);
+	avail = sl_rx_waiting(s);
 	sl_unlock(&s->rx_lock);
 	if (avail < 0) {
 		sl_conn_reset(s, "peer wrote an impossible write index");
@@ -72,7 +72,7 @@ short sl_conn_ready(struct sl_sock *s, short events)
 		rev |= POLLOUT | POLLWRNORM;
 	} else {
 		sl_lock(&s->tx_lock);
-		space = sl_ring_tx_space(&s->tx, s->tx.cap / 4);
+		space = sl_tx_room(s, s->tx.cap / 4);
 		sl_unlock(&s->tx_lock);
 		if (space < 0) {
 			sl_conn_reset(s, "peer published an impossible read index");

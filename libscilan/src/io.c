@@ -186,6 +186,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				break;
 			return broken_pipe(flags);
 		}
+		sl_claim_tx(s);
 		space = sl_ring_tx_space(&s->tx, len - sent);
 		read_seen = s->tx.write - s->tx.cap + (uint64_t)space;
 		if (space > 0) {
@@ -249,7 +250,7 @@ static bool rx_pending(struct sl_sock *s)
 	int64_t avail;
 
 	sl_lock(&s->rx_lock);
-	avail = sl_ring_rx_avail_fresh(&s->rx);
+	avail = sl_rx_waiting(s);
 	sl_unlock(&s->rx_lock);
 	return avail != 0;
 }
@@ -297,6 +298,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			sl_unlock(&s->rx_lock);
 			return got ? (ssize_t)got : fail(EBADF);
 		}
+		sl_claim_rx(s);
 		avail = atomic_load(&s->reset) ? 0 : sl_ring_rx_avail(&s->rx);
 		read_seen = s->rx.read;
 		if (avail > 0) {
@@ -306,7 +308,9 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			if (flags & MSG_PEEK) {
 				got = n;
 			} else {
-				sl_ring_rx_consume(&s->rx, n, false);
+				/* Shared with a forked process: publish at once, so
+				 * whichever reads next starts exactly here. */
+				sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
 				sl_stat_add(&s->ctr->rx_bytes, n);
 				got += n;
 			}

@@ -59,8 +59,11 @@ struct sl_seg_header {
  * (fork shares it).  The last holder's close is the one the peer sees.  A
  * hostile peer can only mislead its own side's close into EOF or reset. */
 struct sl_seg_holders {
-	_Atomic int32_t count[2];
+	_Atomic int32_t count[2];   /* processes of each side holding the connection */
+	_Atomic int32_t user[2][2]; /* [side][SL_USE_RX/TX]: pid that used the direction last */
 };
+#define SL_USE_RX 0
+#define SL_USE_TX 1
 #define SL_SEG_HOLDERS_OFF 2048
 _Static_assert(sizeof(struct sl_seg_header) <= SL_SEG_HOLDERS_OFF, "holders after the header");
 

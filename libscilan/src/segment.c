@@ -46,7 +46,10 @@ void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const s
 	s->seg_len = len;
 	s->own_area = own;
 	s->holders = &((struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF))->count[own];
+	s->users = ((struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF))->user[own];
 	atomic_store(s->holders, 1);
+	atomic_store(&s->users[SL_USE_RX], sl_self_pid);
+	atomic_store(&s->users[SL_USE_TX], sl_self_pid);
 	s->own_ctl = own_ctl;
 	s->peer_ctl = peer_ctl;
 	sl_ring_rx_init(&s->rx, own_ctl, (const unsigned char *)own_ctl + SL_AREA_CTL_SIZE, peer_ctl,
@@ -67,6 +70,7 @@ void sl_segment_set_state(struct sl_sock *s, uint32_t bits)
 static struct sl_area_ctl closed_own = { .peer_state = SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET };
 static struct sl_area_ctl closed_sink;
 static _Atomic int32_t closed_holders;
+static _Atomic int32_t closed_users[2];
 
 void sl_segment_unbind(struct sl_sock *s)
 {
@@ -75,8 +79,52 @@ void sl_segment_unbind(struct sl_sock *s)
 	s->own_ctl = &closed_own;
 	s->peer_ctl = &closed_sink;
 	s->holders = &closed_holders;
+	s->users = closed_users;
 	sl_ring_rx_init(&s->rx, &closed_own, NULL, &closed_sink, 0);
 	sl_ring_tx_init(&s->tx, &closed_sink, NULL, &closed_own, 0);
+}
+
+void sl_claim_rx(struct sl_sock *s)
+{
+	uint64_t read;
+
+	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) == sl_self_pid)
+		return;
+	read = atomic_load_explicit(s->rx.remote_read, memory_order_acquire);
+	s->rx.read = s->rx.published = s->rx.write_seen = read;
+	atomic_store_explicit(&s->users[SL_USE_RX], sl_self_pid, memory_order_relaxed);
+}
+
+void sl_claim_tx(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->users[SL_USE_TX], memory_order_relaxed) == sl_self_pid)
+		return;
+	s->tx.write = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
+	s->tx.read_seen = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
+	atomic_store_explicit(&s->users[SL_USE_TX], sl_self_pid, memory_order_relaxed);
+}
+
+int64_t sl_rx_waiting(struct sl_sock *s)
+{
+	uint64_t write, read;
+
+	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) == sl_self_pid)
+		return sl_ring_rx_avail_fresh(&s->rx);
+	/* Another process of our side reads: its published index is the base. */
+	write = atomic_load_explicit(s->rx.write_idx, memory_order_acquire);
+	read = atomic_load_explicit(s->rx.remote_read, memory_order_acquire);
+	return write - read > s->rx.cap ? -1 : (int64_t)(write - read);
+}
+
+int64_t sl_tx_room(struct sl_sock *s, uint64_t want)
+{
+	uint64_t write, read;
+
+	if (atomic_load_explicit(&s->users[SL_USE_TX], memory_order_relaxed) == sl_self_pid)
+		return sl_ring_tx_space(&s->tx, want);
+	write = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
+	read = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
+	return write - read > s->tx.cap ? -1 : (int64_t)(s->tx.cap - (write - read));
 }
 
 bool sl_segment_release_holder(struct sl_sock *s)

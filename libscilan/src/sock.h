@@ -86,6 +86,7 @@ struct sl_sock {
 	size_t seg_len;
 	int own_area;           /* 0 = connecting side, 1 = accepting side */
 	_Atomic int32_t *holders; /* processes of our side holding the connection */
+	_Atomic int32_t *users;   /* [SL_USE_RX/TX]: which process of our side used it last */
 	struct sl_area_ctl *own_ctl, *peer_ctl;
 	struct sl_ring_tx tx;
 	struct sl_ring_rx rx;
@@ -113,6 +114,25 @@ ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
 /* The state of fd if its data goes through rings, else NULL. */
 struct sl_sock *sl_sock_connected(int fd);
+
+/* This process's pid, kept current across fork (one load on the data path). */
+extern pid_t sl_self_pid;
+
+/* Before using a direction (under its ring lock): if another process of our
+ * side (forked) used it last, take over its published indices.  While the
+ * side is shared, a reader publishes its index at once, so the hand-over is
+ * exact; at most one process may use a direction at a time. */
+void sl_claim_rx(struct sl_sock *s);
+void sl_claim_tx(struct sl_sock *s);
+/* Readiness views that take nothing over: bytes waiting in our ring and
+ * room in the peer's, whichever process of our side uses the direction
+ * (with its rx_lock / tx_lock held); -1 if the peer's index is impossible. */
+int64_t sl_rx_waiting(struct sl_sock *s);
+int64_t sl_tx_room(struct sl_sock *s, uint64_t want);
+static inline bool sl_side_shared(const struct sl_sock *s)
+{
+	return atomic_load_explicit(s->holders, memory_order_relaxed) > 1;
+}
 
 /* Table: the state for a kernel fd, or NULL if scilan does not know the fd. */
 struct sl_sock *sl_sock_get(int fd);

@@ -21,6 +21,12 @@
 
 static struct sl_sock *_Atomic *_Atomic chunks[CHUNKS];
 struct sl_totals sl_totals;
+pid_t sl_self_pid;
+
+__attribute__((constructor)) static void learn_pid(void)
+{
+	sl_self_pid = getpid();
+}
 
 /* Slots set aside by dup over them: a racing lookup may still read one, so
  * they are kept for sl_sock_new to reuse rather than freed. */
@@ -279,6 +285,7 @@ void sl_sock_after_fork_child(void)
 	/* One thread now, with a new tid: no lock may stay biased to (or held
 	 * by) a thread of the parent. */
 	cached_tid = 0;
+	sl_self_pid = getpid();
 	sl_sock_any(unbias);
 	sl_stats_file_after_fork_child();
 	sl_stats_reset_in_child();

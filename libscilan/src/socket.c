@@ -377,7 +377,7 @@ static void close_connected(struct sl_sock *s)
 	bool unread;
 
 	sl_lock(&s->rx_lock);
-	unread = sl_ring_rx_avail_fresh(&s->rx) > 0;
+	unread = sl_rx_waiting(s) > 0;
 	sl_unlock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);

@@ -121,7 +121,7 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 
 			if (state == SL_CONNECTED) {
 				sl_lock(&s->rx_lock);
-				avail = sl_ring_rx_avail_fresh(&s->rx);
+				avail = sl_rx_waiting(s);
 				sl_unlock(&s->rx_lock);
 			}
 

@@ -261,7 +261,9 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 				h[i] = held_by_caller[i];
 			else
 				h[i] = hold(socks[i], dirs_of(fds[i].events), false, -1);
-			capped |= h[i] != dirs_of(fds[i].events);
+			/* Shared with a forked process, whose sleeper may drain
+			 * a wake-up meant for ours: never sleep long. */
+			capped |= h[i] != dirs_of(fds[i].events) || sl_side_shared(socks[i]);
 			arm(socks[i], h[i]);
 		}
 		for (nfds_t i = 0; i < n; i++)
