@@ -1,7 +1,8 @@
 /* echo_pair.c — a plain socket program (it knows nothing of scilan) for the
  * preload tests: `server PORT MODE` echoes one connection, waiting with the
  * MODE call (poll, select, epoll, epoll-et); `client PORT BYTES` sends a
- * pattern with writev, reads it back and prints what it observed.
+ * pattern with writev, reads it back and prints what it observed;
+ * `split-client PORT BYTES` forks: the child writes, the parent reads.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void die(const char *what)
@@ -173,12 +175,73 @@ static int client(int port, long bytes)
 	return 0;
 }
 
+/* The rlogin pattern: one connection, a forked writer and a reading parent. */
+static int split_client(int port, long bytes)
+{
+	struct sockaddr_in a = loopback(port);
+	unsigned char out[4096], in[65536];
+	unsigned long sum_out = 0, sum_in = 0;
+	long got = 0;
+	int status, c = socket(AF_INET, SOCK_STREAM, 0);
+	pid_t child;
+
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("connect");
+	for (int i = 0; i < (int)sizeof(out); i++)
+		out[i] = (unsigned char)(i * 29 + 3);
+	for (long sent = 0; sent < bytes; sent += (long)sizeof(out))
+		for (size_t i = 0; i < sizeof(out) && sent + (long)i < bytes; i++)
+			sum_out = sum_out * 31 + out[i];
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		for (long sent = 0; sent < bytes;) {
+			size_t want = bytes - sent < (long)sizeof(out) ? (size_t)(bytes - sent) : sizeof(out);
+			ssize_t w = send(c, out, want, MSG_NOSIGNAL);
+
+			if (w < 0)
+				die("child send");
+			/* Keep the pattern aligned to its 4096-byte period. */
+			for (ssize_t done = w; done < (ssize_t)want;) {
+				ssize_t k = send(c, out + done, want - (size_t)done, MSG_NOSIGNAL);
+
+				if (k < 0)
+					die("child send");
+				done += k;
+			}
+			sent += (long)want;
+		}
+		shutdown(c, SHUT_WR);
+		_exit(0);
+	}
+	for (;;) {
+		ssize_t r = recv(c, in, sizeof(in), 0);
+
+		if (r < 0)
+			die("recv");
+		if (r == 0)
+			break;
+		for (ssize_t i = 0; i < r; i++)
+			sum_in = sum_in * 31 + in[i];
+		got += r;
+	}
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("child");
+	printf("split: writer child sent %ld, parent received %ld, checksums %s\n", bytes, got,
+	       sum_in == sum_out ? "equal" : "DIFFER");
+	close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && strcmp(argv[1], "server") == 0)
 		return serve(atoi(argv[2]), argv[3]);
 	if (argc == 4 && strcmp(argv[1], "client") == 0)
 		return client(atoi(argv[2]), atol(argv[3]));
-	fprintf(stderr, "usage: echo_pair server PORT poll|select|epoll|epoll-et | client PORT BYTES\n");
+	if (argc == 4 && strcmp(argv[1], "split-client") == 0)
+		return split_client(atoi(argv[2]), atol(argv[3]));
+	fprintf(stderr, "usage: echo_pair server PORT poll|select|epoll|epoll-et | client|split-client PORT BYTES\n");
 	return 2;
 }

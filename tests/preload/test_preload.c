@@ -122,7 +122,8 @@ struct outcome {
 	int server_rc, client_rc;
 };
 
-static void run_pair(const char *mode, int port, bool server_preload, bool client_preload, struct outcome *o)
+static void run_pair_as(const char *client_mode, const char *mode, int port, bool server_preload,
+			bool client_preload, struct outcome *o)
 {
 	char rundir[] = "/tmp/scilan-preload-test-XXXXXX", sport[16], line[256];
 	struct run srv, cli;
@@ -132,10 +133,15 @@ static void run_pair(const char *mode, int port, bool server_preload, bool clien
 	srv = start(server_preload, rundir, "server", sport, mode);
 	read_line(srv.out, line, sizeof(line)); /* "listening": the client may connect */
 	cr_assert_str_eq(line, "listening");
-	cli = start(client_preload, rundir, "client", sport, BYTES);
+	cli = start(client_preload, rundir, client_mode, sport, BYTES);
 	o->client_rc = finish(cli, o->client, sizeof(o->client));
 	o->server_rc = finish(srv, o->server, sizeof(o->server));
 	rmdir(rundir); /* fails if scilan left files behind: not asserted, the linger may hold some */
+}
+
+static void run_pair(const char *mode, int port, bool server_preload, bool client_preload, struct outcome *o)
+{
+	run_pair_as("client", mode, port, server_preload, client_preload, o);
 }
 
 static int next_port(void)
@@ -185,3 +191,21 @@ Test(preload, poll_server_matches_kernel_tcp, .timeout = 120) { check_mode("poll
 Test(preload, select_server_matches_kernel_tcp, .timeout = 120) { check_mode("select"); }
 Test(preload, epoll_server_matches_kernel_tcp, .timeout = 120) { check_mode("epoll"); }
 Test(preload, epoll_et_server_matches_kernel_tcp, .timeout = 120) { check_mode("epoll-et"); }
+
+/* A forked writer and a reading parent share one connection. */
+Test(preload, split_reader_writer_processes_match_kernel_tcp, .timeout = 120)
+{
+	struct outcome plain, accel;
+	char ref[4096], got[4096];
+
+	where_am_i();
+	run_pair_as("split-client", "poll", next_port(), false, false, &plain);
+	run_pair_as("split-client", "poll", next_port(), true, true, &accel);
+	transcript(plain.client, ref, sizeof(ref));
+	transcript(accel.client, got, sizeof(got));
+	cr_assert(strstr(ref, "checksums equal"), "kernel TCP run: %s", plain.client);
+	cr_assert_eq(accel.client_rc, 0, "%s", accel.client);
+	cr_assert_str_eq(got, ref);
+	cr_assert_eq(stat_of(accel.client, "accelerated"), 1, "%s", accel.client);
+	cr_assert_eq(stat_of(accel.client, "rx"), 3000000, "%s", accel.client);
+}
