@@ -72,6 +72,7 @@ static void load_map(void)
 	if (sl_cluster_map_load(sl_cluster_map_path(), &config.map, err, sizeof(err)) < 0) {
 		sl_err("%s; scilan is off in this process: every connection uses kernel TCP", err);
 		config.rundir[0] = '\0';
+		config.off = true;
 	}
 }
 

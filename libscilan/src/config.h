@@ -5,6 +5,7 @@
 #ifndef SCILAN_CONFIG_H
 #define SCILAN_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "cluster_map.h"
@@ -19,6 +20,7 @@ struct sl_config {
 	uint64_t ring_bytes;     /* default receive ring capacity */
 	char rundir[4096];       /* per-user runtime directory ("" = none usable) */
 	struct sl_cluster_map map; /* $SCILAN_CONF; empty if missing or bad (reported once) */
+	bool off;                /* scilan is off in this process (reported once): no listener warnings */
 };
 
 /* The settings, parsed on first use; bad values are reported and replaced by defaults. */

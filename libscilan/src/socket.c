@@ -121,8 +121,9 @@ static void become_listener(struct sl_sock *s)
 	pthread_mutex_lock(&s->ctl_lock);
 	if (sl_sock_state(s) == SL_FRESH) {
 		set_state(s, SL_LISTENING);
-		if (!*sl_config()->rundir || kernel_name(fd, false, &local) < 0 ||
-		    sl_fabric()->listen_register(s, &local) < 0)
+		/* When scilan is off in the process, that was reported once already. */
+		if (!sl_config()->off && (!*sl_config()->rundir || kernel_name(fd, false, &local) < 0 ||
+					  sl_fabric()->listen_register(s, &local) < 0))
 			sl_warn("fd %d: listener not registered with scilan (%s); its connections use kernel TCP", fd,
 				*sl_config()->rundir ? strerror(errno) : "no runtime directory");
 	}
