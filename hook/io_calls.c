@@ -153,26 +153,28 @@ static ssize_t sendfile_mapped(struct sl_sock *s, int in_fd, off_t start, size_t
 	return (ssize_t)done;
 }
 
+/* Small transfers are read into a per-thread buffer: mapping and unmapping
+ * a window costs page faults and a TLB shoot-down, more than the copy. */
+#define SENDFILE_COPY_CHUNK (64u << 10)
+#define SENDFILE_MAP_MIN (1u << 20)
+static __thread char copy_buf[SENDFILE_COPY_CHUNK];
+
 static ssize_t sendfile_copied(struct sl_sock *s, int in_fd, off_t *offset, size_t count)
 {
-	char *buf = malloc(64 << 10);
 	size_t done = 0;
 
-	if (!buf)
-		return -1;
 	while (done < count) {
-		size_t want = count - done < (64u << 10) ? count - done : (64u << 10);
-		ssize_t got = offset ? pread(in_fd, buf, want, *offset + (off_t)done) : sl_sys.read(in_fd, buf, want);
+		size_t want = count - done < SENDFILE_COPY_CHUNK ? count - done : SENDFILE_COPY_CHUNK;
+		ssize_t got = offset ? pread(in_fd, copy_buf, want, *offset + (off_t)done)
+				     : sl_sys.read(in_fd, copy_buf, want);
 		ssize_t n;
 
 		if (got <= 0) {
-			if (got < 0 && !done) {
-				free(buf);
+			if (got < 0 && !done)
 				return -1;
-			}
 			break;
 		}
-		n = send_one(s, buf, (size_t)got, 0);
+		n = send_one(s, copy_buf, (size_t)got, MSG_NOSIGNAL);
 		if (n > 0)
 			done += (size_t)n;
 		if (n < got) {
@@ -181,13 +183,13 @@ static ssize_t sendfile_copied(struct sl_sock *s, int in_fd, off_t *offset, size
 			if (!offset)
 				lseek(in_fd, -(off_t)(got - (n > 0 ? n : 0)), SEEK_CUR);
 			if (n < 0 && !done) {
-				free(buf);
+				if (errno == EPIPE)
+					raise(SIGPIPE);
 				return -1;
 			}
 			break;
 		}
 	}
-	free(buf);
 	if (offset)
 		*offset += (off_t)done;
 	return (ssize_t)done;
@@ -208,7 +210,7 @@ HK_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		count = 0x7ffff000; /* the kernel's cap on one transfer */
 	if (fstat(in_fd, &st) < 0)
 		return -1;
-	if (!S_ISREG(st.st_mode) || count == 0)
+	if (!S_ISREG(st.st_mode) || count < SENDFILE_MAP_MIN)
 		return sendfile_copied(s, in_fd, offset, count);
 	start = offset ? *offset : lseek(in_fd, 0, SEEK_CUR);
 	if (start < 0)
