@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* scilan.h — the driver's internal state: one sl_link per NTB device (one
+ * peer), its windows, slices, control channel and endpoints.  See
+ * ARCHITECTURE.md "The driver" for the window layout and the protocol.
+ */
+#ifndef SCILAN_DRV_H
+#define SCILAN_DRV_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/miscdevice.h>
+#include <linux/mutex.h>
+#include <linux/ntb.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include "uapi/scilan.h"
+
+#define SL_PROTO_VERSION 1u
+#define SL_MAX_SLICES 512u
+
+/* Scratchpads written into the peer at handshake. */
+enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT };
+#define SL_SPAD_MAGIC_VAL (0x53430000u | SL_PROTO_VERSION) /* "SC" + version */
+
+/* Layout of each inbound window: page 0 the control channel the peer writes
+ * into, page 1 the stimulus words, then the slices. */
+#define SL_WIN_CTL_OFF 0
+#define SL_WIN_STIM_OFF PAGE_SIZE
+#define SL_WIN_SLICE_OFF (2 * PAGE_SIZE)
+
+#define SL_CTL_PROD_OFF 0    /* peer's producer index of messages to us */
+#define SL_CTL_ACK_OFF 64    /* peer's consumer index of OUR messages */
+#define SL_CTL_MSG_OFF 256
+#define SL_CTL_SLOTS 32u     /* power of two */
+
+enum sl_msg_type { SL_MSG_CONNECT = 1, SL_MSG_ACCEPT, SL_MSG_REFUSE, SL_MSG_CLOSE };
+
+/* One control message; every field is validated on receipt (the peer is
+ * not trusted). */
+struct sl_msg {
+	__le32 type;
+	__le32 port;
+	__le32 src_slice;   /* sender's slice */
+	__le32 dst_slice;   /* receiver's slice (ACCEPT, REFUSE, CLOSE) */
+	__le32 cookie;      /* connect attempt, echoed in ACCEPT/REFUSE */
+	__le32 status;      /* REFUSE: errno */
+	__le32 pad[10];
+};
+
+struct sl_ep;
+
+struct sl_link {
+	struct ntb_dev *ntb;
+	struct module *hw_owner;
+	struct kref ref;          /* endpoints hold the link; the last put frees it */
+	int index;                /* /dev/scilan<index> */
+	struct miscdevice misc;
+	char name[16];
+	bool misc_registered;
+	bool removing;
+
+	/* Local inbound window (the peer writes here). */
+	void *lwin;
+	dma_addr_t lwin_dma;
+	size_t lwin_size;
+	struct device *dma_dev;
+
+	/* The peer's window, mapped once the peer announced its translation. */
+	void __iomem *pwin;
+	phys_addr_t pwin_phys;
+	size_t pwin_size;
+	bool pwin_is_ram;         /* the mock: RAM, mapped cached, not WC */
+
+	u32 slice_size;
+	u32 nslices;
+	u32 peer_nslices;
+	int db_bits;              /* doorbell bits usable; bit 0 = control channel */
+	u32 nonce;                /* ours, announced to the peer */
+	u32 peer_nonce;
+
+	spinlock_t lock;          /* up, slice tables, endpoint list, listeners */
+	bool up;
+	u64 generation;           /* bumped at every link up */
+	struct sl_ep *slice_ep[SL_MAX_SLICES];
+	unsigned long slice_local[BITS_TO_LONGS(SL_MAX_SLICES)]; /* held by a local ep */
+	unsigned long slice_peer[BITS_TO_LONGS(SL_MAX_SLICES)];  /* peer may still write */
+	struct list_head eps;
+	struct list_head listeners;
+	u32 next_cookie;
+
+	/* Control channel. */
+	struct mutex tx_mutex;
+	u64 tx_prod;
+	u64 rx_cons;
+	struct work_struct ctl_work;
+	struct delayed_work link_work;
+	struct work_struct down_work;
+
+	/* Faults of user mappings against teardown: a fault inserts under the
+	 * read side, link down/remove flips state under the write side and then
+	 * zaps every mapping, so no PTE survives into freed or dead memory. */
+	struct rw_semaphore map_sem;
+
+	struct dentry *dbg;
+	u64 stat_db_irqs, stat_wakeups, stat_stimuli, stat_ctl_rx, stat_ctl_tx;
+};
+
+struct sl_ep {
+	struct sl_link *link;
+	struct list_head node;      /* link->eps */
+	struct list_head lnode;     /* listener: link->listeners; queued: listener backlog */
+	wait_queue_head_t wq;
+	u32 id;
+	int state;                  /* SCILAN_EP_* */
+	bool connecting;
+	int connect_err;
+	u32 cookie;
+	u32 port;                   /* listener */
+	u32 backlog_max, backlog_len;
+	struct list_head backlog;
+	int slice, peer_slice;      /* -1 when none */
+	u64 generation;             /* link generation the connection belongs to */
+	u32 tokens;                 /* pending SCILAN_TOKEN_* */
+	bool queued;                /* on a listener's backlog, not yet accepted */
+	bool mapped;
+	struct address_space *mapping;  /* of the file it was opened as */
+};
+
+/* scilan_main.c */
+extern unsigned int sl_backlog_default;
+extern unsigned int sl_connect_timeout_ms;
+void sl_link_put(struct sl_link *link);
+void sl_link_get(struct sl_link *link);
+void sl_link_reset_locked(struct sl_link *link);
+
+/* scilan_ctl.c */
+int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg);
+void sl_ctl_work(struct work_struct *work);
+int sl_slice_alloc_locked(struct sl_link *link, struct sl_ep *ep);
+void sl_slice_release_locked(struct sl_link *link, int slice, bool local, bool peer);
+void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens);
+void sl_db_scan(struct sl_link *link, u64 bits);
+int sl_slice_db_bit(const struct sl_link *link, int slice);
+
+/* scilan_ep.c */
+extern const struct file_operations sl_fops;
+void sl_ep_wake_locked(struct sl_ep *ep, int state);
+void sl_zap_mappings(struct sl_link *link);
+
+#endif

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/* scilan_ctl.c — the per-peer control channel (connect, accept, refuse,
+ * close against the listen table), slice allocation, and the stimulus words
+ * plus doorbells that wake exactly the endpoints the peer stimulated.
+ */
+#include <linux/delay.h>
+#include <linux/io.h>
+#include <linux/slab.h>
+
+#include "scilan.h"
+
+/* The channel is a ring of SL_CTL_SLOTS messages in page 0 of the
+ * receiver's window: the sender writes a message, then (after a write
+ * barrier) its producer index, then rings doorbell bit 0.  The receiver
+ * acknowledges by writing its consumer index into the SENDER's page 0, so a
+ * sender checks for room by reading its own memory, never across the link. */
+int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
+{
+	void __iomem *slot;
+	u64 ack;
+	int waited = 0, rc = 0;
+
+	lockdep_assert_held_read(&link->map_sem);
+	mutex_lock(&link->tx_mutex);
+	for (;;) {
+		if (!link->up || !link->pwin) {
+			rc = -ECONNRESET;
+			goto out;
+		}
+		ack = le64_to_cpu(READ_ONCE(*(__le64 *)(link->lwin + SL_CTL_ACK_OFF)));
+		if (link->tx_prod - ack > SL_CTL_SLOTS) {
+			rc = -EPROTO; /* the peer acknowledged what we never sent */
+			goto out;
+		}
+		if (link->tx_prod - ack < SL_CTL_SLOTS)
+			break;
+		/* Full: the peer's work item drains it within milliseconds
+		 * unless the peer is gone, which the link watcher will see. */
+		if (++waited > 1000) {
+			rc = -ETIMEDOUT;
+			goto out;
+		}
+		usleep_range(500, 1000);
+	}
+	slot = link->pwin + SL_CTL_MSG_OFF + (link->tx_prod % SL_CTL_SLOTS) * sizeof(*msg);
+	memcpy_toio(slot, msg, sizeof(*msg));
+	link->tx_prod++;
+	wmb(); /* the message lands before the index that publishes it */
+	writeq(link->tx_prod, link->pwin + SL_CTL_PROD_OFF);
+	ntb_peer_db_set(link->ntb, BIT_ULL(0));
+	link->stat_ctl_tx++;
+out:
+	mutex_unlock(&link->tx_mutex);
+	return rc;
+}
+
+int sl_slice_db_bit(const struct sl_link *link, int slice)
+{
+	return 1 + slice % (link->db_bits - 1);
+}
+
+/* A free slice is one no local endpoint holds and the peer cannot write
+ * (it never learned it, or it closed it).  Both bits are taken: the peer
+ * may write as soon as it hears of the slice. */
+int sl_slice_alloc_locked(struct sl_link *link, struct sl_ep *ep)
+{
+	int s;
+
+	for (s = 0; s < (int)link->nslices; s++) {
+		if (test_bit(s, link->slice_local) || test_bit(s, link->slice_peer))
+			continue;
+		set_bit(s, link->slice_local);
+		set_bit(s, link->slice_peer);
+		link->slice_ep[s] = ep;
+		return s;
+	}
+	return -ENOSPC;
+}
+
+void sl_slice_release_locked(struct sl_link *link, int slice, bool local, bool peer)
+{
+	if (slice < 0 || slice >= (int)link->nslices)
+		return;
+	if (local) {
+		clear_bit(slice, link->slice_local);
+		link->slice_ep[slice] = NULL;
+	}
+	if (peer)
+		clear_bit(slice, link->slice_peer);
+}
+
+/* Stimulus words: two per slice (data, space) in page 1 of each window.  The
+ * peer only ever stores 1; the owner exchanges them to 0, so two stimuli of
+ * different kinds never overwrite each other. */
+void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens)
+{
+	void __iomem *w = link->pwin + SL_WIN_STIM_OFF + peer_slice * 8;
+
+	lockdep_assert_held_read(&link->map_sem);
+	if (tokens & SCILAN_TOKEN_DATA)
+		writel(1, w);
+	if (tokens & SCILAN_TOKEN_SPACE)
+		writel(1, w + 4);
+	wmb(); /* the words land before the doorbell (PCIe keeps posted writes in order) */
+	ntb_peer_db_set(link->ntb, BIT_ULL(sl_slice_db_bit(link, peer_slice)));
+	link->stat_stimuli++;
+}
+
+/* Interrupt context: the slices of the rung doorbell bits are scanned and
+ * each endpoint whose words were set gets its tokens and one wake-up. */
+void sl_db_scan(struct sl_link *link, u64 bits)
+{
+	u32 *stim = link->lwin + SL_WIN_STIM_OFF;
+	struct sl_ep *ep;
+	u32 tokens;
+	int s;
+
+	spin_lock(&link->lock);
+	for (s = 0; s < (int)link->nslices; s++) {
+		if (!(bits & BIT_ULL(sl_slice_db_bit(link, s))))
+			continue;
+		tokens = 0;
+		if (READ_ONCE(stim[2 * s]) && xchg(&stim[2 * s], 0))
+			tokens |= SCILAN_TOKEN_DATA;
+		if (READ_ONCE(stim[2 * s + 1]) && xchg(&stim[2 * s + 1], 0))
+			tokens |= SCILAN_TOKEN_SPACE;
+		ep = link->slice_ep[s];
+		if (!tokens || !ep || ep->state != SCILAN_EP_CONNECTED)
+			continue;
+		ep->tokens |= tokens;
+		link->stat_wakeups++;
+		wake_up_interruptible(&ep->wq);
+	}
+	spin_unlock(&link->lock);
+}
+
+static struct sl_ep *sl_find_listener_locked(struct sl_link *link, u32 port)
+{
+	struct sl_ep *ep;
+
+	list_for_each_entry(ep, &link->listeners, lnode)
+		if (ep->state == SCILAN_EP_LISTEN && ep->port == port)
+			return ep;
+	return NULL;
+}
+
+static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cookie, u32 status)
+{
+	struct sl_msg m = {
+		.type = cpu_to_le32(type),
+		.dst_slice = cpu_to_le32(dst),
+		.src_slice = cpu_to_le32(src),
+		.cookie = cpu_to_le32(cookie),
+		.status = cpu_to_le32(status),
+	};
+
+	sl_ctl_send(link, &m);
+}
+
+/* A connection request: the driver completes the handshake at once (as TCP
+ * does before accept()) and queues the new endpoint on the listener. */
+static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 cookie)
+{
+	struct sl_ep *lst, *ep;
+	int slice = -ECONNREFUSED;
+
+	if (peer_slice >= link->peer_nslices)
+		return; /* garbage: nobody to answer */
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	if (!ep) {
+		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, ENOMEM);
+		return;
+	}
+	init_waitqueue_head(&ep->wq);
+	INIT_LIST_HEAD(&ep->backlog);
+	ep->peer_slice = peer_slice;
+	ep->slice = -1;
+	spin_lock_irq(&link->lock);
+	lst = sl_find_listener_locked(link, port);
+	if (lst && lst->backlog_len < lst->backlog_max)
+		slice = sl_slice_alloc_locked(link, ep);
+	if (slice >= 0) {
+		ep->link = link;
+		ep->slice = slice;
+		ep->state = SCILAN_EP_CONNECTED;
+		ep->generation = link->generation;
+		ep->queued = true;
+		ep->id = ++link->next_cookie;
+		list_add_tail(&ep->node, &link->eps);
+		list_add_tail(&ep->lnode, &lst->backlog);
+		lst->backlog_len++;
+		sl_link_get(link);
+	}
+	spin_unlock_irq(&link->lock);
+	if (slice < 0) {
+		kfree(ep);
+		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, -slice);
+		return;
+	}
+	/* Clean control words before the peer can write: it learns the slice
+	 * only from the ACCEPT below. */
+	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
+	sl_reply(link, SL_MSG_ACCEPT, peer_slice, slice, cookie, 0);
+	spin_lock_irq(&link->lock);
+	if (lst->state == SCILAN_EP_LISTEN && lst->port == port)
+		wake_up_interruptible(&lst->wq);
+	spin_unlock_irq(&link->lock);
+}
+
+static void sl_handle(struct sl_link *link, const struct sl_msg *m)
+{
+	u32 type = le32_to_cpu(m->type), dst = le32_to_cpu(m->dst_slice);
+	u32 src = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
+	u32 status = le32_to_cpu(m->status);
+	struct sl_ep *ep;
+	bool orphan = false;
+
+	if (type == SL_MSG_CONNECT) {
+		sl_on_connect(link, le32_to_cpu(m->port), src, cookie);
+		return;
+	}
+	if (dst >= link->nslices || (type != SL_MSG_REFUSE && src >= link->peer_nslices))
+		return;
+	spin_lock_irq(&link->lock);
+	ep = link->slice_ep[dst];
+	switch (type) {
+	case SL_MSG_ACCEPT:
+		if (ep && ep->connecting && ep->cookie == cookie) {
+			ep->peer_slice = src;
+			ep->state = SCILAN_EP_CONNECTED;
+			ep->connecting = false;
+			wake_up_interruptible(&ep->wq);
+		} else {
+			orphan = true; /* the connect gave up: close the peer's side */
+		}
+		break;
+	case SL_MSG_REFUSE:
+		if (ep && ep->connecting && ep->cookie == cookie) {
+			ep->connect_err = (status == ENOSPC || status == ENOMEM) ? -status : -ECONNREFUSED;
+			ep->connecting = false;
+			wake_up_interruptible(&ep->wq);
+			sl_slice_release_locked(link, dst, false, true);
+		}
+		break;
+	case SL_MSG_CLOSE:
+		if (ep && ep->peer_slice == (int)src && ep->state == SCILAN_EP_CONNECTED) {
+			ep->state = SCILAN_EP_PEER_CLOSED;
+			wake_up_interruptible(&ep->wq);
+		}
+		if (!ep || ep->peer_slice == (int)src)
+			sl_slice_release_locked(link, dst, false, true);
+		break;
+	}
+	spin_unlock_irq(&link->lock);
+	if (orphan)
+		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, 0);
+}
+
+void sl_ctl_work(struct work_struct *work)
+{
+	struct sl_link *link = container_of(work, struct sl_link, ctl_work);
+	struct sl_msg m;
+	u64 prod;
+	int n = 0;
+
+	down_read(&link->map_sem);
+	if (!link->up || !link->pwin)
+		goto out;
+	prod = le64_to_cpu(READ_ONCE(*(__le64 *)(link->lwin + SL_CTL_PROD_OFF)));
+	if (prod - link->rx_cons > SL_CTL_SLOTS) {
+		dev_warn_ratelimited(&link->ntb->dev, "scilan: corrupt control index from the peer\n");
+		goto out;
+	}
+	rmb(); /* messages after the index that published them */
+	while (link->rx_cons != prod) {
+		memcpy(&m, link->lwin + SL_CTL_MSG_OFF + (link->rx_cons % SL_CTL_SLOTS) * sizeof(m),
+		       sizeof(m));
+		link->rx_cons++;
+		link->stat_ctl_rx++;
+		/* Acknowledge before handling: a reply may need a free slot
+		 * in the peer's ring while the peer waits for one in ours. */
+		writeq(link->rx_cons, link->pwin + SL_CTL_ACK_OFF);
+		sl_handle(link, &m);
+		if (++n == 64) { /* let other work run; come back */
+			queue_work(system_wq, &link->ctl_work);
+			break;
+		}
+	}
+out:
+	up_read(&link->map_sem);
+}

@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: GPL-2.0
+/* scilan_ep.c — endpoint files of /dev/scilanN: ioctl (listen, connect,
+ * accept, stimulate), mmap of the local slice and of the peer's slice
+ * (inserted at fault, zapped at link down), poll/read of wake-up tokens, and
+ * release telling the peer.
+ */
+#include <linux/fs.h>
+#include <linux/io.h>
+#include <linux/file.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "scilan.h"
+
+static atomic_t sl_ep_ids = ATOMIC_INIT(0);
+
+void sl_ep_wake_locked(struct sl_ep *ep, int state)
+{
+	ep->state = state;
+	if (ep->connecting) {
+		ep->connecting = false;
+		ep->connect_err = -ECONNRESET;
+	}
+	wake_up_interruptible(&ep->wq);
+}
+
+/* Every user mapping of the link's slices is removed; later faults find the
+ * link down and get SIGBUS.  Mappings belong to the device nodes the
+ * endpoints were opened through (normally one). */
+void sl_zap_mappings(struct sl_link *link)
+{
+	struct address_space *maps[4];
+	struct inode *inodes[4];
+	struct sl_ep *ep;
+	int n = 0, i;
+	bool more;
+
+	do {
+		more = false;
+		n = 0;
+		spin_lock_irq(&link->lock);
+		list_for_each_entry(ep, &link->eps, node) {
+			if (!ep->mapped || !ep->mapping)
+				continue;
+			for (i = 0; i < n && maps[i] != ep->mapping; i++)
+				;
+			if (i < n)
+				continue;
+			if (n == ARRAY_SIZE(maps)) {
+				more = true;
+				break;
+			}
+			inodes[n] = igrab(ep->mapping->host);
+			if (!inodes[n])
+				continue;
+			maps[n++] = ep->mapping;
+		}
+		spin_unlock_irq(&link->lock);
+		for (i = 0; i < n; i++) {
+			unmap_mapping_range(maps[i], 0, 0, 1);
+			iput(inodes[i]);
+		}
+	} while (more);
+}
+
+static int sl_open(struct inode *inode, struct file *file)
+{
+	struct miscdevice *misc = file->private_data;
+	struct sl_link *link = container_of(misc, struct sl_link, misc);
+	struct sl_ep *ep;
+
+	if (!try_module_get(link->hw_owner))
+		return -ENODEV;
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	if (!ep) {
+		module_put(link->hw_owner);
+		return -ENOMEM;
+	}
+	init_waitqueue_head(&ep->wq);
+	INIT_LIST_HEAD(&ep->backlog);
+	INIT_LIST_HEAD(&ep->lnode);
+	ep->slice = -1;
+	ep->peer_slice = -1;
+	ep->id = atomic_inc_return(&sl_ep_ids);
+	ep->mapping = file->f_mapping;
+	spin_lock_irq(&link->lock);
+	if (link->removing) {
+		spin_unlock_irq(&link->lock);
+		kfree(ep);
+		module_put(link->hw_owner);
+		return -ENODEV;
+	}
+	ep->link = link;
+	sl_link_get(link);
+	list_add_tail(&ep->node, &link->eps);
+	spin_unlock_irq(&link->lock);
+	file->private_data = ep;
+	stream_open(inode, file);
+	return 0;
+}
+
+/* Leaves the link's lists and the slice; true if the peer must be told. */
+static bool sl_ep_detach_locked(struct sl_link *link, struct sl_ep *ep, u32 *dst, u32 *src)
+{
+	bool tell = (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED) &&
+		    link->up && ep->generation == link->generation;
+
+	*dst = ep->peer_slice;
+	*src = ep->slice;
+	list_del(&ep->node);
+	if (ep->slice >= 0)
+		sl_slice_release_locked(link, ep->slice, true, false);
+	return tell;
+}
+
+static void sl_send_close(struct sl_link *link, u32 dst, u32 src)
+{
+	struct sl_msg m = {
+		.type = cpu_to_le32(SL_MSG_CLOSE),
+		.dst_slice = cpu_to_le32(dst),
+		.src_slice = cpu_to_le32(src),
+	};
+
+	sl_ctl_send(link, &m);
+}
+
+static int sl_release(struct inode *inode, struct file *file)
+{
+	struct sl_ep *ep = file->private_data, *q, *tmp;
+	struct sl_link *link = ep->link;
+	LIST_HEAD(queued);
+	bool tell;
+	u32 dst, src;
+
+	down_read(&link->map_sem);
+	spin_lock_irq(&link->lock);
+	if (ep->state == SCILAN_EP_LISTEN) {
+		list_del(&ep->lnode);
+		list_splice_init(&ep->backlog, &queued);
+	}
+	tell = sl_ep_detach_locked(link, ep, &dst, &src);
+	spin_unlock_irq(&link->lock);
+	if (tell)
+		sl_send_close(link, dst, src);
+	/* Connections the program never accepted are closed like TCP's. */
+	list_for_each_entry_safe(q, tmp, &queued, lnode) {
+		spin_lock_irq(&link->lock);
+		tell = sl_ep_detach_locked(link, q, &dst, &src);
+		spin_unlock_irq(&link->lock);
+		if (tell)
+			sl_send_close(link, dst, src);
+		list_del(&q->lnode);
+		kfree(q);
+		sl_link_put(link);
+	}
+	up_read(&link->map_sem);
+	kfree(ep);
+	module_put(link->hw_owner);
+	sl_link_put(link);
+	return 0;
+}
+
+static __poll_t sl_poll(struct file *file, poll_table *wait)
+{
+	struct sl_ep *ep = file->private_data;
+	__poll_t mask = 0;
+
+	poll_wait(file, &ep->wq, wait);
+	spin_lock_irq(&ep->link->lock);
+	switch (ep->state) {
+	case SCILAN_EP_LISTEN:
+		if (ep->backlog_len)
+			mask |= EPOLLIN | EPOLLRDNORM;
+		break;
+	case SCILAN_EP_CONNECTED:
+		mask |= EPOLLOUT | EPOLLWRNORM;
+		break;
+	case SCILAN_EP_PEER_CLOSED:
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLHUP;
+		break;
+	case SCILAN_EP_RESET:
+		mask |= EPOLLIN | EPOLLERR | EPOLLHUP;
+		break;
+	}
+	if (ep->tokens)
+		mask |= EPOLLIN | EPOLLRDNORM;
+	spin_unlock_irq(&ep->link->lock);
+	return mask;
+}
+
+/* read() returns the pending tokens as a u32 and clears them; 0 bytes once
+ * the peer closed and nothing is pending; ECONNRESET after link down. */
+static ssize_t sl_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
+{
+	struct sl_ep *ep = file->private_data;
+	struct sl_link *link = ep->link;
+	u32 tokens;
+	int rc;
+
+	if (count < sizeof(tokens))
+		return -EINVAL;
+	for (;;) {
+		spin_lock_irq(&link->lock);
+		tokens = ep->tokens;
+		ep->tokens = 0;
+		rc = ep->state;
+		spin_unlock_irq(&link->lock);
+		if (tokens)
+			break;
+		if (rc == SCILAN_EP_PEER_CLOSED)
+			return 0;
+		if (rc == SCILAN_EP_RESET)
+			return -ECONNRESET;
+		if (rc != SCILAN_EP_CONNECTED)
+			return -ENOTCONN;
+		if (file->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		rc = wait_event_interruptible(ep->wq, READ_ONCE(ep->tokens) ||
+					      READ_ONCE(ep->state) != SCILAN_EP_CONNECTED);
+		if (rc)
+			return rc;
+	}
+	if (copy_to_user(buf, &tokens, sizeof(tokens)))
+		return -EFAULT;
+	return sizeof(tokens);
+}
+
+static long sl_ioc_listen(struct sl_ep *ep, void __user *arg)
+{
+	struct sl_link *link = ep->link;
+	struct scilan_listen req;
+	struct sl_ep *o;
+	long rc = 0;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (!req.port || req.port > 65535 || req.backlog > 1024)
+		return -EINVAL;
+	spin_lock_irq(&link->lock);
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	list_for_each_entry(o, &link->listeners, lnode) {
+		if (o->port == req.port) {
+			rc = -EADDRINUSE;
+			goto out;
+		}
+	}
+	ep->port = req.port;
+	ep->backlog_max = req.backlog ? req.backlog : sl_backlog_default;
+	ep->state = SCILAN_EP_LISTEN;
+	list_add_tail(&ep->lnode, &link->listeners);
+out:
+	spin_unlock_irq(&link->lock);
+	return rc;
+}
+
+static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
+{
+	struct sl_link *link = ep->link;
+	struct scilan_connect req;
+	struct sl_msg m = { .type = cpu_to_le32(SL_MSG_CONNECT) };
+	unsigned long timeout;
+	long rc, left;
+	int slice;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (!req.port || req.port > 65535 || req.timeout_ms > 600000)
+		return -EINVAL;
+	timeout = msecs_to_jiffies(req.timeout_ms ? req.timeout_ms : sl_connect_timeout_ms);
+	down_read(&link->map_sem);
+	spin_lock_irq(&link->lock);
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0) {
+		rc = ep->connecting ? -EALREADY : -EISCONN;
+		goto unlock;
+	}
+	if (!link->up) {
+		rc = -ENETUNREACH;
+		goto unlock;
+	}
+	slice = sl_slice_alloc_locked(link, ep);
+	if (slice < 0) {
+		rc = -EAGAIN; /* every slice in use: like running out of ports */
+		goto unlock;
+	}
+	ep->slice = slice;
+	ep->connecting = true;
+	ep->connect_err = 0;
+	ep->cookie = ++link->next_cookie;
+	ep->generation = link->generation;
+	spin_unlock_irq(&link->lock);
+	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
+	m.port = cpu_to_le32(req.port);
+	m.src_slice = cpu_to_le32(slice);
+	m.cookie = cpu_to_le32(ep->cookie);
+	rc = sl_ctl_send(link, &m);
+	up_read(&link->map_sem);
+	left = rc ? 0 : wait_event_interruptible_timeout(ep->wq, !READ_ONCE(ep->connecting), timeout);
+	spin_lock_irq(&link->lock);
+	if (ep->connecting || rc) {
+		/* No answer: the peer may still accept and write into the
+		 * slice, so only our hold on it goes (its ACCEPT will be
+		 * answered with a CLOSE that frees it). */
+		ep->connecting = false;
+		rc = rc ? rc : left < 0 ? -EINTR : -ETIMEDOUT;
+	} else if (ep->connect_err) {
+		rc = ep->connect_err;
+	} else {
+		spin_unlock_irq(&link->lock);
+		return 0;
+	}
+	sl_slice_release_locked(link, ep->slice, true, false);
+	ep->slice = -1;
+	ep->state = SCILAN_EP_IDLE;
+	spin_unlock_irq(&link->lock);
+	return rc;
+unlock:
+	spin_unlock_irq(&link->lock);
+	up_read(&link->map_sem);
+	return rc;
+}
+
+/* The fresh endpoint takes over the first connection queued on the listener
+ * (the queued endpoint only carried it until a program claimed it). */
+static long sl_ioc_accept(struct sl_ep *ep, int __user *arg)
+{
+	struct sl_link *link = ep->link;
+	struct sl_ep *lst, *q;
+	struct fd f;
+	int lfd;
+	long rc;
+
+	if (get_user(lfd, arg))
+		return -EFAULT;
+	f = fdget(lfd);
+	if (!f.file)
+		return -EBADF;
+	rc = -EINVAL;
+	if (f.file->f_op != &sl_fops || f.file->private_data == ep)
+		goto out;
+	lst = f.file->private_data;
+	if (lst->link != link)
+		goto out;
+	for (;;) {
+		spin_lock_irq(&link->lock);
+		if (lst->state != SCILAN_EP_LISTEN || ep->state != SCILAN_EP_IDLE || ep->connecting ||
+		    ep->slice >= 0) {
+			rc = -EINVAL;
+			break;
+		}
+		if (!list_empty(&lst->backlog)) {
+			q = list_first_entry(&lst->backlog, struct sl_ep, lnode);
+			list_del(&q->lnode);
+			list_del(&q->node);
+			lst->backlog_len--;
+			ep->slice = q->slice;
+			ep->peer_slice = q->peer_slice;
+			ep->state = q->state;
+			ep->generation = q->generation;
+			ep->tokens = q->tokens;
+			link->slice_ep[ep->slice] = ep;
+			spin_unlock_irq(&link->lock);
+			kfree(q);
+			sl_link_put(link);
+			rc = 0;
+			goto out;
+		}
+		spin_unlock_irq(&link->lock);
+		if (f.file->f_flags & O_NONBLOCK) {
+			rc = -EAGAIN;
+			goto out;
+		}
+		rc = wait_event_interruptible(lst->wq, !list_empty(&lst->backlog) ||
+					      READ_ONCE(lst->state) != SCILAN_EP_LISTEN);
+		if (rc)
+			goto out;
+	}
+	spin_unlock_irq(&link->lock);
+out:
+	fdput(f);
+	return rc;
+}
+
+static long sl_ioc_stimulate(struct sl_ep *ep, u32 __user *arg)
+{
+	struct sl_link *link = ep->link;
+	u32 tokens;
+	long rc = 0;
+
+	if (get_user(tokens, arg))
+		return -EFAULT;
+	if (!tokens || tokens & ~(SCILAN_TOKEN_DATA | SCILAN_TOKEN_SPACE))
+		return -EINVAL;
+	down_read(&link->map_sem);
+	if (ep->state == SCILAN_EP_RESET || (ep->slice >= 0 && ep->generation != link->generation))
+		rc = -ECONNRESET;
+	else if (ep->state == SCILAN_EP_PEER_CLOSED)
+		rc = -EPIPE;
+	else if (ep->state != SCILAN_EP_CONNECTED)
+		rc = -ENOTCONN;
+	else if (!link->up || !link->pwin)
+		rc = -ECONNRESET;
+	else
+		sl_stimulate(link, ep->peer_slice, tokens);
+	up_read(&link->map_sem);
+	return rc;
+}
+
+static void sl_fill_info(struct sl_ep *ep, struct scilan_info *info)
+{
+	struct sl_link *link = ep->link;
+
+	memset(info, 0, sizeof(*info));
+	spin_lock_irq(&link->lock);
+	info->abi_version = SCILAN_ABI_VERSION;
+	info->link_up = link->up;
+	info->mw_size = link->lwin_size;
+	info->slice_size = link->slice_size;
+	info->nslices = link->nslices;
+	info->peer_nslices = link->peer_nslices;
+	info->ep_state = ep->state;
+	info->slice = ep->slice;
+	info->peer_slice = ep->peer_slice;
+	spin_unlock_irq(&link->lock);
+}
+
+static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct sl_ep *ep = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	struct scilan_info info;
+	u32 tokens;
+
+	switch (cmd) {
+	case SCILAN_IOC_INFO:
+		sl_fill_info(ep, &info);
+		return copy_to_user(uarg, &info, sizeof(info)) ? -EFAULT : 0;
+	case SCILAN_IOC_LISTEN:
+		return sl_ioc_listen(ep, uarg);
+	case SCILAN_IOC_CONNECT:
+		return sl_ioc_connect(ep, uarg);
+	case SCILAN_IOC_ACCEPT:
+		return sl_ioc_accept(ep, uarg);
+	case SCILAN_IOC_STIMULATE:
+		return sl_ioc_stimulate(ep, uarg);
+	case SCILAN_IOC_RING_SELF:
+		if (get_user(tokens, (u32 __user *)uarg))
+			return -EFAULT;
+		if (!tokens || tokens & ~SCILAN_TOKENS_ALL)
+			return -EINVAL;
+		spin_lock_irq(&ep->link->lock);
+		ep->tokens |= tokens;
+		wake_up_interruptible(&ep->wq);
+		spin_unlock_irq(&ep->link->lock);
+		return 0;
+	}
+	return -ENOTTY;
+}
+
+/* Pages are inserted one fault at a time under the read side of map_sem, so
+ * a link going down (write side, then zap) leaves no mapping behind. */
+static vm_fault_t sl_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct sl_ep *ep = vma->vm_private_data;
+	struct sl_link *link = ep->link;
+	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+	unsigned long pfn;
+
+	down_read(&link->map_sem);
+	if (!link->up || ep->generation != link->generation || ep->slice < 0 ||
+	    (ep->state != SCILAN_EP_CONNECTED && ep->state != SCILAN_EP_PEER_CLOSED))
+		goto out;
+	if (off < link->slice_size) {
+		pfn = PHYS_PFN(virt_to_phys(link->lwin + SL_WIN_SLICE_OFF + (size_t)ep->slice * link->slice_size + off));
+	} else if (off < 2ULL * link->slice_size && ep->peer_slice >= 0 &&
+		   ep->peer_slice < (int)link->peer_nslices && link->pwin) {
+		pfn = PHYS_PFN(link->pwin_phys + SL_WIN_SLICE_OFF +
+			       (u64)ep->peer_slice * link->slice_size + off - link->slice_size);
+	} else {
+		goto out;
+	}
+	ret = vmf_insert_pfn(vma, vmf->address, pfn);
+out:
+	up_read(&link->map_sem);
+	return ret;
+}
+
+static const struct vm_operations_struct sl_vm_ops = {
+	.fault = sl_fault,
+};
+
+static int sl_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct sl_ep *ep = file->private_data;
+	struct sl_link *link = ep->link;
+	unsigned long len = vma->vm_end - vma->vm_start;
+	u64 pages = link->slice_size >> PAGE_SHIFT;
+	bool peer;
+
+	/* Private (copy-on-write) mappings of device pages make no sense. */
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_pgoff >= 2 * pages)
+		return -EINVAL;
+	peer = vma->vm_pgoff >= pages;
+	if ((vma->vm_pgoff % pages) + (len >> PAGE_SHIFT) > pages)
+		return -EINVAL;
+	spin_lock_irq(&link->lock);
+	if (ep->state != SCILAN_EP_CONNECTED && ep->state != SCILAN_EP_PEER_CLOSED) {
+		spin_unlock_irq(&link->lock);
+		return -ENOTCONN;
+	}
+	ep->mapped = true;
+	spin_unlock_irq(&link->lock);
+	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	/* Stores into the peer's slice are combined into PCIe bursts; the PAT
+	 * memtype of the window decides in the end (RAM of the mock stays
+	 * write-back). */
+	if (peer)
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+	vma->vm_private_data = ep;
+	vma->vm_ops = &sl_vm_ops;
+	return 0;
+}
+
+const struct file_operations sl_fops = {
+	.owner = THIS_MODULE,
+	.open = sl_open,
+	.release = sl_release,
+	.read = sl_read,
+	.poll = sl_poll,
+	.unlocked_ioctl = sl_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = sl_mmap,
+	.llseek = no_llseek,
+};

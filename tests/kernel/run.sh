@@ -1,0 +1,77 @@
+#!/bin/bash
+# run.sh BUILD — `make test-kernel`: builds the guest initramfs (busybox-static,
+# ntb.ko, ntb_mock.ko, scilan.ko, sltest), boots Debian's kernel in QEMU under
+# a timeout, and turns the console log into "kernel <test> <passed> <failed>"
+# lines in BUILD/results/kernel.txt.  Any Oops/WARNING/BUG fails the suite.
+set -u
+build=$(realpath "$1")
+here=$(dirname "$(realpath "$0")")
+top=$(realpath "$here/../..")
+work=$build/kernel-test
+results=$build/results
+mkdir -p "$work" "$results"
+: >"$results/kernel.txt"
+
+kernel=$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)
+kver=${kernel#/boot/vmlinuz-}
+drv=$build/driver
+modver=$(modinfo -F vermagic "$drv/scilan/scilan.ko" | cut -d' ' -f1)
+if [ "$modver" != "$kver" ]; then
+	echo "run.sh: modules are built for $modver, the guest kernel is $kver" >&2
+	echo "kernel setup 0 1" >>"$results/kernel.txt"
+	exit 1
+fi
+
+# The initramfs.
+rm -rf "$work/root"
+mkdir -p "$work/root"/{bin,lib,proc,sys,dev,tmp}
+cp /bin/busybox "$work/root/bin/busybox"
+cp "$drv/ntb/ntb.ko" "$drv/ntb_mock/ntb_mock.ko" "$drv/scilan/scilan.ko" "$work/root/lib/"
+gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
+	-o "$work/root/bin/sltest" "$here/sltest.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+install -m 755 "$here/init" "$work/root/init"
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
+
+# TCG by default: /dev/kvm exists on this (nested) host, but a KVM guest hangs
+# right after the kernel is decompressed.  SCILAN_QEMU_ACCEL=kvm opts in.
+accel="-accel tcg,thread=multi"
+if [ "${SCILAN_QEMU_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then accel="-enable-kvm -cpu host"; fi
+log=$work/console.log
+start=$(date +%s)
+timeout 420 qemu-system-x86_64 $accel -m 1024 -smp 2 -nographic -no-reboot -nic none \
+	-kernel "$kernel" -initrd "$work/initramfs.gz" \
+	-append "console=ttyS0 panic=-1 loglevel=7" \
+	-device pci-testdev -device pci-testdev >"$log" 2>&1 </dev/null
+rc=$?
+end=$(date +%s)
+tr -d '\r' <"$log" | grep -aE '^TEST |scilan-guest' 
+echo "run.sh: guest ran $((end - start)) s ($accel), qemu exit $rc"
+
+passed=0 failed=0
+while read -r _ name verdict _; do
+	if [ "$verdict" = PASS ]; then
+		echo "kernel $name 1 0" >>"$results/kernel.txt"
+		passed=$((passed + 1))
+	else
+		echo "kernel $name 0 1" >>"$results/kernel.txt"
+		failed=$((failed + 1))
+	fi
+done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
+
+problems=$(grep -acE 'Oops|WARNING:|BUG:|general protection|Call Trace|Kernel panic' "$log")
+if [ "$problems" -ne 0 ]; then
+	echo "run.sh: kernel problems in the guest log:"
+	grep -aE -A20 'Oops|WARNING:|BUG:|general protection|Kernel panic' "$log" | head -60
+	echo "kernel guest_log_clean 0 1" >>"$results/kernel.txt"
+	failed=$((failed + 1))
+else
+	echo "kernel guest_log_clean 1 0" >>"$results/kernel.txt"
+	passed=$((passed + 1))
+fi
+if ! grep -aq 'scilan-guest: done' "$log"; then
+	echo "run.sh: the guest did not finish (timeout or crash); log: $log"
+	echo "kernel guest_finished 0 1" >>"$results/kernel.txt"
+	failed=$((failed + 1))
+fi
+echo "kernel: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
