@@ -17,6 +17,7 @@
 #include "config.h"
 #include "ctl_devices.h"
 #include "ctl_stat.h"
+#include "ctl_status.h"
 #include "ctl_topo.h"
 
 static void usage(FILE *out)
@@ -30,6 +31,7 @@ static void usage(FILE *out)
 		"  devices                           list NTB and ivshmem PCI devices (BARs, NUMA node)\n"
 		"  topo                              NUMA layout and CPU pinning advice per device\n"
 		"  stat [--watch SECONDS]            live counters of every accelerated connection\n"
+		"  status                            the scilan driver: links, windows, endpoints\n"
 		"options:\n"
 		"  --json    machine-readable output\n"
 		"  --help    this text\n"
@@ -248,6 +250,8 @@ int main(int argc, char **argv)
 		return cmd_topo(argc - optind, argv + optind, json);
 	if (strcmp(argv[optind], "stat") == 0)
 		return cmd_stat(argc - optind, argv + optind, json);
+	if (strcmp(argv[optind], "status") == 0)
+		return cmd_status(argc - optind, argv + optind, json);
 	fprintf(stderr, "scilan_ctl: unknown command '%s' (try --help)\n", argv[optind]);
 	return 2;
 }

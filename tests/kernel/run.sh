@@ -58,6 +58,34 @@ while read -r _ name verdict _; do
 	fi
 done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
 
+# scilan_ctl status against the state files the guest printed, and its error
+# when there is no driver.
+ctl=$build/bin/scilan_ctl
+if [ -x "$ctl" ]; then
+	rm -rf "$work/state"
+	tr -d '\r' <"$log" | grep -a '^STATE ' | while read -r _ l rest; do
+		mkdir -p "$work/state/$l"
+		echo "$rest" >>"$work/state/$l/state"
+	done
+	out=$(SCILAN_DRIVER_STATE=$work/state "$ctl" --json status 2>&1)
+	txt=$(SCILAN_DRIVER_STATE=$work/state "$ctl" status 2>&1)
+	err=$(SCILAN_DRIVER_STATE=$work/none "$ctl" status 2>&1)
+	erc=$?
+	echo "$txt"
+	if [[ $out == '{"driver":"scilan","links":[{"name":"scilan0","link":"up",'* &&
+		$out == *'"endpoints":1,"endpoint_list":[{"id":'*'"state":"idle"'* &&
+		$out == *'{"name":"scilan1","link":"up",'* && $txt == *scilan1* &&
+		$erc -eq 1 && $err == *"cannot read driver state"* ]]; then
+		echo "TEST ctl_status PASS"
+		echo "kernel ctl_status 1 0" >>"$results/kernel.txt"
+		passed=$((passed + 1))
+	else
+		echo "TEST ctl_status FAIL: $out / $err ($erc)"
+		echo "kernel ctl_status 0 1" >>"$results/kernel.txt"
+		failed=$((failed + 1))
+	fi
+fi
+
 problems=$(grep -acE 'Oops|WARNING:|BUG:|general protection|Call Trace|Kernel panic' "$log")
 if [ "$problems" -ne 0 ]; then
 	echo "run.sh: kernel problems in the guest log:"
