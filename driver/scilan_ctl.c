@@ -163,6 +163,7 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 {
 	struct sl_ep *lst, *ep;
 	int slice = -ECONNREFUSED;
+	u64 gen;
 
 	if (peer_slice >= link->peer_nslices)
 		return; /* garbage: nobody to answer */
@@ -173,38 +174,46 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	}
 	init_waitqueue_head(&ep->wq);
 	INIT_LIST_HEAD(&ep->backlog);
+	ep->link = link;
 	ep->peer_slice = peer_slice;
 	ep->slice = -1;
 	spin_lock_irq(&link->lock);
+	gen = link->generation;
 	lst = sl_find_listener_locked(link, port);
 	if (lst && lst->backlog_len < lst->backlog_max)
 		slice = sl_slice_alloc_locked(link, ep);
-	if (slice >= 0) {
-		ep->link = link;
-		ep->slice = slice;
-		ep->state = SCILAN_EP_CONNECTED;
-		ep->generation = link->generation;
-		ep->queued = true;
-		ep->id = ++link->next_cookie;
-		list_add_tail(&ep->node, &link->eps);
-		list_add_tail(&ep->lnode, &lst->backlog);
-		lst->backlog_len++;
-		sl_link_get(link);
-	}
 	spin_unlock_irq(&link->lock);
 	if (slice < 0) {
 		kfree(ep);
 		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, -slice);
 		return;
 	}
-	/* Clean control words before the peer can write: it learns the slice
-	 * only from the ACCEPT below. */
+	/* Clean control words before anyone uses the slice: the peer learns
+	 * it only from the ACCEPT below, our program only once it is queued.
+	 * The endpoint is IDLE meanwhile, so stimuli for it are dropped. */
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
-	sl_reply(link, SL_MSG_ACCEPT, peer_slice, slice, cookie, 0);
 	spin_lock_irq(&link->lock);
-	if (lst->state == SCILAN_EP_LISTEN && lst->port == port)
-		wake_up_interruptible(&lst->wq);
+	/* The listener may have closed, or the session changed, meanwhile. */
+	lst = sl_find_listener_locked(link, port);
+	if (!lst || lst->backlog_len >= lst->backlog_max || !link->up || link->generation != gen) {
+		sl_slice_release_locked(link, slice, true, true);
+		spin_unlock_irq(&link->lock);
+		kfree(ep);
+		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, ECONNREFUSED);
+		return;
+	}
+	ep->slice = slice;
+	ep->state = SCILAN_EP_CONNECTED;
+	ep->generation = gen;
+	ep->queued = true;
+	ep->id = ++link->next_cookie;
+	list_add_tail(&ep->node, &link->eps);
+	list_add_tail(&ep->lnode, &lst->backlog);
+	lst->backlog_len++;
+	sl_link_get(link);
+	wake_up_interruptible(&lst->wq);
 	spin_unlock_irq(&link->lock);
+	sl_reply(link, SL_MSG_ACCEPT, peer_slice, slice, cookie, 0);
 }
 
 static void sl_handle(struct sl_link *link, const struct sl_msg *m)

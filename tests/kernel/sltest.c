@@ -24,6 +24,7 @@
 #define NODE_A "/dev/scilan0"
 #define NODE_B "/dev/scilan1"
 #define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
+#define SL_MAX_FDS 600
 
 static int failures;
 
@@ -605,6 +606,36 @@ static void test_hostile(void)
 	result("hostile_args", bad == 0, "%d checks, %d unexpected", checks, bad);
 }
 
+/* Connect until the slices run out (EAGAIN), never accepting: the listener's
+ * close then closes every queued connection, and nothing is left over. */
+static void test_exhaustion(void)
+{
+	struct scilan_listen lr = { .port = 12, .backlog = 1024 };
+	struct scilan_connect cr = { .port = 12 };
+	struct scilan_info in;
+	int lfd = open(NODE_B, O_RDWR), fds[SL_MAX_FDS], n = 0, err = 0;
+
+	if (lfd < 0 || ioctl(lfd, SCILAN_IOC_LISTEN, &lr) < 0 || info(lfd, &in) < 0) {
+		result("slice_exhaustion", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	while (n < SL_MAX_FDS) {
+		fds[n] = open(NODE_A, O_RDWR);
+		if (fds[n] < 0 || ioctl(fds[n], SCILAN_IOC_CONNECT, &cr) < 0) {
+			err = errno;
+			if (fds[n] >= 0)
+				close(fds[n]);
+			break;
+		}
+		n++;
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	close(lfd);
+	result("slice_exhaustion", (unsigned)n == in.nslices && err == EAGAIN,
+	       "%d connections of %u slices, then %s", n, in.nslices, strerror(err));
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -627,6 +658,8 @@ int main(int argc, char **argv)
 		test_killed();
 	if (all || !strcmp(what, "hostile"))
 		test_hostile();
+	if (all || !strcmp(what, "exhaust"))
+		test_exhaustion();
 	if (all || !strcmp(what, "linkdown"))
 		test_linkdown();
 	if (all) {
