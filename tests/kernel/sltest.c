@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -451,6 +452,14 @@ static void test_killed(void)
 	       dbg_value(1, "slices_busy"));
 }
 
+static sigjmp_buf sigbus_jmp;
+
+static void sigbus_handler(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
 static int write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY), ok;
@@ -462,13 +471,13 @@ static int write_file(const char *path, const char *s)
 	return ok ? 0 : -1;
 }
 
-/* The cable is cut under a receiver blocked in read(): ECONNRESET; the
- * mapping then faults (SIGBUS), and a new connection works once the link
- * is back. */
+/* The cable is cut under a receiver blocked in read(): ECONNRESET; its
+ * mappings were zapped, so touching them raises SIGBUS; a new connection
+ * works once the link is back. */
 static void test_linkdown(void)
 {
 	struct conn s, c;
-	int lfd = listen_on(NODE_B, 10), status, ok, again;
+	int lfd = listen_on(NODE_B, 10), status, first, ok, again;
 	pid_t pid;
 
 	if (lfd < 0) {
@@ -483,13 +492,25 @@ static void test_linkdown(void)
 		if (conn_accept(&s, NODE_B, lfd, 0) < 0)
 			_exit(2);
 		n = read(s.fd, &tok, sizeof(tok)); /* blocks: nobody stimulates */
-		_exit(n < 0 && errno == ECONNRESET ? 0 : 3);
+		if (n >= 0 || errno != ECONNRESET)
+			_exit(3);
+		/* The mappings were zapped: touching them faults now. */
+		signal(SIGBUS, sigbus_handler);
+		if (sigsetjmp(sigbus_jmp, 1) == 0) {
+			(void)*(volatile uint8_t *)s.peer;
+			_exit(4);
+		}
+		if (sigsetjmp(sigbus_jmp, 1) == 0) {
+			*(volatile uint8_t *)s.local = 1;
+			_exit(5);
+		}
+		_exit(0);
 	}
 	ok = conn_connect(&c, NODE_A, 10, 0) == 0;
 	usleep(200000);
 	ok = ok && write_file(MOCK_LINK, "0") == 0;
-	waitpid(pid, &status, 0);
-	ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	waitpid(pid, &first, 0);
+	ok = ok && WIFEXITED(first) && WEXITSTATUS(first) == 0;
 	conn_close(&c);
 	write_file(MOCK_LINK, "1");
 	again = wait_link(NODE_A, 5000) && wait_link(NODE_B, 5000);
@@ -505,8 +526,9 @@ static void test_linkdown(void)
 		conn_close(&c);
 	}
 	close(lfd);
-	result("link_down_reset", ok && again, "blocked read got ECONNRESET %d, reconnect after link up %d",
-	       ok, again);
+	result("link_down_reset", ok && again,
+	       "blocked read got ECONNRESET and both mappings SIGBUS %d (child exit %d), reconnect after link up %d",
+	       ok, WIFEXITED(first) ? WEXITSTATUS(first) : -1, again);
 }
 
 #define EXPECT(cond, err) do { \
