@@ -26,7 +26,8 @@ enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT
 #define SL_SPAD_MAGIC_VAL (0x53430000u | SL_PROTO_VERSION) /* "SC" + version */
 
 /* Layout of each inbound window: page 0 the control channel the peer writes
- * into, page 1 the stimulus words, then the slices. */
+ * into, page 1 the stimulus words, then the slices.
+ */
 #define SL_WIN_CTL_OFF 0
 #define SL_WIN_STIM_OFF PAGE_SIZE
 #define SL_WIN_SLICE_OFF (2 * PAGE_SIZE)
@@ -39,7 +40,8 @@ enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT
 enum sl_msg_type { SL_MSG_CONNECT = 1, SL_MSG_ACCEPT, SL_MSG_REFUSE, SL_MSG_CLOSE };
 
 /* One control message; every field is validated on receipt (the peer is
- * not trusted). */
+ * not trusted).
+ */
 struct sl_msg {
 	__le32 type;
 	__le32 port;
@@ -101,7 +103,8 @@ struct sl_link {
 
 	/* Faults of user mappings against teardown: a fault inserts under the
 	 * read side, link down/remove flips state under the write side and then
-	 * zaps every mapping, so no PTE survives into freed or dead memory. */
+	 * zaps every mapping, so no PTE survives into freed or dead memory.
+	 */
 	struct rw_semaphore map_sem;
 
 	struct dentry *dbg;

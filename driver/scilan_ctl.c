@@ -13,7 +13,8 @@
  * receiver's window: the sender writes a message, then (after a write
  * barrier) its producer index, then rings doorbell bit 0.  The receiver
  * acknowledges by writing its consumer index into the SENDER's page 0, so a
- * sender checks for room by reading its own memory, never across the link. */
+ * sender checks for room by reading its own memory, never across the link.
+ */
 int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
 {
 	void __iomem *slot;
@@ -35,7 +36,8 @@ int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
 		if (link->tx_prod - ack < SL_CTL_SLOTS)
 			break;
 		/* Full: the peer's work item drains it within milliseconds
-		 * unless the peer is gone, which the link watcher will see. */
+		 * unless the peer is gone, which the link watcher will see.
+		 */
 		if (++waited > 1000) {
 			rc = -ETIMEDOUT;
 			goto out;
@@ -61,7 +63,8 @@ int sl_slice_db_bit(const struct sl_link *link, int slice)
 
 /* A free slice is one no local endpoint holds and the peer cannot write
  * (it never learned it, or it closed it).  Both bits are taken: the peer
- * may write as soon as it hears of the slice. */
+ * may write as soon as it hears of the slice.
+ */
 int sl_slice_alloc_locked(struct sl_link *link, struct sl_ep *ep)
 {
 	int s;
@@ -91,7 +94,8 @@ void sl_slice_release_locked(struct sl_link *link, int slice, bool local, bool p
 
 /* Stimulus words: two per slice (data, space) in page 1 of each window.  The
  * peer only ever stores 1; the owner exchanges them to 0, so two stimuli of
- * different kinds never overwrite each other. */
+ * different kinds never overwrite each other.
+ */
 void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens)
 {
 	void __iomem *w = link->pwin + SL_WIN_STIM_OFF + peer_slice * 8;
@@ -107,7 +111,8 @@ void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens)
 }
 
 /* Interrupt context: the slices of the rung doorbell bits are scanned and
- * each endpoint whose words were set gets its tokens and one wake-up. */
+ * each endpoint whose words were set gets its tokens and one wake-up.
+ */
 void sl_db_scan(struct sl_link *link, u64 bits)
 {
 	u32 *stim = link->lwin + SL_WIN_STIM_OFF;
@@ -158,7 +163,8 @@ static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cooki
 }
 
 /* A connection request: the driver completes the handshake at once (as TCP
- * does before accept()) and queues the new endpoint on the listener. */
+ * does before accept()) and queues the new endpoint on the listener.
+ */
 static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 cookie)
 {
 	struct sl_ep *lst, *ep;
@@ -190,7 +196,8 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	}
 	/* Clean control words before anyone uses the slice: the peer learns
 	 * it only from the ACCEPT below, our program only once it is queued.
-	 * The endpoint is IDLE meanwhile, so stimuli for it are dropped. */
+	 * The endpoint is IDLE meanwhile, so stimuli for it are dropped.
+	 */
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
 	spin_lock_irq(&link->lock);
 	/* The listener may have closed, or the session changed, meanwhile. */
@@ -287,7 +294,8 @@ void sl_ctl_work(struct work_struct *work)
 		link->rx_cons++;
 		link->stat_ctl_rx++;
 		/* Acknowledge before handling: a reply may need a free slot
-		 * in the peer's ring while the peer waits for one in ours. */
+		 * in the peer's ring while the peer waits for one in ours.
+		 */
 		writeq(link->rx_cons, link->pwin + SL_CTL_ACK_OFF);
 		sl_handle(link, &m);
 		if (++n == 64) { /* let other work run; come back */

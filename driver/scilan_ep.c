@@ -29,7 +29,8 @@ void sl_ep_wake_locked(struct sl_ep *ep, int state)
 
 /* Every user mapping of the link's slices is removed; later faults find the
  * link down and get SIGBUS.  Mappings belong to the device nodes the
- * endpoints were opened through (normally one). */
+ * endpoints were opened through (normally one).
+ */
 void sl_zap_mappings(struct sl_link *link)
 {
 	struct address_space *maps[4];
@@ -192,7 +193,8 @@ static __poll_t sl_poll(struct file *file, poll_table *wait)
 }
 
 /* read() returns the pending tokens as a u32 and clears them; 0 bytes once
- * the peer closed and nothing is pending; ECONNRESET after link down. */
+ * the peer closed and nothing is pending; ECONNRESET after link down.
+ */
 static ssize_t sl_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
 {
 	struct sl_ep *ep = file->private_data;
@@ -305,7 +307,8 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	if (ep->connecting || rc) {
 		/* No answer: the peer may still accept and write into the
 		 * slice, so only our hold on it goes (its ACCEPT will be
-		 * answered with a CLOSE that frees it). */
+		 * answered with a CLOSE that frees it).
+		 */
 		ep->connecting = false;
 		rc = rc ? rc : left < 0 ? -EINTR : -ETIMEDOUT;
 	} else if (ep->connect_err) {
@@ -326,7 +329,8 @@ unlock:
 }
 
 /* The fresh endpoint takes over the first connection queued on the listener
- * (the queued endpoint only carried it until a program claimed it). */
+ * (the queued endpoint only carried it until a program claimed it).
+ */
 static long sl_ioc_accept(struct sl_ep *ep, int __user *arg)
 {
 	struct sl_link *link = ep->link;
@@ -463,7 +467,8 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 }
 
 /* Pages are inserted one fault at a time under the read side of map_sem, so
- * a link going down (write side, then zap) leaves no mapping behind. */
+ * a link going down (write side, then zap) leaves no mapping behind.
+ */
 static vm_fault_t sl_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -522,7 +527,8 @@ static int sl_mmap(struct file *file, struct vm_area_struct *vma)
 	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
 	/* Stores into the peer's slice are combined into PCIe bursts; the PAT
 	 * memtype of the window decides in the end (RAM of the mock stays
-	 * write-back). */
+	 * write-back).
+	 */
 	if (peer)
 		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
 	vma->vm_private_data = ep;

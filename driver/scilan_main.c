@@ -69,7 +69,8 @@ static u32 sl_new_nonce(void)
 
 /* Connections of the lost session are reset, listeners keep listening (the
  * next session may bring connections), slices only the peer held are free:
- * the dead peer writes no more.  Caller holds link->lock. */
+ * the dead peer writes no more.  Caller holds link->lock.
+ */
 void sl_link_reset_locked(struct sl_link *link)
 {
 	struct sl_ep *ep, *tmp;
@@ -87,7 +88,8 @@ void sl_link_reset_locked(struct sl_link *link)
 }
 
 /* Leave the session: endpoints reset and woken, user mappings zapped, the
- * peer window unmapped, and a new nonce so the peer resets as well. */
+ * peer window unmapped, and a new nonce so the peer resets as well.
+ */
 static void sl_link_down(struct sl_link *link, const char *why)
 {
 	bool was_up = link->pwin;
@@ -124,7 +126,8 @@ static int sl_map_peer(struct sl_link *link, u64 peer_mw)
 		return -ENOSPC;
 	/* A peer window in RAM is the mock (the peer's translated buffer):
 	 * x86 PAT forbids a write-combining alias of RAM mapped write-back,
-	 * so it is mapped cached.  A real window is device memory: WC. */
+	 * so it is mapped cached.  A real window is device memory: WC.
+	 */
 	link->pwin_is_ram = region_intersects(base, peer_mw, IORESOURCE_SYSTEM_RAM,
 					      IORES_DESC_NONE) != REGION_DISJOINT;
 	if (link->pwin_is_ram)
@@ -155,7 +158,8 @@ static void sl_link_work(struct work_struct *work)
 		return; /* the next link event brings us back */
 	}
 	/* The window's alignment is known only with the link up; it is set up
-	 * once and kept for the link's life (reused by later sessions). */
+	 * once and kept for the link's life (reused by later sessions).
+	 */
 	if (!link->lwin) {
 		rc = sl_setup_window(link);
 		if (rc) {
@@ -189,7 +193,8 @@ static void sl_link_work(struct work_struct *work)
 	if (nonce != link->peer_nonce) {
 		/* A new peer session: forget the old control channel and
 		 * stimuli before telling the peer we saw it (it sends only
-		 * after our acknowledgement). */
+		 * after our acknowledgement).
+		 */
 		memset(link->lwin, 0, SL_WIN_SLICE_OFF);
 		link->tx_prod = 0;
 		link->rx_cons = 0;
@@ -232,7 +237,8 @@ static void sl_ctx_link_event(void *ctx)
 	struct sl_link *link = ctx;
 
 	/* A lost link stops every endpoint now (interrupt context); the work
-	 * item then unmaps and zaps, which may sleep. */
+	 * item then unmaps and zaps, which may sleep.
+	 */
 	if (!ntb_link_is_up(link->ntb, NULL, NULL)) {
 		spin_lock(&link->lock);
 		sl_link_reset_locked(link);
@@ -243,7 +249,8 @@ static void sl_ctx_link_event(void *ctx)
 
 /* The doorbell interrupt: bit 0 is the control channel (handled in a work
  * item, it may sleep), the others select groups of slices whose stimulus
- * words are scanned here, waking exactly the endpoints stimulated. */
+ * words are scanned here, waking exactly the endpoints stimulated.
+ */
 static void sl_ctx_db_event(void *ctx, int vector)
 {
 	struct sl_link *link = ctx;
@@ -313,7 +320,8 @@ static int sl_setup_window(struct sl_link *link)
 		return -ENOMEM;
 	link->lwin_size = size;
 	/* User mappings insert the pages by pfn: the buffer must be in the
-	 * linear map (true for x86 coherent allocations). */
+	 * linear map (true for x86 coherent allocations).
+	 */
 	if ((addr_align && !IS_ALIGNED(link->lwin_dma, addr_align)) || !virt_addr_valid(link->lwin)) {
 		rc = -EINVAL;
 		goto free;
@@ -415,7 +423,8 @@ static void sl_remove(struct ntb_client *client, struct ntb_dev *ntb)
 	debugfs_remove_recursive(link->dbg);
 	ntb_link_disable(ntb);
 	/* No user mapping survives sl_link_down and none can be faulted in
-	 * again (the link is down for good): the window may go. */
+	 * again (the link is down for good): the window may go.
+	 */
 	if (link->lwin) {
 		ntb_mw_clear_trans(ntb, 0, 0);
 		dma_free_coherent(link->dma_dev, link->lwin_size, link->lwin, link->lwin_dma);

@@ -382,7 +382,8 @@ static void mock_remove(struct pci_dev *pdev)
 	unsigned long flags;
 
 	/* Cut the cable first: the peer's client stops using our side's
-	 * memory (its link-down work runs at once) before ours goes away. */
+	 * memory (its link-down work runs at once) before ours goes away.
+	 */
 	spin_lock_irqsave(&mock_lock, flags);
 	p->enabled = false;
 	mock_link_changed_locked(p);

@@ -48,7 +48,8 @@ struct scilan_connect {
 
 /* mmap offsets: the local slice (cached; the ring we receive into) and the
  * peer's slice (write-combining on hardware; the ring we send into).  Each is
- * exactly slice_size bytes; MAP_SHARED only. */
+ * exactly slice_size bytes; MAP_SHARED only.
+ */
 #define SCILAN_MMAP_LOCAL 0ull
 #define SCILAN_MMAP_PEER(slice_size) ((__u64)(slice_size))
 
@@ -57,7 +58,8 @@ struct scilan_connect {
 #define SCILAN_IOC_LISTEN     _IOW(SCILAN_IOC_MAGIC, 2, struct scilan_listen)
 #define SCILAN_IOC_CONNECT    _IOW(SCILAN_IOC_MAGIC, 3, struct scilan_connect)
 /* On a freshly opened endpoint: take the first connection queued on the
- * listener whose fd is the argument (blocks unless O_NONBLOCK). */
+ * listener whose fd is the argument (blocks unless O_NONBLOCK).
+ */
 #define SCILAN_IOC_ACCEPT     _IOW(SCILAN_IOC_MAGIC, 4, __s32)
 /* Wake the peer endpoint: SCILAN_TOKEN_DATA and/or SCILAN_TOKEN_SPACE. */
 #define SCILAN_IOC_STIMULATE  _IOW(SCILAN_IOC_MAGIC, 5, __u32)
