@@ -1,0 +1,36 @@
+# hooktests.mk — test-hook: the scenario programs of tests/hook/progs (plain
+# POSIX socket programs) run plain and under the preload hook by the Criterion
+# tests of tests/hook; native build only (the hook is preloaded into programs
+# that are not sanitizer-built).
+#
+# The programs go to $(BUILD)/hookprogs, not build/tests/hook/progs: the
+# test-native runner executes every executable under $(BUILD)/tests as a
+# Criterion binary, and the Criterion runner below does the same under
+# $(BUILD)/hooktests.
+
+HOOKPROG_DIR  := $(BUILD)/hookprogs
+HOOKTEST_DIR  := $(BUILD)/hooktests
+HOOKPROG_SRC  := $(filter-out tests/hook/progs/scen.c,$(wildcard tests/hook/progs/*.c))
+HOOKPROG_BIN  := $(patsubst tests/hook/progs/%.c,$(HOOKPROG_DIR)/%,$(HOOKPROG_SRC))
+HOOKTEST_SRC  := $(wildcard tests/hook/test_*.c)
+HOOKTEST_BIN  := $(patsubst tests/hook/%.c,$(HOOKTEST_DIR)/%,$(HOOKTEST_SRC))
+HOOKTEST_LIB  := $(filter-out $(HOOKTEST_SRC),$(wildcard tests/hook/*.c))
+HOOK_FLAGS    := -D_GNU_SOURCE $(WARN) $(OPT) -pthread
+
+$(HOOKPROG_DIR)/%: tests/hook/progs/%.c tests/hook/progs/scen.c tests/hook/progs/scen.h
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(HOOK_FLAGS) -Itests/hook/progs -o $@ $< tests/hook/progs/scen.c
+
+$(HOOKTEST_DIR)/%: tests/hook/%.c $(HOOKTEST_LIB) $(wildcard tests/hook/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(HOOK_FLAGS) -Itests/hook -o $@ $< $(HOOKTEST_LIB) -lcriterion
+
+.PHONY: test-hook hooktests
+hooktests: hook $(HOOKPROG_BIN) $(HOOKTEST_BIN)
+
+test-hook: hooktests
+	@scripts/run-tests.sh $(HOOKTEST_DIR) hook $(BUILD)/results
+
+EXTRA_TESTS += test-hook

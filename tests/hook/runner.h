@@ -1,0 +1,67 @@
+/* runner.h — what the hook's Criterion tests share: start a scenario program
+ * (plain or under LD_PRELOAD, optionally inside a network namespace) with its
+ * stdout and stderr captured and a hang limit, read the SCILAN_STATS lines, and
+ * the core check: same transcript plain and preloaded, expected acceleration. */
+#ifndef HOOK_RUNNER_H
+#define HOOK_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* How to run a program. */
+struct hk_env {
+	bool preload;        /* LD_PRELOAD the hook, SCILAN_STATS=1 */
+	const char *rundir;  /* SCILAN_RUNDIR (with preload) */
+	const char *conf;    /* SCILAN_CONF (with preload); NULL: an empty map */
+	const char *netns;   /* run through `ip netns exec NETNS` */
+};
+
+/* A running program. */
+struct hk_proc {
+	pid_t pid;
+	int out, err;        /* pipes, -1 once at EOF */
+	char *obuf, *ebuf;   /* everything read so far, NUL-terminated */
+	size_t olen, elen, ocons; /* ocons: stdout bytes hk_read_line consumed */
+	bool timed_out;
+};
+
+/* What it did. */
+struct hk_out {
+	int rc;      /* exit code, 128+signal, or -1 when killed at the hang limit */
+	char *out;   /* stdout (malloc'ed) */
+	char *err;   /* stderr (malloc'ed) */
+};
+
+/* Absolute path of build/hookprogs/<name> (static storage, one per call slot). */
+const char *hk_prog(const char *name);
+/* A fresh 0700 directory under /dev/shm holding run/ (0700) and an empty
+ * cluster.conf; *rundir and *conf point into it.  Remove with hk_rmtree. */
+char *hk_tmpdir(char **rundir, char **conf);
+void hk_rmtree(const char *path);
+
+/* Start argv[0] (an absolute path) with argv, in its own process group. */
+void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[]);
+/* Next stdout line (without '\n') within limit_s seconds; false at EOF/limit. */
+bool hk_read_line(struct hk_proc *p, char *line, size_t size, unsigned limit_s);
+/* Collect the rest and wait; at the limit the process group is killed. */
+void hk_finish(struct hk_proc *p, struct hk_out *o, unsigned limit_s);
+void hk_run(const struct hk_env *e, const char *const argv[], struct hk_out *o, unsigned limit_s);
+void hk_out_free(struct hk_out *o);
+
+/* Sum of one SCILAN_STATS field ("accelerated", "tx", ...) over every stats
+ * line in err; -1 when there is no stats line. */
+long hk_stat_sum(const char *err, const char *field);
+int hk_stat_lines(const char *err);
+/* The lines of err that are not stats lines (malloc'ed, "" if none). */
+char *hk_non_stats(const char *err);
+/* `diff -u` of two texts (malloc'ed). */
+char *hk_diff(const char *a, const char *b);
+
+/* The core check: run `prog scenario` plain and preloaded (fresh rundir) and
+ * assert both exit 0, the transcripts are identical, stderr under preload holds
+ * only stats lines, and the summed `accelerated` lies in [min_accel, max_accel]
+ * (max < 0: no upper bound). */
+void hk_scenario(const char *prog, const char *scenario, long min_accel, long max_accel, unsigned limit_s);
+
+#endif
