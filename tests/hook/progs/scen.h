@@ -6,6 +6,7 @@
 #define HOOK_SCEN_H
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,523 @@
+/* epoll.c — scenarios for epoll: create/create1, ctl ADD/MOD/DEL and their
+ * errors, wait/pwait/pwait2; level-triggered, EPOLLET, EPOLLONESHOT,
+ * EPOLLRDHUP, EPOLLHUP/EPOLLERR on peer close and reset; sets mixing sockets
+ * with pipes, listeners, UDP and connecting sockets; an epoll fd inside another
+ * epoll set and inside poll/select.  A plain POSIX program; events are printed
+ * sorted by their data (the kernel's order within one wait is not a contract). */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+/* Member names by data.u64. */
+static const char *names[16] = { "?", "s", "pipe", "c", "listener", "udp", "s2", "inner", "connecting", "x" };
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct epoll_event *x = a, *y = b;
+
+	return x->data.u64 < y->data.u64 ? -1 : x->data.u64 > y->data.u64;
+}
+
+static void show_events(const char *what, int rc, struct epoll_event *ev)
+{
+	char line[512];
+	int len = snprintf(line, sizeof(line), "%s: rc %d%s%s", what, rc, rc < 0 ? " " : "", rc < 0 ? en(errno) : "");
+
+	if (rc > 0)
+		qsort(ev, (size_t)rc, sizeof(*ev), cmp_ev);
+	for (int i = 0; i < rc; i++)
+		len += snprintf(line + len, sizeof(line) - (size_t)len, " %s:%s",
+				ev[i].data.u64 < 16 ? names[ev[i].data.u64] : "??", epmask(ev[i].events));
+	say("%s", line);
+}
+
+static int ewait(const char *what, int ep, int max, int timeout)
+{
+	struct epoll_event ev[16];
+	int rc;
+
+	errno = 0;
+	rc = epoll_wait(ep, ev, max, timeout);
+	show_events(what, rc, ev);
+	return rc;
+}
+
+static int ctl(int ep, int op, int fd, uint32_t events, uint64_t id)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = id };
+
+	return epoll_ctl(ep, op, fd, &ev);
+}
+
+struct later {
+	pthread_t t;
+	int fd;
+	const char *data;
+};
+
+static void *later_main(void *arg)
+{
+	struct later *l = arg;
+
+	usleep(30000); /* only makes it likely the waiter sleeps first */
+	if (write(l->fd, l->data, strlen(l->data)) < 0)
+		fatal("later write");
+	return NULL;
+}
+
+static void later(struct later *l, int fd, const char *data)
+{
+	l->fd = fd;
+	l->data = data;
+	pthread_create(&l->t, NULL, later_main, l);
+}
+
+static ssize_t drain(int fd)
+{
+	char buf[65536];
+	ssize_t n, total = 0;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		total += n;
+	return total;
+}
+
+static void drain_pipe(int fd)
+{
+	char buf[256];
+
+	MUST(fcntl(fd, F_SETFL, O_NONBLOCK));
+	while (read(fd, buf, sizeof(buf)) > 0) {
+	}
+	MUST(fcntl(fd, F_SETFL, 0));
+}
+
+/* Block until fd shows one of events (poll is tested in poll.c; here it only
+ * orders the steps). */
+static void await(int fd, short events)
+{
+	struct pollfd pf = { .fd = fd, .events = events };
+
+	while (!(pf.revents & events))
+		if (poll(&pf, 1, 10000) <= 0)
+			fatal("await %s", pollmask(events));
+}
+
+static int sc_lt(void)
+{
+	int ep, ep1, c, s, p[2], f;
+	char path[] = "/tmp/hookscen-epoll-XXXXXX", buf[8];
+	struct epoll_event ev[4];
+	struct later lt;
+
+	ep = SHOWFD(epoll_create(1));
+	ep1 = SHOWFD(epoll_create1(EPOLL_CLOEXEC));
+	say("FD_CLOEXEC: create %d, create1(EPOLL_CLOEXEC) %d", !!(fcntl(ep, F_GETFD) & FD_CLOEXEC),
+	    !!(fcntl(ep1, F_GETFD) & FD_CLOEXEC));
+	SHOWFD(epoll_create(0));
+	SHOWFD(epoll_create1(0x1));
+	close(ep1);
+	tcp_pair(&c, &s);
+	MUST(pipe(p));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, p[0], EPOLLIN, 2));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, c, EPOLLOUT, 3));
+	ewait("idle", ep, 16, 0);
+	MUST(send(c, "data", 4, 0));
+	MUST(write(p[1], "p", 1));
+	ewait("socket and pipe readable", ep, 16, 0);
+	ewait("level: again", ep, 16, 0);
+	errno = 0;
+	say("maxevents 1: rc %d", epoll_wait(ep, ev, 1, 0));
+	SHOW(recv(s, buf, 2, 0));
+	ewait("half read: still readable", ep, 16, 0);
+	SHOW(recv(s, buf, 2, 0));
+	drain_pipe(p[0]);
+	ewait("all read", ep, 16, 0);
+	SHOW(ctl(ep, EPOLL_CTL_MOD, c, EPOLLIN, 3));
+	ewait("client now asks IN", ep, 16, 0);
+	SHOW(ctl(ep, EPOLL_CTL_DEL, p[0], 0, 0));
+	MUST(write(p[1], "p", 1));
+	ewait("pipe removed, written", ep, 16, 0);
+	drain_pipe(p[0]);
+	ewait("timeout 20 ms", ep, 16, 20);
+	later(&lt, c, "late");
+	ewait("blocking, data later", ep, 16, -1);
+	pthread_join(lt.t, NULL);
+	drain(s);
+	later(&lt, s, "back");
+	ewait("blocking, data for the client later", ep, 16, 5000);
+	pthread_join(lt.t, NULL);
+	drain(c);
+	/* Errors. */
+	f = MUST(mkstemp(path));
+	unlink(path);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	SHOW(ctl(ep, EPOLL_CTL_MOD, p[0], EPOLLIN, 2));
+	SHOW(ctl(ep, EPOLL_CTL_DEL, p[0], 0, 2));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, ep, EPOLLIN, 9));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, f, EPOLLIN, 9));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, 9999, EPOLLIN, 9));
+	SHOW(ctl(s, EPOLL_CTL_ADD, p[0], EPOLLIN, 9));
+	SHOW(ctl(ep, 99, p[0], EPOLLIN, 9));
+	SHOW(epoll_wait(ep, ev, 0, 0));
+	SHOW(epoll_wait(s, ev, 4, 0));
+	SHOW(epoll_wait(9999, ev, 4, 0));
+	/* A closed member leaves the set; its number, reused, is not a member. */
+	close(s);
+	close(c);
+	tcp_pair(&c, &s);
+	MUST(send(c, "new", 3, 0));
+	MUST(send(s, "new", 3, 0));
+	ewait("members closed, new sockets with data", ep, 16, 0);
+	close(c);
+	close(s);
+	close(f);
+	close(p[0]);
+	close(p[1]);
+	close(ep);
+	return 0;
+}
+
+/* Fill c's direction until a non-blocking send would block. */
+static void fill(int c)
+{
+	static char chunk[65536];
+	long total = 0;
+
+	for (;;) {
+		ssize_t n = send(c, chunk, sizeof(chunk), MSG_DONTWAIT);
+
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0)
+			fatal("fill");
+		total += n;
+	}
+	say("filled until EAGAIN (%s)", total > 0 ? "some bytes sent" : "nothing sent");
+}
+
+static int sc_et(void)
+{
+	int ep = MUST(epoll_create1(0)), c, s;
+	char buf[8];
+
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLET, 1));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, c, EPOLLOUT | EPOLLET, 3));
+	ewait("first wait", ep, 16, 0);
+	ewait("second wait: no new edge", ep, 16, 0);
+	MUST(send(c, "abcd", 4, 0));
+	ewait("data arrived", ep, 16, 0);
+	ewait("nothing new", ep, 16, 0);
+	SHOW(recv(s, buf, 2, 0));
+	ewait("partly read, nothing new", ep, 16, 0);
+	MUST(send(c, "ef", 2, 0));
+	ewait("more data arrived", ep, 16, 0);
+	say("drained %zd", drain(s));
+	ewait("drained", ep, 16, 0);
+	/* EPOLLOUT edges: a full direction, then the peer reads.  The reader
+	 * leaves the set first: data still queued behind the window would give
+	 * it new IN edges at moments TCP does not fix.  After the first OUT
+	 * edge more may follow (each freed chunk of space is one), so only the
+	 * first is asserted. */
+	SHOW(ctl(ep, EPOLL_CTL_DEL, s, 0, 0));
+	fill(c);
+	ewait("client full", ep, 16, 0);
+	say("peer drained some bytes: %d", drain(s) > 0);
+	ewait("space again (blocking)", ep, 16, 5000);
+	close(c);
+	close(s);
+	/* Both directions in one registration. */
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLOUT | EPOLLET, 6));
+	ewait("IN|OUT|ET first wait", ep, 16, 0);
+	ewait("IN|OUT|ET no new edge", ep, 16, 0);
+	MUST(send(c, "x", 1, 0));
+	ewait("IN|OUT|ET data arrived", ep, 16, 0);
+	close(c);
+	close(s);
+	close(ep);
+	return 0;
+}
+
+static int sc_oneshot(void)
+{
+	int ep = MUST(epoll_create1(0)), c, s;
+
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLONESHOT, 1));
+	ewait("idle", ep, 16, 0);
+	MUST(send(c, "a", 1, 0));
+	ewait("data", ep, 16, 0);
+	ewait("disarmed", ep, 16, 0);
+	MUST(send(c, "b", 1, 0));
+	ewait("more data, still disarmed", ep, 16, 0);
+	SHOW(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN | EPOLLONESHOT, 1));
+	ewait("re-armed", ep, 16, 0);
+	ewait("disarmed again", ep, 16, 0);
+	say("drained %zd", drain(s));
+	SHOW(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN | EPOLLONESHOT | EPOLLET, 1));
+	ewait("re-armed ET, empty", ep, 16, 0);
+	MUST(send(c, "c", 1, 0));
+	ewait("data", ep, 16, 0);
+	MUST(send(c, "d", 1, 0));
+	ewait("disarmed", ep, 16, 0);
+	/* A disarmed member can still be deleted and added again. */
+	SHOW(ctl(ep, EPOLL_CTL_DEL, s, 0, 0));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	ewait("added again, level", ep, 16, 0);
+	close(c);
+	close(s);
+	close(ep);
+	return 0;
+}
+
+static int sc_hup(void)
+{
+	int ep = MUST(epoll_create1(0)), c, s, e;
+	socklen_t el = sizeof(e);
+	char buf[8];
+
+	/* Peer SHUT_WR: RDHUP. */
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLRDHUP, 1));
+	ewait("idle", ep, 16, 0);
+	SHOW(shutdown(c, SHUT_WR));
+	ewait("peer SHUT_WR", ep, 16, 0);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	/* We shut too: both directions closed is HUP. */
+	SHOW(shutdown(s, SHUT_WR));
+	ewait("both directions shut", ep, 16, 0);
+	close(c);
+	close(s);
+	/* Peer close. */
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLOUT | EPOLLRDHUP, 1));
+	ewait("idle", ep, 16, 0);
+	SHOW(close(c));
+	await(s, POLLRDHUP);
+	ewait("peer closed", ep, 16, 0);
+	SHOW(shutdown(s, SHUT_WR));
+	ewait("peer closed, we shut", ep, 16, 0);
+	close(s);
+	/* Reset: the peer closes with unread data. */
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLOUT | EPOLLRDHUP, 1));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, c, 0, 3)); /* events 0: only ERR/HUP */
+	MUST(send(s, "unread", 6, 0));
+	await(c, POLLIN);
+	ewait("before reset", ep, 16, 0);
+	SHOW(close(c));
+	await(s, POLLERR);
+	ewait("reset", ep, 16, 0);
+	SHOW(getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el));
+	say("SO_ERROR %s", en(e));
+	ewait("after SO_ERROR", ep, 16, 0);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	close(s);
+	/* events 0 sees the reset too. */
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, 0, 1));
+	MUST(send(s, "unread", 6, 0));
+	await(c, POLLIN);
+	ewait("events 0, before reset", ep, 16, 0);
+	close(c);
+	await(s, POLLERR);
+	ewait("events 0, reset", ep, 16, 0);
+	close(s);
+	close(ep);
+	return 0;
+}
+
+static int sc_nested(void)
+{
+	int inner = MUST(epoll_create1(0)), outer = MUST(epoll_create1(0)), c, s, p[2];
+	struct later lt;
+	struct pollfd pf[2];
+
+	tcp_pair(&c, &s);
+	MUST(pipe(p));
+	SHOW(ctl(inner, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	SHOW(ctl(outer, EPOLL_CTL_ADD, inner, EPOLLIN, 7));
+	SHOW(ctl(outer, EPOLL_CTL_ADD, p[0], EPOLLIN, 2));
+	SHOW(ctl(inner, EPOLL_CTL_ADD, outer, EPOLLIN, 9));
+	ewait("outer idle", outer, 16, 0);
+	MUST(send(c, "data", 4, 0));
+	ewait("outer: inner ready", outer, 16, 0);
+	ewait("inner", inner, 16, 0);
+	pf[0] = (struct pollfd){ .fd = inner, .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	SHOW(poll(pf, 2, 0));
+	say("poll: inner %s, pipe %s", pollmask(pf[0].revents), pollmask(pf[1].revents));
+	{
+		fd_set r;
+		struct timeval tv = { 0, 0 };
+
+		FD_ZERO(&r);
+		FD_SET(inner, &r);
+		SHOW(select(inner + 1, &r, NULL, NULL, &tv));
+		say("select: inner readable %d", FD_ISSET(inner, &r) != 0);
+	}
+	drain(s);
+	ewait("outer after drain", outer, 16, 0);
+	SHOW(poll(pf, 2, 0));
+	say("poll: inner %s, pipe %s", pollmask(pf[0].revents), pollmask(pf[1].revents));
+	/* Sleeping on the outer set (or in poll) until the socket gets data. */
+	later(&lt, c, "late");
+	ewait("outer blocking, data later", outer, 16, -1);
+	pthread_join(lt.t, NULL);
+	drain(s);
+	later(&lt, c, "late");
+	SHOW(poll(pf, 2, -1));
+	say("poll blocking: inner %s, pipe %s", pollmask(pf[0].revents), pollmask(pf[1].revents));
+	pthread_join(lt.t, NULL);
+	drain(s);
+	/* The inner set's kernel members count too. */
+	SHOW(ctl(inner, EPOLL_CTL_ADD, p[0], EPOLLIN, 2));
+	MUST(write(p[1], "p", 1));
+	ewait("pipe in both sets", outer, 16, 0);
+	ewait("inner", inner, 16, 0);
+	drain_pipe(p[0]);
+	ewait("outer idle again", outer, 16, 0);
+	close(c);
+	close(s);
+	close(p[0]);
+	close(p[1]);
+	close(inner);
+	close(outer);
+	return 0;
+}
+
+static volatile sig_atomic_t usr1;
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1++;
+}
+
+static int sc_pwait(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigset_t blocked, open_mask;
+	int ep = MUST(epoll_create1(0)), c, s, rc;
+	struct epoll_event ev[4];
+	struct timespec zero = { 0, 0 };
+	struct later lt;
+
+	sigemptyset(&sa.sa_mask);
+	MUST(sigaction(SIGUSR1, &sa, NULL));
+	sigemptyset(&blocked);
+	sigaddset(&blocked, SIGUSR1);
+	MUST(sigprocmask(SIG_BLOCK, &blocked, &open_mask));
+	tcp_pair(&c, &s);
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	errno = 0;
+	rc = epoll_pwait(ep, ev, 4, 0, &blocked);
+	show_events("pwait idle", rc, ev);
+	raise(SIGUSR1);
+	errno = 0;
+	rc = epoll_pwait(ep, ev, 4, -1, &open_mask);
+	show_events("pwait, SIGUSR1 pending and admitted", rc, ev);
+	say("handler ran %d", (int)usr1);
+	raise(SIGUSR1);
+	later(&lt, c, "x");
+	errno = 0;
+	rc = epoll_pwait(ep, ev, 4, -1, &blocked);
+	show_events("pwait, SIGUSR1 blocked, data later", rc, ev);
+	pthread_join(lt.t, NULL);
+	say("handler ran %d", (int)usr1);
+	errno = 0;
+	rc = epoll_pwait2(ep, ev, 4, &zero, &blocked);
+	show_events("pwait2 zero timeout", rc, ev);
+	drain(s);
+	rc = epoll_pwait2(ep, ev, 4, &zero, NULL);
+	show_events("pwait2 after drain", rc, ev);
+	MUST(sigprocmask(SIG_SETMASK, &open_mask, NULL));
+	say("unblocked: handler ran %d", (int)usr1);
+	close(c);
+	close(s);
+	close(ep);
+	return 0;
+}
+
+static int sc_mixed(void)
+{
+	uint16_t port;
+	int ep = MUST(epoll_create1(0)), l = tcp_listener(&port), u = MUST(socket(AF_INET, SOCK_DGRAM, 0)), c, s, p[2],
+	    x, k;
+	struct sockaddr_in a;
+
+	tcp_pair(&c, &s);
+	MUST(pipe(p));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, p[0], EPOLLIN, 2));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, l, EPOLLIN, 4));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, u, EPOLLIN, 5));
+	/* A socket registered before it connects. */
+	x = MUST(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, x, EPOLLIN | EPOLLOUT | EPOLLRDHUP, 8));
+	ewait("idle (unconnected socket in the set)", ep, 16, 0);
+	loop_addr(port, &a);
+	errno = 0;
+	say("connect: %s", connect(x, (struct sockaddr *)&a, sizeof(a)) == 0 ? "done" : en(errno));
+	/* Let the connection finish (so the wait below has one answer). */
+	await(x, POLLOUT);
+	await(l, POLLIN);
+	ewait("connecting socket connected, listener has it", ep, 16, 0);
+	k = SHOWFD(accept(l, NULL, NULL));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, k, EPOLLIN, 9));
+	ewait("accepted, nothing to read", ep, 16, 0);
+	MUST(send(x, "hi", 2, 0));
+	MUST(send(c, "hi", 2, 0));
+	MUST(write(p[1], "p", 1));
+	{
+		struct sockaddr_in ua;
+		socklen_t ul = sizeof(ua);
+		int v = MUST(socket(AF_INET, SOCK_DGRAM, 0));
+
+		loop_addr(0, &ua);
+		MUST(bind(u, (struct sockaddr *)&ua, sizeof(ua)));
+		MUST(getsockname(u, (struct sockaddr *)&ua, &ul));
+		MUST(sendto(v, "dgram", 5, 0, (struct sockaddr *)&ua, sizeof(ua)));
+		close(v);
+	}
+	ewait("all readable", ep, 16, 0);
+	drain(k);
+	drain(s);
+	drain_pipe(p[0]);
+	drain(u);
+	ewait("drained; the connecting socket stays writable", ep, 16, 0);
+	close(k);
+	await(x, POLLRDHUP);
+	ewait("accepted end closed: peer sees RDHUP", ep, 16, 0);
+	close(x);
+	close(c);
+	close(s);
+	close(p[0]);
+	close(p[1]);
+	close(l);
+	close(u);
+	close(ep);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "lt", sc_lt },         { "et", sc_et },       { "oneshot", sc_oneshot }, { "hup", sc_hup },
+		{ "nested", sc_nested }, { "pwait", sc_pwait }, { "mixed", sc_mixed },     { NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}
