@@ -356,6 +356,55 @@ char *hk_diff(const char *a, const char *b)
 	return out;
 }
 
+void hk_run_pair(const struct hk_env *se, const struct hk_env *ce, const char *listen_addr, const char *connect_addr,
+		 long bytes, struct hk_out *srv, struct hk_out *cli, unsigned limit_s)
+{
+	const char *sargv[] = { hk_prog("peer"), "server", listen_addr, NULL };
+	char line[64], port[16], nbytes[24], *rest;
+	struct hk_proc sp;
+	bool started;
+
+	hk_start(&sp, se, sargv);
+	started = hk_read_line(&sp, line, sizeof(line), limit_s);
+	if (!started || sscanf(line, "port %15s", port) != 1) {
+		hk_finish(&sp, srv, 5);
+		cr_assert_fail("peer server did not start: rc %d\n%s%s", srv->rc, srv->out, srv->err);
+	}
+	snprintf(nbytes, sizeof(nbytes), "%ld", bytes);
+	{
+		const char *cargv[] = { hk_prog("peer"), "client", connect_addr, port, nbytes, NULL };
+
+		hk_run(ce, cargv, cli, limit_s);
+	}
+	hk_finish(&sp, srv, limit_s);
+	rest = strdup(srv->out + sp.ocons);
+	free(srv->out);
+	srv->out = rest;
+}
+
+void hk_check_run(const char *what, const struct hk_out *ref, const struct hk_out *got, bool preloaded, long accelerated,
+		  long fallback)
+{
+	char *extra = hk_non_stats(got->err);
+
+	cr_expect_eq(got->rc, 0, "%s: rc %d; stderr:\n%s", what, got->rc, got->err);
+	if (strcmp(ref->out, got->out) != 0)
+		cr_expect_fail("%s: transcript differs from kernel TCP's\n%s", what, hk_diff(ref->out, got->out));
+	if (preloaded) {
+		cr_expect_str_empty(extra, "%s: stderr besides the stats lines:\n%s", what, extra);
+		cr_expect(hk_stat_lines(got->err) > 0, "%s: no SCILAN_STATS line", what);
+		if (accelerated >= 0)
+			cr_expect_eq(hk_stat_sum(got->err, "accelerated"), accelerated, "%s: accelerated %ld, expected %ld:\n%s",
+				     what, hk_stat_sum(got->err, "accelerated"), accelerated, got->err);
+		if (fallback >= 0)
+			cr_expect_eq(hk_stat_sum(got->err, "fallback"), fallback, "%s: fallback %ld, expected %ld:\n%s", what,
+				     hk_stat_sum(got->err, "fallback"), fallback, got->err);
+	} else {
+		cr_expect_str_empty(got->err, "%s: stderr of a plain run:\n%s", what, got->err);
+	}
+	free(extra);
+}
+
 void hk_scenario(const char *prog, const char *scenario, long min_accel, long max_accel, unsigned limit_s)
 {
 	const char *argv[] = { hk_prog(prog), scenario, NULL };

@@ -58,6 +58,17 @@ char *hk_non_stats(const char *err);
 /* `diff -u` of two texts (malloc'ed). */
 char *hk_diff(const char *a, const char *b);
 
+/* One connection between two separately started programs (progs/peer.c):
+ * the server listens on listen_addr, the client connects to connect_addr and
+ * exchanges bytes.  The server's first line (its port) is dropped from srv->out. */
+void hk_run_pair(const struct hk_env *server_env, const struct hk_env *client_env, const char *listen_addr,
+		 const char *connect_addr, long bytes, struct hk_out *srv, struct hk_out *cli, unsigned limit_s);
+/* Assert a run exited 0 with the reference transcript and, when preloaded,
+ * only stats lines on stderr with the given accelerated and fallback sums
+ * (-1: not checked); `what` names the case in messages. */
+void hk_check_run(const char *what, const struct hk_out *ref, const struct hk_out *got, bool preloaded,
+		  long accelerated, long fallback);
+
 /* The core check: run `prog scenario` plain and preloaded (fresh rundir) and
  * assert both exit 0, the transcripts are identical, stderr under preload holds
  * only stats lines, and the summed `accelerated` lies in [min_accel, max_accel]

@@ -200,6 +200,67 @@ ssize_t recv_all(int fd, void *buf, size_t len)
 	return (ssize_t)done;
 }
 
+uint64_t echo_fd(int fd_in, int fd_out)
+{
+	char *buf = malloc(65536);
+	uint64_t total = 0;
+	ssize_t n;
+
+	while ((n = read(fd_in, buf, 65536)) > 0 || (n < 0 && errno == EINTR)) {
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(fd_out, buf + off, (size_t)(n - off));
+
+			if (w <= 0)
+				fatal("echo write");
+			off += w;
+		}
+		total += (uint64_t)(n > 0 ? n : 0);
+	}
+	if (n < 0)
+		fatal("echo read");
+	free(buf);
+	return total;
+}
+
+bool exchange(int c, uint64_t seed, size_t len, size_t *sent_out, size_t *got_out)
+{
+	char *out = malloc(len), *in = malloc(len);
+	size_t sent = 0, got = 0;
+	bool ok;
+
+	stream_fill(seed, 0, out, len);
+	while (got < len) {
+		struct pollfd pf = { .fd = c, .events = POLLIN | (sent < len ? POLLOUT : 0) };
+
+		if (poll(&pf, 1, 30000) <= 0)
+			fatal("exchange: poll");
+		if ((pf.revents & POLLOUT) && sent < len) {
+			ssize_t n = send(c, out + sent, len - sent < 65536 ? len - sent : 65536, MSG_DONTWAIT);
+
+			if (n > 0)
+				sent += (size_t)n;
+		}
+		if (pf.revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t n = recv(c, in + got, len - got, MSG_DONTWAIT);
+
+			if (n == 0)
+				break;
+			if (n > 0)
+				got += (size_t)n;
+			else if (errno != EAGAIN)
+				fatal("exchange: recv");
+		}
+	}
+	ok = got == len && memcmp(in, out, len) == 0;
+	if (sent_out)
+		*sent_out = sent;
+	if (got_out)
+		*got_out = got;
+	free(out);
+	free(in);
+	return ok;
+}
+
 void kid_start(struct kid *k, const char *name, int (*fn)(void *), void *arg)
 {
 	k->name = name;
@@ -207,7 +268,9 @@ void kid_start(struct kid *k, const char *name, int (*fn)(void *), void *arg)
 	fflush(stdout);
 	k->pid = MUST(fork());
 	if (k->pid == 0) {
-		alarm(60); /* alarms are not inherited: the child's own hang limit */
+		/* Alarms are not inherited: the child's own hang limit, below
+		 * the parent's, so a hung kid still shows in the transcript. */
+		alarm(40);
 		MUST(dup2(k->out, STDOUT_FILENO));
 		exit(fn(arg));
 	}
@@ -324,8 +387,9 @@ int scen_main(int argc, char **argv, const struct scenario *table)
 	scen_self = argv[0];
 	scen_argc = argc > 2 ? argc - 2 : 0;
 	scen_argv = argv + 2;
-	/* A hang limit, not a timing assertion: SIGALRM's default action kills us. */
-	alarm(90);
+	/* A hang limit, not a timing assertion: SIGALRM's default action kills
+	 * us, before the runner's limit (60 s) so the transcript shows where. */
+	alarm(50);
 	for (const struct scenario *s = table; argc >= 2 && s->name; s++)
 		if (strcmp(s->name, argv[1]) == 0)
 			return s->fn();

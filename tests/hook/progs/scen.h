@@ -70,6 +70,12 @@ uint16_t dead_port(void);
 ssize_t send_all(int fd, const void *buf, size_t len);
 ssize_t recv_all(int fd, void *buf, size_t len);
 
+/* Echo from fd_in to fd_out until EOF; the byte count (dies on errors). */
+uint64_t echo_fd(int fd_in, int fd_out);
+/* Send len bytes of stream seed on c while reading its echo back (both at
+ * once: len may exceed the buffers); true if all of it came back intact. */
+bool exchange(int c, uint64_t seed, size_t len, size_t *sent, size_t *got);
+
 /* ---- forked helpers -------------------------------------------------------- */
 
 /* A forked child running fn(arg); its stdout goes to a private file that

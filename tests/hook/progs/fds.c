@@ -1,0 +1,323 @@
+/* fds.c — scenarios for descriptor-level calls on connected sockets: fcntl
+ * (O_NONBLOCK via F_SETFL, F_GETFL, F_DUPFD, F_DUPFD_CLOEXEC, FD_CLOEXEC),
+ * ioctl FIONREAD/FIONBIO, dup/dup2/dup3 (data through duplicates; closing one
+ * keeps the other), and fdopen + stdio on a socket.  A plain POSIX program. */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+static void flags(const char *what, int fd)
+{
+	int fl = fcntl(fd, F_GETFL), fdf = fcntl(fd, F_GETFD);
+
+	say("%s: access %s, O_NONBLOCK %d, FD_CLOEXEC %d", what, (fl & O_ACCMODE) == O_RDWR ? "O_RDWR" : "other",
+	    !!(fl & O_NONBLOCK), !!(fdf & FD_CLOEXEC));
+}
+
+/* One message a -> b, printed. */
+static void carry(const char *what, int a, int b)
+{
+	char buf[128] = { 0 };
+	size_t len = strlen(what) < sizeof(buf) - 1 ? strlen(what) : sizeof(buf) - 1;
+	ssize_t w = send(a, what, len, MSG_NOSIGNAL), r;
+
+	/* Blocking, all of it: Nagle may hold a small segment back a while. */
+	r = w > 0 ? recv(b, buf, len, MSG_WAITALL) : -1;
+	say("carry '%s': send %zd, recv %zd '%s'", what, w, r, r > 0 ? buf : "");
+}
+
+struct later {
+	pthread_t t;
+	int fd;
+};
+
+static void *later_main(void *arg)
+{
+	struct later *l = arg;
+
+	usleep(30000);
+	if (send(l->fd, "late", 4, 0) != 4)
+		fatal("later send");
+	return NULL;
+}
+
+static int sc_fcntl(void)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), c = tcp_connect(port), s = MUST(accept(l, NULL, NULL)), d, e;
+	char buf[8];
+	struct later lt = { .fd = c };
+
+	flags("connected", c);
+	flags("listener", l);
+	SHOW(fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK));
+	flags("after F_SETFL O_NONBLOCK", s);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	SHOW(read(s, buf, sizeof(buf)));
+	carry("nonblocking still carries", c, s);
+	SHOW(fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK));
+	flags("after clearing", s);
+	/* Blocking again: this recv waits for the thread's data. */
+	pthread_create(&lt.t, NULL, later_main, &lt);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	pthread_join(lt.t, NULL);
+	d = MUST(fcntl(c, F_DUPFD, 100));
+	say("F_DUPFD(100) >= 100: %d", d >= 100);
+	flags("F_DUPFD copy", d);
+	carry("through F_DUPFD", d, s);
+	e = MUST(fcntl(c, F_DUPFD_CLOEXEC, 50));
+	say("F_DUPFD_CLOEXEC(50) >= 50: %d", e >= 50);
+	flags("F_DUPFD_CLOEXEC copy", e);
+	carry("through F_DUPFD_CLOEXEC", e, s);
+	SHOW(fcntl(c, F_SETFD, FD_CLOEXEC));
+	flags("F_SETFD FD_CLOEXEC", c);
+	flags("its F_DUPFD copy (fd flags are per descriptor)", d);
+	SHOW(fcntl(c, F_SETFD, 0));
+	/* File status flags are shared by duplicates. */
+	SHOW(fcntl(d, F_SETFL, O_NONBLOCK));
+	flags("original after O_NONBLOCK on the copy", c);
+	SHOW(recv(c, buf, sizeof(buf), 0));
+	SHOW(fcntl(c, F_SETFL, 0));
+	flags("copy after clearing on the original", d);
+	SHOW(close(c));
+	carry("copy after the original closed", d, s);
+	carry("and back", s, d);
+	/* Non-blocking listener. */
+	SHOW(fcntl(l, F_SETFL, O_NONBLOCK));
+	SHOWFD(accept(l, NULL, NULL));
+	SHOW(fcntl(9999, F_GETFL));
+	SHOW(fcntl(d, F_DUPFD, -1));
+	close(d);
+	close(e);
+	close(s);
+	close(l);
+	return 0;
+}
+
+static void nread(const char *what, int fd)
+{
+	int n = -1;
+
+	errno = 0;
+	if (ioctl(fd, FIONREAD, &n) < 0)
+		say("FIONREAD %s -> -1 %s", what, en(errno));
+	else
+		say("FIONREAD %s -> %d", what, n);
+}
+
+static int sc_ioctl(void)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), c = tcp_connect(port), s = MUST(accept(l, NULL, NULL)), on = 1, off = 0;
+	char buf[2000];
+
+	nread("empty", s);
+	stream_fill(5, 0, buf, 1234);
+	MUST(send(c, buf, 1234, 0));
+	nread("after 1234 sent", s);
+	SHOW(recv(s, buf, 234, 0));
+	nread("after 234 read", s);
+	SHOW(recv(s, buf, 10, MSG_PEEK));
+	nread("after a peek", s);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	nread("drained", s);
+	nread("listener", l);
+	SHOW(ioctl(s, FIONBIO, &on));
+	say("O_NONBLOCK after FIONBIO on: %d", !!(fcntl(s, F_GETFL) & O_NONBLOCK));
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	SHOW(ioctl(s, FIONBIO, &off));
+	say("O_NONBLOCK after FIONBIO off: %d", !!(fcntl(s, F_GETFL) & O_NONBLOCK));
+	MUST(send(c, "tail", 4, 0));
+	SHOW(close(c));
+	nread("peer closed with 4 unread", s);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	nread("at EOF", s);
+	SHOW(ioctl(s, 0x12345678, &on));
+	nread("bad fd", 9999);
+	close(s);
+	close(l);
+	return 0;
+}
+
+static int sc_dup(void)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), c = tcp_connect(port), s = MUST(accept(l, NULL, NULL)), d, d2, d3, f, r;
+	char path[] = "/tmp/hookscen-dup-XXXXXX", buf[8];
+	struct stat st;
+	struct pollfd pf;
+
+	d = SHOWFD(dup(c));
+	carry("through dup", d, s);
+	carry("read through dup", s, d);
+	SHOW(close(c));
+	carry("dup after original closed", d, s);
+	d2 = MUST(dup2(d, 50));
+	say("dup2(d, 50) returned 50: %d", d2 == 50);
+	carry("through dup2", d2, s);
+	r = dup2(d, d);
+	say("dup2(d, d) returned d: %d", r == d);
+	d3 = MUST(dup3(d, 60, O_CLOEXEC));
+	say("dup3(d, 60, O_CLOEXEC) returned 60: %d, FD_CLOEXEC %d", d3 == 60, !!(fcntl(d3, F_GETFD) & FD_CLOEXEC));
+	carry("through dup3", d3, s);
+	SHOW(dup3(d, d, 0));
+	SHOW(dup3(d, 61, 0x4));
+	SHOWFD(dup(9999));
+	SHOW(dup2(9999, 62));
+	/* dup2 over an open file: the number now names the socket. */
+	f = MUST(mkstemp(path));
+	unlink(path);
+	r = MUST(dup2(d, f));
+	say("dup2 over a file returned its number: %d, now a socket: %d", r == f, fstat(f, &st) == 0 && S_ISSOCK(st.st_mode));
+	carry("through the replaced number", f, s);
+	/* And the reverse: a file dup2'ed over a socket alias. */
+	{
+		char path2[] = "/tmp/hookscen-dup-XXXXXX";
+		int g = MUST(mkstemp(path2));
+
+		unlink(path2);
+		MUST(dup2(g, d3));
+		say("socket alias replaced by a file: %s", fstat(d3, &st) == 0 && S_ISREG(st.st_mode) ? "file" : "not a file");
+		SHOW(write(d3, "file", 4));
+		close(g);
+	}
+	carry("other aliases unaffected", d2, s);
+	/* Closing all but one alias: no EOF for the peer. */
+	SHOW(close(d));
+	SHOW(close(d2));
+	pf = (struct pollfd){ .fd = s, .events = POLLIN | POLLRDHUP };
+	SHOW(poll(&pf, 1, 0));
+	carry("last alias", f, s);
+	/* shutdown through one alias acts on the connection. */
+	d = MUST(dup(f));
+	SHOW(shutdown(d, SHUT_WR));
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	carry("other direction after shutdown via an alias", s, f);
+	SHOW(close(d));
+	SHOW(close(f));
+	pf = (struct pollfd){ .fd = s, .events = POLLIN | POLLRDHUP };
+	SHOW(poll(&pf, 1, 1000));
+	say("peer after the last alias closed: %s", pollmask(pf.revents));
+	close(d3);
+	close(s);
+	/* A duplicated listener accepts. */
+	d = MUST(dup(l));
+	close(l);
+	c = tcp_connect(port);
+	s = SHOWFD(accept(d, NULL, NULL));
+	carry("accepted through a dup'ed listener", c, s);
+	close(c);
+	close(s);
+	close(d);
+	return 0;
+}
+
+/* Kid: echo until EOF with plain recv/send. */
+static int echo_kid(void *arg)
+{
+	uint16_t port = *(uint16_t *)arg;
+	int c = tcp_connect(port);
+	char buf[65536];
+	ssize_t n;
+	uint64_t total = 0;
+
+	while ((n = recv(c, buf, sizeof(buf), 0)) > 0) {
+		if (send_all(c, buf, (size_t)n) != n)
+			fatal("echo");
+		total += (uint64_t)n;
+	}
+	say("echoed %llu bytes", (unsigned long long)total);
+	close(c);
+	return 0;
+}
+
+static int sc_stdio(void)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), s;
+	FILE *in, *out;
+	char line[128], *big = malloc(200000), *back = malloc(200000);
+	int ok = 0, ch;
+	struct kid k;
+
+	kid_start(&k, "echo", echo_kid, &port);
+	s = MUST(accept(l, NULL, NULL));
+	in = fdopen(s, "r");
+	out = fdopen(MUST(dup(s)), "w");
+	say("fdopen: in %s, out %s, fileno(in) is the socket %d", in ? "ok" : "NULL", out ? "ok" : "NULL",
+	    fileno(in) == s);
+	for (int i = 0; i < 100; i++)
+		fprintf(out, "line %d of the stdio test\n", i);
+	SHOW(fflush(out));
+	for (int i = 0; i < 100; i++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "line %d of the stdio test\n", i);
+		ok += fgets(line, sizeof(line), in) && strcmp(line, want) == 0;
+	}
+	say("fgets got %d of 100 lines back", ok);
+	SHOW(fputs("xyz\n", out));
+	SHOW(fputc('!', out));
+	SHOW(fflush(out));
+	ch = getc(in);
+	say("getc '%c'", ch);
+	ch = ungetc(ch, in);
+	say("ungetc -> '%c'", ch);
+	ch = getc(in);
+	say("getc again '%c'", ch);
+	say("fgets rest: %s", fgets(line, sizeof(line), in) ? line : "NULL\n");
+	ch = getc(in);
+	say("getc '%c'", ch);
+	stream_fill(6, 0, big, 200000);
+	say("fwrite 200000 -> %zu", fwrite(big, 1, 200000, out));
+	SHOW(fflush(out));
+	{
+		size_t n = fread(back, 1, 200000, in);
+
+		say("fread 200000 -> %zu, intact %d", n, memcmp(big, back, 200000) == 0);
+	}
+	/* Closing the writing stream closes only its descriptor. */
+	SHOW(fclose(out));
+	SHOW(shutdown(fileno(in), SHUT_WR));
+	{
+		char *got = fgets(line, sizeof(line), in);
+
+		say("fgets at EOF: %s, feof %d", got ? "line" : "NULL", feof(in) != 0);
+	}
+	SHOW(fclose(in));
+	kid_join(&k);
+	/* One "r+" stream for both directions. */
+	kid_start(&k, "echo", echo_kid, &port);
+	s = MUST(accept(l, NULL, NULL));
+	in = fdopen(s, "r+");
+	SHOW(fprintf(in, "both ways %d\n", 42));
+	SHOW(fflush(in));
+	say("r+ fgets: %s", fgets(line, sizeof(line), in) ? line : "NULL\n");
+	SHOW(fprintf(in, "second\n"));
+	SHOW(fflush(in));
+	say("r+ fgets: %s", fgets(line, sizeof(line), in) ? line : "NULL\n");
+	SHOW(fclose(in));
+	kid_join(&k);
+	close(l);
+	free(big);
+	free(back);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "fcntl", sc_fcntl }, { "ioctl", sc_ioctl }, { "dup", sc_dup }, { "stdio", sc_stdio }, { NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}

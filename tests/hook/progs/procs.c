@@ -1,0 +1,359 @@
+/* procs.c — scenarios for sockets across processes: fork (parent closes, the
+ * child serves; a child that exits or closes its copy leaves the parent's
+ * connection alone), several pre-forked children accepting on one listener,
+ * vfork+exec of a program serving an inherited descriptor, an inetd-style
+ * exec with the connection on stdin/stdout, FD_CLOEXEC across exec, and
+ * daemon().  A plain POSIX program; it re-executes itself for the exec'd roles. */
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+static uint16_t port;
+static int lfd;
+
+/* Exchange len bytes with an echoing peer and print the outcome. */
+static void request(const char *what, int c, uint64_t seed, size_t len)
+{
+	size_t sent, got;
+	bool ok = exchange(c, seed, len, &sent, &got);
+
+	say("%s: sent %zu, echoed %zu, intact %d", what, sent, got, ok);
+}
+
+static int serve_child(void *arg)
+{
+	int s = *(int *)arg;
+
+	close(lfd);
+	say("served %llu bytes", (unsigned long long)echo_fd(s, s));
+	close(s);
+	return 0;
+}
+
+static int nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int close_copy(void *arg)
+{
+	say("close(copy) -> %d", close(*(int *)arg));
+	return 0;
+}
+
+static int sc_fork(void)
+{
+	struct kid k[2];
+	int c[2], s;
+
+	lfd = tcp_listener(&port);
+	/* accept; fork; the parent closes; the child serves. */
+	for (int i = 0; i < 2; i++) {
+		c[i] = tcp_connect(port);
+		s = MUST(accept(lfd, NULL, NULL));
+		kid_start(&k[i], i ? "server 2" : "server 1", serve_child, &s);
+		SHOW(close(s));
+	}
+	request("connection 1", c[0], 10, 300000);
+	request("connection 2", c[1], 11, 300000);
+	SHOW(shutdown(c[0], SHUT_WR));
+	SHOW(shutdown(c[1], SHUT_WR));
+	kid_join(&k[0]);
+	kid_join(&k[1]);
+	for (int i = 0; i < 2; i++) {
+		char b;
+
+		SHOW(recv(c[i], &b, 1, 0));
+		close(c[i]);
+	}
+	/* A child that inherits a connection and exits, or closes its copy,
+	 * takes nothing from the parent. */
+	c[0] = tcp_connect(port);
+	s = MUST(accept(lfd, NULL, NULL));
+	kid_start(&k[0], "exits", nothing, NULL);
+	kid_join(&k[0]);
+	kid_start(&k[0], "closes", close_copy, &s);
+	kid_join(&k[0]);
+	{
+		struct pollfd pf = { .fd = c[0], .events = POLLIN | POLLRDHUP };
+
+		SHOW(poll(&pf, 1, 0));
+	}
+	kid_start(&k[0], "server 3", serve_child, &s);
+	close(s);
+	request("after children came and went", c[0], 12, 100000);
+	SHOW(shutdown(c[0], SHUT_WR));
+	kid_join(&k[0]);
+	close(c[0]);
+	close(lfd);
+	return 0;
+}
+
+/* Pre-forked worker: accept two connections, answer one request on each. */
+static int worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 2; i++) {
+		char req[32] = { 0 }, resp[64];
+		int s = MUST(accept(lfd, NULL, NULL));
+		ssize_t n = recv(s, req, sizeof(req) - 1, 0);
+
+		if (n <= 0)
+			fatal("worker recv");
+		snprintf(resp, sizeof(resp), "re: %s", req);
+		send_all(s, resp, strlen(resp));
+		close(s);
+	}
+	say("served 2");
+	return 0;
+}
+
+static int sc_prefork(void)
+{
+	struct kid k[3];
+	int c[6];
+
+	lfd = tcp_listener(&port);
+	for (int i = 0; i < 3; i++)
+		kid_start(&k[i], i == 0 ? "worker 1" : i == 1 ? "worker 2" : "worker 3", worker, NULL);
+	/* Six clients at once; which worker takes which is the kernel's choice. */
+	for (int i = 0; i < 6; i++) {
+		char req[32];
+
+		c[i] = tcp_connect(port);
+		snprintf(req, sizeof(req), "request %d", i);
+		MUST(send(c[i], req, strlen(req), 0));
+	}
+	for (int i = 0; i < 6; i++) {
+		char resp[64] = { 0 };
+		ssize_t n = recv_all(c[i], resp, sizeof(resp) - 1);
+
+		say("client %d: %zd bytes '%s'", i, n, resp);
+		close(c[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		kid_join(&k[i]);
+	close(lfd);
+	return 0;
+}
+
+/* Exec'd role: echo on the descriptor named by argv, report on stdout. */
+static int sc_serve_fd(void)
+{
+	int fd = scen_argc > 1 ? atoi(scen_argv[0]) : -1, out = scen_argc > 1 ? atoi(scen_argv[1]) : -1;
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	if (fd < 0 || out < 0)
+		fatal("serve_fd FD OUTFD");
+	dprintf(out, "getpeername -> %d\n", getpeername(fd, (struct sockaddr *)&a, &len));
+	dprintf(out, "served %llu bytes\n", (unsigned long long)echo_fd(fd, fd));
+	close(fd);
+	return 0;
+}
+
+static int sc_vfork_exec(void)
+{
+	int c, s, status, out = MUST(memfd_create("execd-out", 0));
+	char fdarg[16], outarg[16], text[256] = { 0 };
+	pid_t pid;
+
+	lfd = tcp_listener(&port);
+	c = tcp_connect(port);
+	s = MUST(accept(lfd, NULL, NULL));
+	/* Bytes that wait in the connection across the exec. */
+	MUST(send(c, "early", 5, 0));
+	snprintf(fdarg, sizeof(fdarg), "%d", s);
+	/* The exec'd server writes its transcript to a file we print after it
+	 * exits, so the two processes' lines do not interleave. */
+	snprintf(outarg, sizeof(outarg), "%d", out);
+	fflush(stdout);
+	pid = vfork();
+	if (pid == 0) {
+		execl(scen_self, scen_self, "serve_fd", fdarg, outarg, (char *)NULL);
+		_exit(127);
+	}
+	SHOW(close(s));
+	{
+		char early[8] = { 0 };
+
+		SHOW(recv(c, early, 5, MSG_WAITALL));
+		say("echo of the bytes sent before the exec: '%s'", early);
+	}
+	request("through the exec'd server", c, 13, 500000);
+	SHOW(shutdown(c, SHUT_WR));
+	waitpid(pid, &status, 0);
+	MUST(pread(out, text, sizeof(text) - 1, 0));
+	say("exec'd server said:\n%sexec'd server exit %d", text, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	close(out);
+	close(c);
+	close(lfd);
+	return 0;
+}
+
+/* Exec'd role, inetd style: the connection is stdin and stdout; the
+ * transcript goes to fd 3. */
+static int sc_inetd_service(void)
+{
+	char line[64] = { 0 };
+	size_t n = 0;
+
+	/* Unbuffered reads up to the newline, as a line-oriented service. */
+	while (n < sizeof(line) - 1 && read(0, line + n, 1) == 1 && line[n] != '\n')
+		n++;
+	line[n] = '\0';
+	dprintf(3, "service: first line '%s'\n", line);
+	if (write(1, "ok\n", 3) != 3)
+		fatal("service write");
+	dprintf(3, "service: echoed %llu bytes\n", (unsigned long long)echo_fd(0, 1));
+	return 0;
+}
+
+static int inetd_child(void *arg)
+{
+	int s = *(int *)arg;
+	char head[4] = { 0 };
+
+	close(lfd);
+	ssize_t n;
+
+	/* The first bytes are read before the exec, the rest after it. */
+	n = recv(s, head, 3, MSG_WAITALL);
+	say("before exec: recv %zd '%s'", n, head);
+	MUST(dup2(STDOUT_FILENO, 3));
+	MUST(dup2(s, 0));
+	MUST(dup2(s, 1));
+	close(s);
+	execl(scen_self, scen_self, "inetd_service", (char *)NULL);
+	fatal("exec");
+}
+
+static int sc_inetd(void)
+{
+	struct kid k;
+	int c, s;
+	char reply[4] = { 0 };
+
+	lfd = tcp_listener(&port);
+	c = tcp_connect(port);
+	MUST(send(c, "hello\n", 6, 0));
+	s = MUST(accept(lfd, NULL, NULL));
+	kid_start(&k, "inetd child", inetd_child, &s);
+	close(s);
+	SHOW(recv(c, reply, 3, MSG_WAITALL));
+	say("reply '%.2s'", reply);
+	request("through the service", c, 14, 400000);
+	SHOW(shutdown(c, SHUT_WR));
+	SHOW(recv(c, reply, 1, 0));
+	kid_join(&k);
+	close(c);
+	close(lfd);
+	return 0;
+}
+
+/* Exec'd role: nothing (the socket it did not inherit is gone). */
+static int sc_noop(void)
+{
+	say("exec'd noop ran");
+	return 0;
+}
+
+static int cloexec_child(void *arg)
+{
+	int s = *(int *)arg;
+
+	close(lfd);
+	MUST(fcntl(s, F_SETFD, FD_CLOEXEC));
+	execl(scen_self, scen_self, "noop", (char *)NULL);
+	fatal("exec");
+}
+
+static int sc_exec_cloexec(void)
+{
+	struct kid k;
+	int c, s;
+	char b;
+
+	lfd = tcp_listener(&port);
+	c = tcp_connect(port);
+	s = MUST(accept(lfd, NULL, NULL));
+	kid_start(&k, "cloexec child", cloexec_child, &s);
+	kid_join(&k);
+	/* The parent's copy keeps the connection open. */
+	{
+		struct pollfd pf = { .fd = c, .events = POLLIN | POLLRDHUP };
+
+		SHOW(poll(&pf, 1, 0));
+	}
+	MUST(send(c, "x", 1, 0));
+	SHOW(recv(s, &b, 1, 0));
+	SHOW(close(s));
+	SHOW(recv(c, &b, 1, 0));
+	close(c);
+	close(lfd);
+	return 0;
+}
+
+static int launcher(void *arg)
+{
+	(void)arg;
+	/* daemon(): fork, the parent exits, the child starts a session with
+	 * stdio on /dev/null.  The daemon serves one connection and exits. */
+	if (daemon(1, 0) < 0)
+		fatal("daemon");
+	alarm(30); /* alarms are not inherited across fork */
+	{
+		int s = MUST(accept(lfd, NULL, NULL));
+
+		echo_fd(s, s);
+		close(s);
+	}
+	exit(0);
+}
+
+static int sc_daemon(void)
+{
+	struct kid k;
+	int c;
+	char b;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "launcher", launcher, NULL);
+	kid_join(&k);
+	close(lfd); /* only the daemon holds the listener now */
+	c = tcp_connect(port);
+	request("through the daemon", c, 15, 200000);
+	SHOW(shutdown(c, SHUT_WR));
+	SHOW(recv(c, &b, 1, 0));
+	close(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "fork", sc_fork },
+		{ "prefork", sc_prefork },
+		{ "vfork_exec", sc_vfork_exec },
+		{ "inetd", sc_inetd },
+		{ "exec_cloexec", sc_exec_cloexec },
+		{ "daemon", sc_daemon },
+		/* roles the scenarios exec */
+		{ "serve_fd", sc_serve_fd },
+		{ "inetd_service", sc_inetd_service },
+		{ "noop", sc_noop },
+		{ NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}
