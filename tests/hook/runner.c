@@ -90,14 +90,26 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 {
 	int o[2], r[2];
 	const char *args[64], *lib = e->preload ? hook_lib() : NULL;
+	char *vars[4] = { NULL };
 	int n = 0;
 
 	memset(p, 0, sizeof(*p));
+	if (e->preload) {
+		cr_assert(asprintf(&vars[0], "LD_PRELOAD=%s", lib) > 0);
+		cr_assert(asprintf(&vars[1], "SCILAN_STATS=1") > 0);
+		cr_assert(asprintf(&vars[2], "SCILAN_RUNDIR=%s", e->rundir) > 0);
+		cr_assert(asprintf(&vars[3], "SCILAN_CONF=%s", e->conf ? e->conf : "/dev/null") > 0);
+	}
 	if (e->netns) {
+		/* The settings go to the program through env(1), not to ip(8):
+		 * the hook is for the program only. */
 		args[n++] = "/usr/sbin/ip";
 		args[n++] = "netns";
 		args[n++] = "exec";
 		args[n++] = e->netns;
+		args[n++] = "/usr/bin/env";
+		for (int i = 0; i < 4 && vars[i]; i++)
+			args[n++] = vars[i];
 	}
 	for (int i = 0; argv[i] && n < 63; i++)
 		args[n++] = argv[i];
@@ -119,22 +131,19 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 		unsetenv("SCILAN_LOG");
 		unsetenv("SCILAN_POLL_US");
 		unsetenv("SCILAN_RING_KB");
-		if (e->preload) {
-			setenv("LD_PRELOAD", lib, 1);
-			setenv("SCILAN_STATS", "1", 1);
-			setenv("SCILAN_RUNDIR", e->rundir, 1);
-			setenv("SCILAN_CONF", e->conf ? e->conf : "/dev/null", 1);
-		} else {
-			unsetenv("LD_PRELOAD");
-			unsetenv("SCILAN_STATS");
-			unsetenv("SCILAN_RUNDIR");
-			unsetenv("SCILAN_CONF");
-		}
+		unsetenv("LD_PRELOAD");
+		unsetenv("SCILAN_STATS");
+		unsetenv("SCILAN_RUNDIR");
+		unsetenv("SCILAN_CONF");
+		for (int i = 0; !e->netns && i < 4 && vars[i]; i++)
+			putenv(vars[i]);
 		execv(args[0], (char *const *)args);
 		fprintf(stderr, "exec %s: %s\n", args[0], strerror(errno));
 		_exit(127);
 	}
 	setpgid(p->pid, p->pid); /* also here: no race with an early kill */
+	for (int i = 0; i < 4; i++)
+		free(vars[i]);
 	close(o[1]);
 	close(r[1]);
 	p->out = o[0];

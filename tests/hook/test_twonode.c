@@ -1,0 +1,151 @@
+/* test_twonode.c — two nodes as two network namespaces joined by a veth pair
+ * (created here with addresses the test assigns, removed afterwards), the peer
+ * server in one and the client in the other, both sharing SCILAN_RUNDIR:
+ * accelerated when both are preloaded and the cluster map lists the server's
+ * node; kernel TCP when the map lacks it or either side is not preloaded; the
+ * data and the transcripts checked against plain kernel TCP in every case. */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+#define BYTES 2000000L
+
+static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], addr_a[32], addr_b[32];
+static bool made;
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* Names carry our pid: tests of other runs (or other agents) on this host
+ * never collide.  Addresses live inside the namespaces, so they cannot. */
+static void nodes_up(void)
+{
+	int id = (int)getpid();
+
+	snprintf(ns_a, sizeof(ns_a), "slhk-%d-a", id);
+	snprintf(ns_b, sizeof(ns_b), "slhk-%d-b", id);
+	snprintf(veth_a, sizeof(veth_a), "slh%da", id % 1000000);
+	snprintf(veth_b, sizeof(veth_b), "slh%db", id % 1000000);
+	snprintf(addr_a, sizeof(addr_a), "10.77.%d.1", 10 + id % 240);
+	snprintf(addr_b, sizeof(addr_b), "10.77.%d.2", 10 + id % 240);
+	cr_assert_eq(geteuid(), 0, "the two-node test needs root (network namespaces)");
+	made = true;
+	cr_assert_eq(sh("ip netns add %s && ip netns add %s", ns_a, ns_b), 0, "ip netns add");
+	cr_assert_eq(sh("ip link add %s type veth peer name %s && ip link set %s netns %s && ip link set %s netns %s",
+			veth_a, veth_b, veth_a, ns_a, veth_b, ns_b),
+		     0, "veth pair");
+	cr_assert_eq(sh("ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s", ns_a, addr_a, veth_a, ns_b,
+			addr_b, veth_b),
+		     0, "addresses");
+	cr_assert_eq(sh("ip -n %s link set lo up && ip -n %s link set lo up && ip -n %s link set %s up && "
+			"ip -n %s link set %s up",
+			ns_a, ns_b, ns_a, veth_a, ns_b, veth_b),
+		     0, "links up");
+}
+
+static void nodes_down(void)
+{
+	if (!made)
+		return;
+	/* Deleting a namespace deletes its end of the veth, and so the pair. */
+	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+	made = false;
+}
+
+static void write_conf(const char *conf, bool node_a, bool node_b)
+{
+	FILE *f = fopen(conf, "w");
+
+	cr_assert(f, "%s", conf);
+	if (node_a)
+		fprintf(f, "1 %s shm\n", addr_a);
+	if (node_b)
+		fprintf(f, "2 %s shm\n", addr_b);
+	fclose(f);
+}
+
+/* The server in node A listens on listen ("addr" or "any"), the client in
+ * node B connects to A's address; map lists A and/or B. */
+static void run_case(const char *what, const char *listen, bool server_preload, bool client_preload, bool map_a,
+		     bool map_b, long accelerated)
+{
+	struct hk_env pa = { .netns = ns_a }, pb = { .netns = ns_b }, se, ce;
+	struct hk_out rs, rc, s, c;
+	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf), label[160];
+	const char *laddr = strcmp(listen, "any") == 0 ? "0.0.0.0" : addr_a;
+
+	/* Reference: the same programs, plain, over the veth. */
+	hk_run_pair(&pa, &pb, laddr, addr_a, BYTES, &rs, &rc, 60);
+	cr_assert_eq(rs.rc, 0, "%s: plain server: %s%s", what, rs.out, rs.err);
+	cr_assert_eq(rc.rc, 0, "%s: plain client: %s%s", what, rc.out, rc.err);
+	cr_assert(strstr(rc.out, "intact 1"), "%s: plain client: %s", what, rc.out);
+	write_conf(conf, map_a, map_b);
+	se = (struct hk_env){ .preload = server_preload, .rundir = rundir, .conf = conf, .netns = ns_a };
+	ce = (struct hk_env){ .preload = client_preload, .rundir = rundir, .conf = conf, .netns = ns_b };
+	hk_run_pair(&se, &ce, laddr, addr_a, BYTES, &s, &c, 60);
+	hk_rmtree(tmp);
+	snprintf(label, sizeof(label), "%s: server", what);
+	hk_check_run(label, &rs, &s, server_preload, accelerated, -1);
+	snprintf(label, sizeof(label), "%s: client", what);
+	hk_check_run(label, &rc, &c, client_preload, accelerated, -1);
+	if (accelerated > 0)
+		cr_expect_eq(hk_stat_sum(c.err, "tx"), BYTES, "%s: client tx through scilan:\n%s", what, c.err);
+	hk_out_free(&rs);
+	hk_out_free(&rc);
+	hk_out_free(&s);
+	hk_out_free(&c);
+	free(tmp);
+	free(rundir);
+	free(conf);
+}
+
+TestSuite(twonode, .init = nodes_up, .fini = nodes_down, .timeout = 180);
+
+Test(twonode, both_preloaded_map_lists_both_nodes_accelerated)
+{
+	run_case("map lists both", "addr", true, true, true, true, 1);
+}
+
+Test(twonode, both_preloaded_map_lists_server_node_accelerated)
+{
+	run_case("map lists the server's node", "addr", true, true, true, false, 1);
+}
+
+Test(twonode, wildcard_listener_map_lists_both_accelerated)
+{
+	run_case("wildcard listener", "any", true, true, true, true, 1);
+}
+
+Test(twonode, map_lacks_server_node_kernel_tcp)
+{
+	run_case("map lacks the server's node", "addr", true, true, false, true, 0);
+}
+
+Test(twonode, empty_map_kernel_tcp)
+{
+	run_case("empty map", "addr", true, true, false, false, 0);
+}
+
+Test(twonode, server_not_preloaded_kernel_tcp)
+{
+	run_case("server plain", "addr", false, true, true, true, 0);
+}
+
+Test(twonode, client_not_preloaded_kernel_tcp)
+{
+	run_case("client plain", "addr", true, false, true, true, 0);
+}
