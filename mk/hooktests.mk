@@ -1,12 +1,10 @@
 # hooktests.mk — test-hook: the scenario programs of tests/hook/progs (plain
 # POSIX socket programs) run plain and under the preload hook by the Criterion
-# tests of tests/hook; native build only (the hook is preloaded into programs
-# that are not sanitizer-built).
+# tests of tests/hook, compared against kernel TCP; native build only.
 #
-# The programs go to $(BUILD)/hookprogs, not build/tests/hook/progs: the
-# test-native runner executes every executable under $(BUILD)/tests as a
-# Criterion binary, and the Criterion runner below does the same under
-# $(BUILD)/hooktests.
+# The programs go to $(BUILD)/hookprogs, not $(BUILD)/tests/...: test-native
+# runs every executable under $(BUILD)/tests as a Criterion binary, and the
+# runner below does the same under $(BUILD)/hooktests.
 
 HOOKPROG_DIR  := $(BUILD)/hookprogs
 HOOKTEST_DIR  := $(BUILD)/hooktests

@@ -1,7 +1,6 @@
-/* runner.h — what the hook's Criterion tests share: start a scenario program
- * (plain or under LD_PRELOAD, optionally inside a network namespace) with its
- * stdout and stderr captured and a hang limit, read the SCILAN_STATS lines, and
- * the core check: same transcript plain and preloaded, expected acceleration. */
+/* runner.h — what the hook's Criterion tests share: run a program plain or
+ * preloaded (optionally in a network namespace) with captured output and a hang
+ * limit, read SCILAN_STATS, and compare transcripts against kernel TCP. */
 #ifndef HOOK_RUNNER_H
 #define HOOK_RUNNER_H
 

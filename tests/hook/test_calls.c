@@ -7,11 +7,11 @@
 
 /* Every scenario connects over loopback: each connection between two
  * preloaded ends must be accelerated, so at least one per scenario. */
-Test(calls, accept_accept4_bind_listen, .timeout = 120) { hk_scenario("calls", "accept", 1, -1, 60); }
-Test(calls, connect_blocking_and_refused, .timeout = 120) { hk_scenario("calls", "connect", 1, -1, 60); }
-Test(calls, connect_nonblocking_so_error, .timeout = 120) { hk_scenario("calls", "connect_nb", 1, -1, 60); }
-Test(calls, getsockname_getpeername, .timeout = 120) { hk_scenario("calls", "names", 1, -1, 60); }
-Test(calls, getsockopt_setsockopt, .timeout = 120) { hk_scenario("calls", "sockopt", 1, -1, 60); }
-Test(calls, shutdown_wr_rd_rdwr, .timeout = 120) { hk_scenario("calls", "shutdown", 1, -1, 60); }
-Test(calls, close_eof_reset, .timeout = 120) { hk_scenario("calls", "close", 1, -1, 60); }
-Test(calls, fstat_is_socket, .timeout = 120) { hk_scenario("calls", "fstat", 1, -1, 60); }
+Test(calls, accept_accept4_bind_listen, .timeout = 120) { hk_scenario("calls", "accept", 1, -1, 30); }
+Test(calls, connect_blocking_and_refused, .timeout = 120) { hk_scenario("calls", "connect", 1, -1, 30); }
+Test(calls, connect_nonblocking_so_error, .timeout = 120) { hk_scenario("calls", "connect_nb", 1, -1, 30); }
+Test(calls, getsockname_getpeername, .timeout = 120) { hk_scenario("calls", "names", 1, -1, 30); }
+Test(calls, getsockopt_setsockopt, .timeout = 120) { hk_scenario("calls", "sockopt", 1, -1, 30); }
+Test(calls, shutdown_wr_rd_rdwr, .timeout = 120) { hk_scenario("calls", "shutdown", 1, -1, 30); }
+Test(calls, close_eof_reset, .timeout = 120) { hk_scenario("calls", "close", 1, -1, 30); }
+Test(calls, fstat_is_socket, .timeout = 120) { hk_scenario("calls", "fstat", 1, -1, 30); }

@@ -5,10 +5,10 @@
 
 #include "runner.h"
 
-Test(epoll, level_triggered_ctl_and_errors, .timeout = 120) { hk_scenario("epoll", "lt", 1, -1, 60); }
-Test(epoll, edge_triggered, .timeout = 120) { hk_scenario("epoll", "et", 1, -1, 60); }
-Test(epoll, oneshot, .timeout = 120) { hk_scenario("epoll", "oneshot", 1, -1, 60); }
-Test(epoll, rdhup_hup_err_on_close_and_reset, .timeout = 120) { hk_scenario("epoll", "hup", 1, -1, 60); }
-Test(epoll, nested_in_epoll_poll_select, .timeout = 120) { hk_scenario("epoll", "nested", 1, -1, 60); }
-Test(epoll, pwait_pwait2_signal_mask, .timeout = 120) { hk_scenario("epoll", "pwait", 1, -1, 60); }
-Test(epoll, mixed_members_connecting_listener_udp_pipe, .timeout = 120) { hk_scenario("epoll", "mixed", 1, -1, 60); }
+Test(epoll, level_triggered_ctl_and_errors, .timeout = 120) { hk_scenario("epoll", "lt", 1, -1, 30); }
+Test(epoll, edge_triggered, .timeout = 120) { hk_scenario("epoll", "et", 1, -1, 30); }
+Test(epoll, oneshot, .timeout = 120) { hk_scenario("epoll", "oneshot", 1, -1, 30); }
+Test(epoll, rdhup_hup_err_on_close_and_reset, .timeout = 120) { hk_scenario("epoll", "hup", 1, -1, 30); }
+Test(epoll, nested_in_epoll_poll_select, .timeout = 120) { hk_scenario("epoll", "nested", 1, -1, 30); }
+Test(epoll, pwait_pwait2_signal_mask, .timeout = 120) { hk_scenario("epoll", "pwait", 1, -1, 30); }
+Test(epoll, mixed_members_connecting_listener_udp_pipe, .timeout = 120) { hk_scenario("epoll", "mixed", 1, -1, 30); }

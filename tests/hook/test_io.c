@@ -5,9 +5,9 @@
 
 #include "runner.h"
 
-Test(io, read_write_sizes, .timeout = 120) { hk_scenario("io", "rw", 1, -1, 60); }
-Test(io, readv_writev_sendmsg_recvmsg_iov_max, .timeout = 120) { hk_scenario("io", "vec", 1, -1, 60); }
-Test(io, send_recv_flags_peek_dontwait_waitall, .timeout = 120) { hk_scenario("io", "flags", 1, -1, 60); }
-Test(io, epipe_sigpipe_nosignal, .timeout = 120) { hk_scenario("io", "epipe", 1, -1, 60); }
-Test(io, sendfile_file_to_socket, .timeout = 120) { hk_scenario("io", "sendfile", 1, -1, 60); }
-Test(io, large_64mib_both_ways, .timeout = 240) { hk_scenario("io", "large", 1, -1, 180); }
+Test(io, read_write_sizes, .timeout = 120) { hk_scenario("io", "rw", 1, -1, 30); }
+Test(io, readv_writev_sendmsg_recvmsg_iov_max, .timeout = 120) { hk_scenario("io", "vec", 1, -1, 30); }
+Test(io, send_recv_flags_peek_dontwait_waitall, .timeout = 120) { hk_scenario("io", "flags", 1, -1, 30); }
+Test(io, epipe_sigpipe_nosignal, .timeout = 120) { hk_scenario("io", "epipe", 1, -1, 30); }
+Test(io, sendfile_file_to_socket, .timeout = 120) { hk_scenario("io", "sendfile", 1, -1, 30); }
+Test(io, large_64mib_both_ways, .timeout = 240) { hk_scenario("io", "large", 1, -1, 90); }

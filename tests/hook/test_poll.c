@@ -5,7 +5,7 @@
 
 #include "runner.h"
 
-Test(poll, poll_mixed_set, .timeout = 120) { hk_scenario("poll", "poll", 1, -1, 60); }
-Test(poll, ppoll_mask_and_timeouts, .timeout = 120) { hk_scenario("poll", "ppoll", 1, -1, 60); }
-Test(poll, select_mixed_set, .timeout = 120) { hk_scenario("poll", "select", 1, -1, 60); }
-Test(poll, pselect_mask_and_mixed_set, .timeout = 120) { hk_scenario("poll", "pselect", 1, -1, 60); }
+Test(poll, poll_mixed_set, .timeout = 120) { hk_scenario("poll", "poll", 1, -1, 30); }
+Test(poll, ppoll_mask_and_timeouts, .timeout = 120) { hk_scenario("poll", "ppoll", 1, -1, 30); }
+Test(poll, select_mixed_set, .timeout = 120) { hk_scenario("poll", "select", 1, -1, 30); }
+Test(poll, pselect_mask_and_mixed_set, .timeout = 120) { hk_scenario("poll", "pselect", 1, -1, 30); }

@@ -1,9 +1,6 @@
-/* test_twonode.c — two nodes as two network namespaces joined by a veth pair
- * (created here with addresses the test assigns, removed afterwards), the peer
- * server in one and the client in the other, both sharing SCILAN_RUNDIR:
- * accelerated when both are preloaded and the cluster map lists the server's
- * node; kernel TCP when the map lacks it or either side is not preloaded; the
- * data and the transcripts checked against plain kernel TCP in every case. */
+/* test_twonode.c — two network namespaces joined by a veth pair (made and removed
+ * here), server in one, client in the other, one SCILAN_RUNDIR: accelerated only
+ * when both are preloaded and the map lists the server's node; data checked always. */
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,7 +1,6 @@
 /* calls.c — scenarios for the connection-level calls: socket, bind, listen,
  * accept/accept4, blocking and non-blocking connect, getsockname/getpeername,
- * get/setsockopt, shutdown, close, fstat.  A plain POSIX program; it prints
- * every observable outcome (return values, errno names, flags, masks). */
+ * get/setsockopt, shutdown, close, fstat.  Plain POSIX; prints every outcome. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>

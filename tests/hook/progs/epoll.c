@@ -1,9 +1,6 @@
-/* epoll.c — scenarios for epoll: create/create1, ctl ADD/MOD/DEL and their
- * errors, wait/pwait/pwait2; level-triggered, EPOLLET, EPOLLONESHOT,
- * EPOLLRDHUP, EPOLLHUP/EPOLLERR on peer close and reset; sets mixing sockets
- * with pipes, listeners, UDP and connecting sockets; an epoll fd inside another
- * epoll set and inside poll/select.  A plain POSIX program; events are printed
- * sorted by their data (the kernel's order within one wait is not a contract). */
+/* epoll.c — scenarios for epoll: create/ctl/wait/pwait/pwait2 and errors; level,
+ * EPOLLET, EPOLLONESHOT, RDHUP/HUP/ERR on close and reset; mixed members; epoll
+ * sets nested in epoll, poll and select.  Plain POSIX; events sorted by data. */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>

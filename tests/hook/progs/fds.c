@@ -1,7 +1,6 @@
-/* fds.c — scenarios for descriptor-level calls on connected sockets: fcntl
- * (O_NONBLOCK via F_SETFL, F_GETFL, F_DUPFD, F_DUPFD_CLOEXEC, FD_CLOEXEC),
- * ioctl FIONREAD/FIONBIO, dup/dup2/dup3 (data through duplicates; closing one
- * keeps the other), and fdopen + stdio on a socket.  A plain POSIX program. */
+/* fds.c — scenarios for descriptor calls on connected sockets: fcntl (O_NONBLOCK,
+ * F_GETFL/F_SETFL, F_DUPFD, F_DUPFD_CLOEXEC, FD_CLOEXEC), ioctl FIONREAD/FIONBIO,
+ * dup/dup2/dup3 aliases, fdopen + stdio.  A plain POSIX program. */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>

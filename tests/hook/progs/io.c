@@ -1,7 +1,6 @@
-/* io.c — scenarios for the data calls: read/write, readv/writev and
- * sendmsg/recvmsg up to IOV_MAX iovecs, send/recv/sendto/recvfrom with
- * MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL, MSG_NOSIGNAL, EPIPE and SIGPIPE,
- * sendfile from a file, and 64 MiB each way.  A plain POSIX program. */
+/* io.c — scenarios for the data calls: read/write, readv/writev/sendmsg/recvmsg
+ * up to IOV_MAX, the send/recv families with PEEK, DONTWAIT, WAITALL, NOSIGNAL,
+ * EPIPE/SIGPIPE, sendfile, 64 MiB each way.  A plain POSIX program. */
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>

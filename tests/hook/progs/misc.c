@@ -1,8 +1,6 @@
-/* misc.c — scenarios for signals (blocking calls interrupted by a SIGALRM
- * handler: EINTR without SA_RESTART, completion with it; poll/epoll/select and
- * socket timeouts never restart), threads (many threads on their own sockets;
- * two threads on one socket), and UDP and AF_UNIX sockets, which must stay the
- * kernel's.  A plain POSIX program. */
+/* misc.c — scenarios for signals (EINTR / SA_RESTART), threads (many sockets;
+ * two threads on one socket), UDP and AF_UNIX (which must stay the kernel's),
+ * and a TCP connection passed over SCM_RIGHTS.  A plain POSIX program. */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -54,7 +52,7 @@ static void alarm_off(void)
 	struct itimerval it = { { 0, 0 }, { 0, 0 } };
 
 	MUST(setitimer(ITIMER_REAL, &it, NULL));
-	alarm(50); /* the hang limit again (setitimer replaced it) */
+	scen_alarm(); /* the hang limit again (setitimer replaced it) */
 }
 
 static int late_connect(void *arg)

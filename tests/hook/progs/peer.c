@@ -1,8 +1,6 @@
-/* peer.c — the two halves of one connection as separate programs, so each can
- * run with or without the hook (mixed cases) or in another network namespace
- * (the two-node test): `peer server ADDR` listens on ADDR (port from the
- * kernel), prints "port N" and echoes one connection; `peer client ADDR PORT
- * BYTES` sends BYTES, checks the echo and the EOF.  A plain POSIX program. */
+/* peer.c — both ends of one connection as separate programs (mixed and two-node
+ * tests): `peer server ADDR` prints "port N" and echoes one connection;
+ * `peer client ADDR PORT BYTES` exchanges BYTES and checks the echo and EOF. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,6 @@
-/* poll.c — scenarios for readiness: poll, ppoll, select and pselect over sets
- * that mix sockets with kernel fds (a pipe, a listener, a UDP socket), with
- * zero, finite and infinite timeouts, data that arrives while the call sleeps
- * (from another thread or process), peer shutdown and close, and the signal
- * masks of ppoll/pselect.  A plain POSIX program. */
+/* poll.c — scenarios for poll, ppoll, select and pselect over sets mixing sockets
+ * with a pipe, a listener and UDP: zero, finite and infinite timeouts, data that
+ * arrives while asleep, peer shutdown/close, signal masks.  Plain POSIX. */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>

@@ -1,9 +1,6 @@
-/* procs.c — scenarios for sockets across processes: fork (parent closes, the
- * child serves; a child that exits or closes its copy leaves the parent's
- * connection alone), several pre-forked children accepting on one listener,
- * vfork+exec of a program serving an inherited descriptor, an inetd-style
- * exec with the connection on stdin/stdout, FD_CLOEXEC across exec, and
- * daemon().  A plain POSIX program; it re-executes itself for the exec'd roles. */
+/* procs.c — scenarios for sockets across processes: fork, pre-forked acceptors,
+ * vfork+exec, inetd-style exec on stdin/stdout, FD_CLOEXEC across exec, daemon().
+ * A plain POSIX program; it re-executes itself for the exec'd roles. */
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -311,7 +308,7 @@ static int launcher(void *arg)
 	 * stdio on /dev/null.  The daemon serves one connection and exits. */
 	if (daemon(1, 0) < 0)
 		fatal("daemon");
-	alarm(30); /* alarms are not inherited across fork */
+	scen_kid_alarm(); /* alarms are not inherited across fork */
 	{
 		int s = MUST(accept(lfd, NULL, NULL));
 

@@ -1,6 +1,6 @@
 /* scen.c — the shared part of the hook scenario programs (scen.h): transcript
- * output, names of errnos and event masks, loopback TCP helpers, forked helpers
- * with captured output, sync channels, the deterministic stream and checksum. */
+ * output, errno and mask names, loopback helpers, echo/exchange, forked kids with
+ * captured output, sync channels, the deterministic stream, dispatch. */
 #include "scen.h"
 
 #include <arpa/inet.h>
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 const char *scen_self;
+static unsigned scen_limit = 50;
 int scen_argc;
 char **scen_argv;
 
@@ -268,9 +269,7 @@ void kid_start(struct kid *k, const char *name, int (*fn)(void *), void *arg)
 	fflush(stdout);
 	k->pid = MUST(fork());
 	if (k->pid == 0) {
-		/* Alarms are not inherited: the child's own hang limit, below
-		 * the parent's, so a hung kid still shows in the transcript. */
-		alarm(40);
+		scen_kid_alarm(); /* alarms are not inherited */
 		MUST(dup2(k->out, STDOUT_FILENO));
 		exit(fn(arg));
 	}
@@ -382,14 +381,26 @@ uint64_t fnv(uint64_t h, const void *buf, size_t len)
 	return h;
 }
 
+/* A hang limit, not a timing assertion: SIGALRM's default action kills us,
+ * before the runner's own limit, so the transcript shows where it stopped. */
+void scen_alarm(void)
+{
+	alarm(scen_limit);
+}
+
+void scen_kid_alarm(void)
+{
+	alarm(scen_limit > 10 ? scen_limit - 5 : scen_limit);
+}
+
 int scen_main(int argc, char **argv, const struct scenario *table)
 {
 	scen_self = argv[0];
 	scen_argc = argc > 2 ? argc - 2 : 0;
 	scen_argv = argv + 2;
-	/* A hang limit, not a timing assertion: SIGALRM's default action kills
-	 * us, before the runner's limit (60 s) so the transcript shows where. */
-	alarm(50);
+	if (getenv("SCEN_LIMIT") && atoi(getenv("SCEN_LIMIT")) > 0)
+		scen_limit = (unsigned)atoi(getenv("SCEN_LIMIT"));
+	scen_alarm();
 	for (const struct scenario *s = table; argc >= 2 && s->name; s++)
 		if (strcmp(s->name, argv[1]) == 0)
 			return s->fn();

@@ -1,7 +1,6 @@
 /* scen.h — what the hook scenario programs share: transcript lines, errno and
- * event-mask names, loopback listeners and pairs, forked helpers whose output
- * joins the transcript at a fixed place, a deterministic byte stream, checksums.
- * Plain POSIX only: the scenario programs must not know about scilan. */
+ * mask names, loopback TCP helpers, forked kids whose output joins the transcript
+ * at a fixed place, a deterministic stream.  Plain POSIX: no scilan headers. */
 #ifndef HOOK_SCEN_H
 #define HOOK_SCEN_H
 
@@ -114,8 +113,13 @@ struct scenario {
 	const char *name;
 	int (*fn)(void);
 };
-/* argv[1] names the scenario; alarm(limit) so nothing hangs; returns its status. */
+/* argv[1] names the scenario; alarm(limit) so nothing hangs; returns its status.
+ * The limit is $SCEN_LIMIT seconds (the runner sets it below its own), else 50. */
 int scen_main(int argc, char **argv, const struct scenario *table);
+/* Arm the hang limit again (after a scenario used SIGALRM itself); kids get
+ * a shorter one so that a hung kid still shows in the parent's transcript. */
+void scen_alarm(void);
+void scen_kid_alarm(void);
 /* The program's own path (argv[0], for exec scenarios) and the arguments
  * after the scenario name. */
 extern const char *scen_self;
