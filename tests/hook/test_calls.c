@@ -15,3 +15,4 @@ Test(calls, getsockopt_setsockopt, .timeout = 120) { hk_scenario("calls", "socko
 Test(calls, shutdown_wr_rd_rdwr, .timeout = 120) { hk_scenario("calls", "shutdown", 1, -1, 30); }
 Test(calls, close_eof_reset, .timeout = 120) { hk_scenario("calls", "close", 1, -1, 30); }
 Test(calls, fstat_is_socket, .timeout = 120) { hk_scenario("calls", "fstat", 1, -1, 30); }
+Test(calls, ipv6_and_dual_stack, .timeout = 120) { hk_scenario("calls", "ipv6", 1, -1, 30); }

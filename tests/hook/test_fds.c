@@ -9,3 +9,4 @@ Test(fds, fcntl_nonblock_dupfd_cloexec, .timeout = 120) { hk_scenario("fds", "fc
 Test(fds, ioctl_fionread_fionbio, .timeout = 120) { hk_scenario("fds", "ioctl", 1, -1, 30); }
 Test(fds, dup_dup2_dup3_aliases, .timeout = 120) { hk_scenario("fds", "dup", 1, -1, 30); }
 Test(fds, fdopen_stdio, .timeout = 120) { hk_scenario("fds", "stdio", 1, -1, 30); }
+Test(fds, close_range_closes_sockets, .timeout = 120) { hk_scenario("fds", "close_range", 1, -1, 30); }

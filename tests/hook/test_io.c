@@ -11,3 +11,4 @@ Test(io, send_recv_flags_peek_dontwait_waitall, .timeout = 120) { hk_scenario("i
 Test(io, epipe_sigpipe_nosignal, .timeout = 120) { hk_scenario("io", "epipe", 1, -1, 30); }
 Test(io, sendfile_file_to_socket, .timeout = 120) { hk_scenario("io", "sendfile", 1, -1, 30); }
 Test(io, large_64mib_both_ways, .timeout = 240) { hk_scenario("io", "large", 1, -1, 90); }
+Test(io, nonblocking_full_then_pollout, .timeout = 120) { hk_scenario("io", "nonblock", 1, -1, 30); }

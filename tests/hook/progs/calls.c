@@ -541,12 +541,57 @@ static int sc_fstat(void)
 	return 0;
 }
 
+/* IPv6 loopback, and a dual-stack [::] listener reached over IPv4 (the
+ * peer address is v4-mapped). */
+static int sc_ipv6(void)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT }, p;
+	socklen_t len = sizeof(a);
+	int l = MUST(socket(AF_INET6, SOCK_STREAM, 0)), c, s, zero = 0;
+	char text[64];
+
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		say("no IPv6 loopback here: %s", en(errno));
+		return 0;
+	}
+	MUST(listen(l, 4));
+	MUST(getsockname(l, (struct sockaddr *)&a, &len));
+	c = MUST(socket(AF_INET6, SOCK_STREAM, 0));
+	SHOW(connect(c, (struct sockaddr *)&a, sizeof(a)));
+	len = sizeof(p);
+	s = SHOWFD(accept(l, (struct sockaddr *)&p, &len));
+	say("peer %s family AF_INET6 %d len %u", inet_ntop(AF_INET6, &p.sin6_addr, text, sizeof(text)),
+	    p.sin6_family == AF_INET6, len);
+	ping("ipv6", c, s);
+	close(c);
+	close(s);
+	close(l);
+	/* Dual stack: [::] accepts IPv4 clients as ::ffff:127.0.0.1. */
+	l = MUST(socket(AF_INET6, SOCK_STREAM, 0));
+	MUST(setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)));
+	a = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	MUST(bind(l, (struct sockaddr *)&a, sizeof(a)));
+	MUST(listen(l, 4));
+	len = sizeof(a);
+	MUST(getsockname(l, (struct sockaddr *)&a, &len));
+	c = tcp_connect(ntohs(a.sin6_port));
+	len = sizeof(p);
+	s = SHOWFD(accept(l, (struct sockaddr *)&p, &len));
+	say("v4 client seen as %s", inet_ntop(AF_INET6, &p.sin6_addr, text, sizeof(text)));
+	ping("dual stack", c, s);
+	close(c);
+	close(s);
+	close(l);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "accept", sc_accept },   { "connect", sc_connect }, { "connect_nb", sc_connect_nb },
 		{ "names", sc_names },     { "sockopt", sc_sockopt }, { "shutdown", sc_shutdown },
-		{ "close", sc_close },     { "fstat", sc_fstat },     { NULL, NULL },
+		{ "close", sc_close },     { "fstat", sc_fstat },     { "ipv6", sc_ipv6 },
+		{ NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -220,6 +221,40 @@ static int sc_dup(void)
 	return 0;
 }
 
+/* close_range closes sockets too: the peers see EOF, and a file opened on
+ * a freed number is a file. */
+static int sc_close_range(void)
+{
+	int c[3], s[3], lo, hi, f;
+	char path[] = "/tmp/hookscen-cr-XXXXXX", b;
+	struct stat st;
+
+	for (int i = 0; i < 3; i++)
+		tcp_pair(&c[i], &s[i]);
+	/* Move the client ends to 200..202, then close that range. */
+	for (int i = 0; i < 3; i++) {
+		MUST(dup2(c[i], 200 + i));
+		close(c[i]);
+	}
+	lo = 200;
+	hi = 202;
+	carry("before close_range", 201, s[1]);
+	SHOW(close_range((unsigned)lo, (unsigned)hi, 0));
+	for (int i = 0; i < 3; i++)
+		SHOW(recv(s[i], &b, 1, 0));
+	f = MUST(mkstemp(path));
+	unlink(path);
+	MUST(dup2(f, 201));
+	close(f);
+	say("201 is now a file: %d", fstat(201, &st) == 0 && S_ISREG(st.st_mode));
+	SHOW(write(201, "file", 4));
+	SHOW(pread(201, path, 4, 0));
+	close(201);
+	for (int i = 0; i < 3; i++)
+		close(s[i]);
+	return 0;
+}
+
 /* Kid: echo until EOF with plain recv/send. */
 static int echo_kid(void *arg)
 {
@@ -315,7 +350,8 @@ static int sc_stdio(void)
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
-		{ "fcntl", sc_fcntl }, { "ioctl", sc_ioctl }, { "dup", sc_dup }, { "stdio", sc_stdio }, { NULL, NULL },
+		{ "fcntl", sc_fcntl }, { "ioctl", sc_ioctl },   { "dup", sc_dup },
+		{ "stdio", sc_stdio }, { "close_range", sc_close_range }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);

@@ -3,6 +3,7 @@
  * EPIPE/SIGPIPE, sendfile, 64 MiB each way.  A plain POSIX program. */
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -420,6 +421,56 @@ static int sc_sendfile(void)
 	return 0;
 }
 
+/* Non-blocking sends fill the connection until EAGAIN; the writer sees no
+ * space until the reader drains, then POLLOUT; nothing is lost. */
+static int sc_nonblock(void)
+{
+	static char chunk[65536];
+	int c, s;
+	uint64_t sent = 0, got = 0;
+	bool intact = true;
+	struct pollfd pf;
+	ssize_t n;
+
+	tcp_pair(&c, &s);
+	MUST(fcntl(c, F_SETFL, O_NONBLOCK));
+	MUST(fcntl(s, F_SETFL, O_NONBLOCK));
+	SHOW(recv(s, chunk, sizeof(chunk), 0));
+	for (;;) {
+		stream_fill(30, sent, chunk, sizeof(chunk));
+		n = send(c, chunk, sizeof(chunk), 0);
+		if (n < 0)
+			break;
+		sent += (uint64_t)n;
+	}
+	say("send until %s; something sent %d", en(errno), sent > 0);
+	SHOW(send(c, chunk, 1, 0));
+	pf = (struct pollfd){ .fd = c, .events = POLLOUT };
+	SHOW(poll(&pf, 1, 0));
+	/* Drain everything that was sent (the reader may have to wait for
+	 * the rest of the writer's queue to arrive). */
+	while (got < sent) {
+		char buf[65536];
+
+		pf = (struct pollfd){ .fd = s, .events = POLLIN };
+		if (poll(&pf, 1, 10000) != 1)
+			fatal("drain poll");
+		n = recv(s, buf, sizeof(buf), 0);
+		if (n <= 0)
+			fatal("drain recv");
+		intact = intact && stream_check(30, got, buf, (size_t)n);
+		got += (uint64_t)n;
+	}
+	say("drained all that was sent: %d, intact %d", got == sent, intact);
+	pf = (struct pollfd){ .fd = c, .events = POLLOUT };
+	SHOW(poll(&pf, 1, 10000));
+	say("writer revents %s", pollmask(pf.revents));
+	SHOW(recv(s, chunk, sizeof(chunk), 0));
+	close(c);
+	close(s);
+	return 0;
+}
+
 #define LARGE (64ull << 20)
 
 /* Kid: echo everything back. */
@@ -495,7 +546,7 @@ int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "rw", sc_rw },       { "vec", sc_vec },     { "flags", sc_flags }, { "epipe", sc_epipe },
-		{ "sendfile", sc_sendfile }, { "large", sc_large }, { NULL, NULL },
+		{ "sendfile", sc_sendfile }, { "large", sc_large }, { "nonblock", sc_nonblock }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);
