@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# tests/apps/redis.sh — redis-server with redis-benchmark (-c 1, -c 50, -P 16)
+# and redis-cli (1 MB value) on kernel TCP, under scilan_run, and mixed ends.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+apps_init redis
+
+# Bytes of one request and reply of redis-benchmark's SET and GET (RESP, key
+# "key:__rand_int__", 3-byte value): lower bounds of what must cross.
+SET_REQ=45 GET_REQ=36 SET_REP=5 GET_REP=9
+
+server() { # MODE
+	PORT=$(free_port)
+	daemon srv "$1" redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize no --logfile '' --dir "$WORK"
+	wait_listen "$PORT"
+}
+
+# The last server check: it exits on SIGTERM (status 0) with its statistics.
+server_stop() { stop srv TERM; }
+
+bench_case() { # MODE N CLIENTS ARGS...
+	local mode=$1 n=$2 c=$3 sets gets got tx rx
+	shift 3
+	server "$mode"
+	pre "$mode"
+	timeout -k 5 120 "${PRE[@]}" redis-benchmark -p "$PORT" -n "$n" -c "$c" -t set,get "$@" \
+		>"$WORK/cli.out" 2>"$WORK/cli.err"
+	tr '\r' '\n' <"$WORK/cli.out" | grep -a -A1 -E '^====== |throughput summary' | grep -av '^--' || true
+	sets=$(tr '\r' '\n' <"$WORK/cli.out" | sed -n '/^====== SET ======/{n;s/^ *\([0-9]*\) requests completed.*/\1/p}')
+	gets=$(tr '\r' '\n' <"$WORK/cli.out" | sed -n '/^====== GET ======/{n;s/^ *\([0-9]*\) requests completed.*/\1/p}')
+	expect "all $n SETs completed" "${sets:-0}" -eq "$n"
+	expect "all $n GETs completed" "${gets:-0}" -eq "$n"
+	# What the SETs stored (read by a plain client: kernel TCP, whatever MODE).
+	got=$(timeout -k 5 10 redis-cli -p "$PORT" strlen key:__rand_int__)
+	expect "a stored value of 3 bytes" "$got" = 3
+	tx=$((sets * SET_REQ + gets * GET_REQ)) rx=$((sets * SET_REP + gets * GET_REP))
+	# One connection per client.
+	check_stats "$mode" client "$c" "$tx" "$rx" "$WORK/cli.err"
+	server_stop
+	check_stats "$mode" server "$c" "$rx" "$tx" "$WORK/srv.err"
+	echo "ok: $(tr '\r' '\n' <"$WORK/cli.out" | grep -a 'throughput summary' | awk '{printf "%s%s", s, $3; s = " / "}') req/s (SET / GET)"
+}
+
+value_case() { # MODE: a 1 MB random value through redis-cli, both ways
+	local mode=$1 size=1048576
+	server "$mode"
+	pre "$mode"
+	head -c $((size * 3 / 4)) /dev/urandom | base64 -w0 >"$WORK/value"
+	timeout -k 5 30 "${PRE[@]}" redis-cli -p "$PORT" -x set big <"$WORK/value" >"$WORK/set.out" 2>"$WORK/set.err"
+	expect "SET reply OK" "$(cat "$WORK/set.out")" = OK
+	timeout -k 5 30 "${PRE[@]}" redis-cli -p "$PORT" --raw get big >"$WORK/got" 2>"$WORK/get.err"
+	# redis-cli --raw ends the value with a newline.
+	truncate -s -1 "$WORK/got"
+	expect "value read = value written (sha256)" "$(sha "$WORK/got")" = "$(sha "$WORK/value")"
+	check_stats "$mode" "client (set)" 1 "$size" 0 "$WORK/set.err"
+	check_stats "$mode" "client (get)" 1 0 "$size" "$WORK/get.err"
+	server_stop
+	check_stats "$mode" server 2 "$size" "$size" "$WORK/srv.err"
+	echo "ok: 1 MB value, sha256 equal"
+}
+
+# Mixed ends: a preloaded client of a plain server and a plain client of a
+# preloaded server fall back to kernel TCP (fallback counted, nothing
+# accelerated) and still get every reply right.
+mixed_case() {
+	local sets gets got
+	server kernel
+	timeout -k 5 60 "$RUN" --stats -- redis-benchmark -p "$PORT" -n 2000 -c 1 -t set,get \
+		>"$WORK/cli.out" 2>"$WORK/cli.err"
+	sets=$(tr '\r' '\n' <"$WORK/cli.out" | sed -n '/^====== SET ======/{n;s/^ *\([0-9]*\) requests completed.*/\1/p}')
+	gets=$(tr '\r' '\n' <"$WORK/cli.out" | sed -n '/^====== GET ======/{n;s/^ *\([0-9]*\) requests completed.*/\1/p}')
+	expect "all 2000 SETs and GETs completed" "${sets:-0}:${gets:-0}" = 2000:2000
+	stat_lines_of "$WORK/cli.err"
+	expect "preloaded client of a plain server: nothing accelerated" "$(stat_sum accelerated "$WORK/cli.err")" -eq 0
+	expect "preloaded client of a plain server: a fallback" "$(stat_sum fallback "$WORK/cli.err")" -ge 1
+	stop srv TERM
+
+	server scilan
+	timeout -k 5 10 redis-cli -p "$PORT" set k mixed-value >/dev/null
+	got=$(timeout -k 5 10 redis-cli -p "$PORT" get k)
+	expect "plain client of a preloaded server: value read back" "$got" = mixed-value
+	stop srv TERM
+	stat_lines_of "$WORK/srv.err"
+	expect "preloaded server of plain clients: nothing accelerated" "$(stat_sum accelerated "$WORK/srv.err")" -eq 0
+	expect "preloaded server of plain clients: fallbacks" "$(stat_sum fallback "$WORK/srv.err")" -ge 2
+	echo "ok: both mixed pairs on kernel TCP, replies right"
+}
+
+for mode in $MODES; do
+	run_case "$mode redis -c 1" bench_case "$mode" 20000 1
+	run_case "$mode redis -c 50" bench_case "$mode" 50000 50
+	run_case "$mode redis -c 50 -P 16" bench_case "$mode" 200000 50 -P 16
+	run_case "$mode redis 1 MB value" value_case "$mode"
+done
+[[ " $MODES " == *" scilan "* ]] && run_case "mixed redis ends" mixed_case
+apps_finish
