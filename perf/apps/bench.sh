@@ -131,7 +131,7 @@ iperf_run() { # MODE
 		>"$WORK/cli.json" 2>"$WORK/cli.err"
 	reap srv || true
 	accelerated "$mode" "$WORK/cli.err"
-	gbps=$(jq '.end.sum_received.bits_per_second / 1e9' "$WORK/cli.json")
+	gbps=$(jq '.end.sum_received.bits_per_second / 1e7 | round / 100' "$WORK/cli.json")
 	record iperf3 "$mode" "$gbps"
 	echo "ok: $gbps Gbit/s"
 }

@@ -60,6 +60,33 @@ value_case() { # MODE: a 1 MB random value through redis-cli, both ways
 	echo "ok: 1 MB value, sha256 equal"
 }
 
+# bash's /dev/tcp as a redis client (RESP written by printf, replies read by
+# read -t): bash moves the connection onto fd 5 with dup2 (`exec 5<>`) and
+# saves and restores its stdin and stdout around each redirection.
+bash_case() {
+	local mode=$1 value got
+	server "$mode"
+	pre "$mode"
+	value=$(head -c 1500 /dev/urandom | base64 -w0)
+	timeout -k 5 20 "${PRE[@]}" bash -c '
+		exec 5<>"/dev/tcp/127.0.0.1/$1"
+		printf "*3\r\n\$3\r\nSET\r\n\$3\r\nkey\r\n\$%d\r\n%s\r\n" ${#2} "$2" >&5
+		IFS= read -r -t 10 a <&5
+		printf "*2\r\n\$3\r\nGET\r\n\$3\r\nkey\r\n" >&5
+		IFS= read -r -t 10 b <&5
+		IFS= read -r -t 10 c <&5
+		printf "%s|%s|%s\n" "$a" "$b" "$c" | tr -d "\r"
+	' bash "$PORT" "$value" >"$WORK/cli.out" 2>"$WORK/cli.err" || echo "bash exited with status $?"
+	got=$(cat "$WORK/cli.out")
+	echo "bash got: ${got:0:60}..."
+	expect "SET reply +OK" "${got%%|*}" = "+OK"
+	[ "$got" = "+OK|\$${#value}|$value" ] || { echo "GET did not return the value SET" >&2; return 1; }
+	check_stats "$mode" "client (bash)" 1 ${#value} ${#value} "$WORK/cli.err"
+	stop srv TERM
+	check_stats "$mode" server 1 ${#value} ${#value} "$WORK/srv.err"
+	echo "ok: SET and GET of a ${#value}-byte value from bash"
+}
+
 # Mixed ends: a preloaded client of a plain server and a plain client of a
 # preloaded server fall back to kernel TCP (fallback counted, nothing
 # accelerated) and still get every reply right.
@@ -92,6 +119,7 @@ for mode in $MODES; do
 	run_case "$mode redis -c 50" bench_case "$mode" 50000 50
 	run_case "$mode redis -c 50 -P 16" bench_case "$mode" 200000 50 -P 16
 	run_case "$mode redis 1 MB value" value_case "$mode"
+	run_case "$mode redis bash /dev/tcp" bash_case "$mode"
 done
 [[ " $MODES " == *" scilan "* ]] && run_case "mixed redis ends" mixed_case
 apps_finish
