@@ -9,7 +9,10 @@ RUN="$BUILD/bin/scilan_run"
 PRELOAD="$BUILD/lib/libscilan_preload.so"
 # Every command of a case runs under `timeout`; a daemon lives at most this long.
 DAEMON_TIMEOUT=${APPS_DAEMON_TIMEOUT:-300}
-MODES=${APPS_MODES:-kernel scilan}
+# kernel: plain programs (the reference); scilan: under scilan_run, default
+# settings (polling); scilan-intr: under scilan_run --poll-us 0 (interrupt
+# mode: every wait sleeps, so the sleep/wake-up protocol carries each pair).
+MODES=${APPS_MODES:-kernel scilan scilan-intr}
 
 # apps_init NAME: a private work directory and scilan runtime directory (both
 # ends of every pair share it; other users of the machine do not), removed at
@@ -74,12 +77,12 @@ wait_listen() {
 	return 1
 }
 
-# pre MODE: sets the array PRE, the launch prefix of a command in MODE —
-# nothing for kernel TCP, scilan_run --stats for scilan.
+# pre MODE: sets the array PRE, the launch prefix of a command in MODE.
 pre() {
 	case "$1" in
 	kernel) PRE=() ;;
 	scilan) PRE=("$RUN" --stats --) ;;
+	scilan-intr) PRE=("$RUN" --stats --poll-us 0 --) ;;
 	*) echo "unknown mode $1" >&2; return 1 ;;
 	esac
 }
@@ -186,10 +189,10 @@ run_case() {
 	wait $! || rc=$?
 	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))
-		printf '  PASS  %-28s %3d s  %s\n' "$label" $((SECONDS - t0)) "$(grep -a '^ok: ' "$log" | tail -n 1 | cut -c5-)"
+		printf '  PASS  %-34s %3d s  %s\n' "$label" $((SECONDS - t0)) "$(grep -a '^ok: ' "$log" | tail -n 1 | cut -c5-)"
 	else
 		failed=$((failed + 1))
-		printf '  FAIL  %-28s %3d s  (status %d)\n' "$label" $((SECONDS - t0)) "$rc"
+		printf '  FAIL  %-34s %3d s  (status %d)\n' "$label" $((SECONDS - t0)) "$rc"
 		tail -n 25 "$log" | sed 's/^/        | /'
 	fi
 }
