@@ -18,7 +18,7 @@
 
 #include "uapi/scilan.h"
 
-#define SL_PROTO_VERSION 1u
+#define SL_PROTO_VERSION 2u /* 2: CONNECT carries a tag */
 #define SL_MAX_SLICES 512u
 
 /* Scratchpads written into the peer at handshake. */
@@ -49,7 +49,8 @@ struct sl_msg {
 	__le32 dst_slice;   /* receiver's slice (ACCEPT, REFUSE, CLOSE) */
 	__le32 cookie;      /* connect attempt, echoed in ACCEPT/REFUSE */
 	__le32 status;      /* REFUSE: errno */
-	__le32 pad[10];
+	__le64 tag;         /* CONNECT: the connecting program's tag (opaque) */
+	__le32 pad[8];
 };
 
 struct sl_ep;
@@ -127,6 +128,7 @@ struct sl_ep {
 	int slice, peer_slice;      /* -1 when none */
 	u64 generation;             /* link generation the connection belongs to */
 	u32 tokens;                 /* pending SCILAN_TOKEN_* */
+	u64 tag;                    /* from the peer's CONNECT (queued endpoints) */
 	bool queued;                /* on a listener's backlog, not yet accepted */
 	bool mapped;
 	struct address_space *mapping;  /* of the file it was opened as */

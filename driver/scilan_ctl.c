@@ -165,7 +165,7 @@ static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cooki
 /* A connection request: the driver completes the handshake at once (as TCP
  * does before accept()) and queues the new endpoint on the listener.
  */
-static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 cookie)
+static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 cookie, u64 tag)
 {
 	struct sl_ep *lst, *ep;
 	int slice = -ECONNREFUSED;
@@ -183,6 +183,7 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	ep->link = link;
 	ep->peer_slice = peer_slice;
 	ep->slice = -1;
+	ep->tag = tag; /* opaque: only ever compared with what a local program asks for */
 	spin_lock_irq(&link->lock);
 	gen = link->generation;
 	lst = sl_find_listener_locked(link, port);
@@ -232,7 +233,7 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	bool orphan = false;
 
 	if (type == SL_MSG_CONNECT) {
-		sl_on_connect(link, le32_to_cpu(m->port), src, cookie);
+		sl_on_connect(link, le32_to_cpu(m->port), src, cookie, le64_to_cpu(m->tag));
 		return;
 	}
 	if (dst >= link->nslices || (type != SL_MSG_REFUSE && src >= link->peer_nslices))

@@ -128,9 +128,30 @@ static void sl_send_close(struct sl_link *link, u32 dst, u32 src)
 	sl_ctl_send(link, &m);
 }
 
+/* Queued endpoints taken off their listener (on the list by lnode) are
+ * closed and freed; the caller holds the read side of map_sem.
+ */
+static void sl_close_queued(struct sl_link *link, struct list_head *queued)
+{
+	struct sl_ep *q, *tmp;
+	bool tell;
+	u32 dst, src;
+
+	list_for_each_entry_safe(q, tmp, queued, lnode) {
+		spin_lock_irq(&link->lock);
+		tell = sl_ep_detach_locked(link, q, &dst, &src);
+		spin_unlock_irq(&link->lock);
+		if (tell)
+			sl_send_close(link, dst, src);
+		list_del(&q->lnode);
+		kfree(q);
+		sl_link_put(link);
+	}
+}
+
 static int sl_release(struct inode *inode, struct file *file)
 {
-	struct sl_ep *ep = file->private_data, *q, *tmp;
+	struct sl_ep *ep = file->private_data;
 	struct sl_link *link = ep->link;
 	LIST_HEAD(queued);
 	bool tell;
@@ -147,16 +168,7 @@ static int sl_release(struct inode *inode, struct file *file)
 	if (tell)
 		sl_send_close(link, dst, src);
 	/* Connections the program never accepted are closed like TCP's. */
-	list_for_each_entry_safe(q, tmp, &queued, lnode) {
-		spin_lock_irq(&link->lock);
-		tell = sl_ep_detach_locked(link, q, &dst, &src);
-		spin_unlock_irq(&link->lock);
-		if (tell)
-			sl_send_close(link, dst, src);
-		list_del(&q->lnode);
-		kfree(q);
-		sl_link_put(link);
-	}
+	sl_close_queued(link, &queued);
 	up_read(&link->map_sem);
 	kfree(ep);
 	module_put(link->hw_owner);
@@ -300,6 +312,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	m.port = cpu_to_le32(req.port);
 	m.src_slice = cpu_to_le32(slice);
 	m.cookie = cpu_to_le32(ep->cookie);
+	m.tag = cpu_to_le64(req.tag);
 	rc = sl_ctl_send(link, &m);
 	up_read(&link->map_sem);
 	left = rc ? 0 : wait_event_interruptible_timeout(ep->wq, !READ_ONCE(ep->connecting), timeout);
@@ -328,8 +341,49 @@ unlock:
 	return rc;
 }
 
-/* The fresh endpoint takes over the first connection queued on the listener
- * (the queued endpoint only carried it until a program claimed it).
+/* The listener endpoint behind lfd, on the same link as the fresh endpoint
+ * ep; f holds it until fdput.
+ */
+static long sl_listener_get(struct sl_ep *ep, int lfd, struct fd *f, struct sl_ep **lst)
+{
+	*f = fdget(lfd);
+	if (!f->file)
+		return -EBADF;
+	if (f->file->f_op != &sl_fops || f->file->private_data == ep ||
+	    ((struct sl_ep *)f->file->private_data)->link != ep->link) {
+		fdput(*f);
+		return -EINVAL;
+	}
+	*lst = f->file->private_data;
+	return 0;
+}
+
+static bool sl_accept_ok_locked(struct sl_ep *lst, struct sl_ep *ep)
+{
+	return lst->state == SCILAN_EP_LISTEN && ep->state == SCILAN_EP_IDLE && !ep->connecting &&
+	       ep->slice < 0;
+}
+
+/* The fresh endpoint takes over the queued one, which only carried the
+ * connection until a program claimed it; the caller frees q's shell (and
+ * drops its link reference) after unlocking.
+ */
+static void sl_take_over_locked(struct sl_link *link, struct sl_ep *lst, struct sl_ep *ep,
+				struct sl_ep *q)
+{
+	list_del(&q->lnode);
+	list_del(&q->node);
+	lst->backlog_len--;
+	ep->slice = q->slice;
+	ep->peer_slice = q->peer_slice;
+	ep->state = q->state;
+	ep->generation = q->generation;
+	ep->tokens = q->tokens;
+	link->slice_ep[ep->slice] = ep;
+}
+
+/* SCILAN_IOC_ACCEPT: the first queued connection, blocking unless the
+ * listener is O_NONBLOCK.
  */
 static long sl_ioc_accept(struct sl_ep *ep, int __user *arg)
 {
@@ -341,33 +395,18 @@ static long sl_ioc_accept(struct sl_ep *ep, int __user *arg)
 
 	if (get_user(lfd, arg))
 		return -EFAULT;
-	f = fdget(lfd);
-	if (!f.file)
-		return -EBADF;
-	rc = -EINVAL;
-	if (f.file->f_op != &sl_fops || f.file->private_data == ep)
-		goto out;
-	lst = f.file->private_data;
-	if (lst->link != link)
-		goto out;
+	rc = sl_listener_get(ep, lfd, &f, &lst);
+	if (rc)
+		return rc;
 	for (;;) {
 		spin_lock_irq(&link->lock);
-		if (lst->state != SCILAN_EP_LISTEN || ep->state != SCILAN_EP_IDLE || ep->connecting ||
-		    ep->slice >= 0) {
+		if (!sl_accept_ok_locked(lst, ep)) {
 			rc = -EINVAL;
 			break;
 		}
 		if (!list_empty(&lst->backlog)) {
 			q = list_first_entry(&lst->backlog, struct sl_ep, lnode);
-			list_del(&q->lnode);
-			list_del(&q->node);
-			lst->backlog_len--;
-			ep->slice = q->slice;
-			ep->peer_slice = q->peer_slice;
-			ep->state = q->state;
-			ep->generation = q->generation;
-			ep->tokens = q->tokens;
-			link->slice_ep[ep->slice] = ep;
+			sl_take_over_locked(link, lst, ep, q);
 			spin_unlock_irq(&link->lock);
 			kfree(q);
 			sl_link_put(link);
@@ -386,6 +425,65 @@ static long sl_ioc_accept(struct sl_ep *ep, int __user *arg)
 	}
 	spin_unlock_irq(&link->lock);
 out:
+	fdput(f);
+	return rc;
+}
+
+/* SCILAN_IOC_ACCEPT_TAG: the queued connection whose CONNECT carried the
+ * tag (libscilan: the TCP connection's source address and port), so that
+ * concurrent connects pair with the right kernel connection.  The newest
+ * match wins; older ones with the same tag are stale (a connection whose
+ * companion TCP connect failed: TCP never has two live connections on one
+ * 4-tuple) and are closed.  Never blocks.
+ */
+static long sl_ioc_accept_tag(struct sl_ep *ep, void __user *arg)
+{
+	struct sl_link *link = ep->link;
+	struct scilan_accept_tag req;
+	struct sl_ep *lst, *q, *tmp, *found = NULL;
+	LIST_HEAD(stale);
+	struct fd f;
+	long rc;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags)
+		return -EINVAL;
+	rc = sl_listener_get(ep, req.listener_fd, &f, &lst);
+	if (rc)
+		return rc;
+	spin_lock_irq(&link->lock);
+	if (!sl_accept_ok_locked(lst, ep)) {
+		rc = -EINVAL;
+		goto unlock;
+	}
+	list_for_each_entry(q, &lst->backlog, lnode)
+		if (q->tag == req.tag)
+			found = q;
+	if (!found) {
+		rc = -EAGAIN;
+		goto unlock;
+	}
+	list_for_each_entry_safe(q, tmp, &lst->backlog, lnode) {
+		if (q == found)
+			break;
+		if (q->tag == req.tag) {
+			list_move_tail(&q->lnode, &stale);
+			lst->backlog_len--;
+		}
+	}
+	sl_take_over_locked(link, lst, ep, found);
+unlock:
+	spin_unlock_irq(&link->lock);
+	if (found) {
+		kfree(found);
+		sl_link_put(link);
+	}
+	if (!list_empty(&stale)) {
+		down_read(&link->map_sem);
+		sl_close_queued(link, &stale);
+		up_read(&link->map_sem);
+	}
 	fdput(f);
 	return rc;
 }
@@ -450,6 +548,8 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return sl_ioc_connect(ep, uarg);
 	case SCILAN_IOC_ACCEPT:
 		return sl_ioc_accept(ep, uarg);
+	case SCILAN_IOC_ACCEPT_TAG:
+		return sl_ioc_accept_tag(ep, uarg);
 	case SCILAN_IOC_STIMULATE:
 		return sl_ioc_stimulate(ep, uarg);
 	case SCILAN_IOC_RING_SELF:

@@ -9,7 +9,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SCILAN_ABI_VERSION 1
+#define SCILAN_ABI_VERSION 2
 
 /* Wake-up tokens: what the peer stimulated (bits of the value read() returns). */
 #define SCILAN_TOKEN_DATA  0x1u /* the peer wrote data (or a FIN) into our slice */
@@ -44,6 +44,18 @@ struct scilan_listen {
 struct scilan_connect {
 	__u32 port;
 	__u32 timeout_ms;  /* 0: the module default */
+	__u64 tag;         /* carried to the listener's side, where
+			    * SCILAN_IOC_ACCEPT_TAG takes the connection by it
+			    */
+};
+
+/* Take the queued connection whose CONNECT carried tag (the newest one if
+ * several did); never blocks: EAGAIN if none is queued.
+ */
+struct scilan_accept_tag {
+	__s32 listener_fd;
+	__u32 flags;       /* 0 */
+	__u64 tag;
 };
 
 /* mmap offsets: the local slice (cached; the ring we receive into) and the
@@ -65,5 +77,7 @@ struct scilan_connect {
 #define SCILAN_IOC_STIMULATE  _IOW(SCILAN_IOC_MAGIC, 5, __u32)
 /* Post tokens to this endpoint itself (wakes our own poll/read). */
 #define SCILAN_IOC_RING_SELF  _IOW(SCILAN_IOC_MAGIC, 6, __u32)
+/* On a freshly opened endpoint: take the connection with a given tag. */
+#define SCILAN_IOC_ACCEPT_TAG _IOW(SCILAN_IOC_MAGIC, 7, struct scilan_accept_tag)
 
 #endif
