@@ -12,6 +12,7 @@
 #include <linux/sockios.h>
 
 #include "hook.h"
+#include "own_fd.h"
 #include "sock.h"
 
 static void note_nonblock(int fd, bool on)
@@ -40,13 +41,16 @@ static int alias_result(int fd, int newfd)
 	return newfd;
 }
 
-/* dup2/dup3 onto an open scilan socket closes that socket first. */
-static void release_target(int newfd)
+/* dup2/dup3 onto an open scilan socket closes that socket first; onto a
+ * descriptor the library keeps for itself, ours moves elsewhere first (the
+ * program cannot know the number is taken: bash's `exec 5<>` does this). */
+static int release_target(int newfd)
 {
 	if (sl_sock_get(newfd) || hk_epoll_known(newfd)) {
 		hk_epoll_forget_fd(newfd);
 		sl_sock_release(newfd);
 	}
+	return sl_own_fd_evict(newfd);
 }
 
 HK_EXPORT int fcntl(int fd, int cmd, ...)
@@ -59,6 +63,10 @@ HK_EXPORT int fcntl(int fd, int cmd, ...)
 	arg = va_arg(ap, unsigned long); /* unused by commands without one; harmless to read on x86-64 */
 	va_end(ap);
 	hk_enter();
+	if (sl_own_fd_is(fd)) {
+		errno = EBADF; /* to the program, the library's descriptors are not open */
+		return -1;
+	}
 	r = sl_sys.fcntl(fd, cmd, arg);
 	if (r < 0 || !sl_sock_get(fd))
 		return r;
@@ -125,18 +133,36 @@ HK_EXPORT int dup(int fd)
 
 HK_EXPORT int dup2(int fd, int newfd)
 {
+	int r;
+
 	hk_enter();
-	if (fd != newfd && fcntl(fd, F_GETFD) >= 0)
-		release_target(newfd);
-	return alias_result(fd, sl_sys.dup2(fd, newfd));
+	if (sl_own_fd_is(fd)) {
+		errno = EBADF; /* not a descriptor the program opened */
+		return -1;
+	}
+	if (fd != newfd && fcntl(fd, F_GETFD) >= 0 && release_target(newfd) < 0)
+		return -1;
+	hk_std_stream_before_change(newfd);
+	r = alias_result(fd, sl_sys.dup2(fd, newfd));
+	hk_std_stream_after_change(newfd);
+	return r;
 }
 
 HK_EXPORT int dup3(int fd, int newfd, int flags)
 {
+	int r;
+
 	hk_enter();
-	if (fd != newfd && fcntl(fd, F_GETFD) >= 0)
-		release_target(newfd);
-	return alias_result(fd, sl_sys.dup3(fd, newfd, flags));
+	if (sl_own_fd_is(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	if (fd != newfd && fcntl(fd, F_GETFD) >= 0 && release_target(newfd) < 0)
+		return -1;
+	hk_std_stream_before_change(newfd);
+	r = alias_result(fd, sl_sys.dup3(fd, newfd, flags));
+	hk_std_stream_after_change(newfd);
+	return r;
 }
 
 HK_EXPORT pid_t vfork(void)
@@ -160,19 +186,42 @@ static void release_range(unsigned int first, unsigned int last)
 	}
 }
 
+/* close_range over [first, last] around the library's own descriptors. */
+static int close_range_around_own(unsigned int first, unsigned int last, int flags)
+{
+	int own;
+
+	while ((own = sl_own_fd_next(first, last)) >= 0) {
+		if ((unsigned int)own > first && HK_NEXT(close_range)(first, (unsigned int)own - 1, flags) < 0)
+			return -1;
+		if ((unsigned int)own == last)
+			return 0;
+		first = (unsigned int)own + 1;
+	}
+	return HK_NEXT(close_range)(first, last, flags);
+}
+
 HK_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
 {
 	hk_enter();
+	if (first > last)
+		return HK_NEXT(close_range)(first, last, flags);
 	/* CLOSE_RANGE_CLOEXEC only marks them; exec's hand-over skips those. */
-	if (!(flags & CLOSE_RANGE_CLOEXEC) && first <= last)
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
 		release_range(first, last);
-	return HK_NEXT(close_range)(first, last, flags);
+	return close_range_around_own(first, last, flags);
 }
 
 HK_EXPORT void closefrom(int lowfd)
 {
 	hk_enter();
-	if (lowfd >= 0)
-		release_range((unsigned int)lowfd, ~0u);
-	HK_NEXT(closefrom)(lowfd);
+	if (lowfd < 0)
+		return;
+	release_range((unsigned int)lowfd, ~0u);
+	if (close_range_around_own((unsigned int)lowfd, ~0u, 0) == 0)
+		return;
+	/* No close_range (a kernel before 5.9): one at a time, as glibc would. */
+	for (long fd = lowfd, max = sysconf(_SC_OPEN_MAX); fd < max; fd++)
+		if (!sl_own_fd_is((int)fd))
+			sl_sys.close((int)fd);
 }

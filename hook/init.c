@@ -28,6 +28,8 @@ static void adopt_handed_over(void)
 	if (!list)
 		return;
 	sl_handover_adopt(list);
+	for (int fd = 0; fd <= 2; fd++)
+		hk_std_stream_after_change(fd);
 	/* Our own children must not adopt descriptors they do not have. */
 	unsetenv(SL_HANDOVER_ENV);
 }

@@ -2,9 +2,11 @@
  * listen, accept, connect, shutdown, close and the socket options.  Each goes
  * to libscilan, which passes anything it does not accelerate to the kernel.
  */
+#include <errno.h>
 #include <sys/socket.h>
 
 #include "hook.h"
+#include "own_fd.h"
 #include "scilan.h"
 #include "sock.h"
 
@@ -48,9 +50,20 @@ HK_EXPORT int shutdown(int fd, int how)
 
 HK_EXPORT int close(int fd)
 {
+	int r;
+
 	hk_enter();
+	/* A daemon closing every descriptor it did not open must not take the
+	 * library's: to the program they do not exist. */
+	if (sl_own_fd_is(fd)) {
+		errno = EBADF;
+		return -1;
+	}
 	hk_epoll_forget_fd(fd);
-	return scilan_close(fd);
+	hk_std_stream_before_change(fd);
+	r = scilan_close(fd);
+	hk_std_stream_after_change(fd);
+	return r;
 }
 
 HK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)

@@ -1,6 +1,7 @@
-/* stdio_calls.c — fdopen on a scilan connection: glibc's FILE reads and
- * writes with internal calls no preload can see, so the stream is built on
- * cookie functions that go through the rings; fileno() still gives the fd.
+/* stdio_calls.c — stdio on scilan connections: glibc's FILE reads and writes
+ * with internal calls no preload can see, so fdopen on a connection, and the
+ * standard streams while fds 0-2 are connections, are cookie streams whose
+ * functions go through the rings; fileno() still gives the fd.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -39,6 +40,57 @@ static int cookie_close(void *cookie)
 
 	hk_epoll_forget_fd(fd);
 	return scilan_close(fd);
+}
+
+/* The standard streams keep their descriptor: closing one is the program's
+ * business, through close() on the fd. */
+static int cookie_keep_fd(void *cookie)
+{
+	(void)cookie;
+	return 0;
+}
+
+/* stdin, stdout and stderr while fds 0, 1, 2 are connections: an inetd-style
+ * child (the connection handed over on 0 and 1) or bash's `printf ... >&5`
+ * (dup2 onto 1 around a builtin) would otherwise write into the kernel socket,
+ * which the peer does not read, and read from it while the data is in the
+ * ring.  The swap follows every dup2, dup3 and close of those numbers. */
+static FILE *std_saved[3], *std_cookie[3];
+
+static FILE **std_var(int fd)
+{
+	return fd == 0 ? &stdin : fd == 1 ? &stdout : &stderr;
+}
+
+void hk_std_stream_before_change(int fd)
+{
+	if (fd == 1 || fd == 2)
+		fflush(*std_var(fd)); /* what it holds was written for the old descriptor */
+}
+
+void hk_std_stream_after_change(int fd)
+{
+	cookie_io_functions_t io = { .read = cookie_read, .write = cookie_write, .close = cookie_keep_fd };
+	FILE **var, *f;
+
+	if (fd < 0 || fd > 2)
+		return;
+	var = std_var(fd);
+	if (sl_sock_get(fd) && !std_cookie[fd]) {
+		f = fopencookie((void *)(intptr_t)fd, fd == 0 ? "r" : "w", io);
+		if (!f)
+			return;
+		f->_fileno = fd;
+		if (fd == 2)
+			setvbuf(f, NULL, _IONBF, 0);
+		std_saved[fd] = *var;
+		std_cookie[fd] = *var = f;
+	} else if (!sl_sock_get(fd) && std_cookie[fd]) {
+		f = std_cookie[fd];
+		*var = std_saved[fd];
+		std_cookie[fd] = NULL;
+		fclose(f);
+	}
 }
 
 HK_EXPORT FILE *fdopen(int fd, const char *mode)

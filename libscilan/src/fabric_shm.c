@@ -22,6 +22,7 @@
 #include "conn.h"
 #include "fabric.h"
 #include "log.h"
+#include "own_fd.h"
 #include "registry.h"
 #include "segment.h"
 #include "shm_linger.h"
@@ -55,7 +56,7 @@ static int open_bell(const char *offer_path, int which, bool create)
 	if (create && mkfifo(path, 0600) < 0)
 		return -1;
 	/* O_RDWR: neither end blocks in open, and the pipe never reports EOF. */
-	return open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	return sl_own_fd(open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
 }
 
 /* Offers are named by the TCP 4-tuple as both ends see it: the listener's
@@ -282,10 +283,8 @@ static void close_bells(struct sl_sock *s)
 {
 	int err = errno;
 
-	if (s->bell_rx >= 0)
-		sl_sys.close(s->bell_rx);
-	if (s->bell_tx >= 0)
-		sl_sys.close(s->bell_tx);
+	sl_own_fd_close(s->bell_rx);
+	sl_own_fd_close(s->bell_tx);
 	s->bell_rx = s->bell_tx = -1;
 	errno = err;
 }
@@ -301,7 +300,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	if (offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) < 0)
 		return -1;
 	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
-	fd = create_memfd(hdr.total_size);
+	fd = sl_own_fd(create_memfd(hdr.total_size));
 	if (fd < 0)
 		goto fail_path;
 	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -342,7 +341,7 @@ fail_map:
 	errno = err;
 fail_fd:
 	err = errno;
-	sl_sys.close(fd);
+	sl_own_fd_close(fd);
 	errno = err;
 fail_path:
 	sl_warn("cannot offer a shared segment (%s); connection uses kernel TCP", strerror(errno));
@@ -425,7 +424,7 @@ static void shm_offer_settle(struct sl_sock *s)
 	if (s->memfd < 0 || !s->own_ctl)
 		return;
 	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_ATTACHED) {
-		sl_sys.close(s->memfd);
+		sl_own_fd_close(s->memfd);
 		s->memfd = -1;
 		s->offer_path[0] = '\0'; /* the attacher removed it */
 	}

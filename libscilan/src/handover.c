@@ -18,6 +18,7 @@
 #include "config.h"
 #include "conn.h"
 #include "log.h"
+#include "own_fd.h"
 #include "segment.h"
 #include "stats_file.h"
 #include "sys.h"
@@ -154,10 +155,9 @@ static int adopt_one(int fd, int domain, int seg, int brx, int btx, int own)
 	s->tx.read_seen = atomic_load(s->tx.read_copy);
 	s->state_to_peer = atomic_load(&s->peer_ctl->peer_state);
 	s->tx.unfenced = false; /* fenced publication is always safe */
-	s->bell_rx = brx;
-	s->bell_tx = btx;
-	sl_sys.fcntl(brx, F_SETFD, FD_CLOEXEC);
-	sl_sys.fcntl(btx, F_SETFD, FD_CLOEXEC);
+	/* Moved out of the program's way and close-on-exec, like bells we open. */
+	s->bell_rx = sl_own_fd(brx);
+	s->bell_tx = sl_own_fd(btx);
 	sl_stats_conn_open(s);
 	atomic_store(&s->poll_us, sl_config()->poll_us);
 	s->ring_bytes = sl_config()->ring_bytes;

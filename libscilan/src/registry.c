@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "own_fd.h"
 #include "rundir.h"
 #include "sys.h"
 
@@ -129,7 +130,7 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, s
 	    pwrite(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
 		goto fail;
 	sl_sys.close(lock);
-	return fd;
+	return sl_own_fd(fd);
 fail:
 	saved = errno;
 	if (fd >= 0) {
@@ -145,7 +146,7 @@ void sl_registry_remove(int fd, const char *path)
 {
 	int lock = lock_registry();
 
-	sl_sys.close(fd);
+	sl_own_fd_close(fd);
 	if (lock < 0)
 		return;
 	remove_if_unclaimed(path);
@@ -156,7 +157,7 @@ void sl_registry_withdraw(int fd, const char *path)
 {
 	int lock = lock_registry();
 
-	sl_sys.close(fd);
+	sl_own_fd_close(fd);
 	unlink(path);
 	if (lock >= 0)
 		sl_sys.close(lock);

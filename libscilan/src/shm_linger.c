@@ -15,6 +15,7 @@
 
 #include "layout.h"
 #include "log.h"
+#include "own_fd.h"
 #include "sys.h"
 
 #define LINGER_LIMIT_S 60
@@ -39,8 +40,7 @@ void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *
 	if (seg)
 		munmap(seg, len);
 	for (int i = 0; i < SL_SHM_FDS; i++)
-		if (fds[i] >= 0)
-			sl_sys.close(fds[i]);
+		sl_own_fd_close(fds[i]);
 	if (offer_path && *offer_path)
 		sl_shm_unlink_offer(offer_path);
 }
@@ -123,6 +123,16 @@ void sl_shm_linger_sweep(void)
 {
 	if (atomic_load_explicit(&any_lingering, memory_order_relaxed))
 		sweep(false);
+}
+
+void sl_shm_linger_renumber(int from, int to)
+{
+	pthread_mutex_lock(&linger_lock);
+	for (struct held_segment *l = lingering; l; l = l->next)
+		for (int i = 0; i < SL_SHM_FDS; i++)
+			if (l->fds[i] == from)
+				l->fds[i] = to;
+	pthread_mutex_unlock(&linger_lock);
 }
 
 bool sl_shm_linger_pending(void)

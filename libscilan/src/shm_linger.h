@@ -19,6 +19,8 @@ void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const c
 		       const _Atomic uint32_t *peer_state);
 /* Release the entries whose peer attached or whose time ran out. */
 void sl_shm_linger_sweep(void);
+/* One of our descriptors moved to another number (own_fd.c). */
+void sl_shm_linger_renumber(int from, int to);
 /* Entries remain. */
 bool sl_shm_linger_pending(void);
 /* Give up on every entry (process exit). */

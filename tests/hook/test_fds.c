@@ -1,6 +1,7 @@
 /* test_fds.c — descriptor calls on sockets (progs/fds.c) under the hook
  * against kernel TCP: fcntl, ioctl FIONREAD/FIONBIO, dup/dup2/dup3, and
- * fdopen + stdio on a socket. */
+ * fdopen + stdio on a socket, numbers the hook holds for itself, and the
+ * standard streams on a socket. */
 #include <criterion/criterion.h>
 
 #include "runner.h"
@@ -10,3 +11,5 @@ Test(fds, ioctl_fionread_fionbio, .timeout = 120) { hk_scenario("fds", "ioctl", 
 Test(fds, dup_dup2_dup3_aliases, .timeout = 120) { hk_scenario("fds", "dup", 1, -1, 30); }
 Test(fds, fdopen_stdio, .timeout = 120) { hk_scenario("fds", "stdio", 1, -1, 30); }
 Test(fds, close_range_closes_sockets, .timeout = 120) { hk_scenario("fds", "close_range", 1, -1, 30); }
+Test(fds, foreign_numbers_dup2_close_close_range, .timeout = 120) { hk_scenario("fds", "foreign_numbers", 1, -1, 30); }
+Test(fds, std_streams_on_socket, .timeout = 120) { hk_scenario("fds", "std_streams", 1, -1, 30); }

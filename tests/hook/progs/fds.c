@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -347,11 +349,118 @@ static int sc_stdio(void)
 	return 0;
 }
 
+/* One message a -> b while b is already blocked in recv (b sleeps, so a's
+ * send must wake it), printed. */
+static void carry_to_sleeper(const char *what, int a, int b)
+{
+	struct later lt = { .fd = a };
+	char buf[8] = { 0 };
+	ssize_t r;
+
+	MUST(pthread_create(&lt.t, NULL, later_main, &lt));
+	r = recv(b, buf, 4, MSG_WAITALL);
+	pthread_join(lt.t, NULL);
+	say("%s: recv %zd '%s'", what, r, r > 0 ? buf : "");
+}
+
+/* Numbers the program never opened: it cannot know which ones the hook holds
+ * for itself.  bash dup2s onto fixed numbers (`exec 5<>`), daemons close every
+ * number they did not open, close_range sweeps ranges.  The connection must
+ * carry on (waking sleepers) and nothing may be written into the program's
+ * files. */
+static int sc_foreign_numbers(void)
+{
+	enum { TOP = 2100 };
+	static bool mine[TOP];
+	char path[] = "/tmp/hookscen-fn-XXXXXX";
+	struct rlimit rl;
+	struct stat st;
+	int c, s, f, fill, taken = 0;
+
+	/* What is open before any connection exists is the program's own. */
+	for (int fd = 0; fd < TOP; fd++)
+		mine[fd] = fcntl(fd, F_GETFD) >= 0;
+	tcp_pair(&c, &s);
+	mine[c] = mine[s] = true;
+	carry_to_sleeper("before", c, s);
+	/* A file onto every number it believes free, leaving some room below
+	 * the limit. */
+	f = MUST(mkstemp(path));
+	unlink(path);
+	MUST(getrlimit(RLIMIT_NOFILE, &rl));
+	fill = rl.rlim_cur > TOP ? TOP : (int)rl.rlim_cur - 64;
+	for (int fd = 3; fd < fill; fd++)
+		if (!mine[fd] && fd != f)
+			taken += dup2(f, fd) == fd;
+	say("dup2 onto most free numbers: %d", taken > 100);
+	carry_to_sleeper("server sleeps", c, s);
+	carry_to_sleeper("client sleeps", s, c);
+	say("the file is still empty: %d", fstat(f, &st) == 0 && st.st_size == 0);
+	for (int fd = 3; fd < fill; fd++)
+		if (!mine[fd])
+			close(fd);
+	/* Daemon style: everything not ours, blindly. */
+	for (int fd = 3; fd < TOP; fd++)
+		if (!mine[fd])
+			close(fd);
+	carry_to_sleeper("after closing every number not ours", c, s);
+	carry_to_sleeper("and back", s, c);
+	SHOW(close_range((unsigned)(c > s ? c : s) + 1, ~0u, 0));
+	carry_to_sleeper("after close_range above", c, s);
+	carry_to_sleeper("and back", s, c);
+	close(c);
+	close(s);
+	return 0;
+}
+
+static void chomp(char *line)
+{
+	line[strcspn(line, "\n")] = '\0';
+}
+
+/* stdout and stdin while fds 1 and 0 are the connection (bash's `>&5`, an
+ * inetd-style child): stdio writes and reads must reach the peer. */
+static int sc_std_streams(void)
+{
+	static const char sent[] = "through stdout 1\nsecond line\n";
+	char buf[64] = { 0 }, line[64];
+	int c, s, saved;
+
+	tcp_pair(&c, &s);
+	fflush(stdout);
+	saved = MUST(dup(1));
+	MUST(dup2(c, 1));
+	printf("through stdout %d\n", 1);
+	fputs("second line\n", stdout);
+	fflush(stdout);
+	MUST(dup2(saved, 1));
+	close(saved);
+	say("peer got %zd bytes, equal %d", recv_all(s, buf, strlen(sent)), strcmp(buf, sent) == 0);
+
+	saved = MUST(dup(0));
+	MUST(dup2(s, 0));
+	SHOW(send_all(c, "line one\nline two\n", 18));
+	for (int i = 0; i < 2; i++) {
+		if (!fgets(line, sizeof(line), stdin))
+			snprintf(line, sizeof(line), "NULL");
+		chomp(line);
+		say("fgets from stdin: %s", line);
+	}
+	MUST(dup2(saved, 0));
+	close(saved);
+	clearerr(stdin);
+	carry("the connection still carries", c, s);
+	close(c);
+	close(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "fcntl", sc_fcntl }, { "ioctl", sc_ioctl },   { "dup", sc_dup },
-		{ "stdio", sc_stdio }, { "close_range", sc_close_range }, { NULL, NULL },
+		{ "stdio", sc_stdio }, { "close_range", sc_close_range }, { "foreign_numbers", sc_foreign_numbers },
+		{ "std_streams", sc_std_streams }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);

@@ -1,0 +1,163 @@
+/* own_fd.c — the descriptors libscilan keeps for itself.  A program does not
+ * know they exist: it may dup2 onto their numbers (bash's `exec 5<>`), close
+ * every descriptor it did not open (daemons), or close_range them.  Ours live
+ * at high numbers, are marked in a bitmap, and are moved out of the way.
+ */
+#include "own_fd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "log.h"
+#include "shm_linger.h"
+#include "sock.h"
+#include "sys.h"
+
+/* Marks cover the first 2^20 numbers (the kernel's default nr_open); the
+ * bitmap is zero-fill BSS, so untouched pages cost nothing. */
+#define OWN_FD_LIMIT (1u << 20)
+static _Atomic uint64_t own_bits[OWN_FD_LIMIT / 64];
+
+static pthread_once_t base_once = PTHREAD_ONCE_INIT;
+static int own_base;
+
+/* Programs allocate upwards from 0, so ours start at half the soft limit
+ * (at most 1024: the kernel's descriptor table grows to the highest number in
+ * use, and a select()-bound program never sees ours anyway). */
+static void compute_base(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		rl.rlim_cur = 1024;
+	own_base = rl.rlim_cur >= 2048 ? 1024 : (int)(rl.rlim_cur / 2);
+	if (own_base < 64)
+		own_base = 0; /* too few descriptors to set any apart */
+}
+
+static void mark(int fd, bool on)
+{
+	uint64_t bit = 1ull << (fd % 64);
+
+	if (fd < 0 || (unsigned)fd >= OWN_FD_LIMIT)
+		return;
+	if (on)
+		atomic_fetch_or_explicit(&own_bits[fd / 64], bit, memory_order_release);
+	else
+		atomic_fetch_and_explicit(&own_bits[fd / 64], ~bit, memory_order_release);
+}
+
+bool sl_own_fd_is(int fd)
+{
+	if (fd < 0 || (unsigned)fd >= OWN_FD_LIMIT)
+		return false;
+	return atomic_load_explicit(&own_bits[fd / 64], memory_order_acquire) & (1ull << (fd % 64));
+}
+
+/* A copy of fd at or above our base, close-on-exec; -1 if there is no room. */
+static int move_high(int fd)
+{
+	int high;
+
+	pthread_once(&base_once, compute_base);
+	if (!own_base || fd >= own_base)
+		return -1;
+	high = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, own_base);
+	if (high >= 0 && (unsigned)high >= OWN_FD_LIMIT) {
+		sl_sys.close(high);
+		return -1;
+	}
+	return high;
+}
+
+int sl_own_fd(int fd)
+{
+	int err = errno, high;
+
+	if (fd < 0)
+		return fd;
+	high = move_high(fd);
+	if (high >= 0) {
+		sl_sys.close(fd);
+		fd = high;
+	} else {
+		sl_sys.fcntl(fd, F_SETFD, FD_CLOEXEC); /* ours never leak into an exec'd image */
+	}
+	mark(fd, true);
+	errno = err;
+	return fd;
+}
+
+void sl_own_fd_close(int fd)
+{
+	if (fd < 0)
+		return;
+	mark(fd, false);
+	sl_sys.close(fd);
+}
+
+/* Repointing holders: sl_sock_any's callback takes no context, and evictions
+ * are serialised by evict_lock. */
+static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
+static int evict_from, evict_to;
+
+static void renumber(int *slot)
+{
+	if (*slot == evict_from)
+		*slot = evict_to;
+}
+
+static bool renumber_sock(struct sl_sock *s)
+{
+	renumber(&s->bell_rx);
+	renumber(&s->bell_tx);
+	renumber(&s->memfd);
+	for (int i = 0; i < SL_MAX_REG; i++)
+		renumber(&s->reg_fd[i]);
+	return false;
+}
+
+int sl_own_fd_evict(int fd)
+{
+	int to;
+
+	if (!sl_own_fd_is(fd))
+		return 0;
+	pthread_mutex_lock(&evict_lock);
+	to = move_high(fd);
+	if (to < 0) /* already high, or no room there: anywhere else will do */
+		to = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
+	if (to < 0) {
+		pthread_mutex_unlock(&evict_lock);
+		sl_warn("descriptor %d, which scilan uses, cannot be moved out of the program's way: %m", fd);
+		return -1;
+	}
+	evict_from = fd;
+	evict_to = to;
+	mark(to, true);
+	sl_sock_any(renumber_sock);
+	sl_shm_linger_renumber(fd, to);
+	mark(fd, false);
+	pthread_mutex_unlock(&evict_lock);
+	sl_debug("descriptor %d moved to %d: the program reuses its number", fd, to);
+	return 0;
+}
+
+int sl_own_fd_next(unsigned first, unsigned last)
+{
+	for (unsigned fd = first; fd <= last && fd < OWN_FD_LIMIT; fd++) {
+		uint64_t word = atomic_load_explicit(&own_bits[fd / 64], memory_order_acquire) >> (fd % 64);
+
+		if (!word) { /* skip to the next word */
+			fd |= 63;
+			continue;
+		}
+		fd += (unsigned)__builtin_ctzll(word);
+		return fd <= last ? (int)fd : -1;
+	}
+	return -1;
+}

@@ -1,0 +1,26 @@
+/* own_fd.h — the descriptors libscilan keeps for itself (wake-up bells,
+ * segment memfds, registry entries, device endpoints): kept out of the
+ * application's way at high numbers, and moved when the application claims
+ * one of their numbers anyway (dup2 onto it).
+ */
+#ifndef SCILAN_OWN_FD_H
+#define SCILAN_OWN_FD_H
+
+#include <stdbool.h>
+
+/* Take fd (just opened by the library) as one of ours: it is moved above the
+ * numbers programs normally use and marked.  Returns the descriptor to keep
+ * (fd itself when it cannot be moved).  A negative fd is returned as is, so
+ * calls can be wrapped: s->bell = sl_own_fd(open(...)). */
+int sl_own_fd(int fd);
+/* Close one of ours (unmarks it first). */
+void sl_own_fd_close(int fd);
+/* Is fd a descriptor the library keeps for itself? */
+bool sl_own_fd_is(int fd);
+/* The application is about to reuse fd's number (dup2/dup3 onto it): move
+ * ours to another number and repoint every holder.  0, or -1 with errno. */
+int sl_own_fd_evict(int fd);
+/* The lowest of our numbers in [first, last], or -1. */
+int sl_own_fd_next(unsigned first, unsigned last);
+
+#endif
