@@ -52,7 +52,7 @@ $(MOCK_DIR)/ntb_mock.ko: $(NTB_DIR)/ntb.ko $(MOCK_SRC) driver/ntb_mock/Kbuild
 # builds test-native) it is counted by test-summary.sh and the other suites
 # still run.
 KERNEL_TEST_SOFT = $(if $(filter test-native,$(MAKECMDGOALS)),|| true)
-test-kernel: driver $(CTL_BIN)
+test-kernel: driver $(CTL_BIN) $(HOOK_SO)
 	@tests/kernel/run.sh $(BUILD) $(KERNEL_TEST_SOFT)
 
 EXTRA_TESTS += test-kernel

@@ -26,6 +26,7 @@ static void usage(FILE *out)
 		"usage: scilan_ctl [--json] COMMAND ...\n"
 		"  map list                          show the cluster map\n"
 		"  map add NODE ADDRESS [--fabric F] add an address of node NODE (F: shm|dev, default shm)\n"
+		"          [--device D]              with dev: the link's /dev name (default scilan0)\n"
 		"  map del ADDRESS                   remove an address\n"
 		"  map del --node NODE               remove every address of a node\n"
 		"  devices                           list NTB and ivshmem PCI devices (BARs, NUMA node)\n"
@@ -85,30 +86,42 @@ static int save(const struct sl_cluster_map *map, const char *path)
 static void list(const struct sl_cluster_map *map, bool json)
 {
 	if (!json) {
-		printf("%-6s %-40s %s\n", "NODE", "ADDRESS", "FABRIC");
+		printf("%-6s %-40s %-6s %s\n", "NODE", "ADDRESS", "FABRIC", "DEVICE");
 		for (size_t i = 0; i < map->count; i++)
-			printf("%-6u %-40s %s\n", map->entries[i].node, map->entries[i].text,
-			       sl_map_fabric_name(map->entries[i].fabric));
+			printf("%-6u %-40s %-6s %s\n", map->entries[i].node, map->entries[i].text,
+			       sl_map_fabric_name(map->entries[i].fabric),
+			       map->entries[i].fabric == SL_MAP_DEV ? map->entries[i].device : "-");
 		return;
 	}
 	printf("{\"map\":");
 	ctl_json_str(stdout, sl_cluster_map_path());
 	printf(",\"entries\":[");
-	for (size_t i = 0; i < map->count; i++)
-		printf("%s{\"node\":%u,\"address\":\"%s\",\"fabric\":\"%s\"}", i ? "," : "", map->entries[i].node,
+	for (size_t i = 0; i < map->count; i++) {
+		printf("%s{\"node\":%u,\"address\":\"%s\",\"fabric\":\"%s\"", i ? "," : "", map->entries[i].node,
 		       map->entries[i].text, sl_map_fabric_name(map->entries[i].fabric));
+		if (map->entries[i].fabric == SL_MAP_DEV)
+			printf(",\"device\":\"%s\"", map->entries[i].device);
+		printf("}");
+	}
 	printf("]}\n");
 }
 
 static int map_add(struct sl_cluster_map *map, int argc, char **argv)
 {
-	static const struct option opts[] = { { "fabric", required_argument, NULL, 'f' }, { 0, 0, 0, 0 } };
+	static const struct option opts[] = { { "fabric", required_argument, NULL, 'f' },
+					      { "device", required_argument, NULL, 'd' },
+					      { 0, 0, 0, 0 } };
 	struct sl_map_entry e = { .fabric = SL_MAP_SHM };
+	const char *device = NULL;
 	long long node;
 	int c;
 
 	optind = 0; /* 0: glibc re-initializes its scanner for this new argument list */
-	while ((c = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:d:", opts, NULL)) != -1) {
+		if (c == 'd') {
+			device = optarg;
+			continue;
+		}
 		if (c != 'f')
 			return 2;
 		if (strcmp(optarg, "dev") == 0)
@@ -118,6 +131,16 @@ static int map_add(struct sl_cluster_map *map, int argc, char **argv)
 			return 2;
 		}
 	}
+	if (device && e.fabric != SL_MAP_DEV) {
+		fprintf(stderr, "scilan_ctl: --device goes with --fabric dev\n");
+		return 2;
+	}
+	if (device && !sl_map_device_valid(device)) {
+		fprintf(stderr, "scilan_ctl: --device '%s' is not a /dev name (like scilan0)\n", device);
+		return 2;
+	}
+	if (e.fabric == SL_MAP_DEV)
+		snprintf(e.device, sizeof(e.device), "%s", device ? device : SL_MAP_DEVICE_DEFAULT);
 	if (argc - optind != 2) {
 		fprintf(stderr, "scilan_ctl: map add takes NODE ADDRESS\n");
 		return 2;

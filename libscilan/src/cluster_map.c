@@ -1,5 +1,5 @@
 /* cluster_map.c — reads and writes the cluster map file: one line per node
- * address, "NODE ADDRESS [FABRIC]", '#' comments.  Errors name file and line
+ * address, "NODE ADDRESS [shm|dev [DEVICE]]", '#' comments.  Errors name file and line
  * so that a typo is found at once, and never stop the program using it.
  */
 #include "cluster_map.h"
@@ -45,6 +45,18 @@ int sl_map_parse_addr(const char *text, struct sl_key *key)
 	return -1;
 }
 
+int sl_map_device_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= sizeof(((struct sl_map_entry *)0)->device) || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("_-.", name[i]))
+			return 0;
+	return 1;
+}
+
 static int add_entry(struct sl_cluster_map *map, const struct sl_map_entry *e)
 {
 	struct sl_map_entry *grown = realloc(map->entries, (map->count + 1) * sizeof(*grown));
@@ -59,19 +71,19 @@ static int add_entry(struct sl_cluster_map *map, const struct sl_map_entry *e)
 /* Parse one non-comment line; returns NULL or a description of the error. */
 static const char *parse_line(char *line, struct sl_map_entry *e)
 {
-	char *fields[4];
+	char *fields[5];
 	int n = 0;
 	long long node;
 
 	for (char *tok = strtok(line, " \t\r\n"); tok; tok = strtok(NULL, " \t\r\n")) {
-		if (n == 4)
-			return "too many fields (want: NODE ADDRESS [shm|dev])";
+		if (n == 5)
+			return "too many fields (want: NODE ADDRESS [shm|dev [DEVICE]])";
 		fields[n++] = tok;
 	}
 	if (n < 2)
-		return "missing fields (want: NODE ADDRESS [shm|dev])";
-	if (n > 3)
-		return "too many fields (want: NODE ADDRESS [shm|dev])";
+		return "missing fields (want: NODE ADDRESS [shm|dev [DEVICE]])";
+	if (n > 4)
+		return "too many fields (want: NODE ADDRESS [shm|dev [DEVICE]])";
 	memset(e, 0, sizeof(*e));
 	if (sl_parse_int(fields[0], 1, 65535, &node) < 0)
 		return "node id is not an integer in [1, 65535]";
@@ -80,12 +92,18 @@ static const char *parse_line(char *line, struct sl_map_entry *e)
 		return "address is not an IPv4 or IPv6 address";
 	snprintf(e->text, sizeof(e->text), "%s", fields[1]);
 	e->fabric = SL_MAP_SHM;
-	if (n == 3) {
+	if (n >= 3) {
 		if (strcmp(fields[2], "dev") == 0)
 			e->fabric = SL_MAP_DEV;
 		else if (strcmp(fields[2], "shm") != 0)
 			return "fabric is not 'shm' or 'dev'";
 	}
+	if (e->fabric == SL_MAP_DEV)
+		snprintf(e->device, sizeof(e->device), "%s", n == 4 ? fields[3] : SL_MAP_DEVICE_DEFAULT);
+	if (n == 4 && e->fabric != SL_MAP_DEV)
+		return "a DEVICE is given only with the 'dev' fabric";
+	if (n == 4 && !sl_map_device_valid(fields[3]))
+		return "DEVICE is not a /dev name (like scilan0)";
 	return NULL;
 }
 
@@ -159,8 +177,9 @@ const struct sl_map_entry *sl_cluster_map_find(const struct sl_cluster_map *map,
 
 void sl_cluster_map_write(const struct sl_cluster_map *map, FILE *out)
 {
-	fprintf(out, "# scilan cluster map: NODE ADDRESS [FABRIC]  (written by scilan_ctl)\n");
+	fprintf(out, "# scilan cluster map: NODE ADDRESS [shm|dev [DEVICE]]  (written by scilan_ctl)\n");
 	for (size_t i = 0; i < map->count; i++)
-		fprintf(out, "%u %s %s\n", map->entries[i].node, map->entries[i].text,
-			sl_map_fabric_name(map->entries[i].fabric));
+		fprintf(out, "%u %s %s%s%s\n", map->entries[i].node, map->entries[i].text,
+			sl_map_fabric_name(map->entries[i].fabric),
+			map->entries[i].fabric == SL_MAP_DEV ? " " : "", map->entries[i].device);
 }

@@ -11,6 +11,7 @@
 #include "sock.h"
 
 #define SL_CLUSTER_CONF_DEFAULT "/etc/scilan/cluster.conf"
+#define SL_MAP_DEVICE_DEFAULT "scilan0"
 
 enum sl_map_fabric { SL_MAP_SHM, SL_MAP_DEV };
 
@@ -18,6 +19,7 @@ struct sl_map_entry {
 	unsigned node;              /* node id, 1..65535 */
 	struct sl_key addr;         /* port unused */
 	enum sl_map_fabric fabric;
+	char device[32];            /* dev fabric: the /dev name of the link (default scilan0) */
 	char text[64];              /* the address as written */
 };
 
@@ -34,6 +36,9 @@ int sl_cluster_map_load(const char *path, struct sl_cluster_map *map, char *err,
 void sl_cluster_map_free(struct sl_cluster_map *map);
 /* The entry whose address is addr, or NULL. */
 const struct sl_map_entry *sl_cluster_map_find(const struct sl_cluster_map *map, const struct sl_key *addr);
+/* Is name usable as a DEVICE (a /dev name: letters, digits, '_', '-', '.';
+ * not "." or ".."; shorter than sl_map_entry.device)? */
+int sl_map_device_valid(const char *name);
 /* Parse one address (IPv4 or IPv6 text) into key; 0 or -1. */
 int sl_map_parse_addr(const char *text, struct sl_key *key);
 /* Write the map in its file format (with a header comment). */

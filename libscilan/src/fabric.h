@@ -1,6 +1,6 @@
 /* fabric.h — the interface between the socket layer and a transport fabric
- * (today the shared-memory fabric; the /dev/scilan device fabric plugs in
- * behind the same operations): rendezvous, segment mapping and wake-ups.
+ * (the shared-memory fabric, or the /dev/scilanN device fabric behind the
+ * same operations): rendezvous, segment mapping and wake-ups.
  */
 #ifndef SCILAN_FABRIC_H
 #define SCILAN_FABRIC_H
@@ -27,9 +27,10 @@ struct sl_fabric_ops {
 	void (*offer_withdraw)(struct sl_sock *s);
 	/* Connecting side, once connected: forget the offer bookkeeping we no longer need. */
 	void (*offer_settle)(struct sl_sock *s);
-	/* Accepting side, after the kernel accept: 1 attached, 0 the peer made
-	 * no offer (plain TCP), -1 the offer was unusable (errno set). */
-	int (*attach)(struct sl_sock *s, const struct sl_key *local, const struct sl_key *peer);
+	/* Accepting side, after the kernel accept on listener: 1 attached, 0
+	 * the peer made no offer (plain TCP), -1 the offer was unusable (errno set). */
+	int (*attach)(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
+		      const struct sl_key *peer);
 	/* Wake the peer's sleeper (it armed a wake_on_* word): SL_TOKEN_DATA
 	 * or SL_TOKEN_SPACE tells which. */
 	void (*stimulate)(struct sl_sock *s, int token);
@@ -42,6 +43,10 @@ struct sl_fabric_ops {
 	int (*drain)(struct sl_sock *s);
 	/* The kernel connection signalled: true if the peer is gone (EOF/reset). */
 	bool (*peer_gone)(struct sl_sock *s);
+	/* Optional: before close reads or writes the connection's memory (the
+	 * device fabric swaps out the mappings of a link that went down, which
+	 * would raise SIGBUS). */
+	void (*before_close)(struct sl_sock *s);
 	/* Before close takes the socket's locks: give a late acceptor a moment
 	 * to collect data only we hold. */
 	void (*prepare_release)(struct sl_sock *s);
@@ -53,8 +58,12 @@ struct sl_fabric_ops {
 };
 
 extern const struct sl_fabric_ops sl_fabric_shm;
+extern const struct sl_fabric_ops sl_fabric_dev;
 
-/* The fabric in use by this process. */
+/* The fabric in use by this process (fabric.c): SCILAN_FABRIC=shm|dev, else
+ * the device fabric when a /dev/scilanN exists, else shm.  Chosen once. */
 const struct sl_fabric_ops *sl_fabric(void);
+/* Does any /dev/scilanN exist? (fabric_dev.c) */
+bool sl_dev_present(void);
 
 #endif

@@ -458,7 +458,8 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 	return fd;
 }
 
-static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struct sl_key *peer)
+static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
+		      const struct sl_key *peer)
 {
 	struct sl_seg_header hdr;
 	struct offer offer;
@@ -468,6 +469,7 @@ static int shm_attach(struct sl_sock *s, const struct sl_key *local, const struc
 	int ofd, fd;
 	ssize_t got;
 
+	(void)listener; /* the offer file is found by the 4-tuple alone */
 	if (offer_path(local, peer, path, sizeof(path)) < 0)
 		return 0;
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -621,8 +623,3 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.release = shm_release,
 	.sweep = sl_shm_linger_sweep,
 };
-
-const struct sl_fabric_ops *sl_fabric(void)
-{
-	return &sl_fabric_shm;
-}

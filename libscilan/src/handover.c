@@ -65,6 +65,13 @@ static bool export_one(struct sl_sock *s)
 		}
 		return false;
 	}
+	if (s->dev_map[0]) {
+		/* A device connection's endpoint and mappings are not passed on
+		 * (its holder words live in anonymous memory the new image
+		 * cannot find): it ends here, loudly, rather than unread. */
+		sl_conn_reset(s, "connections over /dev/scilan are not handed over across exec");
+		return false;
+	}
 	sl_lock(&s->rx_lock);
 	sl_ring_rx_publish(&s->rx); /* the new image starts from the shared index */
 	sl_unlock(&s->rx_lock);

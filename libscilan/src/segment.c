@@ -39,23 +39,29 @@ int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size)
 void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr)
 {
 	unsigned char *b = base;
-	struct sl_area_ctl *own_ctl = (struct sl_area_ctl *)(b + hdr->area_off[own]);
-	struct sl_area_ctl *peer_ctl = (struct sl_area_ctl *)(b + hdr->area_off[1 - own]);
 
+	sl_segment_bind_areas(s, base, len, own, (struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF),
+			      (struct sl_area_ctl *)(b + hdr->area_off[own]),
+			      (struct sl_area_ctl *)(b + hdr->area_off[1 - own]), hdr->ring_cap[own],
+			      hdr->ring_cap[1 - own]);
+}
+
+void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
+			   struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
+			   uint64_t peer_cap)
+{
 	s->seg = base;
 	s->seg_len = len;
 	s->own_area = own;
-	s->holders = &((struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF))->count[own];
-	s->users = ((struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF))->user[own];
+	s->holders = &h->count[own];
+	s->users = h->user[own];
 	atomic_store(s->holders, 1);
 	atomic_store(&s->users[SL_USE_RX], sl_self_pid);
 	atomic_store(&s->users[SL_USE_TX], sl_self_pid);
 	s->own_ctl = own_ctl;
 	s->peer_ctl = peer_ctl;
-	sl_ring_rx_init(&s->rx, own_ctl, (const unsigned char *)own_ctl + SL_AREA_CTL_SIZE, peer_ctl,
-			hdr->ring_cap[own]);
-	sl_ring_tx_init(&s->tx, peer_ctl, (unsigned char *)peer_ctl + SL_AREA_CTL_SIZE, own_ctl,
-			hdr->ring_cap[1 - own]);
+	sl_ring_rx_init(&s->rx, own_ctl, (const unsigned char *)own_ctl + SL_AREA_CTL_SIZE, peer_ctl, own_cap);
+	sl_ring_tx_init(&s->tx, peer_ctl, (unsigned char *)peer_ctl + SL_AREA_CTL_SIZE, own_ctl, peer_cap);
 }
 
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits)

@@ -17,6 +17,12 @@ void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1);
 int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);
 /* Point s's rings at the mapping; own is the area index s receives into. */
 void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
+/* The same for areas that are not in one segment (the device fabric maps
+ * each side's slice separately): base/len is what s->seg names, h the
+ * holder words of our side. */
+void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
+			   struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
+			   uint64_t peer_cap);
 /* Forget the mapping: point s at a shut, reset stand-in (see segment.c). */
 void sl_segment_unbind(struct sl_sock *s);
 /* Drop this process's hold; true if it was the last of our side (the close

@@ -98,8 +98,14 @@ struct sl_sock {
 	_Atomic bool peer_gone;  /* companion socket reached EOF or error */
 	_Atomic int pending_error; /* reported once by the next recv/send (ECONNRESET) */
 	_Atomic bool reset;      /* connection is dead; only EOF/EPIPE from here */
-	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close */
-	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus */
+	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close
+				  * (device fabric: the /dev/scilanN endpoint) */
+	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */
+
+	/* device fabric (fabric_dev.c) */
+	void *dev_map[2];        /* our slice and the peer's slice; NULL: not a device connection */
+	size_t dev_slice;        /* bytes of each mapping */
+	_Atomic bool dev_lost;   /* the link went down: the mappings were replaced by private memory */
 
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 

@@ -145,6 +145,9 @@ reset:
 	atomic_store(&s->pending_error, 0);
 	atomic_store(&s->reset, false);
 	s->bell_rx = s->bell_tx = -1;
+	s->dev_map[0] = s->dev_map[1] = NULL;
+	s->dev_slice = 0;
+	atomic_store(&s->dev_lost, false);
 	s->ctr = &s->own_ctr;
 	s->stats_slot = -1;
 	atomic_store(&s->own_ctr.tx_bytes, 0);

@@ -185,7 +185,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		become_plain(ns);
 		return nfd;
 	}
-	r = sl_fabric()->attach(ns, &local, &peer);
+	r = sl_fabric()->attach(ns, s, &local, &peer);
 	if (r > 0) {
 		become_connected(ns);
 		return nfd;
@@ -377,6 +377,8 @@ static void close_connected(struct sl_sock *s)
 {
 	bool unread;
 
+	if (sl_fabric()->before_close)
+		sl_fabric()->before_close(s);
 	sl_lock(&s->rx_lock);
 	unread = sl_rx_waiting(s) > 0;
 	sl_unlock(&s->rx_lock);

@@ -212,8 +212,11 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 			atomic_fetch_add_explicit(&sl_totals.wakeups, 1, memory_order_relaxed);
 		}
 		/* The kernel connection only becomes readable at the end: the
-		 * peer closed it or its process died. */
-		if (kfds[m + 1].revents && sl_fabric()->peer_gone(socks[i]))
+		 * peer closed it or its process died.  A device endpoint's
+		 * POLLHUP/POLLERR (peer closed, link down) stays set: it must
+		 * end the wait, not make it spin. */
+		if ((kfds[m + 1].revents || (kfds[m].revents & (POLLHUP | POLLERR))) &&
+		    sl_fabric()->peer_gone(socks[i]))
 			atomic_store(&socks[i]->peer_gone, true);
 		m += 2;
 	}

@@ -89,6 +89,21 @@ static struct run *ctl(const char *arg0, ...)
 	return &r;
 }
 
+/* Does the file at path contain text? */
+static bool file_has(const char *path, const char *text)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, text) != NULL;
+}
+
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "we");
@@ -153,8 +168,20 @@ Test(ctl, map_add_list_del)
 	cr_assert_eq(r->status, 0, "list: exit %d: %s", r->status, r->err);
 	cr_assert(framed(r->out, "{", '}'), "not a JSON object: %s", r->out);
 	cr_assert_not_null(strstr(r->out, "{\"node\":1,\"address\":\"10.0.0.1\",\"fabric\":\"shm\"}"), "%s", r->out);
-	cr_assert_not_null(strstr(r->out, "{\"node\":2,\"address\":\"fd00::2\",\"fabric\":\"dev\"}"), "%s", r->out);
+	cr_assert_not_null(strstr(r->out, "{\"node\":2,\"address\":\"fd00::2\",\"fabric\":\"dev\",\"device\":\"scilan0\"}"),
+			   "%s", r->out);
 	cr_assert_not_null(strstr(r->out, conf), "map path missing: %s", r->out);
+
+	/* A dev address on another link; the file names it, and list shows it. */
+	r = ctl("map", "add", "4", "10.0.0.4", "--fabric", "dev", "--device", "scilan1", NULL);
+	cr_assert_eq(r->status, 0, "add 4: exit %d: %s", r->status, r->err);
+	cr_assert(file_has(conf, "\n4 10.0.0.4 dev scilan1\n"), "map file lacks the device line");
+	cr_assert(file_has(conf, "\n2 fd00::2 dev scilan0\n"), "map file lacks the default device");
+	r = ctl("map", "list", NULL);
+	cr_assert_eq(r->status, 0, "list: exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "scilan1"), "%s", r->out);
+	r = ctl("map", "del", "10.0.0.4", NULL);
+	cr_assert_eq(r->status, 0, "del 4: exit %d: %s", r->status, r->err);
 
 	r = ctl("map", "add", "3", "10.0.0.1", NULL);
 	cr_assert_eq(r->status, 1, "duplicate address: exit %d", r->status);
@@ -192,22 +219,57 @@ Test(ctl, map_bad_line_names_file_and_line)
 	cr_assert_not_null(strstr(r->err, want), "message does not name %s: %s", want, r->err);
 }
 
+/* NODE ADDRESS [shm|dev [DEVICE]]: each bad form names its line. */
+Test(ctl, map_device_lines)
+{
+	static const char *const bad[][2] = {
+		{ "1 10.0.0.2 shm scilan0\n", "only with the 'dev' fabric" },
+		{ "1 10.0.0.2 dev ../x\n", "not a /dev name" },
+		{ "1 10.0.0.2 dev scilan0 extra\n", "too many fields" },
+		{ "1 10.0.0.2 dev 0123456789012345678901234567890123\n", "not a /dev name" },
+	};
+	char etc[PATH_MAX], text[256], want[PATH_MAX + 8];
+	struct run *r;
+
+	snprintf(etc, sizeof(etc), "%s/etc", tmpdir);
+	cr_assert_eq(mkdir(etc, 0755), 0);
+	write_file(conf, "1 10.0.0.1 dev scilan7\n2 10.0.0.3 dev\n");
+	r = ctl("--json", "map", "list", NULL);
+	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
+	cr_assert_not_null(strstr(r->out, "\"address\":\"10.0.0.1\",\"fabric\":\"dev\",\"device\":\"scilan7\""), "%s",
+			   r->out);
+	cr_assert_not_null(strstr(r->out, "\"address\":\"10.0.0.3\",\"fabric\":\"dev\",\"device\":\"scilan0\""), "%s",
+			   r->out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "# c\n3 10.0.0.9\n%s", bad[i][0]);
+		write_file(conf, text);
+		r = ctl("map", "list", NULL);
+		cr_assert_eq(r->status, 1, "%s: exit %d", bad[i][0], r->status);
+		snprintf(want, sizeof(want), "%s:3:", conf);
+		cr_assert_not_null(strstr(r->err, want), "%s: does not name %s: %s", bad[i][0], want, r->err);
+		cr_assert_not_null(strstr(r->err, bad[i][1]), "%s: %s", bad[i][0], r->err);
+	}
+}
+
 Test(ctl, map_usage_errors_exit_2)
 {
-	static const char *bad[][6] = {
+	static const char *bad[][9] = {
 		{ "map", "add", "0", "10.0.0.1" },
 		{ "map", "add", "65536", "10.0.0.1" },
 		{ "map", "add", "x", "10.0.0.1" },
 		{ "map", "add", "1", "10.0.0.256" },
 		{ "map", "add", "1", "not-an-address" },
 		{ "map", "add", "1", "10.0.0.1", "--fabric", "ib" },
+		{ "map", "add", "1", "10.0.0.1", "--device", "scilan1" },
+		{ "map", "add", "1", "10.0.0.1", "--fabric", "dev", "--device", "a/b" },
 		{ "map", "del", "--node", "0" },
 		{ "map", "del", "1.2.3" },
 		{ "map" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct run *r = ctl(bad[i][0], bad[i][1], bad[i][2], bad[i][3], bad[i][4], bad[i][5], NULL);
+		struct run *r = ctl(bad[i][0], bad[i][1], bad[i][2], bad[i][3], bad[i][4], bad[i][5], bad[i][6],
+				    bad[i][7], NULL);
 
 		cr_assert_eq(r->status, 2, "case %zu (%s %s %s %s): exit %d", i, bad[i][1], bad[i][2], bad[i][3],
 			     bad[i][4] ? bad[i][4] : "", r->status);

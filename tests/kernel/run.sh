@@ -29,6 +29,21 @@ cp /bin/busybox "$work/root/bin/busybox"
 cp "$drv/ntb/ntb.ko" "$drv/ntb_mock/ntb_mock.ko" "$drv/scilan/scilan.ko" "$work/root/lib/"
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
 	-o "$work/root/bin/sltest" "$here/sltest.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# devtest: libscilan's device fabric through the native API (libscilan built in, static).
+gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
+	-I"$top/libscilan/src" -o "$work/root/bin/devtest" "$here/devtest.c" "$top"/libscilan/src/*.c ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# An unmodified, dynamically linked program under the preload hook: tests/hook/progs/peer
+# with its shared libraries and libscilan_preload.so.
+gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/root/bin/peer" \
+	"$top/tests/hook/progs/peer.c" "$top/tests/hook/progs/scen.c" ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+cp "$build/lib/libscilan_preload.so" "$work/root/lib/" ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+for lib in $(ldd "$work/root/bin/peer" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' | sort -u); do
+	mkdir -p "$work/root$(dirname "$lib")"
+	cp -L "$lib" "$work/root$lib"
+done
 install -m 755 "$here/init" "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 

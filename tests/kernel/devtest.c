@@ -1,0 +1,449 @@
+/* devtest.c — libscilan's device fabric in the test guest (static, linked with
+ * libscilan; run by tests/kernel/init): the native API over 127.0.0.1 with
+ * SCILAN_FABRIC=dev and the map "1 127.0.0.1 dev scilan0", so every client
+ * goes through /dev/scilan0 and the listener takes it on /dev/scilan1.
+ * Prints "TEST <name> PASS|FAIL <detail>" per test.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scilan.h"
+
+#define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
+
+static int failures;
+
+static void result(const char *name, int ok, const char *fmt, ...)
+{
+	char detail[300] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	printf("TEST %s %s %s\n", name, ok ? "PASS" : "FAIL", detail);
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static struct sockaddr_in loopback(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+/* A scilan listener on 127.0.0.1:port (registered on every /dev/scilanN). */
+static int listener(uint16_t port)
+{
+	struct sockaddr_in a = loopback(port);
+	int one = 1, fd = scilan_socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || scilan_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    scilan_bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || scilan_listen(fd, 64) < 0)
+		return -1;
+	return fd;
+}
+
+static int connect_to(uint16_t port)
+{
+	struct sockaddr_in a = loopback(port);
+	int fd = scilan_socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0 || scilan_connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -1;
+	return fd;
+}
+
+static int accelerated(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	return scilan_getsockopt(fd, SOL_SCILAN, SCILAN_SO_ACCELERATED, &v, &len) == 0 ? v : -1;
+}
+
+static int set_poll_us(int fd, int us)
+{
+	return scilan_setsockopt(fd, SOL_SCILAN, SCILAN_SO_POLL_US, &us, sizeof(us));
+}
+
+static int send_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t k = scilan_send(fd, p, n, MSG_NOSIGNAL);
+
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int recv_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t k = scilan_recv(fd, p, n, 0);
+
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int child_ok(pid_t pid)
+{
+	int st;
+
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Echo server in a child; the parent measures round trips of 64 bytes. */
+static void test_pingpong(const char *name, uint16_t port, int poll_us, int iters)
+{
+	int l = listener(port), c, ok, acc = -1;
+	double *rtt = calloc((size_t)iters, sizeof(double));
+	char msg[64], back[64];
+	pid_t pid;
+
+	if (l < 0 || !rtt) {
+		result(name, 0, "listen: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int s = scilan_accept(l, NULL, NULL);
+
+		if (s < 0 || accelerated(s) != 1 || set_poll_us(s, poll_us) < 0)
+			_exit(2);
+		for (int i = 0; i < iters; i++)
+			if (recv_all(s, msg, sizeof(msg)) < 0 || send_all(s, msg, sizeof(msg)) < 0)
+				_exit(3);
+		_exit(scilan_recv(s, msg, 1, 0) == 0 ? 0 : 4);
+	}
+	c = connect_to(port);
+	ok = c >= 0 && (acc = accelerated(c)) == 1 && set_poll_us(c, poll_us) == 0;
+	for (int i = 0; i < iters && ok; i++) {
+		double t0 = now_us();
+
+		memset(msg, 'a' + i % 26, sizeof(msg));
+		ok = send_all(c, msg, sizeof(msg)) == 0 && recv_all(c, back, sizeof(back)) == 0 &&
+		     memcmp(msg, back, sizeof(msg)) == 0;
+		rtt[i] = now_us() - t0;
+	}
+	scilan_close(c);
+	ok = child_ok(pid) && ok;
+	qsort(rtt, (size_t)iters, sizeof(double), cmp_double);
+	result(name, ok, "%d round trips of 64 B (TCG-emulated), p50 %.1f us, p99 %.1f us, accelerated %d", iters,
+	       rtt[iters / 2], rtt[iters * 99 / 100], acc);
+	scilan_close(l);
+	free(rtt);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A pseudo-random stream in uneven pieces; the receiver regenerates it,
+ * checks every byte and returns its FNV-1a checksum through a pipe. */
+static void test_stream(uint16_t port, size_t total)
+{
+	static unsigned char buf[65536 + 13];
+	uint64_t sum = 0xcbf29ce484222325ull, rsum = 0, seed = 7;
+	int l = listener(port), pfd[2], c, ok;
+	double t0;
+	pid_t pid;
+
+	if (l < 0 || pipe(pfd) < 0) {
+		result("dev_stream", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		uint64_t h = 0xcbf29ce484222325ull, rseed = 7;
+		int s = scilan_accept(l, NULL, NULL);
+		size_t got = 0;
+		ssize_t k;
+
+		if (s < 0 || accelerated(s) != 1)
+			_exit(2);
+		while ((k = scilan_recv(s, buf, sizeof(buf) - 5, 0)) > 0) {
+			for (ssize_t i = 0; i < k; i++) {
+				if (buf[i] != (unsigned char)xorshift(&rseed))
+					_exit(4);
+				h = (h ^ buf[i]) * 0x100000001b3ull;
+			}
+			got += (size_t)k;
+		}
+		if (k < 0 || got != total || write(pfd[1], &h, sizeof(h)) != sizeof(h))
+			_exit(3);
+		_exit(0);
+	}
+	c = connect_to(port);
+	ok = c >= 0 && accelerated(c) == 1;
+	t0 = now_us();
+	for (size_t sent = 0, piece = 1; ok && sent < total; piece = piece * 7 % 65531 + 1) {
+		size_t k = total - sent < piece ? total - sent : piece;
+
+		for (size_t i = 0; i < k; i++) {
+			buf[i] = (unsigned char)xorshift(&seed);
+			sum = (sum ^ buf[i]) * 0x100000001b3ull;
+		}
+		ok = send_all(c, buf, k) == 0;
+		sent += k;
+	}
+	ok = ok && scilan_shutdown(c, SHUT_WR) == 0 && read(pfd[0], &rsum, sizeof(rsum)) == sizeof(rsum);
+	t0 = now_us() - t0;
+	ok = child_ok(pid) && ok && rsum == sum;
+	result("dev_stream", ok, "%zu bytes, checksum %016llx %s, %.1f MB/s (TCG-emulated)", total,
+	       (unsigned long long)rsum, rsum == sum ? "equal" : "DIFFERS", total / t0);
+	scilan_close(c);
+	scilan_close(l);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+/* Clients connecting at once must each be paired with their own kernel
+ * connection: each sends its own port, the server compares it with the
+ * accepted socket's peer port, and answers with the port plus one. */
+static void test_concurrent(uint16_t port, int n)
+{
+	int l = listener(port), bad = 0, accel = 0;
+	pid_t pids[16];
+
+	if (l < 0) {
+		result("dev_concurrent_pairing", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			struct sockaddr_in me;
+			socklen_t len = sizeof(me);
+			uint32_t mine, back;
+			int c = connect_to(port);
+
+			if (c < 0 || getsockname(c, (struct sockaddr *)&me, &len) < 0)
+				_exit(2);
+			mine = ntohs(me.sin_port);
+			if (send_all(c, &mine, sizeof(mine)) < 0 || recv_all(c, &back, sizeof(back)) < 0)
+				_exit(3);
+			_exit(back == mine + 1 && accelerated(c) == 1 ? 0 : 4);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof(peer);
+		int s = scilan_accept(l, (struct sockaddr *)&peer, &len);
+		uint32_t id, reply;
+
+		if (s < 0 || recv_all(s, &id, sizeof(id)) < 0) {
+			bad++;
+			continue;
+		}
+		accel += accelerated(s) == 1;
+		bad += id != ntohs(peer.sin_port);
+		reply = id + 1;
+		send_all(s, &reply, sizeof(reply));
+		scilan_close(s);
+	}
+	for (int i = 0; i < n; i++)
+		bad += !child_ok(pids[i]);
+	result("dev_concurrent_pairing", bad == 0 && accel == n, "%d clients, %d mismatched or failed, %d accelerated",
+	       n, bad, accel);
+	scilan_close(l);
+}
+
+/* A client killed after sending: the server reads the data, then
+ * ECONNRESET, as on the shm fabric. */
+static void test_killed(uint16_t port)
+{
+	int l = listener(port), s, err = 0;
+	char buf[8] = "";
+	ssize_t n1 = -1, n2;
+	pid_t pid;
+
+	if (l < 0) {
+		result("dev_killed_peer", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int c = connect_to(port);
+
+		if (c < 0 || send_all(c, "hello", 5) < 0)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	s = scilan_accept(l, NULL, NULL);
+	set_poll_us(s, 0);
+	if (s >= 0)
+		n1 = recv_all(s, buf, 5) == 0 ? 5 : -1;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	n2 = scilan_recv(s, buf, sizeof(buf), 0);
+	err = errno;
+	result("dev_killed_peer", s >= 0 && accelerated(s) == 1 && n1 == 5 && !memcmp(buf, "hello", 5) && n2 < 0 &&
+		       err == ECONNRESET,
+	       "data %zd bytes, then recv %zd (%s)", n1, n2, n2 < 0 ? strerror(err) : "no error");
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A port whose listener is a plain kernel socket: no device listener over
+ * the link, so the connection is plain TCP and still works. */
+static void test_plain_listener(uint16_t port)
+{
+	struct sockaddr_in a = loopback(port);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0), c, s = -1, ok;
+	char buf[4] = "";
+
+	ok = l >= 0 && setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+	     bind(l, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(l, 4) == 0;
+	c = ok ? connect_to(port) : -1;
+	if (c >= 0)
+		s = accept(l, NULL, NULL);
+	ok = c >= 0 && s >= 0 && accelerated(c) == 0 && send_all(c, "ping", 4) == 0 && read(s, buf, 4) == 4 &&
+	     !memcmp(buf, "ping", 4) && write(s, "pong", 4) == 4 && recv_all(c, buf, 4) == 0 && !memcmp(buf, "pong", 4);
+	result("dev_plain_fallback", ok, "connect %s, accelerated %d", c >= 0 ? "ok" : strerror(errno),
+	       c >= 0 ? accelerated(c) : -1);
+	scilan_close(c);
+	close(s);
+	close(l);
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* The cable is cut under a receiver blocked in recv (interrupt mode): the
+ * recv fails with ECONNRESET; later connections work once the link is back. */
+static void test_link_cut(uint16_t port)
+{
+	int l = listener(port), c, st, again = 0;
+	pid_t pid;
+
+	if (l < 0) {
+		result("dev_link_cut", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int s = scilan_accept(l, NULL, NULL);
+		char b;
+		ssize_t n;
+
+		if (s < 0 || accelerated(s) != 1 || set_poll_us(s, 0) < 0)
+			_exit(2);
+		n = scilan_recv(s, &b, 1, 0); /* nobody sends: blocks */
+		_exit(n < 0 && errno == ECONNRESET ? 0 : 10 + (n < 0 ? 0 : 1));
+	}
+	c = connect_to(port);
+	usleep(300000);
+	write_file(MOCK_LINK, "0");
+	alarm(20);
+	st = child_ok(pid);
+	alarm(0);
+	scilan_close(c);
+	write_file(MOCK_LINK, "1");
+	/* Back up: a new connection is accelerated again. */
+	for (int i = 0; i < 100 && !again; i++) {
+		usleep(50000);
+		c = connect_to(port);
+		if (c >= 0 && accelerated(c) == 1) {
+			int s = scilan_accept(l, NULL, NULL);
+			char b = 0;
+
+			again = s >= 0 && send_all(c, "z", 1) == 0 && recv_all(s, &b, 1) == 0 && b == 'z';
+			scilan_close(s);
+		} else if (c >= 0) {
+			close(scilan_accept(l, NULL, NULL));
+		}
+		scilan_close(c);
+	}
+	result("dev_link_cut", st && again, "blocked recv got ECONNRESET %d, accelerated again after link up %d", st,
+	       again);
+	scilan_close(l);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "all";
+	int all = !strcmp(what, "all");
+	FILE *f = fopen("/tmp/devtest.conf", "w");
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (!f || fputs("1 127.0.0.1 dev scilan0\n", f) < 0 || fclose(f) != 0) {
+		result("dev_setup", 0, "cannot write the map");
+		return 1;
+	}
+	/* Before the first scilan call: settings are read once per process. */
+	setenv("SCILAN_CONF", "/tmp/devtest.conf", 1);
+	setenv("SCILAN_FABRIC", "dev", 1);
+	if (!getenv("SCILAN_RUNDIR"))
+		setenv("SCILAN_RUNDIR", "/tmp/scilan-run", 1);
+	if (all || !strcmp(what, "pingpong")) {
+		test_pingpong("dev_pingpong_polling", 7101, 1000000, 5000);
+		test_pingpong("dev_pingpong_interrupt", 7102, 0, 500);
+	}
+	if (all || !strcmp(what, "stream"))
+		test_stream(7103, 64u << 20);
+	if (all || !strcmp(what, "concurrent"))
+		test_concurrent(7104, 8);
+	if (all || !strcmp(what, "killed"))
+		test_killed(7105);
+	if (all || !strcmp(what, "plain"))
+		test_plain_listener(7106);
+	if (all || !strcmp(what, "linkcut"))
+		test_link_cut(7107);
+	return failures ? 1 : 0;
+}
