@@ -411,6 +411,11 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 		rev &= (m->events & EVENT_BITS) | EPOLLHUP | EPOLLERR;
 		if (!rev)
 			continue;
+		/* An edge reports every event that is ready then, as the
+		 * kernel's does (new data also shows a still-writable socket). */
+		if ((m->events & EPOLLET) && ring_socket(m->fd))
+			rev |= (uint32_t)sl_conn_ready(ring_socket(m->fd), (short)(m->events & EVENT_BITS)) &
+			       ((m->events & EVENT_BITS) | EPOLLHUP | EPOLLERR);
 		evs[got].events = rev;
 		evs[got].data = m->data;
 		got++;

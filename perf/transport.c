@@ -197,11 +197,11 @@ static int scilan_setup(const struct tp_link *l, int fd, const char *side)
 		return -1;
 	}
 	if (l->scilan_ring) {
-		/* Once connected, SO_RCVBUF reports the capacity of the receive ring in use. */
+		/* Once connected, SCILAN_SO_RING_SIZE reports the capacity of the receive ring in use. */
 		int cap = -1;
 		len = sizeof cap;
-		if (scilan_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &cap, &len) != 0) {
-			bench_err("%s: %s: scilan_getsockopt(SO_RCVBUF): %s", t->name, side, strerror(errno));
+		if (scilan_getsockopt(fd, SOL_SCILAN, SCILAN_SO_RING_SIZE, &cap, &len) != 0) {
+			bench_err("%s: %s: scilan_getsockopt(SCILAN_SO_RING_SIZE): %s", t->name, side, strerror(errno));
 			return -1;
 		}
 		if ((uint64_t)cap != l->scilan_ring) {

@@ -66,7 +66,7 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	peer_fin = (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone);
 	if (avail > 0 || peer_fin || atomic_load(&s->shut_rd))
 		rev |= POLLIN | POLLRDNORM;
-	if (peer_fin)
+	if (peer_fin || atomic_load(&s->shut_rd)) /* tcp_poll: any RCV_SHUTDOWN */
 		rev |= POLLRDHUP;
 	if (shut_wr || (ps & SL_PEER_CLOSED) || atomic_load(&s->peer_gone)) {
 		rev |= POLLOUT | POLLWRNORM;

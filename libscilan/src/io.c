@@ -398,6 +398,15 @@ ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 		return -1;
 	if (flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
 		return fail(EOPNOTSUPP);
+	if (len == 0) {
+		/* TCP's low-water mark is at least one byte even for a zero-length
+		 * read: it waits for data (EAGAIN when non-blocking), then returns 0. */
+		char probe;
+		struct iovec one = { &probe, 1 };
+		struct iov_cursor peek = { &one, 1, 0, 0 };
+
+		return recv_accelerated(s, &peek, 1, flags | MSG_PEEK) < 0 ? -1 : 0;
+	}
 	return recv_accelerated(s, &cur, (size_t)len, flags);
 }
 
@@ -434,6 +443,8 @@ ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags)
 		return sl_sys.sendmsg(fd, msg, flags);
 	if (!msg)
 		return fail(EFAULT);
+	if (msg->msg_iovlen > IOV_MAX)
+		return fail(EMSGSIZE);
 	/* Like TCP, a destination address on a connected stream is ignored;
 	 * ancillary data has nothing to carry it. */
 	return sl_sendv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);

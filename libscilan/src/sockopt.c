@@ -127,6 +127,8 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 
 			return put_int(val, len, avail > 0 ? (int)avail : 0);
 		}
+		case SCILAN_SO_RING_SIZE:
+			return put_int(val, len, (int)(state == SL_CONNECTED ? s->rx.cap : s->ring_bytes));
 		default:
 			errno = ENOPROTOOPT;
 			return -1;
@@ -138,8 +140,8 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (!s || sl_sock_state(s) == SL_PLAIN)
 		return sl_sys.getsockopt(fd, level, name, val, len);
 	state = sl_sock_state(s);
-	if (level == SOL_SOCKET && name == SO_RCVBUF)
-		return put_int(val, len, (int)(state == SL_CONNECTED ? s->rx.cap : s->ring_bytes));
+	/* SO_RCVBUF sizes the ring, but reads back as the kernel reports it
+	 * (doubled, clamped): programs compare what they set with what they get. */
 	if (state == SL_CONNECTED && level == IPPROTO_TCP && name == TCP_NODELAY)
 		return put_int(val, len, s->nodelay);
 	if (state == SL_CONNECTED && level == SOL_SOCKET && name == SO_ERROR) {

@@ -15,7 +15,7 @@ static int ring_size(int fd)
 	int v = -1;
 	socklen_t len = sizeof(v);
 
-	cr_assert_eq(scilan_getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len), 0, "SO_RCVBUF: %s", strerror(errno));
+	cr_assert_eq(scilan_getsockopt(fd, SOL_SCILAN, SCILAN_SO_RING_SIZE, &v, &len), 0, "SCILAN_SO_RING_SIZE: %s", strerror(errno));
 	return v;
 }
 
@@ -125,7 +125,10 @@ Test(io, zero_length_calls, .timeout = 30)
 
 	pair_or_die(0, 0, &c, &s);
 	cr_assert_eq(scilan_send(c, "", 0, 0), 0);
-	cr_assert_eq(scilan_recv(s, &b, 0, MSG_DONTWAIT), 0);
+	/* As kernel TCP: even zero bytes wait for data (EAGAIN when non-blocking). */
+	errno = 0;
+	cr_assert_eq(scilan_recv(s, &b, 0, MSG_DONTWAIT), -1);
+	cr_assert_eq(errno, EAGAIN);
 	cr_assert_eq(scilan_send(c, "q", 1, 0), 1);
 	cr_assert_eq(scilan_recv(s, &b, 0, 0), 0);
 	cr_assert_eq(scilan_recv(s, &b, 1, 0), 1, "zero-length recv consumed data");

@@ -443,7 +443,7 @@ static int env_child(void *p)
 	TU_CHECK(scilan_getsockopt(c, SOL_SCILAN, SCILAN_SO_POLL_US, &v, &len) == 0, "get poll_us");
 	TU_CHECK(v == a->want_poll_us, "%s=%s: poll time %d, want %d", a->name, a->value, v, a->want_poll_us);
 	len = sizeof(v);
-	TU_CHECK(scilan_getsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0, "get ring");
+	TU_CHECK(scilan_getsockopt(s, SOL_SCILAN, SCILAN_SO_RING_SIZE, &v, &len) == 0, "get ring");
 	TU_CHECK(v == a->want_ring, "%s=%s: ring %d, want %d", a->name, a->value, v, a->want_ring);
 	scilan_close(c);
 	scilan_close(s);
