@@ -14,7 +14,9 @@ mc_case() {
 	local mode=$1 gets sets wr rd
 	PORT=$(free_port)
 	# -U 0: no UDP port; TCP only.
-	daemon srv "$mode" memcached -u root -l 127.0.0.1 -p "$PORT" -U 0 -t 2
+	# -m 1024: memcaslap writes ~65 MB in 2 s on scilan; the default 64 MB
+	# would evict items it later verifies (verify_misses from evictions).
+	daemon srv "$mode" memcached -u root -l 127.0.0.1 -p "$PORT" -U 0 -t 2 -m 1024
 	wait_listen "$PORT"
 	pre "$mode"
 	timeout -k 5 60 "${PRE[@]}" memcaslap -s "127.0.0.1:$PORT" -T 2 -c "$C" -t 2s -v 0.1 -b \
