@@ -247,23 +247,32 @@ static int route_source(int domain, const struct sockaddr *dst, socklen_t len, s
 
 /* The offer is keyed by the whole 4-tuple, so our end must be known before
  * the kernel connect: an ephemeral port is bound now, and the source address
- * is the one the application bound or the one routing will pick. */
+ * is the one the application bound or the one routing will pick.
+ * The port getsockname shows is not proof of a binding: a failed connect
+ * releases a port the kernel chose but (Linux 6.18) still shows it, and the
+ * next connect takes another one, so an offer keyed by the shown port is never
+ * found.  So we always bind the shown address with port 0: on a bound socket
+ * that fails with EINVAL and changes nothing; on one that is not, it takes a
+ * fresh port on the same address (the application's, if it bound one). */
 static int source_of(struct sl_sock *s, const struct sockaddr *dst, socklen_t len, struct sl_key *src)
 {
 	static const unsigned char zero[16];
-	struct sockaddr_storage any;
+	struct sockaddr_storage name;
+	socklen_t name_len = sizeof(name);
 	struct sl_key local;
 
-	if (kernel_name(s->fd, false, &local) < 0)
+	if (sl_sys.getsockname(s->fd, (struct sockaddr *)&name, &name_len) < 0)
 		return -1;
-	if (local.port == 0) {
-		memset(&any, 0, sizeof(any));
-		any.ss_family = (sa_family_t)s->domain;
-		if (sl_sys.bind(s->fd, (struct sockaddr *)&any,
-				s->domain == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) < 0 ||
-		    kernel_name(s->fd, false, &local) < 0)
-			return -1;
-	}
+	if (name.ss_family == AF_INET)
+		((struct sockaddr_in *)&name)->sin_port = 0;
+	else if (name.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&name)->sin6_port = 0;
+	else
+		return -1;
+	if (sl_sys.bind(s->fd, (struct sockaddr *)&name, name_len) < 0 && errno != EINVAL)
+		return -1;
+	if (kernel_name(s->fd, false, &local) < 0 || local.port == 0)
+		return -1;
 	if (memcmp(local.addr, zero, local.family == AF_INET ? 4 : 16) != 0) {
 		*src = local;
 		return 0;
