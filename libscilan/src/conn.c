@@ -20,7 +20,7 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 	if (atomic_exchange(&s->reset, true))
 		return;
 	sl_warn("fd %d: connection reset: %s", s->fd, why);
-	atomic_store(&s->pending_error, ECONNRESET);
+	sl_conn_note_error(s);
 	if (s->peer_ctl) {
 		pthread_mutex_lock(&s->ctl_lock);
 		sl_segment_set_state(s, SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR);
@@ -37,6 +37,12 @@ bool sl_conn_peer_died(struct sl_sock *s)
 	if (ps & SL_PEER_RESET)
 		return true;
 	return atomic_load(&s->peer_gone) && !(ps & SL_PEER_CLOSED);
+}
+
+void sl_conn_note_error(struct sl_sock *s)
+{
+	if (!atomic_exchange(&s->error_noted, true))
+		atomic_store(&s->pending_error, ECONNRESET);
 }
 
 short sl_conn_ready(struct sl_sock *s, short events)
@@ -59,9 +65,11 @@ short sl_conn_ready(struct sl_sock *s, short events)
 		return sl_conn_ready(s, events);
 	}
 	if (sl_conn_peer_died(s) && avail == 0) {
-		if (ps & SL_PEER_RESET)
-			atomic_store(&s->pending_error, ECONNRESET);
-		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP | POLLERR);
+		/* POLLERR only while the error is pending: once a recv, send or
+		 * SO_ERROR took it, the kernel shows IN|OUT|HUP|RDHUP. */
+		sl_conn_note_error(s);
+		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
+			       (atomic_load(&s->pending_error) ? POLLERR : 0));
 	}
 	peer_fin = (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone);
 	if (avail > 0 || peer_fin || atomic_load(&s->shut_rd))

@@ -30,6 +30,10 @@ void sl_conn_wake_peer(struct sl_sock *s);
 bool sl_conn_check_peer(struct sl_sock *s);
 /* The peer went away without an orderly close (died, or reset us). */
 bool sl_conn_peer_died(struct sl_sock *s);
+/* The connection ended in a reset: set the pending error (ECONNRESET) the
+ * first time only, as the kernel sets sk_err once when the RST arrives; the
+ * next recv, send or SO_ERROR takes it, and poll shows POLLERR until then. */
+void sl_conn_note_error(struct sl_sock *s);
 
 /* A non-blocking connect with an offer out: move to SL_CONNECTED once the
  * kernel connection is up, or back to SL_FRESH if it failed. */

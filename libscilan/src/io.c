@@ -90,13 +90,18 @@ static ssize_t broken_pipe(int flags)
 	return fail(EPIPE);
 }
 
-/* Why a send cannot proceed, or 0. */
-static int send_blocker(struct sl_sock *s)
+/* Why a send cannot proceed, or 0.  A reset connection reports its pending
+ * error once (taking it, as the kernel's send takes sk_err), then EPIPE; the
+ * error stays pending when the send returns bytes it already copied. */
+static int send_blocker(struct sl_sock *s, bool sent)
 {
 	int err;
 
 	/* SHUT_WR is checked under tx_lock, where it orders against shutdown. */
 	if (atomic_load(&s->reset) || sl_conn_peer_died(s)) {
+		if (sent)
+			return EPIPE;
+		sl_conn_note_error(s);
 		err = atomic_exchange(&s->pending_error, 0);
 		return err ? err : EPIPE;
 	}
@@ -169,7 +174,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	int err;
 
 	for (;;) {
-		err = send_blocker(s);
+		err = send_blocker(s, sent != 0);
 		if (err) {
 			if (sent)
 				break;
@@ -268,17 +273,17 @@ static enum peer_end stream_end(struct sl_sock *s)
 	return END_NONE;
 }
 
-/* The result of a recv at the end of the stream: 0, or ECONNRESET once. */
+/* The result of a recv at the end of the stream (our ring is empty): 0, or
+ * the pending ECONNRESET if no poll, send or SO_ERROR took it first. */
 static ssize_t end_result(struct sl_sock *s, enum peer_end end)
 {
 	int err;
 
 	if (end == END_EOF)
 		return 0;
-	if (!atomic_exchange(&s->reset, true))
-		err = ECONNRESET; /* the peer died or reset: report it once, then EOF */
-	else
-		err = atomic_exchange(&s->pending_error, 0);
+	sl_conn_note_error(s);
+	atomic_store(&s->reset, true); /* nothing more will arrive */
+	err = atomic_exchange(&s->pending_error, 0);
 	return err ? fail(err) : 0;
 }
 

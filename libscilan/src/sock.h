@@ -96,8 +96,9 @@ struct sl_sock {
 
 	_Atomic bool shut_rd, shut_wr;
 	_Atomic bool peer_gone;  /* companion socket reached EOF or error */
-	_Atomic int pending_error; /* reported once by the next recv/send (ECONNRESET) */
-	_Atomic bool reset;      /* connection is dead; only EOF/EPIPE from here */
+	_Atomic int pending_error; /* the kernel's sk_err: ECONNRESET until a recv, send or SO_ERROR takes it */
+	_Atomic bool error_noted;  /* pending_error was set for this connection's end (never twice) */
+	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
 	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close
 				  * (device fabric: the /dev/scilanN endpoint) */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */

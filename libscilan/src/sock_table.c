@@ -143,6 +143,7 @@ reset:
 	atomic_store(&s->shut_wr, false);
 	atomic_store(&s->peer_gone, false);
 	atomic_store(&s->pending_error, 0);
+	atomic_store(&s->error_noted, false);
 	atomic_store(&s->reset, false);
 	s->bell_rx = s->bell_tx = -1;
 	s->dev_map[0] = s->dev_map[1] = NULL;

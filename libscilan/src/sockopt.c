@@ -145,6 +145,10 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (state == SL_CONNECTED && level == IPPROTO_TCP && name == TCP_NODELAY)
 		return put_int(val, len, s->nodelay);
 	if (state == SL_CONNECTED && level == SOL_SOCKET && name == SO_ERROR) {
+		/* The kernel sets sk_err when the RST arrives; SO_ERROR takes it,
+		 * and recv then ends in 0, poll drops POLLERR. */
+		if (atomic_load(&s->reset) || sl_conn_peer_died(s))
+			sl_conn_note_error(s);
 		err = atomic_exchange(&s->pending_error, 0);
 		if (err)
 			return put_int(val, len, err);
