@@ -25,7 +25,7 @@
 
 /* The segment as a descriptor: the creator may still hold its memfd; else
  * the mapping is reopened through /proc/self/map_files. */
-static int segment_fd(struct sl_sock *s)
+int sl_handover_segment_fd(struct sl_sock *s)
 {
 	char path[128];
 
@@ -75,7 +75,7 @@ static bool export_one(struct sl_sock *s)
 	sl_lock(&s->rx_lock);
 	sl_ring_rx_publish(&s->rx); /* the new image starts from the shared index */
 	sl_unlock(&s->rx_lock);
-	seg = segment_fd(s);
+	seg = sl_handover_segment_fd(s);
 	brx = sl_sys.fcntl(s->bell_rx, F_DUPFD, 3);
 	btx = sl_sys.fcntl(s->bell_tx, F_DUPFD, 3);
 	n = -1;
@@ -130,7 +130,7 @@ void sl_handover_abandon(const char *list)
 	}
 }
 
-static int adopt_one(int fd, int domain, int seg, int brx, int btx, int own)
+int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own)
 {
 	struct sl_seg_header hdr;
 	struct sl_sock *s;
@@ -180,7 +180,7 @@ int sl_handover_adopt(const char *list)
 	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
 		if (seg < 0) {
 			adopted += sl_listener_adopt(fd, domain) == 0;
-		} else if (adopt_one(fd, domain, seg, brx, btx, own) == 0) {
+		} else if (sl_handover_adopt_one(fd, domain, seg, brx, btx, own) == 0) {
 			adopted++;
 		} else if (errno == EINVAL) {
 			/* Not a segment of ours: a stale variable from an image that

@@ -18,5 +18,13 @@ int sl_handover_export(char *buf, size_t size);
 void sl_handover_abandon(const char *list);
 /* In the new image: take over the listed connections; returns how many. */
 int sl_handover_adopt(const char *list);
+/* The segment of s as a new descriptor (the creator's memfd, else reopened
+ * through /proc/self/map_files), or -1. */
+int sl_handover_segment_fd(struct sl_sock *s);
+/* Take over one connection of side own on kernel socket fd, given its
+ * segment and bells (the bells are kept, moved out of the way; seg is not).
+ * The holder count in the segment already includes this process.  -1 with
+ * EINVAL if seg is no valid segment. */
+int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own);
 
 #endif

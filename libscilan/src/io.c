@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "fabric.h"
 #include "scilan.h"
+#include "scm.h"
 #include "sys.h"
 
 /* A send to a dead peer fails within this many sends even if nothing sleeps. */
@@ -444,8 +445,12 @@ ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct sl_sock *s = connected(fd);
 
-	if (!s)
+	if (!s) {
+		/* Descriptors passed may be ring connections (scm.c). */
+		if (msg && msg->msg_control && msg->msg_controllen >= sizeof(struct cmsghdr))
+			return sl_scm_sendmsg(fd, msg, flags);
 		return sl_sys.sendmsg(fd, msg, flags);
+	}
 	if (!msg)
 		return fail(EFAULT);
 	if (msg->msg_iovlen > IOV_MAX)
@@ -460,8 +465,12 @@ ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 	struct sl_sock *s = connected(fd);
 	ssize_t n;
 
-	if (!s)
+	if (!s) {
+		/* Ring connections may arrive with their rings (scm.c). */
+		if (msg && msg->msg_control && msg->msg_controllen)
+			return sl_scm_recvmsg(fd, msg, flags);
 		return sl_sys.recvmsg(fd, msg, flags);
+	}
 	if (!msg)
 		return fail(EFAULT);
 	if (msg->msg_iovlen > IOV_MAX)
