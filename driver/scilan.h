@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* scilan.h — the driver's internal state: one sl_link per NTB device (one
- * peer), its windows, slices, control channel and endpoints.  See
+/* scilan.h — the driver's internal state: one sl_link per peer (an NTB
+ * device or an ivshmem-doorbell function, reached through struct
+ * sl_link_ops), its windows, slices, control channel and endpoints.  See
  * ARCHITECTURE.md "The driver" for the window layout and the protocol.
  */
 #ifndef SCILAN_DRV_H
@@ -10,7 +11,6 @@
 #include <linux/list.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
-#include <linux/ntb.h>
 #include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
@@ -54,9 +54,37 @@ struct sl_msg {
 };
 
 struct sl_ep;
+struct sl_link;
+struct seq_file;
+
+/* The link backend: the few hardware operations the client uses, so the
+ * handshake, control channel and endpoints are shared by the NTB client
+ * (scilan_ntb.c) and the ivshmem-doorbell driver (scilan_ivshmem.c).
+ * Scratchpads and doorbells have NTB semantics: peer_spad_write() lands in
+ * the peer's spad_read(), peer_db_set() raises bits the peer's interrupt
+ * hands to sl_db_event().
+ */
+struct sl_link_ops {
+	const char *name;                                   /* debugfs "backend" */
+	bool (*link_is_up)(struct sl_link *link);           /* the peer is there */
+	u32 (*spad_read)(struct sl_link *link, int idx);
+	void (*peer_spad_write)(struct sl_link *link, int idx, u32 val);
+	void (*peer_db_set)(struct sl_link *link, u64 bits); /* any context */
+	void (*db_enable)(struct sl_link *link);            /* optional, at link up */
+	/* Sets lwin, lwin_phys (what user mappings insert) and lwin_size, at
+	 * most max bytes; kept until the backend's remove.
+	 */
+	int (*setup_window)(struct sl_link *link, size_t max);
+	/* Sets pwin, pwin_phys, pwin_is_ram for size bytes of the peer's window. */
+	int (*map_peer)(struct sl_link *link, u64 size);
+	void (*unmap_peer)(struct sl_link *link);
+	void (*dbg_show)(struct sl_link *link, struct seq_file *m); /* optional */
+};
 
 struct sl_link {
-	struct ntb_dev *ntb;
+	const struct sl_link_ops *ops;
+	void *hw;                 /* the backend's own state (ntb_dev, ivshmem) */
+	struct device *dev;       /* for messages */
 	struct module *hw_owner;
 	struct kref ref;          /* endpoints hold the link; the last put frees it */
 	int index;                /* /dev/scilan<index> */
@@ -67,15 +95,16 @@ struct sl_link {
 
 	/* Local inbound window (the peer writes here). */
 	void *lwin;
-	dma_addr_t lwin_dma;
+	phys_addr_t lwin_phys;    /* user mappings of our slices insert from here */
 	size_t lwin_size;
+	dma_addr_t lwin_dma;      /* NTB backend: the buffer the window translates to */
 	struct device *dma_dev;
 
 	/* The peer's window, mapped once the peer announced its translation. */
 	void __iomem *pwin;
 	phys_addr_t pwin_phys;
 	size_t pwin_size;
-	bool pwin_is_ram;         /* the mock: RAM, mapped cached, not WC */
+	bool pwin_is_ram;         /* the mock, ivshmem: host RAM, mapped cached, not WC */
 
 	u32 slice_size;
 	u32 nslices;
@@ -134,12 +163,24 @@ struct sl_ep {
 	struct address_space *mapping;  /* of the file it was opened as */
 };
 
-/* scilan_main.c */
+/* scilan_main.c: the backend-independent link */
 extern unsigned int sl_backlog_default;
 extern unsigned int sl_connect_timeout_ms;
 void sl_link_put(struct sl_link *link);
 void sl_link_get(struct sl_link *link);
 void sl_link_reset_locked(struct sl_link *link);
+struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops, void *hw,
+			      int db_bits);
+int sl_link_register(struct sl_link *link);
+void sl_link_unregister(struct sl_link *link);
+void sl_link_event(struct sl_link *link);
+void sl_db_event(struct sl_link *link, u64 bits);
+
+/* scilan_ntb.c, scilan_ivshmem.c: the backends */
+int sl_ntb_init(void);
+void sl_ntb_exit(void);
+int sl_ivshmem_init(void);
+void sl_ivshmem_exit(void);
 
 /* scilan_ctl.c */
 int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg);

@@ -49,7 +49,7 @@ int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
 	link->tx_prod++;
 	wmb(); /* the message lands before the index that publishes it */
 	writeq(link->tx_prod, link->pwin + SL_CTL_PROD_OFF);
-	ntb_peer_db_set(link->ntb, BIT_ULL(0));
+	link->ops->peer_db_set(link, BIT_ULL(0));
 	link->stat_ctl_tx++;
 out:
 	mutex_unlock(&link->tx_mutex);
@@ -106,7 +106,7 @@ void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens)
 	if (tokens & SCILAN_TOKEN_SPACE)
 		writel(1, w + 4);
 	wmb(); /* the words land before the doorbell (PCIe keeps posted writes in order) */
-	ntb_peer_db_set(link->ntb, BIT_ULL(sl_slice_db_bit(link, peer_slice)));
+	link->ops->peer_db_set(link, BIT_ULL(sl_slice_db_bit(link, peer_slice)));
 	link->stat_stimuli++;
 }
 
@@ -285,7 +285,7 @@ void sl_ctl_work(struct work_struct *work)
 		goto out;
 	prod = le64_to_cpu(READ_ONCE(*(__le64 *)(link->lwin + SL_CTL_PROD_OFF)));
 	if (prod - link->rx_cons > SL_CTL_SLOTS) {
-		dev_warn_ratelimited(&link->ntb->dev, "scilan: corrupt control index from the peer\n");
+		dev_warn_ratelimited(link->dev, "scilan: corrupt control index from the peer\n");
 		goto out;
 	}
 	rmb(); /* messages after the index that published them */

@@ -583,7 +583,8 @@ static vm_fault_t sl_fault(struct vm_fault *vmf)
 	    (ep->state != SCILAN_EP_CONNECTED && ep->state != SCILAN_EP_PEER_CLOSED))
 		goto out;
 	if (off < link->slice_size) {
-		pfn = PHYS_PFN(virt_to_phys(link->lwin + SL_WIN_SLICE_OFF + (size_t)ep->slice * link->slice_size + off));
+		pfn = PHYS_PFN(link->lwin_phys + SL_WIN_SLICE_OFF +
+			       (u64)ep->slice * link->slice_size + off);
 	} else if (off < 2ULL * link->slice_size && ep->peer_slice >= 0 &&
 		   ep->peer_slice < (int)link->peer_nslices && link->pwin) {
 		pfn = PHYS_PFN(link->pwin_phys + SL_WIN_SLICE_OFF +

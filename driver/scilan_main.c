@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-/* scilan_main.c — the NTB client: module parameters, probe/remove of one link
- * per NTB device, the scratchpad handshake (version, window and slice sizes,
- * session nonces), link up/down, the doorbell interrupt and debugfs state.
+/* scilan_main.c — the backend-independent link: module parameters, link
+ * life cycle (alloc/register/unregister), the scratchpad handshake (version,
+ * window and slice sizes, session nonces), link up/down, doorbell dispatch
+ * and debugfs state.  Backends: scilan_ntb.c, scilan_ivshmem.c.
  */
 #include <linux/debugfs.h>
-#include <linux/dma-mapping.h>
+#include <linux/device.h>
 #include <linux/idr.h>
 #include <linux/io.h>
-#include <linux/ioport.h>
 #include <linux/module.h>
-#include <linux/pci.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -18,7 +17,7 @@
 
 static unsigned long mw_size = 4UL << 20;
 module_param(mw_size, ulong, 0444);
-MODULE_PARM_DESC(mw_size, "Bytes of local memory offered as the inbound window (default 4 MiB, capped by the NTB)");
+MODULE_PARM_DESC(mw_size, "Bytes of local memory offered as the inbound window (default 4 MiB, capped by the NTB or the ivshmem window)");
 
 static unsigned int slice_size = 64U << 10;
 module_param(slice_size, uint, 0444);
@@ -99,10 +98,7 @@ static void sl_link_down(struct sl_link *link, const char *why)
 	sl_link_reset_locked(link);
 	spin_unlock_irq(&link->lock);
 	if (link->pwin) {
-		if (link->pwin_is_ram)
-			memunmap((void __force *)link->pwin);
-		else
-			iounmap(link->pwin);
+		link->ops->unmap_peer(link);
 		link->pwin = NULL;
 	}
 	link->nonce = sl_new_nonce();
@@ -110,74 +106,61 @@ static void sl_link_down(struct sl_link *link, const char *why)
 	up_write(&link->map_sem);
 	sl_zap_mappings(link);
 	if (was_up)
-		dev_info(&link->ntb->dev, "scilan: link down (%s)\n", why);
+		dev_info(link->dev, "scilan: link down (%s)\n", why);
 }
 
-static int sl_map_peer(struct sl_link *link, u64 peer_mw)
+/* The inbound window, from the backend; it must hold the control and
+ * stimulus pages and at least one slice.
+ */
+static int sl_setup_window(struct sl_link *link)
 {
-	phys_addr_t base;
-	resource_size_t size;
-	int rc;
+	int rc = link->ops->setup_window(link, mw_size);
 
-	rc = ntb_peer_mw_get_addr(link->ntb, 0, &base, &size);
 	if (rc)
 		return rc;
-	if (size < peer_mw)
-		return -ENOSPC;
-	/* A peer window in RAM is the mock (the peer's translated buffer):
-	 * x86 PAT forbids a write-combining alias of RAM mapped write-back,
-	 * so it is mapped cached.  A real window is device memory: WC.
-	 */
-	link->pwin_is_ram = region_intersects(base, peer_mw, IORESOURCE_SYSTEM_RAM,
-					      IORES_DESC_NONE) != REGION_DISJOINT;
-	if (link->pwin_is_ram)
-		link->pwin = (void __iomem __force *)memremap(base, peer_mw, MEMREMAP_WB);
-	else
-		link->pwin = ioremap_wc(base, peer_mw);
-	if (!link->pwin)
-		return -ENOMEM;
-	link->pwin_phys = base;
-	link->pwin_size = peer_mw;
-	return 0;
+	link->nslices = min_t(u64, link->lwin_size > SL_WIN_SLICE_OFF ?
+			      (link->lwin_size - SL_WIN_SLICE_OFF) / link->slice_size : 0,
+			      SL_MAX_SLICES);
+	return link->nslices ? 0 : -ENOSPC;
 }
-
-static int sl_setup_window(struct sl_link *link);
 
 static void sl_link_work(struct work_struct *work)
 {
 	struct sl_link *link = container_of(to_delayed_work(work), struct sl_link, link_work);
-	struct ntb_dev *ntb = link->ntb;
+	const struct sl_link_ops *ops = link->ops;
 	u32 magic, mw_kb, slice, nonce, ack;
 	u64 peer_mw;
 	int rc;
 
 	if (link->removing)
 		return;
-	if (!ntb_link_is_up(ntb, NULL, NULL)) {
-		sl_link_down(link, "NTB link lost");
+	if (!ops->link_is_up(link)) {
+		sl_link_down(link, "link lost");
 		return; /* the next link event brings us back */
 	}
 	/* The window's alignment is known only with the link up; it is set up
 	 * once and kept for the link's life (reused by later sessions).
 	 */
-	if (!link->lwin) {
+	if (!link->nslices) {
 		rc = sl_setup_window(link);
 		if (rc) {
-			dev_warn_ratelimited(&ntb->dev, "scilan: inbound window setup failed: %d\n", rc);
+			dev_warn_ratelimited(link->dev, "scilan: inbound window setup failed: %d\n",
+					     rc);
 			goto again;
 		}
-		dev_info(&ntb->dev, "scilan: window %zu bytes, %u slices\n", link->lwin_size, link->nslices);
+		dev_info(link->dev, "scilan: %s window %zu bytes, %u slices\n", ops->name,
+			 link->lwin_size, link->nslices);
 	}
-	ntb_peer_spad_write(ntb, 0, SL_SPAD_MAGIC, SL_SPAD_MAGIC_VAL);
-	ntb_peer_spad_write(ntb, 0, SL_SPAD_MW_KB, link->lwin_size >> 10);
-	ntb_peer_spad_write(ntb, 0, SL_SPAD_SLICE, link->slice_size);
-	ntb_peer_spad_write(ntb, 0, SL_SPAD_NONCE, link->nonce);
+	ops->peer_spad_write(link, SL_SPAD_MAGIC, SL_SPAD_MAGIC_VAL);
+	ops->peer_spad_write(link, SL_SPAD_MW_KB, link->lwin_size >> 10);
+	ops->peer_spad_write(link, SL_SPAD_SLICE, link->slice_size);
+	ops->peer_spad_write(link, SL_SPAD_NONCE, link->nonce);
 
-	magic = ntb_spad_read(ntb, SL_SPAD_MAGIC);
-	mw_kb = ntb_spad_read(ntb, SL_SPAD_MW_KB);
-	slice = ntb_spad_read(ntb, SL_SPAD_SLICE);
-	nonce = ntb_spad_read(ntb, SL_SPAD_NONCE);
-	ack = ntb_spad_read(ntb, SL_SPAD_COUNT);
+	magic = ops->spad_read(link, SL_SPAD_MAGIC);
+	mw_kb = ops->spad_read(link, SL_SPAD_MW_KB);
+	slice = ops->spad_read(link, SL_SPAD_SLICE);
+	nonce = ops->spad_read(link, SL_SPAD_NONCE);
+	ack = ops->spad_read(link, SL_SPAD_COUNT);
 
 	if (link->up) {
 		if (nonce != link->peer_nonce || ack != link->nonce)
@@ -187,7 +170,8 @@ static void sl_link_work(struct work_struct *work)
 	if (magic != SL_SPAD_MAGIC_VAL || !nonce)
 		goto again;
 	if (slice != link->slice_size) {
-		dev_warn_once(&ntb->dev, "scilan: peer slice size %u != ours %u\n", slice, link->slice_size);
+		dev_warn_once(link->dev, "scilan: peer slice size %u != ours %u\n", slice,
+			      link->slice_size);
 		goto again;
 	}
 	if (nonce != link->peer_nonce) {
@@ -199,7 +183,7 @@ static void sl_link_work(struct work_struct *work)
 		link->tx_prod = 0;
 		link->rx_cons = 0;
 		link->peer_nonce = nonce;
-		ntb_peer_spad_write(ntb, 0, SL_SPAD_COUNT, nonce);
+		ops->peer_spad_write(link, SL_SPAD_COUNT, nonce);
 	}
 	if (ack != link->nonce)
 		goto again;
@@ -207,7 +191,9 @@ static void sl_link_work(struct work_struct *work)
 	if (peer_mw < SL_WIN_SLICE_OFF + link->slice_size)
 		goto again;
 	down_write(&link->map_sem);
-	rc = link->pwin ? 0 : sl_map_peer(link, peer_mw);
+	rc = link->pwin ? 0 : ops->map_peer(link, peer_mw);
+	if (!rc && !link->pwin)
+		rc = -ENOMEM;
 	if (!rc) {
 		spin_lock_irq(&link->lock);
 		link->peer_nslices = min_t(u64, (peer_mw - SL_WIN_SLICE_OFF) / link->slice_size,
@@ -218,12 +204,13 @@ static void sl_link_work(struct work_struct *work)
 	}
 	up_write(&link->map_sem);
 	if (rc) {
-		dev_warn_ratelimited(&ntb->dev, "scilan: cannot map the peer window: %d\n", rc);
+		dev_warn_ratelimited(link->dev, "scilan: cannot map the peer window: %d\n", rc);
 		goto again;
 	}
-	ntb_db_clear_mask(ntb, ntb_db_valid_mask(ntb));
-	dev_info(&ntb->dev, "scilan: link up, %u local and %u peer slices of %u bytes\n",
-		 link->nslices, link->peer_nslices, link->slice_size);
+	if (ops->db_enable)
+		ops->db_enable(link);
+	dev_info(link->dev, "scilan: %s link up, %u local and %u peer slices of %u bytes\n",
+		 ops->name, link->nslices, link->peer_nslices, link->slice_size);
 	/* Messages the peer sent before our state flipped. */
 	queue_work(system_wq, &link->ctl_work);
 again:
@@ -232,42 +219,34 @@ again:
 			   msecs_to_jiffies(link->up ? 10 * handshake_ms : handshake_ms));
 }
 
-static void sl_ctx_link_event(void *ctx)
+/* The backend saw the link change (any context): a lost link stops every
+ * endpoint now; the work item then unmaps and zaps, which may sleep.
+ */
+void sl_link_event(struct sl_link *link)
 {
-	struct sl_link *link = ctx;
+	unsigned long flags;
 
-	/* A lost link stops every endpoint now (interrupt context); the work
-	 * item then unmaps and zaps, which may sleep.
-	 */
-	if (!ntb_link_is_up(link->ntb, NULL, NULL)) {
-		spin_lock(&link->lock);
+	if (!link->ops->link_is_up(link)) {
+		spin_lock_irqsave(&link->lock, flags);
 		sl_link_reset_locked(link);
-		spin_unlock(&link->lock);
+		spin_unlock_irqrestore(&link->lock, flags);
 	}
 	mod_delayed_work(system_wq, &link->link_work, 0);
 }
 
-/* The doorbell interrupt: bit 0 is the control channel (handled in a work
- * item, it may sleep), the others select groups of slices whose stimulus
- * words are scanned here, waking exactly the endpoints stimulated.
+/* Doorbell bits from the backend's interrupt: bit 0 is the control channel
+ * (handled in a work item, it may sleep), the others select groups of slices
+ * whose stimulus words are scanned here, waking exactly the endpoints
+ * stimulated.
  */
-static void sl_ctx_db_event(void *ctx, int vector)
+void sl_db_event(struct sl_link *link, u64 bits)
 {
-	struct sl_link *link = ctx;
-	u64 bits = ntb_db_read(link->ntb);
-
-	ntb_db_clear(link->ntb, bits);
 	link->stat_db_irqs++;
 	if (bits & 1)
 		queue_work(system_wq, &link->ctl_work);
 	if (bits & ~1ULL)
 		sl_db_scan(link, bits);
 }
-
-static const struct ntb_ctx_ops sl_ctx_ops = {
-	.link_event = sl_ctx_link_event,
-	.db_event = sl_ctx_db_event,
-};
 
 static int sl_dbg_show(struct seq_file *m, void *v)
 {
@@ -278,6 +257,7 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 	spin_lock_irq(&link->lock);
 	for (s = 0; s < link->nslices; s++)
 		held += test_bit(s, link->slice_local) || test_bit(s, link->slice_peer);
+	seq_printf(m, "backend %s\n", link->ops->name);
 	seq_printf(m, "link %s\nproto %u\nmw_size %zu\nslice_size %u\nslices %u\npeer_slices %u\n",
 		   link->up ? "up" : "down", SL_PROTO_VERSION, link->lwin_size, link->slice_size,
 		   link->nslices, link->peer_nslices);
@@ -293,77 +273,43 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 		seq_printf(m, "ep %u state %d slice %d peer_slice %d port %u tokens %#x\n", ep->id,
 			   ep->state, ep->slice, ep->peer_slice, ep->port, ep->tokens);
 	spin_unlock_irq(&link->lock);
+	if (link->ops->dbg_show)
+		link->ops->dbg_show(link, m);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(sl_dbg);
 
-static int sl_setup_window(struct sl_link *link)
-{
-	struct ntb_dev *ntb = link->ntb;
-	resource_size_t addr_align, size_align, size_max;
-	size_t size;
-	int rc;
-
-	rc = ntb_mw_get_align(ntb, 0, 0, &addr_align, &size_align, &size_max);
-	if (rc)
-		return rc;
-	size = min_t(u64, mw_size, size_max);
-	if (size_align)
-		size = round_down(size, size_align);
-	link->nslices = min_t(u64, size > SL_WIN_SLICE_OFF ? (size - SL_WIN_SLICE_OFF) / link->slice_size : 0,
-			      SL_MAX_SLICES);
-	if (!link->nslices)
-		return -ENOSPC;
-	link->dma_dev = ntb_get_dma_dev(ntb);
-	link->lwin = dma_alloc_coherent(link->dma_dev, size, &link->lwin_dma, GFP_KERNEL);
-	if (!link->lwin)
-		return -ENOMEM;
-	link->lwin_size = size;
-	/* User mappings insert the pages by pfn: the buffer must be in the
-	 * linear map (true for x86 coherent allocations).
-	 */
-	if ((addr_align && !IS_ALIGNED(link->lwin_dma, addr_align)) || !virt_addr_valid(link->lwin)) {
-		rc = -EINVAL;
-		goto free;
-	}
-	rc = ntb_mw_set_trans(ntb, 0, 0, link->lwin_dma, size);
-	if (!rc)
-		return 0;
-free:
-	dma_free_coherent(link->dma_dev, size, link->lwin, link->lwin_dma);
-	link->lwin = NULL;
-	return rc;
-}
-
-static int sl_probe(struct ntb_client *client, struct ntb_dev *ntb)
+/* A link for one peer behind a backend; db_bits doorbell bits (bit 0 the
+ * control channel, at least 2).  Not yet visible: sl_link_register().
+ */
+struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops, void *hw,
+			      int db_bits)
 {
 	struct sl_link *link;
-	u64 valid;
 	int rc;
 
-	if (ntb_peer_port_count(ntb) != 1 || ntb_mw_count(ntb, 0) < 1 || ntb_peer_mw_count(ntb) < 1 ||
-	    ntb_spad_count(ntb) < SL_SPAD_COUNT + 1) {
-		dev_err(&ntb->dev, "scilan: needs one peer, a memory window and %d scratchpads\n",
-			SL_SPAD_COUNT + 1);
-		return -ENODEV;
-	}
 	if (slice_size < 8192 || !is_power_of_2(slice_size)) {
-		dev_err(&ntb->dev, "scilan: slice_size %u is not a power of two >= 8192\n", slice_size);
-		return -EINVAL;
+		dev_err(dev, "scilan: slice_size %u is not a power of two >= 8192\n", slice_size);
+		return ERR_PTR(-EINVAL);
+	}
+	if (db_bits < 2) {
+		dev_err(dev, "scilan: needs two doorbell bits\n");
+		return ERR_PTR(-ENODEV);
 	}
 	link = kzalloc(sizeof(*link), GFP_KERNEL);
 	if (!link)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	kref_init(&link->ref);
 	rc = ida_alloc(&sl_ida, GFP_KERNEL);
 	if (rc < 0) {
 		kfree(link);
-		return rc;
+		return ERR_PTR(rc);
 	}
 	link->index = rc;
-	link->ntb = ntb;
-	/* Open endpoints pin the NTB hardware driver: its windows back them. */
-	link->hw_owner = ntb->pdev->dev.driver ? ntb->pdev->dev.driver->owner : NULL;
+	link->ops = ops;
+	link->hw = hw;
+	link->dev = dev;
+	link->db_bits = min(db_bits, 32);
 	link->slice_size = slice_size;
 	link->nonce = sl_new_nonce();
 	spin_lock_init(&link->lock);
@@ -373,92 +319,76 @@ static int sl_probe(struct ntb_client *client, struct ntb_dev *ntb)
 	init_rwsem(&link->map_sem);
 	INIT_WORK(&link->ctl_work, sl_ctl_work);
 	INIT_DELAYED_WORK(&link->link_work, sl_link_work);
-
-	/* Doorbell bits in use: the contiguous low bits the device offers. */
-	valid = ntb_db_valid_mask(ntb);
-	while (link->db_bits < 32 && (valid & BIT_ULL(link->db_bits)))
-		link->db_bits++;
-	if (link->db_bits < 2) {
-		dev_err(&ntb->dev, "scilan: needs two doorbell bits\n");
-		rc = -ENODEV;
-		goto put;
-	}
-	ntb_db_set_mask(ntb, valid);
-	rc = ntb_set_ctx(ntb, link, &sl_ctx_ops);
-	if (rc)
-		goto put;
 	snprintf(link->name, sizeof(link->name), "scilan%d", link->index);
+	return link;
+}
+
+/* /dev/scilanN and its debugfs state appear; the handshake starts. */
+int sl_link_register(struct sl_link *link)
+{
+	int rc;
+
 	link->misc.minor = MISC_DYNAMIC_MINOR;
 	link->misc.name = link->name;
 	link->misc.fops = &sl_fops;
 	link->misc.mode = 0666;
 	rc = misc_register(&link->misc);
 	if (rc)
-		goto ctx;
+		return rc;
 	link->misc_registered = true;
 	link->dbg = debugfs_create_dir(link->name, sl_dbg_root);
 	debugfs_create_file("state", 0444, link->dbg, link, &sl_dbg_fops);
-	ntb_link_enable(ntb, NTB_SPEED_AUTO, NTB_WIDTH_AUTO);
 	queue_delayed_work(system_wq, &link->link_work, 0);
-	dev_info(&ntb->dev, "scilan: /dev/%s\n", link->name);
+	dev_info(link->dev, "scilan: /dev/%s (%s)\n", link->name, link->ops->name);
 	return 0;
-ctx:
-	ntb_clear_ctx(ntb);
-put:
-	sl_link_put(link);
-	return rc;
 }
 
-static void sl_remove(struct ntb_client *client, struct ntb_dev *ntb)
+/* The backend goes away (its events already stopped): no new opens, the
+ * session ends, every mapping is zapped.  Open endpoints keep the link
+ * (not the hardware) until they close; the backend then frees its window
+ * and drops its reference.
+ */
+void sl_link_unregister(struct sl_link *link)
 {
-	struct sl_link *link = ntb->ctx;
-
 	link->removing = true;
-	misc_deregister(&link->misc);
-	ntb_clear_ctx(ntb);
-	ntb_db_set_mask(ntb, ntb_db_valid_mask(ntb));
+	if (link->misc_registered)
+		misc_deregister(&link->misc);
+	link->misc_registered = false;
 	cancel_delayed_work_sync(&link->link_work);
 	cancel_work_sync(&link->ctl_work);
 	sl_link_down(link, "removed");
 	debugfs_remove_recursive(link->dbg);
-	ntb_link_disable(ntb);
-	/* No user mapping survives sl_link_down and none can be faulted in
-	 * again (the link is down for good): the window may go.
-	 */
-	if (link->lwin) {
-		ntb_mw_clear_trans(ntb, 0, 0);
-		dma_free_coherent(link->dma_dev, link->lwin_size, link->lwin, link->lwin_dma);
-		link->lwin = NULL;
-	}
-	sl_link_put(link);
+	link->dbg = NULL;
 }
-
-static struct ntb_client sl_client = {
-	.ops = {
-		.probe = sl_probe,
-		.remove = sl_remove,
-	},
-};
 
 static int __init sl_init(void)
 {
 	int rc;
 
 	sl_dbg_root = debugfs_create_dir("scilan", NULL);
-	rc = ntb_register_client(&sl_client);
+	rc = sl_ntb_init();
 	if (rc)
-		debugfs_remove_recursive(sl_dbg_root);
+		goto dbg;
+	rc = sl_ivshmem_init();
+	if (rc)
+		goto ntb;
+	return 0;
+ntb:
+	sl_ntb_exit();
+dbg:
+	debugfs_remove_recursive(sl_dbg_root);
 	return rc;
 }
 
 static void __exit sl_exit(void)
 {
-	ntb_unregister_client(&sl_client);
+	sl_ivshmem_exit();
+	sl_ntb_exit();
 	debugfs_remove_recursive(sl_dbg_root);
 }
 
 module_init(sl_init);
 module_exit(sl_exit);
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("scilan: sockets over PCIe NTB shared memory");
+MODULE_DESCRIPTION("scilan: sockets over PCIe NTB shared memory (or two VMs over ivshmem)");
 MODULE_VERSION("0.1");

@@ -13,7 +13,7 @@ KMAKE     = $(MAKE) --no-print-directory -C $(KDIR) W=1
 DRV_SRC   := $(wildcard driver/*.c driver/*.h driver/uapi/*.h)
 MOCK_SRC  := $(wildcard driver/ntb_mock/*.c)
 
-.PHONY: driver driver-deps test-kernel
+.PHONY: driver driver-deps test-kernel bench-kernel
 
 # Packages the kernel build and the QEMU tests need (as root, on a clean CI
 # machine); waits for another apt/dpkg run instead of failing on its lock.
@@ -46,13 +46,22 @@ $(MOCK_DIR)/ntb_mock.ko: $(NTB_DIR)/ntb.ko $(MOCK_SRC) driver/ntb_mock/Kbuild
 	@for f in $(MOCK_SRC) driver/ntb_mock/Kbuild; do ln -sf $(abspath $$f) $(MOCK_DIR)/; done
 	@$(KMAKE) M=$(MOCK_DIR) KBUILD_EXTRA_SYMBOLS=$(NTB_DIR)/Module.symvers modules
 
-# The guest suite (tests/kernel/run.sh): Debian's kernel in QEMU, the mock NTB
-# pair, results in $(BUILD)/results/kernel.txt.
+# The guest suites: tests/kernel/run.sh (Debian's kernel in QEMU, the mock NTB
+# pair, results in $(BUILD)/results/kernel.txt) and tests/kernel/run-two.sh
+# (two guests over ivshmem-doorbell and virtio-net, results in
+# $(BUILD)/results/kernel-two.txt, bench table in bench-kernel-two.md).
 # Alone, a failure fails the make; inside `make test` (whose sub-make also
 # builds test-native) it is counted by test-summary.sh and the other suites
 # still run.
 KERNEL_TEST_SOFT = $(if $(filter test-native,$(MAKECMDGOALS)),|| true)
 test-kernel: driver $(CTL_BIN) $(HOOK_SO)
 	@tests/kernel/run.sh $(BUILD) $(KERNEL_TEST_SOFT)
+	@tests/kernel/run-two.sh $(BUILD) $(KERNEL_TEST_SOFT)
+
+# scilan (polling, interrupt) against kernel TCP over virtio-net between the
+# same two guests, longer runs than the test; the table lands in
+# $(BUILD)/results/bench-kernel-two.md (TCG: compare ratios, not times).
+bench-kernel: driver
+	@tests/kernel/run-two.sh $(BUILD) --bench
 
 EXTRA_TESTS += test-kernel

@@ -1,0 +1,134 @@
+#!/bin/bash
+# run-two.sh BUILD [--bench] — the two-guest half of `make test-kernel` (and
+# `make bench-kernel`): our ivshmem server, two TCG guests joined by an
+# ivshmem-doorbell function (scilan.ko's ivshmem backend) and a virtio-net
+# link, sl2test in both; "kernel2 <test> <passed> <failed>" lines go to
+# BUILD/results/kernel-two.txt, the bench table to BUILD/results/bench-kernel-two.md.
+# Any Oops/WARNING/BUG in either guest's log fails the suite.
+set -u
+build=$(realpath "$1")
+bench=${2:-}
+here=$(dirname "$(realpath "$0")")
+top=$(realpath "$here/../..")
+work=$build/kernel-two
+results=$build/results
+out=$results/kernel-two.txt
+mkdir -p "$work" "$results"
+: >"$out"
+fail_setup() { echo "run-two.sh: $*" >&2; echo "kernel2 setup 0 1" >>"$out"; exit 1; }
+
+kernel=$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)
+kver=${kernel#/boot/vmlinuz-}
+mods=/lib/modules/$kver/kernel
+drv=$build/driver
+modver=$(modinfo -F vermagic "$drv/scilan/scilan.ko" | cut -d' ' -f1)
+[ "$modver" = "$kver" ] || fail_setup "modules are built for $modver, the guest kernel is $kver"
+
+# The server and the initramfs (busybox, virtio-net, ntb.ko, scilan.ko, sl2test).
+server=$work/ivshmem_server
+gcc -std=c11 -Wall -Wextra -Werror -O2 -o "$server" "$here/ivshmem_server.c" || fail_setup "ivshmem_server build"
+rm -rf "$work/root"
+mkdir -p "$work/root"/{bin,lib,proc,sys,dev,tmp}
+cp /bin/busybox "$work/root/bin/busybox"
+cp "$drv/ntb/ntb.ko" "$drv/scilan/scilan.ko" "$work/root/lib/"
+for m in drivers/virtio/virtio drivers/virtio/virtio_ring drivers/virtio/virtio_pci_legacy_dev \
+	drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci net/core/failover \
+	drivers/net/net_failover drivers/net/virtio_net; do
+	cp "$mods/$m.ko" "$work/root/lib/" || fail_setup "no $mods/$m.ko"
+done
+gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
+	-o "$work/root/bin/sl2test" "$here/sl2test.c" || fail_setup "sl2test build"
+install -m 755 "$here/init-two" "$work/root/init"
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
+
+# Round trips per ping-pong (polling: 10x) and stream bytes.
+if [ "$bench" = --bench ]; then args=5000,67108864; else args=2000,16777216; fi
+
+sock=$work/ivshmem.sock
+rm -f "$sock"
+"$server" -S "$sock" -l 16M -n 2 -v 2>"$work/server.log" &
+spid=$!
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || { kill $spid; fail_setup "the ivshmem server did not start"; }
+
+# A free loopback port for the guests' virtio-net link (QEMU's socket netdev).
+for _ in $(seq 20); do
+	port=$((20000 + RANDOM % 20000))
+	ss -Htln "sport = :$port" 2>/dev/null | grep -q . || break
+done
+
+# TCG with one vCPU thread per guest, but maxcpus=2: QEMU then translates
+# locked instructions into host atomics (parallel TCG), which the cross-guest
+# atomics of the driver and the ring protocol need.
+accel="-accel tcg,thread=multi"
+if [ "${SCILAN_QEMU_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then accel="-enable-kvm -cpu host"; fi
+guest() { # role netdev-option
+	timeout 300 qemu-system-x86_64 $accel -m 512 -smp 1,maxcpus=2 -nographic -no-reboot \
+		-kernel "$kernel" -initrd "$work/initramfs.gz" \
+		-append "console=ttyS0 panic=-1 loglevel=6 scilan_role=$1 scilan_args=$args" \
+		-chardev socket,path="$sock",id=ivsh -device ivshmem-doorbell,chardev=ivsh,vectors=2 \
+		-netdev socket,id=n0,"$2" -device virtio-net-pci,netdev=n0,mac=52:54:00:4e:00:0${1/a/1} \
+		>"$work/console-$1.log" 2>&1 </dev/null
+	echo $? >"$work/qemu-$1.rc"
+}
+start=$(date +%s)
+guest a "listen=127.0.0.1:$port" &
+pa=$!
+sleep 1
+guest b "connect=127.0.0.1:$port" &
+pb=$!
+wait $pa $pb
+end=$(date +%s)
+kill $spid 2>/dev/null
+wait $spid 2>/dev/null
+echo "run-two.sh: guests ran $((end - start)) s ($accel), qemu exit a $(cat "$work/qemu-a.rc") b $(cat "$work/qemu-b.rc")"
+
+passed=0 failed=0
+count() { # name pass?
+	if [ "$2" = 1 ]; then echo "kernel2 $1 1 0" >>"$out"; passed=$((passed + 1));
+	else echo "kernel2 $1 0 1" >>"$out"; failed=$((failed + 1)); fi
+}
+for r in a b; do
+	log=$work/console-$r.log
+	tr -d '\r' <"$log" | grep -aE '^(TEST|BENCH|STATE) |scilan-guest' | sed "s/^/[$r] /"
+	while read -r _ name verdict _; do
+		[ "$verdict" = PASS ] && count "${r}_$name" 1 || count "${r}_$name" 0
+	done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
+	if grep -aqE 'Oops|WARNING:|BUG:|general protection|Call Trace|Kernel panic' "$log"; then
+		echo "run-two.sh: kernel problems in guest $r's log:"
+		grep -aE -A20 'Oops|WARNING:|BUG:|general protection|Kernel panic' "$log" | head -60
+		count "${r}_guest_log_clean" 0
+	else
+		count "${r}_guest_log_clean" 1
+	fi
+	grep -aq 'scilan-guest: done' "$log" && count "${r}_guest_finished" 1 ||
+		{ echo "run-two.sh: guest $r did not finish; log: $log"; count "${r}_guest_finished" 0; }
+done
+# Tests every guest must have reported (a missing one is a failure too).
+for t in a_load_unload a_link_up a_pingpong_interrupt a_pingpong_polling a_stream a_killed_while_mapped \
+	a_hostile_args a_peer_poweroff_reset a_final_unload b_load_unload b_link_up b_stream; do
+	grep -q "^kernel2 $t " "$out" || { echo "run-two.sh: no result for $t"; count "${t}_reported" 0; }
+done
+
+# The bench table: guest a's figures (TCG: only the ratios mean something).
+blog=$(tr -d '\r' <"$work/console-a.log" | grep -a '^BENCH ')
+val() { echo "$blog" | awk -v n="$1" -v k="$2" '$2 == n { for (i = 3; i < NF; i++) if ($i == k) print $(i + 1) }'; }
+tp50=$(val tcp_virtio_net p50_us) tp99=$(val tcp_virtio_net p99_us)
+tmb=$(val tcp_stream MB_s)
+ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b }'; }
+{
+	echo "| path (two TCG guests) | RTT p50 us | RTT p99 us | TCP p50 / this p50 |"
+	echo "|---|---|---|---|"
+	for n in scilan_polling scilan_interrupt tcp_virtio_net; do
+		echo "| $n | $(val $n p50_us) | $(val $n p99_us) | $(ratio "$tp50" "$(val $n p50_us)") |"
+	done
+	echo
+	echo "| stream | MB/s | this / TCP |"
+	echo "|---|---|---|"
+	for n in scilan_stream tcp_stream; do
+		echo "| $n | $(val $n MB_s) | $(ratio "$(val $n MB_s)" "$tmb") |"
+	done
+} >"$results/bench-kernel-two.md"
+cat "$results/bench-kernel-two.md"
+echo "kernel2: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,575 @@
+/* sl2test.c — the cross-guest tests and benches of scilan.ko over ivshmem
+ * (static binary run by tests/kernel/init-two in each of two QEMU guests):
+ * role a (10.78.0.1) connects, role b (10.78.0.2) listens; the two programs
+ * keep step over a TCP control connection on the guests' virtio-net link,
+ * which also carries the kernel TCP ping-pong and stream compared with
+ * scilan's.  Prints "TEST <name> PASS|FAIL <detail>" and "BENCH <name> ...".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "slring.h"
+
+#define NODE "/dev/scilan0"
+#define ADDR_A "10.78.0.1"
+#define ADDR_B "10.78.0.2"
+#define CTL_PORT 7800
+#define TCP_PORT 7801
+
+static int failures, is_a, ctl = -1;
+static int rtt_iters = 2000, poll_iters = 20000;
+static size_t stream_bytes = 16u << 20;
+
+static void result(const char *name, int ok, const char *fmt, ...)
+{
+	char detail[256] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	printf("TEST %s %s %s\n", name, ok ? "PASS" : "FAIL", detail);
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+static int full_io(int fd, void *buf, size_t n, int wr)
+{
+	uint8_t *p = buf;
+
+	while (n) {
+		ssize_t k = wr ? write(fd, p, n) : read(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* A step both programs reach: each sends the step's name and a value, then
+ * reads the other's; a mismatch means the two runs are out of step.
+ */
+static int64_t sync_peer(const char *step, int64_t mine)
+{
+	char name[32] = "", theirs_name[32];
+	int64_t theirs = -1;
+
+	strncpy(name, step, sizeof(name) - 1);
+	if (full_io(ctl, name, sizeof(name), 1) < 0 || full_io(ctl, &mine, sizeof(mine), 1) < 0 ||
+	    full_io(ctl, theirs_name, sizeof(theirs_name), 0) < 0 ||
+	    full_io(ctl, &theirs, sizeof(theirs), 0) < 0) {
+		printf("sl2test: control connection lost at '%s'\n", step);
+		return -1;
+	}
+	if (memcmp(name, theirs_name, sizeof(name))) {
+		printf("sl2test: out of step: '%s' here, '%.31s' there\n", step, theirs_name);
+		exit(3);
+	}
+	return theirs;
+}
+
+static int tcp_listen(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0)
+		return -1;
+	return fd;
+}
+
+static int tcp_connect(const char *addr, int port, int tries)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1;
+
+	inet_pton(AF_INET, addr, &sa.sin_addr);
+	for (int i = 0; i < tries; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			return fd;
+		}
+		close(fd);
+		usleep(200000);
+	}
+	return -1;
+}
+
+/* Accepts within 60 s (a peer that never comes fails the test, not the run). */
+static int tcp_accept(int lfd)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	int one = 1, fd = poll(&p, 1, 60000) == 1 ? accept(lfd, NULL, NULL) : -1;
+
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static long dbg_value(const char *key)
+{
+	char line[256];
+	long v = -1;
+	size_t kl = strlen(key);
+	FILE *f = fopen("/sys/kernel/debug/scilan/scilan0/state", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ' ')
+			v = strtol(line + kl + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static int dbg_has(const char *text)
+{
+	char line[256];
+	int found = 0;
+	FILE *f = fopen("/sys/kernel/debug/scilan/scilan0/state", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		found |= !strncmp(line, text, strlen(text));
+	fclose(f);
+	return found;
+}
+
+static int settle(const char *key, long want)
+{
+	for (int i = 0; i < 500; i++) {
+		if (dbg_value(key) == want)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+static void report_rtt(const char *name, const char *what, double *rtt, int n, int ok, long sleeps)
+{
+	qsort(rtt, (size_t)n, sizeof(double), cmp_double);
+	result(name, ok, "%d round trips of 64 B, p50 %.1f us, p99 %.1f us, client sleeps %ld", n,
+	       rtt[n / 2], rtt[n * 99 / 100], sleeps);
+	if (ok)
+		printf("BENCH %s p50_us %.1f p99_us %.1f n %d\n", what, rtt[n / 2], rtt[n * 99 / 100], n);
+}
+
+/* 64-byte ping-pong across the guests: a measures, b echoes. */
+static void test_pingpong(const char *name, const char *what, long spin, int iters, unsigned int port)
+{
+	char msg[64], back[64];
+	struct conn c;
+	int lfd = -1, ok = 1;
+
+	if (!is_a) {
+		lfd = listen_on(NODE, port);
+		sync_peer(name, lfd >= 0);
+		ok = lfd >= 0 && conn_accept(&c, NODE, lfd, spin) == 0;
+		for (int i = 0; ok && i < iters; i++)
+			ok = conn_recv(&c, msg, sizeof(msg)) == 0 && conn_send(&c, msg, sizeof(msg)) == 0;
+		/* Until a has read the last answer: then both close. */
+		ok = sync_peer(name, ok) >= 0 && ok;
+		result(name, ok, "echoed %d messages", iters);
+		conn_close(&c);
+		close(lfd);
+		return;
+	}
+	double *rtt = calloc((size_t)iters, sizeof(double));
+
+	if (sync_peer(name, 0) != 1 || !rtt || conn_connect(&c, NODE, port, spin) < 0) {
+		result(name, 0, "connect: %s", strerror(errno));
+		sync_peer(name, 0);
+		free(rtt);
+		return;
+	}
+	for (int i = 0; i < iters && ok; i++) {
+		double t0 = now_us();
+
+		memset(msg, 'a' + i % 26, sizeof(msg));
+		ok = conn_send(&c, msg, sizeof(msg)) == 0 && conn_recv(&c, back, sizeof(back)) == 0 &&
+		     memcmp(msg, back, sizeof(msg)) == 0;
+		rtt[i] = now_us() - t0;
+	}
+	ok = sync_peer(name, ok) == 1 && ok;
+	report_rtt(name, what, rtt, iters, ok, c.sleeps);
+	conn_close(&c);
+	free(rtt);
+}
+
+/* The same 64-byte ping-pong over kernel TCP on the virtio-net link. */
+static void test_tcp_pingpong(int iters)
+{
+	char msg[64], back[64];
+	int fd, lfd = -1, ok;
+
+	if (!is_a) {
+		lfd = tcp_listen(TCP_PORT);
+		sync_peer("tcp_pingpong", lfd >= 0);
+		fd = lfd >= 0 ? tcp_accept(lfd) : -1;
+		ok = fd >= 0;
+		for (int i = 0; ok && i < iters; i++)
+			ok = full_io(fd, msg, sizeof(msg), 0) == 0 && full_io(fd, msg, sizeof(msg), 1) == 0;
+		ok = sync_peer("tcp_pingpong", ok) >= 0 && ok;
+		result("tcp_pingpong", ok, "echoed %d messages", iters);
+		close(fd);
+		close(lfd);
+		return;
+	}
+	double *rtt = calloc((size_t)iters, sizeof(double));
+
+	ok = sync_peer("tcp_pingpong", 0) == 1 && rtt && (fd = tcp_connect(ADDR_B, TCP_PORT, 25)) >= 0;
+	for (int i = 0; i < iters && ok; i++) {
+		double t0 = now_us();
+
+		memset(msg, 'a' + i % 26, sizeof(msg));
+		ok = full_io(fd, msg, sizeof(msg), 1) == 0 && full_io(fd, back, sizeof(back), 0) == 0 &&
+		     memcmp(msg, back, sizeof(msg)) == 0;
+		rtt[i] = now_us() - t0;
+	}
+	ok = sync_peer("tcp_pingpong", ok) == 1 && ok;
+	if (rtt)
+		report_rtt("tcp_pingpong", "tcp_virtio_net", rtt, iters, ok, 0);
+	if (ok)
+		close(fd);
+	free(rtt);
+}
+
+/* A pseudo-random byte stream, a -> b, in uneven pieces; b checks every
+ * byte and both compare FNV-1a checksums.  Over scilan (fd < 0) or TCP.
+ */
+static void test_stream(const char *name, const char *what, int tcp)
+{
+	static uint8_t buf[65536 + 13];
+	uint64_t seed = 42, h = 0xcbf29ce484222325ull;
+	struct conn c = { .fd = -1 };
+	int lfd = -1, fd = -1, ok;
+	double t0;
+
+	if (!is_a) {
+		size_t got = 0;
+
+		lfd = tcp ? tcp_listen(TCP_PORT + 1) : listen_on(NODE, 8);
+		sync_peer(name, lfd >= 0);
+		if (tcp)
+			ok = (fd = tcp_accept(lfd)) >= 0;
+		else
+			ok = conn_accept(&c, NODE, lfd, 1L << 16) == 0;
+		while (ok && got < stream_bytes) {
+			size_t k = stream_bytes - got < sizeof(buf) - 7 ? stream_bytes - got : sizeof(buf) - 7;
+
+			ok = (tcp ? full_io(fd, buf, k, 0) : conn_recv(&c, buf, k)) == 0;
+			for (size_t i = 0; ok && i < k; i++) {
+				ok = buf[i] == (uint8_t)xorshift(&seed);
+				h = (h ^ buf[i]) * 0x100000001b3ull;
+			}
+			got += k;
+		}
+		ok = sync_peer(name, ok ? (int64_t)(h >> 1) : -2) >= 0 && ok;
+		result(name, ok, "%zu bytes received and checked, checksum %016llx", got,
+		       (unsigned long long)h);
+		conn_close(&c);
+		if (fd >= 0)
+			close(fd);
+		close(lfd);
+		return;
+	}
+	ok = sync_peer(name, 0) == 1;
+	ok = ok && (tcp ? (fd = tcp_connect(ADDR_B, TCP_PORT + 1, 25)) >= 0 :
+		     conn_connect(&c, NODE, 8, 1L << 16) == 0);
+	t0 = now_us();
+	for (size_t sent = 0, piece = 1; ok && sent < stream_bytes; piece = piece * 7 % 65531 + 1) {
+		size_t k = stream_bytes - sent < piece ? stream_bytes - sent : piece;
+
+		for (size_t i = 0; i < k; i++) {
+			buf[i] = (uint8_t)xorshift(&seed);
+			h = (h ^ buf[i]) * 0x100000001b3ull;
+		}
+		ok = (tcp ? full_io(fd, buf, k, 1) : conn_send(&c, buf, k)) == 0;
+		sent += k;
+	}
+	/* b answers once it has checked every byte: the time is end to end. */
+	int64_t theirs = sync_peer(name, ok);
+
+	t0 = now_us() - t0;
+	ok = ok && theirs == (int64_t)(h >> 1);
+	result(name, ok, "%zu bytes, checksum %016llx %s, %.1f MB/s", stream_bytes,
+	       (unsigned long long)h, theirs == (int64_t)(h >> 1) ? "equal" : "DIFFERS",
+	       stream_bytes / t0);
+	if (ok)
+		printf("BENCH %s MB_s %.1f bytes %zu\n", what, stream_bytes / t0, stream_bytes);
+	conn_close(&c);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* a's child connects, maps both slices, sends and is SIGKILLed: b sees the
+ * close (POLLHUP, read 0); afterwards neither guest holds an endpoint or a
+ * busy slice.
+ */
+static void test_killed(void)
+{
+	struct conn s;
+	struct pollfd p;
+	uint32_t tok;
+	int lfd, ok, hup, clean;
+
+	if (!is_a) {
+		lfd = listen_on(NODE, 9);
+		sync_peer("killed", lfd >= 0);
+		ok = lfd >= 0 && conn_accept(&s, NODE, lfd, 0) == 0 && conn_recv(&s, &tok, 4) == 0;
+		sync_peer("killed_recv", ok);
+		p = (struct pollfd){ .fd = s.fd, .events = POLLIN };
+		hup = ok && poll(&p, 1, 10000) == 1 && (p.revents & POLLHUP) &&
+		      read(s.fd, &tok, sizeof(tok)) == 0;
+		conn_close(&s);
+		close(lfd);
+	} else {
+		pid_t pid;
+
+		sync_peer("killed", 0);
+		pid = fork();
+		if (pid == 0) {
+			struct conn c;
+
+			if (conn_connect(&c, NODE, 9, 0) < 0)
+				_exit(2);
+			conn_send(&c, "hell", 4);
+			pause();
+			_exit(0);
+		}
+		ok = sync_peer("killed_recv", 1) == 1;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		hup = 1;
+	}
+	clean = settle("endpoints", 0) && settle("slices_busy", 0);
+	int64_t theirs = sync_peer("killed_clean", clean && ok && hup);
+
+	result("killed_while_mapped", ok && hup && clean && theirs == 1,
+	       "peer hup %d, endpoints %ld, busy slices %ld here, peer clean %lld", hup,
+	       dbg_value("endpoints"), dbg_value("slices_busy"), (long long)theirs);
+}
+
+#define EXPECT(cond, err) do { \
+		errno = 0; \
+		if (!(cond) || errno != (err)) { \
+			printf("  hostile: line %d: expected errno %d, got %d (%s)\n", __LINE__, err, errno, \
+			       strerror(errno)); \
+			bad++; \
+		} \
+		checks++; \
+	} while (0)
+
+/* Bad arguments on a connected cross-guest endpoint and a fresh one. */
+static void test_hostile(void)
+{
+	struct scilan_connect cr = { .port = 4242 };
+	struct scilan_info in;
+	struct conn c;
+	int fd = open(NODE, O_RDWR), bad = 0, checks = 0, lfd = -1, minus = -1;
+	uint32_t tok = 0xff;
+
+	if (!is_a) {
+		lfd = listen_on(NODE, 11);
+		sync_peer("hostile", lfd >= 0);
+		if (lfd >= 0 && conn_accept(&c, NODE, lfd, 0) == 0)
+			conn_close(&c);
+		else
+			bad++;
+	} else {
+		sync_peer("hostile", 0);
+	}
+	if (fd < 0) {
+		result("hostile_args", 0, "open: %s", strerror(errno));
+		sync_peer("hostile_done", 0);
+		return;
+	}
+	EXPECT(ioctl(fd, 0xdeadbeef, 0) < 0, ENOTTY);
+	EXPECT(ioctl(fd, SCILAN_IOC_INFO, NULL) < 0, EFAULT);
+	EXPECT(ioctl(fd, SCILAN_IOC_LISTEN, NULL) < 0, EFAULT);
+	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, (void *)8) < 0, EFAULT);
+	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT, &minus) < 0, EBADF);
+	EXPECT(ioctl(fd, SCILAN_IOC_STIMULATE, &tok) < 0, EINVAL);
+	EXPECT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED, ENOTCONN);
+	if (is_a) {
+		/* Nobody listens on that port over there. */
+		EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &cr) < 0, ECONNREFUSED);
+		if (conn_connect(&c, NODE, 11, 0) == 0 && info(c.fd, &in) == 0) {
+			size_t sz = in.slice_size;
+
+			EXPECT(mmap(NULL, sz, PROT_READ, MAP_SHARED, c.fd, 2 * sz) == MAP_FAILED, EINVAL);
+			EXPECT(mmap(NULL, 2 * sz, PROT_READ, MAP_SHARED, c.fd, 0) == MAP_FAILED, EINVAL);
+			EXPECT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, c.fd, 1ull << 40) == MAP_FAILED, EINVAL);
+			EXPECT(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, c.fd, 0) == MAP_FAILED,
+			       EINVAL);
+			srand(2);
+			for (int i = 0; i < 5000; i++) {
+				unsigned long cmd = _IOC(rand() % 4, SCILAN_IOC_MAGIC, rand() % 10, rand() % 64);
+				unsigned long arg = ((unsigned long)rand() << 33) ^ (unsigned long)rand();
+
+				if (cmd == SCILAN_IOC_CONNECT || cmd == SCILAN_IOC_ACCEPT)
+					continue;
+				ioctl(c.fd, cmd, i % 3 ? arg : (unsigned long)&in);
+			}
+			checks++;
+		} else {
+			bad++;
+			printf("  hostile: connect: %s\n", strerror(errno));
+		}
+		conn_close(&c);
+	}
+	close(fd);
+	close(lfd);
+	int64_t theirs = sync_peer("hostile_done", bad == 0);
+
+	result("hostile_args", bad == 0 && theirs == 1, "%d checks, %d unexpected here, peer ok %lld",
+	       checks, bad, (long long)theirs);
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void sigbus_handler(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* b powers off (poweroff -f: no goodbye) under a's reader blocked in read():
+ * ECONNRESET once the heartbeat times out, then SIGBUS on both mappings and
+ * the link down.  Returns with b gone.
+ */
+static void test_poweroff(void)
+{
+	struct conn c;
+	int lfd, ok, status;
+	double t0;
+	pid_t pid;
+
+	if (!is_a) {
+		lfd = listen_on(NODE, 10);
+		sync_peer("poweroff", lfd >= 0);
+		ok = lfd >= 0 && conn_accept(&c, NODE, lfd, 0) == 0;
+		sync_peer("poweroff_now", ok);
+		printf("scilan-guest: powering off under the peer's blocked read\n");
+		printf("scilan-guest: done\n");
+		fflush(stdout);
+		sync();
+		reboot(RB_POWER_OFF);
+		_exit(1);
+	}
+	sync_peer("poweroff", 0);
+	ok = conn_connect(&c, NODE, 10, 0) == 0;
+	pid = fork();
+	if (pid == 0) {
+		uint32_t tok;
+		ssize_t n;
+
+		alarm(60); /* a read that never returns fails the test, not the run */
+		n = read(c.fd, &tok, sizeof(tok)); /* blocks: nobody stimulates */
+
+		if (n >= 0 || errno != ECONNRESET)
+			_exit(3);
+		signal(SIGBUS, sigbus_handler);
+		if (sigsetjmp(sigbus_jmp, 1) == 0) {
+			(void)*(volatile uint8_t *)c.peer;
+			_exit(4);
+		}
+		if (sigsetjmp(sigbus_jmp, 1) == 0) {
+			*(volatile uint8_t *)c.local = 1;
+			_exit(5);
+		}
+		_exit(0);
+	}
+	usleep(200000);
+	t0 = now_us();
+	sync_peer("poweroff_now", ok);
+	waitpid(pid, &status, 0);
+	t0 = now_us() - t0;
+	ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	int down = 0;
+
+	for (int i = 0; i < 500 && !down; i++, usleep(10000))
+		down = dbg_has("link down");
+
+	result("peer_poweroff_reset", ok && down,
+	       "blocked read got ECONNRESET after %.0f ms, both mappings SIGBUS (child exit %d), link down %d",
+	       t0 / 1000, WIFEXITED(status) ? WEXITSTATUS(status) : -1, down);
+	conn_close(&c);
+}
+
+int main(int argc, char **argv)
+{
+	struct scilan_info in;
+	int fd, up;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2 || (strcmp(argv[1], "a") && strcmp(argv[1], "b"))) {
+		fprintf(stderr, "usage: sl2test a|b [rtt_iters [stream_bytes]]\n");
+		return 2;
+	}
+	is_a = !strcmp(argv[1], "a");
+	if (argc > 2)
+		rtt_iters = atoi(argv[2]) > 10 ? atoi(argv[2]) : rtt_iters;
+	poll_iters = 10 * rtt_iters;
+	if (argc > 3)
+		stream_bytes = strtoull(argv[3], NULL, 0) ? strtoull(argv[3], NULL, 0) : stream_bytes;
+
+	if (is_a) {
+		int lfd = tcp_listen(CTL_PORT);
+		ctl = lfd >= 0 ? tcp_accept(lfd) : -1;
+		close(lfd);
+	} else {
+		ctl = tcp_connect(ADDR_A, CTL_PORT, 300);
+	}
+	result("control_tcp", ctl >= 0, "control connection over virtio-net");
+	if (ctl < 0)
+		return 1;
+
+	up = wait_link(NODE, 30000);
+	fd = open(NODE, O_RDWR);
+	up = up && fd >= 0 && info(fd, &in) == 0 && in.link_up && dbg_has("backend ivshmem");
+	close(fd);
+	int64_t theirs = sync_peer("link_up", up);
+
+	result("link_up", up && theirs == 1, "ivshmem link up here %d, there %lld", up, (long long)theirs);
+	if (!up || theirs != 1)
+		return 1;
+
+	test_pingpong("pingpong_interrupt", "scilan_interrupt", 0, rtt_iters, 7);
+	test_pingpong("pingpong_polling", "scilan_polling", 1L << 30, poll_iters, 6);
+	test_tcp_pingpong(rtt_iters);
+	test_stream("stream", "scilan_stream", 0);
+	test_stream("tcp_stream", "tcp_stream", 1);
+	test_killed();
+	test_hostile();
+	test_poweroff();
+	return failures ? 1 : 0;
+}
