@@ -74,8 +74,9 @@ static void abandon(struct prepared *p)
 {
 	int saved = errno;
 
-	if (p->count)
-		sl_handover_abandon(p->var + sizeof(SL_HANDOVER_ENV));
+	/* Also with nothing handed over: the holder counts export dropped for
+	 * close-on-exec connections are given back. */
+	sl_handover_abandon(p->count ? p->var + sizeof(SL_HANDOVER_ENV) : NULL);
 	errno = saved;
 }
 
@@ -95,8 +96,11 @@ static int exec_with_handover(int (*call)(const struct exec_args *a, char *const
 	char **env;
 
 	prepare(&p);
-	if (!p.count)
-		return call(a, envp);
+	if (!p.count) {
+		call(a, envp);
+		abandon(&p);
+		return -1;
+	}
 	env = env_with(envp, p.var);
 	if (!env) {
 		abandon(&p);

@@ -7,6 +7,7 @@
 #include "handover.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,41 +37,76 @@ int sl_handover_segment_fd(struct sl_sock *s)
 	return open(path, O_RDWR);
 }
 
+/* Connections seen by one export: each is described once, under its first
+ * surviving descriptor; its other surviving aliases follow as alias entries
+ * ("fd:domain:-2:first:-1:-1"), so an inetd-style child whose connection is
+ * on both 0 and 1 keeps both.  A connection none of whose descriptors
+ * survives exec ends with this image like a close: it stops counting as a
+ * holder, so the last of its other holders closes it for the peer. */
+#define EXPORT_MAX 256
+struct export_seen {
+	struct sl_sock *s;
+	int first_fd;  /* -1: no surviving descriptor yet */
+};
+
 struct export_state {
 	char *buf;
 	size_t size, used;
 	int count;
+	int nseen;
+	struct export_seen seen[EXPORT_MAX];
 };
 static _Thread_local struct export_state *exporting;
 
-static bool export_one(struct sl_sock *s)
-{
-	struct export_state *ex = exporting;
-	int fdflags, seg, brx, btx, n;
+/* Connections whose holder count this exec dropped: restored if it fails. */
+static struct sl_sock *dropped[EXPORT_MAX];
+static int ndropped;
 
-	if ((sl_sock_state(s) != SL_CONNECTED && sl_sock_state(s) != SL_LISTENING) || s->fd < 0 ||
-	    atomic_load(&s->reset))
+static bool append(struct export_state *ex, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool append(struct export_state *ex, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (ex->used)
+		n = snprintf(ex->buf + ex->used, ex->size - ex->used, ";");
+	else
+		n = 0;
+	if (n < 0 || (size_t)n >= ex->size - ex->used)
 		return false;
-	fdflags = sl_sys.fcntl(s->fd, F_GETFD);
-	if (fdflags < 0 || (fdflags & FD_CLOEXEC))
-		return false; /* the socket ends with this image; its peer sees it close */
-	if (sl_sock_state(s) == SL_LISTENING) {
-		/* The new image publishes it again (our registry entries close
-		 * with this image), so its accepts keep taking scilan peers. */
-		n = snprintf(ex->buf + ex->used, ex->size - ex->used, "%s%d:%d:-1:-1:-1:-1", ex->used ? ";" : "",
-			     s->fd, s->domain);
-		if (n > 0 && (size_t)n < ex->size - ex->used) {
-			ex->used += (size_t)n;
-			ex->count++;
-		}
+	va_start(ap, fmt);
+	n += vsnprintf(ex->buf + ex->used + n, ex->size - ex->used - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= ex->size - ex->used) {
+		ex->buf[ex->used] = '\0';
 		return false;
 	}
+	ex->used += (size_t)n;
+	ex->count++;
+	return true;
+}
+
+static struct export_seen *seen_entry(struct export_state *ex, struct sl_sock *s)
+{
+	for (int i = 0; i < ex->nseen; i++)
+		if (ex->seen[i].s == s)
+			return &ex->seen[i];
+	if (ex->nseen == EXPORT_MAX)
+		return NULL;
+	ex->seen[ex->nseen] = (struct export_seen){ s, -1 };
+	return &ex->seen[ex->nseen++];
+}
+
+static void export_connection(struct export_state *ex, int fd, struct sl_sock *s)
+{
+	int seg, brx, btx;
+
 	if (s->dev_map[0]) {
 		/* A device connection's endpoint and mappings are not passed on
 		 * (its holder words live in anonymous memory the new image
 		 * cannot find): it ends here, loudly, rather than unread. */
 		sl_conn_reset(s, "connections over /dev/scilan are not handed over across exec");
-		return false;
+		return;
 	}
 	sl_lock(&s->rx_lock);
 	sl_ring_rx_publish(&s->rx); /* the new image starts from the shared index */
@@ -78,38 +114,71 @@ static bool export_one(struct sl_sock *s)
 	seg = sl_handover_segment_fd(s);
 	brx = sl_sys.fcntl(s->bell_rx, F_DUPFD, 3);
 	btx = sl_sys.fcntl(s->bell_tx, F_DUPFD, 3);
-	n = -1;
-	if (seg >= 0 && brx >= 0 && btx >= 0)
-		n = snprintf(ex->buf + ex->used, ex->size - ex->used, "%s%d:%d:%d:%d:%d:%d", ex->used ? ";" : "",
-			     s->fd, s->domain, seg, brx, btx, s->own_area);
-	if (n < 0 || (size_t)n >= ex->size - ex->used) {
-		/* A connection the new image cannot read must fail loudly, not
-		 * leave its peer writing into a ring nobody drains. */
-		sl_warn("fd %d: cannot hand the connection over across exec (%s); resetting it", s->fd,
-			seg < 0 ? strerror(errno) : "too many connections");
-		if (seg >= 0)
-			sl_sys.close(seg);
-		if (brx >= 0)
-			sl_sys.close(brx);
-		if (btx >= 0)
-			sl_sys.close(btx);
-		sl_conn_reset(s, "not handed over across exec");
+	if (seg >= 0 && brx >= 0 && btx >= 0 &&
+	    append(ex, "%d:%d:%d:%d:%d:%d", fd, s->domain, seg, brx, btx, s->own_area))
+		return;
+	/* A connection the new image cannot read must fail loudly, not
+	 * leave its peer writing into a ring nobody drains. */
+	sl_warn("fd %d: cannot hand the connection over across exec (%s); resetting it", fd,
+		seg < 0 ? strerror(errno) : "too many connections");
+	if (seg >= 0)
+		sl_sys.close(seg);
+	if (brx >= 0)
+		sl_sys.close(brx);
+	if (btx >= 0)
+		sl_sys.close(btx);
+	sl_conn_reset(s, "not handed over across exec");
+}
+
+static bool export_one(int fd, struct sl_sock *s)
+{
+	struct export_state *ex = exporting;
+	struct export_seen *seen;
+	int fdflags;
+
+	if ((sl_sock_state(s) != SL_CONNECTED && sl_sock_state(s) != SL_LISTENING) || atomic_load(&s->reset))
+		return false;
+	seen = seen_entry(ex, s);
+	fdflags = sl_sys.fcntl(fd, F_GETFD);
+	if (fdflags < 0 || (fdflags & FD_CLOEXEC))
+		return false; /* this descriptor ends with this image */
+	if (seen && seen->first_fd >= 0) {
+		append(ex, "%d:%d:-2:%d:-1:-1", fd, s->domain, seen->first_fd);
 		return false;
 	}
-	ex->used += (size_t)n;
-	ex->count++;
+	if (seen)
+		seen->first_fd = fd;
+	if (sl_sock_state(s) == SL_LISTENING)
+		/* The new image publishes it again (our registry entries close
+		 * with this image), so its accepts keep taking scilan peers. */
+		append(ex, "%d:%d:-1:-1:-1:-1", fd, s->domain);
+	else
+		export_connection(ex, fd, s);
 	return false;
 }
 
 int sl_handover_export(char *buf, size_t size)
 {
-	struct export_state ex = { buf, size, 0, 0 };
+	static _Thread_local struct export_state ex; /* large: not on the exec caller's stack */
 
+	ex = (struct export_state){ .buf = buf, .size = size };
 	if (size)
 		buf[0] = '\0';
 	exporting = &ex;
-	sl_sock_any(export_one);
+	sl_sock_any_fd(export_one);
 	exporting = NULL;
+	ndropped = 0;
+	for (int i = 0; i < ex.nseen; i++) {
+		struct sl_sock *s = ex.seen[i].s;
+
+		/* Only while others hold it: the last holder's exec is its
+		 * kernel socket's close, which the peer sees. */
+		if (ex.seen[i].first_fd < 0 && sl_sock_state(s) == SL_CONNECTED && s->holders &&
+		    atomic_load(s->holders) > 1) {
+			atomic_fetch_sub(s->holders, 1);
+			dropped[ndropped++] = s;
+		}
+	}
 	return ex.count;
 }
 
@@ -117,6 +186,10 @@ int sl_handover_export(char *buf, size_t size)
 void sl_handover_abandon(const char *list)
 {
 	int fd, domain, seg, brx, btx, own;
+
+	for (int i = 0; i < ndropped; i++)
+		atomic_fetch_add(dropped[i]->holders, 1);
+	ndropped = 0;
 
 	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
 		if (seg >= 0) {
@@ -178,7 +251,12 @@ int sl_handover_adopt(const char *list)
 	int fd, domain, seg, brx, btx, own, adopted = 0;
 
 	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
-		if (seg < 0) {
+		if (seg == -2) {
+			struct sl_sock *first = sl_sock_get(brx);
+
+			/* Another name of a connection adopted just before. */
+			adopted += first && sl_sock_state(first) == SL_CONNECTED && sl_sock_alias(fd, first) == 0;
+		} else if (seg < 0) {
 			adopted += sl_listener_adopt(fd, domain) == 0;
 		} else if (sl_handover_adopt_one(fd, domain, seg, brx, btx, own) == 0) {
 			adopted++;

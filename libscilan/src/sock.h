@@ -170,8 +170,11 @@ int sl_listener_adopt(int fd, int domain);
 /* Everything close() does for fd except closing the kernel descriptor. */
 void sl_sock_release(int fd);
 
-/* Call fn for every socket scilan knows; stops early when fn returns true. */
+/* Call fn for every socket scilan knows; stops early when fn returns true.
+ * A socket with dup aliases is seen once per alias. */
 bool sl_sock_any(bool (*fn)(struct sl_sock *s));
+/* The same, with the descriptor number of each table slot. */
+bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s));
 
 static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 {

@@ -310,6 +310,21 @@ bool sl_sock_any(bool (*fn)(struct sl_sock *s))
 	return false;
 }
 
+bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s))
+{
+	for (unsigned c = 0; c < CHUNKS; c++) {
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
+			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
+
+			if (s && sl_sock_state(s) != SL_UNUSED && fn((int)(c * CHUNK_SIZE + i), s))
+				return true;
+		}
+	}
+	return false;
+}
+
 static bool count_holder(struct sl_sock *s)
 {
 	if (sl_sock_state(s) == SL_CONNECTED && s->seg)
