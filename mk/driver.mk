@@ -61,7 +61,7 @@ test-kernel: driver $(CTL_BIN) $(HOOK_SO)
 # scilan (polling, interrupt) against kernel TCP over virtio-net between the
 # same two guests, longer runs than the test; the table lands in
 # $(BUILD)/results/bench-kernel-two.md (TCG: compare ratios, not times).
-bench-kernel: driver
+bench-kernel: driver $(HOOK_SO)
 	@tests/kernel/run-two.sh $(BUILD) --bench
 
 EXTRA_TESTS += test-kernel

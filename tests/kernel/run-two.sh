@@ -2,7 +2,8 @@
 # run-two.sh BUILD [--bench] — the two-guest half of `make test-kernel` (and
 # `make bench-kernel`): our ivshmem server, two TCG guests joined by an
 # ivshmem-doorbell function (scilan.ko's ivshmem backend) and a virtio-net
-# link, sl2test in both; "kernel2 <test> <passed> <failed>" lines go to
+# link, sl2test in both (plus an unmodified program under the preload hook,
+# needs $BUILD/lib/libscilan_preload.so); "kernel2 <test> <passed> <failed>" lines go to
 # BUILD/results/kernel-two.txt, the bench table to BUILD/results/bench-kernel-two.md.
 # Any Oops/WARNING/BUG in either guest's log fails the suite.
 set -u
@@ -38,6 +39,16 @@ for m in drivers/virtio/virtio drivers/virtio/virtio_ring drivers/virtio/virtio_
 done
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
 	-o "$work/root/bin/sl2test" "$here/sl2test.c" || fail_setup "sl2test build"
+# An unmodified, dynamically linked program for the hook test: tests/hook/progs/peer
+# with its shared libraries and libscilan_preload.so.
+gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/root/bin/peer" \
+	"$top/tests/hook/progs/peer.c" "$top/tests/hook/progs/scen.c" || fail_setup "peer build"
+cp "$build/lib/libscilan_preload.so" "$work/root/lib/" || fail_setup "no libscilan_preload.so (make hook)"
+for lib in $(ldd "$work/root/bin/peer" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' |
+	grep -v ':$' | sort -u); do
+	mkdir -p "$work/root$(dirname "$lib")"
+	cp -L "$lib" "$work/root$lib"
+done
 install -m 755 "$here/init-two" "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 
@@ -106,7 +117,8 @@ for r in a b; do
 done
 # Tests every guest must have reported (a missing one is a failure too).
 for t in a_load_unload a_link_up a_pingpong_interrupt a_pingpong_polling a_stream a_killed_while_mapped \
-	a_hostile_args a_peer_poweroff_reset a_final_unload b_load_unload b_link_up b_stream; do
+	a_hostile_args a_hook_dev_program a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
+	b_stream b_hook_dev_program; do
 	grep -q "^kernel2 $t " "$out" || { echo "run-two.sh: no result for $t"; count "${t}_reported" 0; }
 done
 
