@@ -19,33 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest.h"
 #include "scilan.h"
 
 #define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
-
-static int failures;
-
-static void result(const char *name, int ok, const char *fmt, ...)
-{
-	char detail[300] = "";
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	printf("TEST %s %s %s\n", name, ok ? "PASS" : "FAIL", detail);
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static struct sockaddr_in loopback(uint16_t port)
 {
@@ -120,13 +97,6 @@ static int recv_all(int fd, void *buf, size_t n)
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int child_ok(pid_t pid)
 {
 	int st;
@@ -174,14 +144,6 @@ static void test_pingpong(const char *name, uint16_t port, int poll_us, int iter
 	       rtt[iters / 2], rtt[iters * 99 / 100], acc);
 	scilan_close(l);
 	free(rtt);
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
 }
 
 /* A pseudo-random stream in uneven pieces; the receiver regenerates it,
@@ -351,17 +313,6 @@ static void test_plain_listener(uint16_t port)
 	scilan_close(c);
 	close(s);
 	close(l);
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY), ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok ? 0 : -1;
 }
 
 /* The cable is cut under a receiver blocked in recv (interrupt mode): the

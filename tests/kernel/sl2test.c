@@ -34,23 +34,9 @@
 #define CTL_PORT 7800
 #define TCP_PORT 7801
 
-static int failures, is_a, ctl = -1;
+static int is_a, ctl = -1;
 static int rtt_iters = 2000, poll_iters = 20000;
 static size_t stream_bytes = 16u << 20;
-
-static void result(const char *name, int ok, const char *fmt, ...)
-{
-	char detail[256] = "";
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	printf("TEST %s %s %s\n", name, ok ? "PASS" : "FAIL", detail);
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
 
 static int full_io(int fd, void *buf, size_t n, int wr)
 {
@@ -376,16 +362,6 @@ static void test_killed(void)
 	       "peer hup %d, endpoints %ld, busy slices %ld here, peer clean %lld", hup,
 	       dbg_value("endpoints"), dbg_value("slices_busy"), (long long)theirs);
 }
-
-#define EXPECT(cond, err) do { \
-		errno = 0; \
-		if (!(cond) || errno != (err)) { \
-			printf("  hostile: line %d: expected errno %d, got %d (%s)\n", __LINE__, err, errno, \
-			       strerror(errno)); \
-			bad++; \
-		} \
-		checks++; \
-	} while (0)
 
 /* Bad arguments on a connected cross-guest endpoint and a fresh one. */
 static void test_hostile(void)

@@ -16,16 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest.h"
 #include "layout.h"
 #include "uapi/scilan.h"
-
-static inline double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
 
 static inline int info(int fd, struct scilan_info *in)
 {
@@ -231,21 +224,6 @@ static inline void conn_close(struct conn *c)
 		close(c->fd);
 	c->local = c->peer = NULL;
 	c->fd = -1;
-}
-
-static inline uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static inline int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 #endif

@@ -1,0 +1,83 @@
+/* guest.h — what the guest test programs (sltest, sl2test, devtest) share:
+ * "TEST name PASS|FAIL detail" result lines the host runner parses, timing,
+ * a reproducible byte stream, sysfs/debugfs writes and errno checks.
+ */
+#ifndef SCILAN_GUEST_H
+#define SCILAN_GUEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+
+/* One result line, flushed at once: the console is all the host sees of a
+ * guest that hangs or panics later. */
+__attribute__((format(printf, 3, 4))) static inline void result(const char *name, int ok, const char *fmt, ...)
+{
+	char detail[300] = "";
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	printf("TEST %s %s %s\n", name, ok ? "PASS" : "FAIL", detail);
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+static inline double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static inline uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Write s into a sysfs/debugfs file (e.g. the mock's link switch); 0 or -1. */
+static inline int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* In a hostile-arguments test: cond must hold with errno err (0: success);
+ * counts into the caller's `checks` and `bad`. */
+#define EXPECT(cond, err)                                                                                  \
+	do {                                                                                               \
+		errno = 0;                                                                                 \
+		if (!(cond) || errno != (err)) {                                                           \
+			printf("  hostile: line %d: expected errno %d, got %d (%s)\n", __LINE__, err, errno, \
+			       strerror(errno));                                                           \
+			bad++;                                                                             \
+		}                                                                                          \
+		checks++;                                                                                  \
+	} while (0)
+
+#endif
