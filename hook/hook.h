@@ -43,8 +43,8 @@ void hk_epoll_forget_fd(int fd);
  * and wait (poll_calls.c uses it for poll/ppoll/select/pselect). */
 int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 
-/* stdio_calls.c: fds 0-2 are about to name something else (flush the
- * standard stream), or just did (swap it for a ring-backed stream while the
+/* stdio_calls.c: fds 0-2 are about to name something else (flush our
+ * ring-backed standard stream), or just did (swap it for a ring-backed stream while the
  * fd is a scilan socket, and back). */
 void hk_std_stream_before_change(int fd);
 void hk_std_stream_after_change(int fd);

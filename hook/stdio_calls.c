@@ -64,8 +64,10 @@ static FILE **std_var(int fd)
 
 void hk_std_stream_before_change(int fd)
 {
-	if (fd == 1 || fd == 2)
-		fflush(*std_var(fd)); /* what it holds was written for the old descriptor */
+	/* Only our own stream: what it holds was written for the connection.
+	 * The program's streams keep glibc's behaviour (no flush at close). */
+	if ((fd == 1 || fd == 2) && std_cookie[fd])
+		fflush(std_cookie[fd]);
 }
 
 void hk_std_stream_after_change(int fd)
