@@ -208,13 +208,6 @@ int scilan_accept(int fd, struct sockaddr *addr, socklen_t *len)
 	return scilan_accept4(fd, addr, len, 0);
 }
 
-/* A scilan listener reachable at dst: exact address first, then the wildcard. */
-static int find_listener(const struct sl_key *dst, uint64_t *peer_ring)
-{
-	struct sl_key any = { .family = dst->family, .port = dst->port };
-
-	return sl_fabric()->lookup(dst, peer_ring) || sl_fabric()->lookup(&any, peer_ring);
-}
 
 /* Linux connects the unspecified address to loopback; so must the lookup. */
 static void unspecified_to_loopback(struct sl_key *key)
@@ -243,6 +236,35 @@ static int route_source(int domain, const struct sockaddr *dst, socklen_t len, s
 	    key_from_sockaddr((struct sockaddr *)&ss, sslen, src) == 0;
 	sl_sys.close(probe);
 	return r ? 0 : -1;
+}
+
+/* Is dst an address of this node (this network namespace)?  A destination
+ * of ours is routed to ourselves, and the kernel then picks that very address
+ * as the source.  Not a bind() probe: with ip_nonlocal_bind set, bind accepts
+ * any address.  A local address the kernel would answer from another source
+ * (a custom local route) reads as not ours: plain TCP, the safe side. */
+static bool address_is_local(int domain, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst)
+{
+	static const unsigned char v6_loopback[16] = { [15] = 1 };
+	struct sl_key src;
+
+	if (dst->family == AF_INET ? dst->addr[0] == 127 : memcmp(dst->addr, v6_loopback, 16) == 0)
+		return true;
+	return route_source(domain, addr, len, &src) == 0 && src.family == dst->family &&
+	       memcmp(src.addr, dst->addr, dst->family == AF_INET ? 4 : 16) == 0;
+}
+
+/* A scilan listener reachable at dst: exact address first, then a wildcard
+ * listener, which only this node's own addresses reach: the kernel connects
+ * anything else to another host, whose port a listener here merely shares. */
+static int find_listener(int domain, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst,
+			 uint64_t *peer_ring)
+{
+	struct sl_key any = { .family = dst->family, .port = dst->port };
+
+	if (sl_fabric()->lookup(dst, peer_ring))
+		return 1;
+	return sl_fabric()->lookup(&any, peer_ring) && address_is_local(domain, addr, len, dst);
 }
 
 /* The offer is keyed by the whole 4-tuple, so our end must be known before
@@ -311,7 +333,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	pthread_mutex_lock(&s->ctl_lock);
 	if (key_from_sockaddr(addr, len, &dst) == 0)
 		unspecified_to_loopback(&dst);
-	if (!dst.family || !*sl_config()->rundir || !find_listener(&dst, &peer_ring) ||
+	if (!dst.family || !*sl_config()->rundir || !find_listener(s->domain, addr, len, &dst, &peer_ring) ||
 	    source_of(s, addr, len, &src) < 0 ||
 	    sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
 		r = connect_plain(s, addr, len);

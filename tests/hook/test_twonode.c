@@ -1,7 +1,9 @@
 /* test_twonode.c — two network namespaces joined by a veth pair (made and removed
  * here), server in one, client in the other, one SCILAN_RUNDIR: accelerated only
- * when both are preloaded and the map lists the server's node; data checked always. */
+ * when both are preloaded and the map lists the server's node; data checked always.
+ * Also: a wildcard listener accelerates only connections to its own node. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +14,7 @@
 
 #define BYTES 2000000L
 
-static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], addr_a[32], addr_b[32];
+static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], addr_a[32], addr_b[32], addr6_a[48], addr6_b[48];
 static bool made;
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -39,6 +41,8 @@ static void nodes_up(void)
 	snprintf(veth_b, sizeof(veth_b), "slh%db", id % 1000000);
 	snprintf(addr_a, sizeof(addr_a), "10.77.%d.1", 10 + id % 240);
 	snprintf(addr_b, sizeof(addr_b), "10.77.%d.2", 10 + id % 240);
+	snprintf(addr6_a, sizeof(addr6_a), "fd77:%x::1", 10 + id % 240);
+	snprintf(addr6_b, sizeof(addr6_b), "fd77:%x::2", 10 + id % 240);
 	cr_assert_eq(geteuid(), 0, "the two-node test needs root (network namespaces)");
 	made = true;
 	cr_assert_eq(sh("ip netns add %s && ip netns add %s", ns_a, ns_b), 0, "ip netns add");
@@ -48,6 +52,10 @@ static void nodes_up(void)
 	cr_assert_eq(sh("ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s", ns_a, addr_a, veth_a, ns_b,
 			addr_b, veth_b),
 		     0, "addresses");
+	/* nodad: usable at once, no duplicate address detection to wait for. */
+	cr_assert_eq(sh("ip -n %s addr add %s/64 dev %s nodad && ip -n %s addr add %s/64 dev %s nodad", ns_a, addr6_a,
+			veth_a, ns_b, addr6_b, veth_b),
+		     0, "IPv6 addresses");
 	cr_assert_eq(sh("ip -n %s link set lo up && ip -n %s link set lo up && ip -n %s link set %s up && "
 			"ip -n %s link set %s up",
 			ns_a, ns_b, ns_a, veth_a, ns_b, veth_b),
@@ -145,4 +153,114 @@ Test(twonode, server_not_preloaded_kernel_tcp)
 Test(twonode, client_not_preloaded_kernel_tcp)
 {
 	run_case("client plain", "addr", true, false, true, true, 0);
+}
+
+/* One run of the wrong-destination case: node B runs a plain echo server at
+ * b_addr; node A a wildcard listener (wildcard) on the same port, which never
+ * accepts, and a client connecting to b_addr.  With preload_a, both programs
+ * in A run under the hook, sharing one runtime directory. */
+static void wrong_destination_run(const char *wildcard, const char *b_addr, bool preload_a, struct hk_out *srv,
+				  struct hk_out *cli)
+{
+	struct hk_env pb = { .netns = ns_b }, ea;
+	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf), line[64], port[16], nbytes[24];
+	const char *bargv[] = { hk_prog("peer"), "server", b_addr, NULL };
+	struct hk_proc bp, ap;
+	struct hk_out lo;
+
+	ea = (struct hk_env){ .preload = preload_a, .rundir = rundir, .conf = conf, .netns = ns_a };
+	hk_start(&bp, &pb, bargv);
+	cr_assert(hk_read_line(&bp, line, sizeof(line), 30) && sscanf(line, "port %15s", port) == 1,
+		  "echo server in B did not start");
+	{
+		const char *aargv[] = { hk_prog("peer"), "server", wildcard, port, NULL };
+		const char *cargv[] = { hk_prog("peer"), "client", b_addr, port, nbytes, NULL };
+
+		hk_start(&ap, &ea, aargv);
+		cr_assert(hk_read_line(&ap, line, sizeof(line), 30), "wildcard listener in A did not start");
+		snprintf(nbytes, sizeof(nbytes), "%ld", BYTES);
+		hk_run(&ea, cargv, cli, 60);
+	}
+	hk_finish(&bp, srv, 30);
+	memmove(srv->out, srv->out + bp.ocons, strlen(srv->out + bp.ocons) + 1); /* its port line */
+	/* The listener in A waits for a connection that must never come. */
+	kill(-ap.pid, SIGKILL);
+	hk_finish(&ap, &lo, 10);
+	cr_expect(!strstr(lo.out, "accepted"), "the wildcard listener in A accepted a connection meant for B:\n%s",
+		  lo.out);
+	hk_out_free(&lo);
+	hk_rmtree(tmp);
+	free(tmp);
+	free(rundir);
+	free(conf);
+}
+
+static void wrong_destination(const char *what, const char *wildcard, const char *b_addr)
+{
+	struct hk_out rs, rc, s, c;
+	char label[160];
+
+	wrong_destination_run(wildcard, b_addr, false, &rs, &rc);
+	cr_assert_eq(rc.rc, 0, "%s: plain client: %s%s", what, rc.out, rc.err);
+	cr_assert(strstr(rc.out, "intact 1"), "%s: plain client: %s", what, rc.out);
+	wrong_destination_run(wildcard, b_addr, true, &s, &c);
+	snprintf(label, sizeof(label), "%s: echo server in B", what);
+	hk_check_run(label, &rs, &s, false, -1, -1);
+	snprintf(label, sizeof(label), "%s: client in A", what);
+	hk_check_run(label, &rc, &c, true, 0, -1);
+	hk_out_free(&rs);
+	hk_out_free(&rc);
+	hk_out_free(&s);
+	hk_out_free(&c);
+}
+
+Test(twonode, wildcard_listener_port_elsewhere_kernel_tcp)
+{
+	wrong_destination("IPv4", "0.0.0.0", addr_b);
+}
+
+Test(twonode, wildcard_listener_port_elsewhere_ipv6_kernel_tcp)
+{
+	wrong_destination("IPv6", "::", addr6_b);
+}
+
+Test(twonode, dual_stack_listener_port_elsewhere_kernel_tcp)
+{
+	wrong_destination("dual-stack listener, IPv4 destination", "::", addr_b);
+}
+
+/* The other side of the same rule: a wildcard listener does serve its own
+ * node's non-loopback address (no cluster map needed). */
+static void own_address(const char *what, const char *wildcard, const char *a_addr)
+{
+	struct hk_env pa = { .netns = ns_a }, e;
+	struct hk_out rs, rc, s, c;
+	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf), label[160];
+
+	hk_run_pair(&pa, &pa, wildcard, a_addr, BYTES, &rs, &rc, 60);
+	cr_assert_eq(rc.rc, 0, "%s: plain client: %s%s", what, rc.out, rc.err);
+	e = (struct hk_env){ .preload = true, .rundir = rundir, .conf = conf, .netns = ns_a };
+	hk_run_pair(&e, &e, wildcard, a_addr, BYTES, &s, &c, 60);
+	hk_rmtree(tmp);
+	snprintf(label, sizeof(label), "%s: server", what);
+	hk_check_run(label, &rs, &s, true, 1, -1);
+	snprintf(label, sizeof(label), "%s: client", what);
+	hk_check_run(label, &rc, &c, true, 1, -1);
+	hk_out_free(&rs);
+	hk_out_free(&rc);
+	hk_out_free(&s);
+	hk_out_free(&c);
+	free(tmp);
+	free(rundir);
+	free(conf);
+}
+
+Test(twonode, wildcard_listener_own_address_accelerated)
+{
+	own_address("IPv4", "0.0.0.0", addr_a);
+}
+
+Test(twonode, wildcard_listener_own_address_ipv6_accelerated)
+{
+	own_address("IPv6", "::", addr6_a);
 }

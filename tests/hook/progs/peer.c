@@ -1,6 +1,7 @@
 /* peer.c — both ends of one connection as separate programs (mixed and two-node
- * tests): `peer server ADDR` prints "port N" and echoes one connection;
- * `peer client ADDR PORT BYTES` exchanges BYTES and checks the echo and EOF. */
+ * tests): `peer server ADDR [PORT]` prints "port N" and echoes one connection;
+ * `peer client ADDR PORT BYTES` exchanges BYTES and checks the echo and EOF.
+ * ADDR is IPv4 or IPv6. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,31 +11,47 @@
 
 #include "scen.h"
 
-static void addr_of(const char *text, uint16_t port, struct sockaddr_in *a)
+static socklen_t addr_of(const char *text, uint16_t port, struct sockaddr_storage *ss)
 {
-	memset(a, 0, sizeof(*a));
-	a->sin_family = AF_INET;
-	a->sin_port = htons(port);
-	if (inet_pton(AF_INET, text, &a->sin_addr) != 1)
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, text, &a->sin_addr) == 1) {
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		return sizeof(*a);
+	}
+	if (inet_pton(AF_INET6, text, &a6->sin6_addr) != 1)
 		fatal("bad address %s", text);
+	a6->sin6_family = AF_INET6;
+	a6->sin6_port = htons(port);
+	return sizeof(*a6);
+}
+
+static unsigned port_of(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port :
+						((const struct sockaddr_in6 *)ss)->sin6_port);
 }
 
 static int sc_server(void)
 {
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
+	struct sockaddr_storage a;
+	socklen_t len;
 	int l, s, one = 1;
 
 	if (scen_argc < 1)
-		fatal("peer server ADDR");
-	addr_of(scen_argv[0], 0, &a);
-	l = MUST(socket(AF_INET, SOCK_STREAM, 0));
+		fatal("peer server ADDR [PORT]");
+	len = addr_of(scen_argv[0], scen_argc > 1 ? (uint16_t)atoi(scen_argv[1]) : 0, &a);
+	l = MUST(socket(a.ss_family, SOCK_STREAM, 0));
 	MUST(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
-	MUST(bind(l, (struct sockaddr *)&a, sizeof(a)));
+	MUST(bind(l, (struct sockaddr *)&a, len));
 	MUST(listen(l, 4));
+	len = sizeof(a);
 	MUST(getsockname(l, (struct sockaddr *)&a, &len));
 	/* The first line is for the test driver (not part of the transcript). */
-	say("port %u", ntohs(a.sin_port));
+	say("port %u", port_of(&a));
 	s = MUST(accept(l, NULL, NULL));
 	say("accepted");
 	say("served %llu bytes, then EOF", (unsigned long long)echo_fd(s, s));
@@ -45,7 +62,8 @@ static int sc_server(void)
 
 static int sc_client(void)
 {
-	struct sockaddr_in a;
+	struct sockaddr_storage a;
+	socklen_t len;
 	size_t sent, got;
 	int c;
 	bool ok;
@@ -53,9 +71,9 @@ static int sc_client(void)
 
 	if (scen_argc < 3)
 		fatal("peer client ADDR PORT BYTES");
-	addr_of(scen_argv[0], (uint16_t)atoi(scen_argv[1]), &a);
-	c = MUST(socket(AF_INET, SOCK_STREAM, 0));
-	SHOW(connect(c, (struct sockaddr *)&a, sizeof(a)));
+	len = addr_of(scen_argv[0], (uint16_t)atoi(scen_argv[1]), &a);
+	c = MUST(socket(a.ss_family, SOCK_STREAM, 0));
+	SHOW(connect(c, (struct sockaddr *)&a, len));
 	ok = exchange(c, 42, (size_t)atol(scen_argv[2]), &sent, &got);
 	say("sent %zu, echoed %zu, intact %d", sent, got, ok);
 	SHOW(shutdown(c, SHUT_WR));
