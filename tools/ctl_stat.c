@@ -1,7 +1,9 @@
 /* ctl_stat.c — `scilan_ctl stat [--watch SECONDS]`: every accelerated
  * connection of every live scilan process of this user (pid, program, fd,
  * endpoints, bytes each way, sleeps, wake-ups), once, as JSON, or refreshed
- * with rates until interrupted.  Files of dead processes are removed.
+ * with rates until interrupted.  Files of dead processes (no live process
+ * holds their lock) are removed, and each run sweeps some of what dead
+ * processes left elsewhere in the runtime directory.
  */
 #include "ctl_stat.h"
 
@@ -21,6 +23,7 @@
 
 #include "config.h"
 #include "ctl_devices.h"
+#include "rundir_sweep.h"
 #include "stats_file.h"
 
 struct conn_row {
@@ -82,8 +85,8 @@ static void read_file(const char *dir, const char *name, struct table *t)
 		munmap(m, sizeof(*m));
 		return;
 	}
-	if (kill(m->hdr.pid, 0) < 0 && errno == ESRCH) {
-		unlink(path);
+	/* Not kill(pid, 0): the pid may be another process's by now. */
+	if (sl_stats_file_reap(path)) {
 		munmap(m, sizeof(*m));
 		return;
 	}
@@ -117,6 +120,7 @@ static int collect(struct table *t)
 		fprintf(stderr, "scilan_ctl: no usable runtime directory (SCILAN_RUNDIR)\n");
 		return -1;
 	}
+	sl_rundir_sweep(SL_SWEEP_BUDGET);
 	snprintf(dir, sizeof(dir), "%s/stats", sl_config()->rundir);
 	d = opendir(dir);
 	if (!d)

@@ -3,10 +3,8 @@
  * kernel connect, the accepting side opens the memfd through /proc; wake-ups
  * are single bytes on the connection's kernel TCP socket.
  */
-#include <dirent.h>
 #include <ifaddrs.h>
 #include <errno.h>
-#include <signal.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -24,6 +22,7 @@
 #include "log.h"
 #include "own_fd.h"
 #include "registry.h"
+#include "rundir_sweep.h"
 #include "segment.h"
 #include "shm_linger.h"
 #include "sys.h"
@@ -106,35 +105,6 @@ static void shm_listen_unregister(struct sl_sock *s)
 	}
 }
 
-/* Offers whose connecting process is gone (it died between offering and
- * connecting) are removed with their FIFOs. */
-static void sweep_stale_offers(void)
-{
-	char path[4400];
-	struct offer offer;
-	struct dirent *de;
-	DIR *dir;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/offer", sl_config()->rundir);
-	dir = opendir(path);
-	if (!dir)
-		return;
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
-			continue;
-		snprintf(path, sizeof(path), "%s/offer/%s", sl_config()->rundir, de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		if (sl_sys.read(fd, &offer, sizeof(offer)) == (ssize_t)sizeof(offer) && offer.magic == OFFER_MAGIC &&
-		    offer.pid > 0 && kill(offer.pid, 0) < 0 && errno == ESRCH)
-			sl_shm_unlink_offer(path);
-		sl_sys.close(fd);
-	}
-	closedir(dir);
-}
-
 /* Is addr assigned to an interface of our network namespace? */
 static bool address_is_ours(const struct sl_key *addr)
 {
@@ -187,9 +157,8 @@ static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 
 	struct sl_key v4_any = { .family = AF_INET, .port = local->port };
 
-	/* Listening is rare and slow anyway: the place to tidy up after the dead. */
-	sl_registry_sweep();
-	sweep_stale_offers();
+	/* Listening is rare and slow anyway: a place to tidy up after the dead. */
+	sl_rundir_sweep(SL_SWEEP_BUDGET);
 
 	s->reg_fd[0] = sl_registry_add(local, s->ring_bytes, s->reg_path[0], sizeof(s->reg_path[0]));
 	if (s->reg_fd[0] < 0)
@@ -299,6 +268,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 
 	if (offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) < 0)
 		return -1;
+	sl_rundir_sweep_tick();
 	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
 	fd = sl_own_fd(create_memfd(hdr.total_size));
 	if (fd < 0)

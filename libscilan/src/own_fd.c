@@ -15,6 +15,7 @@
 #include "log.h"
 #include "shm_linger.h"
 #include "sock.h"
+#include "stats_file.h"
 #include "sys.h"
 
 /* Marks cover the first 2^20 numbers (the kernel's default nr_open); the
@@ -141,6 +142,7 @@ int sl_own_fd_evict(int fd)
 	mark(to, true);
 	sl_sock_any(renumber_sock);
 	sl_shm_linger_renumber(fd, to);
+	sl_stats_file_renumber(fd, to);
 	mark(fd, false);
 	pthread_mutex_unlock(&evict_lock);
 	sl_debug("descriptor %d moved to %d: the program reuses its number", fd, to);

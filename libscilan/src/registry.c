@@ -5,9 +5,9 @@
  */
 #include "registry.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -194,28 +194,22 @@ int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
 	return 1;
 }
 
-void sl_registry_sweep(void)
+void sl_registry_reap(const char *path)
 {
-	char path[4400];
-	struct dirent *de;
-	DIR *dir;
-	int lock;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), lock;
+	bool unclaimed;
 
-	snprintf(path, sizeof(path), "%s/listen", sl_config()->rundir);
-	dir = opendir(path);
-	if (!dir)
+	if (fd < 0)
+		return;
+	/* Looked at without the registry lock: live entries cost no flock. */
+	unclaimed = ofd_lock(fd, F_WRLCK, F_OFD_GETLK) == F_UNLCK;
+	sl_sys.close(fd);
+	if (!unclaimed)
 		return;
 	lock = lock_registry();
-	if (lock < 0) {
-		closedir(dir);
+	if (lock < 0)
 		return;
-	}
-	while ((de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/listen/%s", sl_config()->rundir, de->d_name);
-		remove_if_unclaimed(path);
-	}
+	sl_debug("removing stale listener entry %s", path);
+	remove_if_unclaimed(path);
 	sl_sys.close(lock);
-	closedir(dir);
 }

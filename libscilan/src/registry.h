@@ -26,7 +26,7 @@ void sl_registry_remove(int fd, const char *path);
 void sl_registry_withdraw(int fd, const char *path);
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes);
 
-/* Remove the entries of listeners that no longer exist. */
-void sl_registry_sweep(void);
+/* Remove the entry at path if no listener holds it any more. */
+void sl_registry_reap(const char *path);
 
 #endif

@@ -1,6 +1,7 @@
 /* stats_file.c — publishes this process's live per-connection counters in
  * <rundir>/stats/<pid>, a shared mapping that exists while the process has
- * accelerated connections; scilan_ctl stat maps it read-only.
+ * accelerated connections; scilan_ctl stat maps it read-only.  The owner
+ * holds an OFD read lock on it, so a file nobody locks is a dead process's.
  */
 #include "stats_file.h"
 
@@ -12,10 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "log.h"
+#include "own_fd.h"
+#include "rundir_sweep.h"
 #include "sys.h"
 
 static struct sl_stats_map *map;
@@ -23,6 +27,9 @@ static struct sl_stats_map *map;
  * is mapped over it (MAP_FIXED), so a thread racing a close never writes
  * into unmapped memory. */
 static struct sl_stats_map *detached;
+/* Holds the lock that tells sweepers we live (one of our own descriptors:
+ * a program closing every descriptor must not drop it). */
+static int map_fd = -1;
 static int live_slots;
 static pid_t map_pid;
 static bool map_failed;
@@ -35,6 +42,59 @@ static void remove_at_exit(void)
 		unlink(map_path);
 }
 
+static int ofd_lock(int fd, short type, int cmd)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	int r;
+
+	while ((r = sl_sys.fcntl(fd, cmd, &fl)) < 0 && errno == EINTR) {
+	}
+	return r;
+}
+
+/* Create our file already locked.  A sweeper removes a file only while it
+ * holds the write lock, so once our read lock is granted the file either
+ * still has its name (and is safe from then on) or was removed in the gap
+ * between create and lock, and we make it again. */
+static int create_locked(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	for (int tries = 0; tries < 3; tries++) {
+		/* A file under our pid is a dead process's: the pid is ours now. */
+		unlink(path);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+		if (fd < 0)
+			return -1;
+		if (ofd_lock(fd, F_RDLCK, F_OFD_SETLKW) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+			return fd;
+		sl_sys.close(fd);
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+bool sl_stats_file_reap(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat held, named;
+	bool gone;
+
+	if (fd < 0)
+		return false;
+	gone = ofd_lock(fd, F_WRLCK, F_OFD_SETLK) == 0;
+	/* The name may have been reused for a new file since we opened it. */
+	if (gone && fstat(fd, &held) == 0 && lstat(path, &named) == 0 && held.st_ino == named.st_ino &&
+	    held.st_dev == named.st_dev) {
+		sl_debug("removing the statistics file %s of a process that is gone", path);
+		unlink(path);
+	}
+	sl_sys.close(fd);
+	return gone;
+}
+
 /* Under map_lock. */
 static struct sl_stats_map *open_map(void)
 {
@@ -45,28 +105,29 @@ static struct sl_stats_map *open_map(void)
 
 	if (map || map_failed || !*rundir)
 		return map;
+	/* Where processes come and go: clean up after those that left. */
+	sl_rundir_sweep_tick();
 	snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)getpid());
-	/* A file under our pid is a dead process's: the pid is ours now. */
-	unlink(map_path);
-	fd = open(map_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = sl_own_fd(create_locked(map_path));
 	if (fd < 0 || ftruncate(fd, sizeof(*m)) < 0) {
 		sl_debug("no live statistics file %s: %s", map_path, strerror(errno));
 		if (fd >= 0) {
-			sl_sys.close(fd);
+			sl_own_fd_close(fd);
 			unlink(map_path);
 		}
 		map_failed = true;
 		return NULL;
 	}
 	m = mmap(detached, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED | (detached ? MAP_FIXED : 0), fd, 0);
-	sl_sys.close(fd);
 	if (m != MAP_FAILED)
 		detached = NULL;
 	if (m == MAP_FAILED) {
+		sl_own_fd_close(fd);
 		unlink(map_path);
 		map_failed = true;
 		return NULL;
 	}
+	map_fd = fd;
 	m->hdr.pid = getpid();
 	m->hdr.slots = SL_STATS_SLOTS;
 	fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
@@ -146,6 +207,8 @@ void sl_stats_conn_close(struct sl_sock *s)
 		/* No connection left: the runtime directory keeps nothing of ours. */
 		if (--live_slots == 0) {
 			unlink(map_path);
+			sl_own_fd_close(map_fd);
+			map_fd = -1;
 			detached = map;
 			map = NULL;
 		}
@@ -178,6 +241,16 @@ void sl_stats_file_after_fork_child(void)
 	if (map)
 		detached = map; /* mapped over by our own first file */
 	map = NULL;
+	/* Our copy only: the lock stays with the parent's descriptor. */
+	if (map_fd >= 0)
+		sl_own_fd_close(map_fd);
+	map_fd = -1;
 	live_slots = 0;
 	map_failed = false;
+}
+
+void sl_stats_file_renumber(int from, int to)
+{
+	if (map_fd == from)
+		map_fd = to;
 }

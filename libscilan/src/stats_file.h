@@ -5,6 +5,7 @@
 #ifndef SCILAN_STATS_FILE_H
 #define SCILAN_STATS_FILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sock.h"
@@ -39,5 +40,10 @@ void sl_stats_conn_open(struct sl_sock *s);
 void sl_stats_conn_close(struct sl_sock *s);
 /* In a forked child: the file is the parent's; count privately again. */
 void sl_stats_file_after_fork_child(void);
+/* Remove the statistics file at path if no live process holds it (its
+ * owner's lock is gone); true if it was a dead process's. */
+bool sl_stats_file_reap(const char *path);
+/* Our lock's descriptor moved to another number (own_fd.c). */
+void sl_stats_file_renumber(int from, int to);
 
 #endif

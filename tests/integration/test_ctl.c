@@ -18,6 +18,7 @@
 
 #include "cr_helpers.h"
 #include "scilan.h"
+#include "stats_file.h" /* the file format, to forge a dead process's file */
 #include "testutil.h"
 
 extern char **environ;
@@ -428,6 +429,38 @@ Test(ctl, stat_shows_live_connection_counters)
 	scilan_close(s);
 	r = ctl("--json", "stat", NULL);
 	cr_assert_null(strstr(r->out, expect_pid), "closed connections still listed: %s", r->out);
+}
+
+/* A pid proves nothing (another process may have it by now): a statistics
+ * file that no live process holds is not listed, and is removed. */
+Test(ctl, stat_drops_files_no_process_holds)
+{
+	static struct sl_stats_map ghost;
+	const char *rundir = tu_isolated_rundir();
+	char path[PATH_MAX], expect_pid[32];
+	int c, s, fd;
+
+	cr_assert_not_null(rundir);
+	pair_or_die(0, 0, &c, &s); /* a live file of ours beside it */
+	ghost.hdr.magic = SL_STATS_MAGIC;
+	ghost.hdr.pid = 1; /* alive, and not a scilan process */
+	ghost.hdr.slots = SL_STATS_SLOTS;
+	snprintf(ghost.hdr.comm, sizeof(ghost.hdr.comm), "ghost");
+	ghost.slot[0].in_use = 1;
+	ghost.slot[0].fd = 99;
+	snprintf(path, sizeof(path), "%s/stats/1", rundir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, &ghost, sizeof(ghost)), (ssize_t)sizeof(ghost));
+	close(fd);
+	struct run *r = ctl("--json", "stat", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	snprintf(expect_pid, sizeof(expect_pid), "{\"pid\":%d,", (int)getpid());
+	cr_expect(strstr(r->out, expect_pid), "our process is not listed: %s", r->out);
+	cr_expect_null(strstr(r->out, "ghost"), "a file no process holds is listed: %s", r->out);
+	cr_expect_neq(access(path, F_OK), 0, "%s was not removed", path);
+	scilan_close(c);
+	scilan_close(s);
 }
 
 Test(ctl, stat_rejects_bad_watch_interval)

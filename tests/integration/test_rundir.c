@@ -1,0 +1,349 @@
+/* test_rundir.c — what dead processes leave in the runtime directory (stats
+ * files, offers, wake-up FIFOs, half-written offers) is swept by later
+ * listens, whatever pid the dead owner had; what live processes hold stays.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define HOLDERS 40  /* connected, then killed */
+#define CHURNERS 10 /* connect and close in a loop, killed anywhere in it */
+#define CHURN_MAX 30
+#define BUDGET 32 /* SL_SWEEP_BUDGET: entries one sweep looks at */
+
+static char rundir[256];
+
+static void setup(void)
+{
+	const char *r = tu_isolated_rundir();
+
+	cr_assert(r, "no temporary directory");
+	snprintf(rundir, sizeof(rundir), "%s", r);
+}
+
+struct storm {
+	uint16_t port, churn_port;
+	_Atomic int ready, churners;
+	_Atomic int churned[CHURNERS];
+};
+
+/* Connect (accelerated), then wait to be killed without closing. */
+static int holder(void *p)
+{
+	struct storm *st = p;
+	int fd = tu_connect(AF_INET, st->port);
+
+	TU_CHECK(fd >= 0, "connect");
+	TU_CHECK(tu_accelerated(fd) == 1, "not accelerated");
+	atomic_fetch_add(&st->ready, 1);
+	for (;;)
+		pause();
+}
+
+/* Connect to a listener that never accepts and close, over and over: each
+ * close leaves a segment lingering with its offer, and the kill lands
+ * anywhere, set-up included.  Small rings: the lingering segments add up. */
+static int churner(void *p)
+{
+	struct storm *st = p;
+	int me = atomic_fetch_add(&st->churners, 1);
+
+	for (int i = 0; i < CHURN_MAX; i++) {
+		int fd = tu_connect_rcvbuf(AF_INET, st->churn_port, 4096);
+
+		TU_CHECK(fd >= 0, "connect");
+		scilan_close(fd);
+		atomic_fetch_add(&st->churned[me], 1);
+	}
+	for (;;)
+		pause();
+}
+
+/* Names in <rundir>/<sub>, except dot files, one per line; their count. */
+static int list_dir(const char *sub, char *out, size_t size)
+{
+	char path[512];
+	struct dirent *de;
+	size_t len = 0;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", rundir, sub);
+	out[0] = '\0';
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		n++;
+		if (len + strlen(de->d_name) + 2 < size)
+			len += (size_t)snprintf(out + len, size - len, "%s\n", de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* As if the grace time for files in the middle of a set-up had passed. */
+static void age_dir(const char *sub)
+{
+	struct timespec old[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+	char path[512];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", rundir, sub);
+	d = opendir(path);
+	cr_assert(d, "%s: %s", path, strerror(errno));
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			utimensat(dirfd(d), de->d_name, old, AT_SYMLINK_NOFOLLOW);
+	closedir(d);
+}
+
+/* Listening is one of the moments a process sweeps. */
+static void sweep_once(void)
+{
+	uint16_t port;
+	int l = tu_listen(AF_INET, 1, &port);
+
+	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
+	scilan_close(l);
+}
+
+static int entries(void)
+{
+	char names[64];
+
+	return list_dir("stats", names, sizeof(names)) + list_dir("offer", names, sizeof(names)) +
+	       list_dir("listen", names, sizeof(names));
+}
+
+/* Enough rounds of the bounded sweep to visit every entry twice. */
+static void sweep_by_listening(void)
+{
+	int rounds = 2 * (entries() / BUDGET + 2);
+
+	for (int i = 0; i < rounds; i++)
+		sweep_once();
+}
+
+static void make_file(const char *sub, const char *name, mode_t fifo, const void *data, size_t len)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", rundir, sub, name);
+	if (fifo) {
+		cr_assert_eq(mkfifo(path, 0600), 0, "mkfifo %s: %s", path, strerror(errno));
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+Test(rundir, sigkill_storm_leaves_nothing_after_sweeps, .init = setup, .timeout = 120)
+{
+	struct storm *st = tu_shared_alloc(sizeof(*st));
+	struct tu_child kids[HOLDERS + CHURNERS];
+	int l = tu_listen(AF_INET, 256, &st->port), l2 = tu_listen_rcvbuf(AF_INET, 4096, 4096, &st->churn_port);
+	int accepted[HOLDERS / 2];
+	char names[8192], own[32];
+	int n;
+
+	cr_assert(l >= 0 && l2 >= 0, "listen: %s", strerror(errno));
+	tu_watchdog(90, "the storm");
+	for (int i = 0; i < HOLDERS; i++)
+		cr_assert_eq(tu_spawn(&kids[i], holder, st), 0);
+	for (int i = 0; i < CHURNERS; i++)
+		cr_assert_eq(tu_spawn(&kids[HOLDERS + i], churner, st), 0);
+	/* Half the holders' connections are accepted (attached), half never are. */
+	for (int i = 0; i < HOLDERS / 2; i++) {
+		accepted[i] = tu_accept(l);
+		cr_assert_geq(accepted[i], 0, "accept: %s", strerror(errno));
+	}
+	for (;;) {
+		bool churned = true;
+
+		for (int i = 0; i < CHURNERS; i++)
+			churned = churned && atomic_load(&st->churned[i]) > 10;
+		if (atomic_load(&st->ready) == HOLDERS && churned)
+			break;
+		tu_sleep_ms(10);
+	}
+	for (int i = 0; i < HOLDERS + CHURNERS; i++) {
+		tu_kill(&kids[i]);
+		tu_reap(&kids[i]);
+	}
+	n = list_dir("stats", names, sizeof(names));
+	cr_assert_geq(n, HOLDERS, "the holders' statistics files are not there to sweep:\n%s", names);
+	/* What a process killed between creating its wake-up FIFOs and its
+	 * offer, or while writing the offer, leaves. */
+	make_file("offer", "killed-in-setup.bell0", 1, NULL, 0);
+	make_file("offer", "killed-in-setup.bell1", 1, NULL, 0);
+	make_file("offer", "killed-in-setup.5.tmp", 0, "", 0);
+	age_dir("offer");
+	/* Each sweep looks at a bounded number of entries (an offer goes with
+	 * its two FIFOs). */
+	n = entries();
+	sweep_once();
+	cr_expect_leq(n - entries(), 3 * BUDGET, "one sweep removed %d entries", n - entries());
+	sweep_by_listening();
+	tu_watchdog_cancel();
+
+	snprintf(own, sizeof(own), "%d\n", (int)getpid());
+	n = list_dir("stats", names, sizeof(names));
+	cr_expect(n == 1 && strcmp(names, own) == 0, "statistics files of dead processes remain (%d):\n%s", n,
+		  names);
+	n = list_dir("offer", names, sizeof(names));
+	cr_expect_eq(n, 0, "offers or FIFOs of dead processes remain (%d):\n%s", n, names);
+	for (int i = 0; i < HOLDERS / 2; i++)
+		scilan_close(accepted[i]);
+	scilan_close(l);
+	scilan_close(l2);
+}
+
+struct worker {
+	uint16_t port;
+	struct tu_sync sync;
+};
+
+/* Python's multiprocessing ends its workers with os._exit: no destructor
+ * runs, so nothing of theirs is removed by them. */
+static int exit_without_close(void *p)
+{
+	struct worker *w = p;
+	int fd = tu_connect(AF_INET, w->port);
+	uint64_t v;
+
+	TU_CHECK(fd >= 0, "connect");
+	TU_CHECK(tu_accelerated(fd) == 1, "not accelerated");
+	TU_CHECK(scilan_send(fd, "x", 1, 0) == 1, "send");
+	TU_CHECK(tu_sync_get_child(&w->sync, &v) == 0, "wait for the parent's accept");
+	return 0; /* tu_spawn _exit()s with it */
+}
+
+Test(rundir, forked_children_ending_in_exit_leave_nothing, .init = setup, .timeout = 120)
+{
+	struct worker w;
+	int l = tu_listen(AF_INET, 64, &w.port);
+	char names[8192], own[32], c;
+	int n;
+
+	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
+	tu_watchdog(90, "the children");
+	for (int i = 0; i < 20; i++) {
+		struct tu_child kid;
+		int fd;
+
+		cr_assert_eq(tu_sync_init(&w.sync), 0);
+		cr_assert_eq(tu_spawn(&kid, exit_without_close, &w), 0);
+		fd = tu_accept(l);
+		cr_assert_geq(fd, 0, "accept: %s", strerror(errno));
+		cr_assert_eq(tu_recv_all(fd, &c, 1), 1);
+		cr_assert_eq(tu_sync_put(&w.sync, 1), 0);
+		tu_reap(&kid);
+		close(w.sync.parent_fd);
+		cr_assert(tu_exited_with(&kid, 0), "child: %s", kid.output);
+		scilan_close(fd);
+	}
+	/* The children's own set-ups already swept their elders' files. */
+	sweep_by_listening();
+	tu_watchdog_cancel();
+	snprintf(own, sizeof(own), "%d\n", (int)getpid());
+	n = list_dir("stats", names, sizeof(names));
+	cr_expect(n == 0 || (n == 1 && strcmp(names, own) == 0), "statistics files of dead processes remain (%d):\n%s",
+		  n, names);
+	scilan_close(l);
+}
+
+/* A pid proves nothing: it may belong to another process by now.  Files
+ * named after, or naming, a live pid are still swept when no process holds
+ * them. */
+Test(rundir, reused_pids_do_not_keep_files, .init = setup, .timeout = 60)
+{
+	struct {
+		uint64_t magic;
+		int32_t pid, memfd;
+		uint64_t ino, dev;
+	} offer = { 0x3146464f20434c53ull, (int32_t)getpid(), 0, 0, 0 };
+	char names[4096], name[32];
+	uint16_t port;
+	int l = tu_listen(AF_INET, 1, &port), n;
+
+	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
+	/* pid 1 lives; the file is not its. */
+	make_file("stats", "1", 0, "garbage", 7);
+	snprintf(name, sizeof(name), "%d", (int)getppid());
+	make_file("stats", name, 0, "garbage", 7);
+	make_file("offer", "old-offer", 0, &offer, sizeof(offer));
+	make_file("offer", "old-offer.bell0", 1, NULL, 0);
+	make_file("offer", "old-offer.bell1", 1, NULL, 0);
+	age_dir("offer");
+	sweep_by_listening();
+	n = list_dir("stats", names, sizeof(names));
+	cr_expect_eq(n, 0, "statistics files no live process holds remain:\n%s", names);
+	n = list_dir("offer", names, sizeof(names));
+	cr_expect_eq(n, 0, "an offer no live process holds remains:\n%s", names);
+	scilan_close(l);
+}
+
+/* Live processes' files survive any number of sweeps, old or new. */
+static int connect_and_wait(void *p)
+{
+	struct storm *st = p;
+	int fd = tu_connect(AF_INET, st->port);
+
+	TU_CHECK(fd >= 0, "connect");
+	TU_CHECK(tu_accelerated(fd) == 1, "not accelerated");
+	atomic_fetch_add(&st->ready, 1);
+	for (;;)
+		pause();
+}
+
+Test(rundir, live_files_survive_sweeps, .init = setup, .timeout = 60)
+{
+	struct storm *st = tu_shared_alloc(sizeof(*st));
+	struct tu_child kid;
+	int l = tu_listen(AF_INET, 4, &st->port), n;
+	char names[4096], want[64];
+
+	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
+	tu_watchdog(50, "the live client");
+	cr_assert_eq(tu_spawn(&kid, connect_and_wait, st), 0);
+	while (atomic_load(&st->ready) == 0)
+		tu_sleep_ms(10);
+	age_dir("offer");
+	sweep_by_listening();
+	n = list_dir("offer", names, sizeof(names));
+	/* Not accepted yet: its offer and both FIFOs must still be there. */
+	cr_expect_eq(n, 3, "a live connector's offer was swept:\n%s", names);
+	snprintf(want, sizeof(want), "%d\n", (int)kid.pid);
+	n = list_dir("stats", names, sizeof(names));
+	cr_expect(n == 1 && strcmp(names, want) == 0, "a live process's statistics file was swept:\n%s", names);
+	n = list_dir("listen", names, sizeof(names));
+	cr_expect_eq(n, 1, "a live listener's entry was swept:\n%s", names);
+	{
+		int fd = tu_accept(l);
+
+		cr_expect_geq(fd, 0, "accept after the sweeps: %s", strerror(errno));
+		cr_expect_eq(tu_accelerated(fd), 1, "the swept connection is not accelerated");
+		scilan_close(fd);
+	}
+	tu_watchdog_cancel();
+	tu_kill(&kid);
+	tu_reap(&kid);
+	scilan_close(l);
+}
