@@ -120,14 +120,101 @@ Test(security, default_rundir_is_private, .timeout = 30)
 	struct stat st;
 
 	unsetenv("SCILAN_RUNDIR");
-	if (stat("/dev/shm", &st) < 0 || !S_ISDIR(st.st_mode))
+	/* The login manager's private /run/user/<uid> when there is one. */
+	snprintf(path, sizeof(path), "/run/user/%u", (unsigned)geteuid());
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077))
+		snprintf(path, sizeof(path), "/run/user/%u/scilan", (unsigned)geteuid());
+	else if (stat("/dev/shm", &st) < 0 || !S_ISDIR(st.st_mode))
 		cr_skip_test("no /dev/shm here");
-	snprintf(path, sizeof(path), "/dev/shm/scilan-%u", (unsigned)geteuid());
+	else
+		snprintf(path, sizeof(path), "/dev/shm/scilan-%u", (unsigned)geteuid());
 	cr_assert_eq(pair_and_talk(), 1, "not accelerated with the default runtime dir");
 	cr_assert_eq(lstat(path, &st), 0, "default runtime dir %s missing: %s", path, strerror(errno));
 	cr_assert(S_ISDIR(st.st_mode), "%s is not a directory", path);
 	cr_assert_eq(st.st_mode & 0777, 0700, "%s has mode %03o, want 0700", path, (unsigned)(st.st_mode & 0777));
 	cr_assert_eq(st.st_uid, geteuid(), "%s owned by uid %u", path, (unsigned)st.st_uid);
+}
+
+/* ---- another uid cannot silently turn scilan off ------------------------------------------ */
+
+struct preempt_arg {
+	uid_t uid;
+};
+
+/* As uid a->uid, with no settings: a connection and a few bytes; prints
+ * whether it was accelerated (stderr is captured with stdout). */
+static int default_rundir_user(void *p)
+{
+	struct preempt_arg *a = p;
+	char b[5];
+	int c, s;
+
+	TU_CHECK(setgroups(0, NULL) == 0 && setgid(a->uid) == 0 && setuid(a->uid) == 0, "become uid %u",
+		 (unsigned)a->uid);
+	unsetenv("SCILAN_RUNDIR");
+	unsetenv("XDG_RUNTIME_DIR");
+	TU_CHECK(tu_pair(AF_INET, &c, &s) == 0, "pair");
+	tu_log("accelerated=%d", tu_accelerated(c));
+	TU_CHECK(tu_send_all(c, "hello", 5, 0) == 5 && tu_recv_all(s, b, 5) == 5 && !memcmp(b, "hello", 5), "data");
+	return 0;
+}
+
+static void run_as(uid_t uid, struct tu_child *child)
+{
+	struct preempt_arg *a = tu_shared_alloc(sizeof(*a));
+
+	a->uid = uid;
+	cr_assert_eq(tu_spawn(child, default_rundir_user, a), 0);
+	tu_reap(child);
+}
+
+/* Another uid made /dev/shm/scilan-<uid> first (here root, for a uid of its
+ * own).  The user is told which directory, whose, and what to do; and once
+ * the login manager's /run/user/<uid> exists, no other uid can pre-empt the
+ * runtime directory at all. */
+Test(security, default_rundir_taken_by_another_uid, .timeout = 60)
+{
+	uid_t uid = (uid_t)(61000 + getpid() % 1000);
+	char shm[64], run_user[64], scilan_dir[96], owner[32], st_buf[128];
+	struct tu_child child;
+	struct stat st;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to play two users");
+	unsetenv("SCILAN_RUNDIR");
+	snprintf(shm, sizeof(shm), "/dev/shm/scilan-%u", (unsigned)uid);
+	snprintf(run_user, sizeof(run_user), "/run/user/%u", (unsigned)uid);
+	snprintf(scilan_dir, sizeof(scilan_dir), "%s/scilan", run_user);
+	tu_rmtree(shm);
+	tu_rmtree(run_user);
+	cr_assert_eq(mkdir(shm, 0755), 0, "%s: %s", shm, strerror(errno));
+
+	run_as(uid, &child);
+	cr_expect(tu_exited_with(&child, 0), "uid %u: %s\n%s", (unsigned)uid,
+		  tu_status_str(&child, st_buf, sizeof(st_buf)), child.output);
+	cr_expect(strstr(child.output, "accelerated=0"), "accelerated through a directory of uid 0:\n%s",
+		  child.output);
+	cr_expect(strstr(child.output, shm), "the error does not name %s:\n%s", shm, child.output);
+	snprintf(owner, sizeof(owner), "uid 0");
+	cr_expect(strstr(child.output, owner), "the error does not name the owner:\n%s", child.output);
+	cr_expect(strstr(child.output, "SCILAN_RUNDIR"), "the error does not say what to do:\n%s", child.output);
+
+	if (stat("/run/user", &st) == 0 && S_ISDIR(st.st_mode)) {
+		cr_assert_eq(mkdir(run_user, 0700), 0, "%s: %s", run_user, strerror(errno));
+		cr_assert_eq(chown(run_user, uid, uid), 0);
+		run_as(uid, &child);
+		cr_expect(tu_exited_with(&child, 0), "uid %u: %s\n%s", (unsigned)uid,
+			  tu_status_str(&child, st_buf, sizeof(st_buf)), child.output);
+		cr_expect(strstr(child.output, "accelerated=1"), "not accelerated with /run/user/%u:\n%s",
+			  (unsigned)uid, child.output);
+		if (lstat(scilan_dir, &st) < 0)
+			cr_expect_fail("%s not used: %s", scilan_dir, strerror(errno));
+		else
+			cr_expect(st.st_uid == uid && (st.st_mode & 0777) == 0700, "%s: uid %u mode %03o", scilan_dir,
+				  (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+	}
+	tu_rmtree(shm);
+	tu_rmtree(run_user);
 }
 
 /* ---- unsafe or unusable runtime dirs: error and fallback ------------------------------------ */
