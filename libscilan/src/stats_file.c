@@ -251,6 +251,8 @@ void sl_stats_file_after_fork_child(void)
 
 void sl_stats_file_renumber(int from, int to)
 {
+	pthread_mutex_lock(&map_lock);
 	if (map_fd == from)
 		map_fd = to;
+	pthread_mutex_unlock(&map_lock);
 }

@@ -1,0 +1,130 @@
+/* leftovers.c — what a process leaves in scilan's runtime directory: forked
+ * workers that end with _exit (as Python's multiprocessing does) and a
+ * program that reuses the number of the hook's statistics-file lock.  Checks
+ * print only when something is wrong, so plain and preloaded transcripts match. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+#define WORKERS 20
+
+/* <SCILAN_RUNDIR>/stats/<pid>, or NULL when not under the hook. */
+static const char *stats_path(pid_t pid, char *path, size_t size)
+{
+	const char *rundir = getenv("SCILAN_RUNDIR");
+
+	if (!rundir)
+		return NULL;
+	snprintf(path, size, "%s/stats/%d", rundir, (int)pid);
+	return path;
+}
+
+/* Workers connect, exchange a little and _exit with the connection open: no
+ * destructor runs.  Later set-ups (a listen here) sweep their files. */
+static int sc_workers_exit(void)
+{
+	pid_t pids[WORKERS];
+	uint16_t port;
+	int l = tcp_listener(&port), left = 0;
+	char path[4200], b;
+
+	for (int i = 0; i < WORKERS; i++) {
+		int s, st;
+
+		pids[i] = MUST(fork());
+		if (pids[i] == 0) {
+			int c = tcp_connect(port);
+
+			if (send_all(c, "w", 1) != 1 || recv_all(c, &b, 1) != 1)
+				_exit(1);
+			_exit(0);
+		}
+		s = MUST(accept(l, NULL, NULL));
+		MUST(recv_all(s, &b, 1));
+		MUST(send_all(s, "k", 1));
+		MUST(waitpid(pids[i], &st, 0));
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			say("worker %d failed", i);
+		close(s);
+	}
+	say("%d workers served and gone", WORKERS);
+	/* Each listen sweeps a few dozen entries. */
+	for (int i = 0; i < 2 * WORKERS; i++) {
+		uint16_t p;
+
+		close(tcp_listener(&p));
+	}
+	for (int i = 0; i < WORKERS; i++)
+		if (stats_path(pids[i], path, sizeof(path)) && access(path, F_OK) == 0)
+			left++;
+	if (left)
+		say("statistics files of %d dead workers remain", left);
+	close(l);
+	return 0;
+}
+
+/* The hook keeps its statistics file locked through a descriptor of its
+ * own; a program that dup2s onto that number gets the number, the hook
+ * keeps the lock on another, and closing the last connection must close
+ * the hook's descriptor, never the program's. */
+static int sc_lock_number_reused(void)
+{
+	enum { TOP = 2100 };
+	static bool mine[TOP];
+	char tmp[] = "/tmp/hookscen-lo-XXXXXX", path[4200];
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct rlimit rl;
+	int c, s, f, fill, taken = 0, lost = 0;
+
+	for (int fd = 0; fd < TOP; fd++)
+		mine[fd] = fcntl(fd, F_GETFD) >= 0;
+	tcp_pair(&c, &s);
+	mine[c] = mine[s] = true;
+	f = MUST(mkstemp(tmp));
+	unlink(tmp);
+	mine[f] = true;
+	MUST(getrlimit(RLIMIT_NOFILE, &rl));
+	fill = rl.rlim_cur > TOP ? TOP : (int)rl.rlim_cur - 64;
+	for (int fd = 3; fd < fill; fd++)
+		if (!mine[fd])
+			taken += dup2(f, fd) == fd;
+	say("dup2 onto most free numbers: %d", taken > 100);
+	if (stats_path(getpid(), path, sizeof(path))) {
+		int sf = open(path, O_RDONLY | O_CLOEXEC);
+
+		if (sf < 0 || fcntl(sf, F_OFD_GETLK, &fl) < 0 || fl.l_type == F_UNLCK)
+			say("the statistics file is not held any more");
+		if (sf >= 0)
+			close(sf);
+	}
+	close(c);
+	close(s);
+	for (int fd = 3; fd < fill; fd++)
+		if (!mine[fd] && fcntl(fd, F_GETFD) < 0)
+			lost++;
+	say("descriptors closed behind the program's back: %d", lost);
+	for (int fd = 3; fd < fill; fd++)
+		if (!mine[fd])
+			close(fd);
+	close(f);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "workers_exit", sc_workers_exit },
+		{ "lock_number_reused", sc_lock_number_reused },
+		{ NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}

@@ -1,0 +1,16 @@
+/* test_leftovers.c — the runtime directory under the hook (progs/leftovers.c):
+ * forked workers ending with _exit leave nothing after later sweeps, and the
+ * statistics-file lock survives a program reusing its descriptor number. */
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+Test(leftovers, workers_ending_with_exit_are_swept, .timeout = 120)
+{
+	hk_scenario("leftovers", "workers_exit", 20, -1, 60);
+}
+
+Test(leftovers, lock_number_reused_by_the_program, .timeout = 120)
+{
+	hk_scenario("leftovers", "lock_number_reused", 1, -1, 30);
+}
