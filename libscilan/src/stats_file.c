@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -52,6 +53,22 @@ static int ofd_lock(int fd, short type, int cmd)
 	return r;
 }
 
+/* Our read lock, waiting out a sweeper's momentary write lock; bounded, so
+ * that nothing (a stuck process of the user) can hang a connect here. */
+static int read_lock(int fd)
+{
+	struct timespec one_ms = { 0, 1000000 };
+
+	for (int i = 0; i < 100; i++) {
+		if (ofd_lock(fd, F_RDLCK, F_OFD_SETLK) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EACCES)
+			return -1;
+		nanosleep(&one_ms, NULL);
+	}
+	return -1;
+}
+
 /* Create our file already locked.  A sweeper removes a file only while it
  * holds the write lock, so once our read lock is granted the file either
  * still has its name (and is safe from then on) or was removed in the gap
@@ -65,10 +82,9 @@ static int create_locked(const char *path)
 		/* A file under our pid is a dead process's: the pid is ours now. */
 		unlink(path);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-
 		if (fd < 0)
 			return -1;
-		if (ofd_lock(fd, F_RDLCK, F_OFD_SETLKW) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+		if (read_lock(fd) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
 			return fd;
 		sl_sys.close(fd);
 	}

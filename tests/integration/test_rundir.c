@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rundir_sweep.h"
 #include "testutil.h"
 
 #define HOLDERS 40  /* connected, then killed */
@@ -346,4 +347,62 @@ Test(rundir, live_files_survive_sweeps, .init = setup, .timeout = 60)
 	tu_kill(&kid);
 	tu_reap(&kid);
 	scilan_close(l);
+}
+
+/* Creation racing sweeps: a sweeper may find a statistics file between its
+ * creation and its owner's lock.  Owners open and close connections (each
+ * first connection creates the file, the last close removes it) while other
+ * processes sweep without pause; every owner must find its file whenever it
+ * has a connection. */
+#define RACERS 6
+#define RACE_ROUNDS 200
+
+static int racer(void *p)
+{
+	char path[512];
+
+	(void)p;
+	snprintf(path, sizeof(path), "%s/stats/%d", rundir, (int)getpid());
+	for (int i = 0; i < RACE_ROUNDS; i++) {
+		int c, s;
+
+		TU_CHECK(tu_pair(AF_INET, &c, &s) == 0, "pair");
+		TU_CHECK(tu_accelerated(c) == 1, "not accelerated");
+		TU_CHECK(access(path, F_OK) == 0, "round %d: my statistics file %s was swept", i, path);
+		scilan_close(c);
+		scilan_close(s);
+	}
+	return 0;
+}
+
+static int sweeper(void *p)
+{
+	_Atomic int *stop = p;
+
+	while (!atomic_load(stop))
+		sl_rundir_sweep(1000);
+	return 0;
+}
+
+Test(rundir, creation_races_sweeps, .init = setup, .timeout = 120)
+{
+	_Atomic int *stop = tu_shared_alloc(sizeof(*stop));
+	struct tu_child racers[RACERS], sweepers[2];
+	char st[128];
+
+	tu_watchdog(100, "the race");
+	sweep_once(); /* the runtime directory exists before anyone sweeps */
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(tu_spawn(&sweepers[i], sweeper, stop), 0);
+	for (int i = 0; i < RACERS; i++)
+		cr_assert_eq(tu_spawn(&racers[i], racer, NULL), 0);
+	for (int i = 0; i < RACERS; i++) {
+		tu_reap(&racers[i]);
+		cr_expect(tu_exited_with(&racers[i], 0), "racer %s:\n%s", tu_status_str(&racers[i], st, sizeof(st)),
+			  racers[i].output);
+	}
+	atomic_store(stop, 1);
+	for (int i = 0; i < 2; i++)
+		tu_reap(&sweepers[i]);
+	tu_watchdog_cancel();
 }
