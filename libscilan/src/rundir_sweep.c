@@ -149,7 +149,7 @@ void sl_rundir_sweep(unsigned budget)
 	const char *rundir = sl_config()->rundir;
 	struct cursor c = { 0 };
 	char path[4200];
-	int fd;
+	int fd, saved = errno; /* a set-up path's caller need not know we swept */
 
 	if (!*rundir)
 		return;
@@ -173,6 +173,7 @@ void sl_rundir_sweep(unsigned budget)
 			sl_debug("sweep cursor %s not saved: %s", path, strerror(errno));
 		sl_sys.close(fd);
 	}
+	errno = saved;
 }
 
 void sl_rundir_sweep_tick(void)

@@ -208,7 +208,6 @@ int scilan_accept(int fd, struct sockaddr *addr, socklen_t *len)
 	return scilan_accept4(fd, addr, len, 0);
 }
 
-
 /* Linux connects the unspecified address to loopback; so must the lookup. */
 static void unspecified_to_loopback(struct sl_key *key)
 {
