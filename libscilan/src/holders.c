@@ -321,8 +321,17 @@ static bool name_child(struct sl_sock *s)
 {
 	if (s->fork_mark == fork_gen && fork_gen) {
 		s->fork_mark = 0;
-		if (sl_sock_state(s) == SL_CONNECTED && s->seg)
+		if (sl_sock_state(s) == SL_CONNECTED && s->seg) {
 			sl_holders_arrive(s);
+			/* A process that had our pid before us (dead, the pid
+			 * reused) may be the last user of a direction: we must
+			 * still take its indices over, not think they are ours. */
+			for (int d = SL_USE_RX; d <= SL_USE_TX; d++) {
+				int32_t stale = sl_self_pid;
+
+				atomic_compare_exchange_strong(&s->users[d], &stale, 0);
+			}
+		}
 	}
 	return false;
 }

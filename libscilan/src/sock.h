@@ -161,10 +161,12 @@ int sl_sock_alias(int newfd, struct sl_sock *s);
 bool sl_sock_unalias(int fd, struct sl_sock *s);
 
 /* pthread_atfork: the parent counts the child as a holder of every
- * connection and publishes its exact read indices; the child names itself
- * a holder and starts with no lock held by, or biased to, a thread of the
- * parent (those threads do not exist in it). */
+ * connection and publishes its exact read indices, and holds the library's
+ * global locks across the fork; the child names itself a holder and starts
+ * with no lock held by, or biased to, a thread of the parent (those threads
+ * do not exist in it). */
 void sl_sock_count_fork(void);
+void sl_sock_after_fork_parent(void);
 void sl_sock_after_fork_child(void);
 /* Whether ring locks may be biased (membarrier registered); set at init. */
 void sl_lock_init_bias(void);

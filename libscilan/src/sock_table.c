@@ -5,6 +5,8 @@
 #include "sock.h"
 
 #include "holders.h"
+#include "own_fd.h"
+#include "shm_linger.h"
 #include "segment.h"
 #include "stats.h"
 #include "stats_file.h"
@@ -302,6 +304,8 @@ void sl_sock_after_fork_child(void)
 	cached_tid = 0;
 	sl_self_pid = getpid();
 	pthread_mutex_init(&spare_lock, NULL);
+	sl_shm_linger_fork_unlock(true);
+	sl_own_fd_fork_unlock(true);
 	for (unsigned i = 0; i < spares; i++)
 		reset_in_child(spare[i]);
 	for (unsigned c = 0; c < CHUNKS; c++) {
@@ -354,4 +358,16 @@ void sl_sock_count_fork(void)
 	/* In the parent before fork, so that a parent that closes at once
 	 * cannot close the connection under the child. */
 	sl_holders_before_fork();
+	/* Last, in the order evictions nest them: the child then inherits
+	 * no list or table in the middle of an update. */
+	sl_own_fd_fork_lock();
+	sl_shm_linger_fork_lock();
+	pthread_mutex_lock(&spare_lock);
+}
+
+void sl_sock_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&spare_lock);
+	sl_shm_linger_fork_unlock(false);
+	sl_own_fd_fork_unlock(false);
 }
