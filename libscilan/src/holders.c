@@ -112,6 +112,10 @@ static int claim_slot(struct sl_sock *s)
 	struct sl_holder *slots = table(s)->slot[s->own_area];
 
 	learn_me();
+	/* Write first: a fork child touches each inherited segment here first,
+	 * and a write fault maps the page at once, where a read would map it
+	 * read-only (with its neighbours) and fault again on the write. */
+	atomic_fetch_add_explicit(&table(s)->count[s->own_area], 0, memory_order_relaxed);
 	for (int i = 0; i < SL_HOLDER_SLOTS; i++) {
 		uint64_t t = atomic_load(&slots[i].tag), seq = (t >> 32) + 1;
 
