@@ -16,6 +16,19 @@
 #include "holders.h"
 #include "layout.h"
 
+static struct sl_sock *made; /* one per test, freed by the suite's fini */
+
+static void cleanup(void)
+{
+	if (made) {
+		munmap(made->htab, SL_PAGE);
+		free(made);
+		made = NULL;
+	}
+}
+
+TestSuite(holders, .fini = cleanup);
+
 static struct sl_sock *fresh(void)
 {
 	struct sl_seg_holders *h = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -27,6 +40,7 @@ static struct sl_sock *fresh(void)
 	s->holders = &h->count[1];
 	s->users = h->user[1];
 	sl_holders_init(s);
+	made = s;
 	return s;
 }
 
