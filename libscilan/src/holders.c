@@ -5,7 +5,9 @@
  */
 #include "holders.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,7 +43,7 @@ static void format_path(char *buf, pid_t pid)
 }
 
 /* State letter and start time of pid (0: ourselves) from /proc/PID/stat:
- * 1 found, 0 no such process, -1 cannot tell. */
+ * 1 found, -1 cannot tell (no /proc, hidepid, or it went away just now). */
 static int proc_stat(pid_t pid, char *state, uint64_t *start)
 {
 	char path[48], buf[1024], *p, *end;
@@ -52,11 +54,11 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
 	strcat(path, "/stat");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return access("/proc/self/stat", F_OK) == 0 ? 0 : -1;
+		return -1;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0; /* it went away while we looked */
+		return -1;
 	buf[n] = '\0';
 	/* The command name may hold anything, ')' included: the fields start
 	 * after the last ')'.  Field 3 is the state, 22 the start time. */
@@ -91,6 +93,7 @@ static uint32_t pidns_of(pid_t pid)
 static void learn_me(void)
 {
 	pid_t pid = getpid();
+	int saved = errno;
 	char state;
 
 	if (atomic_load_explicit(&me_pid, memory_order_acquire) == pid)
@@ -99,6 +102,7 @@ static void learn_me(void)
 		me_start = 0; /* no /proc: our holders are never judged dead */
 	me_ns = pidns_of(0);
 	atomic_store_explicit(&me_pid, pid, memory_order_release);
+	errno = saved;
 }
 
 static struct sl_seg_holders *table(struct sl_sock *s)
@@ -227,16 +231,15 @@ static enum liveness holder_state(const struct sl_holder *h, uint64_t tag)
 		return LIVE; /* no /proc then, or another pid namespace: cannot judge */
 	if (pid == me_pid)
 		return LIVE; /* another socket state of ours naming the same connection */
-	switch (proc_stat(pid, &state, &now_start)) {
-	case 0:
+	/* kill(0) sees every process of our namespace (hidepid hides /proc
+	 * entries of other users, such as workers that changed user). */
+	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return GONE;
-	case 1:
-		/* A zombie closed its descriptors already; another start time
-		 * is another process under a reused pid. */
-		return state == 'Z' || state == 'X' || now_start != start ? GONE : LIVE;
-	default:
-		return LIVE;
-	}
+	if (proc_stat(pid, &state, &now_start) != 1)
+		return LIVE; /* cannot tell: the safe side */
+	/* A zombie closed its descriptors already; another start time is
+	 * another process under a reused pid. */
+	return state == 'Z' || state == 'X' || now_start != start ? GONE : LIVE;
 }
 
 /* Whether a live holder other than this process remains; entries of dead
@@ -245,21 +248,24 @@ static bool others_live(struct sl_sock *s)
 {
 	struct sl_seg_holders *h = table(s);
 	struct sl_holder *slots = h->slot[s->own_area];
+	int saved = errno; /* close() and exec report their own errno */
+	bool live = false;
 
 	learn_me();
 	if (atomic_load(&h->unnamed[s->own_area]) > 0)
 		return true;
-	for (int i = 0; i < SL_HOLDER_SLOTS; i++) {
+	for (int i = 0; i < SL_HOLDER_SLOTS && !live; i++) {
 		uint64_t t = atomic_load(&slots[i].tag);
 
 		if (!(t & PID_MASK) || i == s->holder_slot)
 			continue;
 		if (holder_state(&slots[i], t) == LIVE)
-			return true;
-		if (atomic_compare_exchange_strong(&slots[i].tag, &t, t & ~PID_MASK))
+			live = true;
+		else if (atomic_compare_exchange_strong(&slots[i].tag, &t, t & ~PID_MASK))
 			dec_floor0(&h->count[s->own_area]);
 	}
-	return false;
+	errno = saved;
+	return live;
 }
 
 bool sl_holders_others(struct sl_sock *s)
