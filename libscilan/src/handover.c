@@ -109,9 +109,7 @@ static void export_connection(struct export_state *ex, int fd, struct sl_sock *s
 		sl_conn_reset(s, "connections over /dev/scilan are not handed over across exec");
 		return;
 	}
-	sl_lock(&s->rx_lock);
-	sl_ring_rx_publish(&s->rx); /* the new image starts from the shared index */
-	sl_unlock(&s->rx_lock);
+	sl_rx_publish_exact(s); /* the new image starts from the shared index */
 	seg = sl_handover_segment_fd(s);
 	brx = sl_sys.fcntl(s->bell_rx, F_DUPFD, 3);
 	btx = sl_sys.fcntl(s->bell_tx, F_DUPFD, 3);

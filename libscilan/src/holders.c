@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "segment.h"
 
 #define PID_MASK 0xffffffffull
 
@@ -314,9 +315,7 @@ static bool count_child(struct sl_sock *s)
 	/* Counted first: from here on our readers publish at once (the side is
 	 * shared), so the index published next stays exact until the fork. */
 	sl_holders_expect(s);
-	sl_lock(&s->rx_lock);
-	sl_ring_rx_publish(&s->rx);
-	sl_unlock(&s->rx_lock);
+	sl_rx_publish_exact(s);
 	return false;
 }
 

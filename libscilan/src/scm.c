@@ -92,9 +92,7 @@ static int prepare(struct passing *p)
 	/* Counted before publishing: the side is shared from here on, so our
 	 * readers publish at once and the receiver starts exactly after them. */
 	sl_holders_expect(s);
-	sl_lock(&s->rx_lock);
-	sl_ring_rx_publish(&s->rx);
-	sl_unlock(&s->rx_lock);
+	sl_rx_publish_exact(s);
 	return 0;
 }
 

@@ -131,6 +131,14 @@ void sl_claim_tx(struct sl_sock *s)
 	atomic_store_explicit(&s->users[SL_USE_TX], sl_self_pid, memory_order_relaxed);
 }
 
+void sl_rx_publish_exact(struct sl_sock *s)
+{
+	sl_lock(&s->rx_lock);
+	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) == sl_self_pid)
+		sl_ring_rx_publish(&s->rx);
+	sl_unlock(&s->rx_lock);
+}
+
 int64_t sl_rx_waiting(struct sl_sock *s)
 {
 	uint64_t write, read;

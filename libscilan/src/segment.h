@@ -26,6 +26,10 @@ void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, s
 /* Point s at a segment other processes of our side hold already (exec and
  * SCM_RIGHTS adoption): the holder words are left as they are. */
 void sl_segment_adopt(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
+/* Before another process may take the receive direction over: publish our
+ * exact read index, if this process is the one using the direction (another
+ * process's published index is newer than our private one). */
+void sl_rx_publish_exact(struct sl_sock *s);
 /* Forget the mapping: point s at a shut, reset stand-in (see segment.c). */
 void sl_segment_unbind(struct sl_sock *s);
 /* Drop this process's hold; true if it was the last live holder of our side

@@ -355,6 +355,20 @@ static int read_stream_child(void *arg)
 	return 0;
 }
 
+static uint64_t turn_off;
+
+static int read_turn_child(void *arg)
+{
+	char buf[3000];
+	ssize_t n = recv_all(*(int *)arg, buf, sizeof(buf));
+
+	say("read %zd bytes, continuing where the last reader stopped: %d", n,
+	    n > 0 && stream_check(20, turn_off, buf, (size_t)n));
+	if (turn_off == 1000 + FORK_BIG + 5000)
+		_exit(0);
+	return 0;
+}
+
 static int sc_fork_read_index(void)
 {
 	struct kid k;
@@ -380,6 +394,17 @@ static int sc_fork_read_index(void)
 	MUST(send_all(c, "parent", 6));
 	SHOW(recv_all(s, two, 11));
 	say("server got '%s'", two);
+	/* Two more children in turn, the first ending with _exit: each starts
+	 * where the last reader stopped, though the parent read nothing since. */
+	for (int i = 0; i < 2; i++) {
+		uint64_t off = 1000 + FORK_BIG + 5000 + (uint64_t)i * 3000;
+
+		turn_off = off;
+		kid_start(&k, i ? "third reader" : "second reader, _exit", read_turn_child, &c);
+		stream_fill(20, off, buf, 3000);
+		MUST(send_all(s, buf, 3000));
+		kid_join(&k);
+	}
 	SHOW(close(c));
 	SHOW(recv(s, two, 1, 0));
 	close(s);
