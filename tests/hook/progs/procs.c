@@ -431,6 +431,19 @@ static int close_sleepers_socket(void *arg)
 	return 0;
 }
 
+#define BLOCKED_SEND (8u << 20) /* more than kernel TCP buffers on loopback */
+
+static void *sleeping_writer(void *arg)
+{
+	static ssize_t sent;
+	char *buf = malloc(BLOCKED_SEND);
+
+	stream_fill(21, 0, buf, BLOCKED_SEND);
+	sent = send_all(*(int *)arg, buf, BLOCKED_SEND);
+	free(buf);
+	return &sent;
+}
+
 static int sc_fork_thread_sleeps(void)
 {
 	struct kid k;
@@ -456,6 +469,27 @@ static int sc_fork_thread_sleeps(void)
 	SHOW(send_all(s, "back", 4));
 	SHOW(recv_all(c, b, 4));
 	say("client got '%s'", b);
+	SHOW(close(s));
+	SHOW(recv(c, b, 1, 0));
+	close(c);
+
+	/* The same with a thread asleep in send on a full connection. */
+	tcp_pair(&c, &s);
+	if (pthread_create(&t, NULL, sleeping_writer, &s))
+		fatal("pthread_create");
+	usleep(200000);
+	kid_start(&k, "closer", close_sleepers_socket, &s);
+	kid_join(&k);
+	{
+		char *buf = malloc(BLOCKED_SEND);
+		ssize_t n = recv_all(c, buf, BLOCKED_SEND);
+
+		say("client read %zd bytes, intact %d", n, n > 0 && stream_check(21, 0, buf, (size_t)n));
+		free(buf);
+	}
+	if (pthread_join(t, &res))
+		fatal("pthread_join");
+	say("sleeping writer sent %zd", *(ssize_t *)res);
 	SHOW(close(s));
 	SHOW(recv(c, b, 1, 0));
 	close(c);
