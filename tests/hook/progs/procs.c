@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -444,10 +445,18 @@ static void *sleeping_writer(void *arg)
 	return &sent;
 }
 
+static double cpu_seconds(void)
+{
+	struct rusage r;
+
+	getrusage(RUSAGE_SELF, &r);
+	return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+}
+
 static int sc_fork_thread_sleeps(void)
 {
 	struct kid k;
-	pthread_t t;
+	pthread_t t, t2;
 	void *res;
 	char b[8] = { 0 };
 	int c, s;
@@ -488,6 +497,40 @@ static int sc_fork_thread_sleeps(void)
 		free(buf);
 	}
 	if (pthread_join(t, &res))
+		fatal("pthread_join");
+	say("sleeping writer sent %zd", *(ssize_t *)res);
+	SHOW(close(s));
+	SHOW(recv(c, b, 1, 0));
+	close(c);
+
+	/* Both at once, a reader and a writer: the child's close must leave
+	 * them asleep, not bounce a wake-up between them (CPU spent while
+	 * nothing happens; a generous bound, only a busy loop exceeds it). */
+	tcp_pair(&c, &s);
+	sleeper_fd = s;
+	if (pthread_create(&t, NULL, sleeping_reader, NULL) || pthread_create(&t2, NULL, sleeping_writer, &s))
+		fatal("pthread_create");
+	usleep(200000);
+	kid_start(&k, "closer", close_sleepers_socket, &s);
+	kid_join(&k);
+	{
+		double before = cpu_seconds();
+
+		usleep(1000000);
+		say("parent idle while both threads sleep: %d", cpu_seconds() - before < 0.3);
+	}
+	SHOW(send_all(c, "hello", 5));
+	if (pthread_join(t, &res))
+		fatal("pthread_join");
+	say("sleeping reader got '%s'", res ? (char *)res : "(nothing)");
+	{
+		char *buf = malloc(BLOCKED_SEND);
+		ssize_t n = recv_all(c, buf, BLOCKED_SEND);
+
+		say("client read %zd bytes, intact %d", n, n > 0 && stream_check(21, 0, buf, (size_t)n));
+		free(buf);
+	}
+	if (pthread_join(t2, &res))
 		fatal("pthread_join");
 	say("sleeping writer sent %zd", *(ssize_t *)res);
 	SHOW(close(s));
