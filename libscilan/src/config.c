@@ -78,7 +78,7 @@ static void load_map(void)
 
 static void load_config(void)
 {
-	pthread_atfork(sl_sock_count_fork, NULL, sl_sock_after_fork_child);
+	pthread_atfork(sl_sock_count_fork, sl_sock_after_fork_parent, sl_sock_after_fork_child);
 	sl_lock_init_bias();
 	read_log_level();
 	config.poll_us = (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, SL_DEFAULT_POLL_US);

@@ -97,6 +97,17 @@ short sl_conn_ready(struct sl_sock *s, short events)
 
 void sl_conn_wake_local(struct sl_sock *s)
 {
+	/* Only for sleepers of this process.  The bell is shared with the
+	 * processes we forked (or that forked us): a wake-up rung when none of
+	 * our threads sleeps on s is drained by theirs, whose waits it does not
+	 * end, and two of their sleepers (a reader and a writer) pass it to
+	 * each other forever.  Our own sleepers count themselves before they
+	 * look at the state our caller just changed (shut, reset: stored before
+	 * this fence), so skipping loses no wake-up; a poller that could not
+	 * take a direction (another thread held it) sleeps at most 10 ms. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load(&s->sleepers[0]) && !atomic_load(&s->sleepers[1]))
+		return;
 	sl_fabric()->ring_self(s, SL_TOKEN_LOCAL);
 }
 

@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "holders.h"
 #include "log.h"
 #include "own_fd.h"
 #include "segment.h"
@@ -108,9 +109,7 @@ static void export_connection(struct export_state *ex, int fd, struct sl_sock *s
 		sl_conn_reset(s, "connections over /dev/scilan are not handed over across exec");
 		return;
 	}
-	sl_lock(&s->rx_lock);
-	sl_ring_rx_publish(&s->rx); /* the new image starts from the shared index */
-	sl_unlock(&s->rx_lock);
+	sl_rx_publish_exact(s); /* the new image starts from the shared index */
 	seg = sl_handover_segment_fd(s);
 	brx = sl_sys.fcntl(s->bell_rx, F_DUPFD, 3);
 	btx = sl_sys.fcntl(s->bell_tx, F_DUPFD, 3);
@@ -164,6 +163,9 @@ int sl_handover_export(char *buf, size_t size)
 	ex = (struct export_state){ .buf = buf, .size = size };
 	if (size)
 		buf[0] = '\0';
+	/* Our other threads run until the exec: from here on what they read is
+	 * published at once, so the new image starts exactly after it. */
+	atomic_store(&sl_publish_at_once, true);
 	exporting = &ex;
 	sl_sock_any_fd(export_one);
 	exporting = NULL;
@@ -173,9 +175,8 @@ int sl_handover_export(char *buf, size_t size)
 
 		/* Only while others hold it: the last holder's exec is its
 		 * kernel socket's close, which the peer sees. */
-		if (ex.seen[i].first_fd < 0 && sl_sock_state(s) == SL_CONNECTED && s->holders &&
-		    atomic_load(s->holders) > 1) {
-			atomic_fetch_sub(s->holders, 1);
+		if (ex.seen[i].first_fd < 0 && sl_sock_state(s) == SL_CONNECTED && s->seg && sl_holders_others(s)) {
+			sl_holders_release(s);
 			dropped[ndropped++] = s;
 		}
 	}
@@ -188,8 +189,9 @@ void sl_handover_abandon(const char *list)
 	int fd, domain, seg, brx, btx, own;
 
 	for (int i = 0; i < ndropped; i++)
-		atomic_fetch_add(dropped[i]->holders, 1);
+		sl_holders_hold(dropped[i]);
 	ndropped = 0;
+	atomic_store(&sl_publish_at_once, false);
 
 	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
 		if (seg >= 0) {
@@ -203,12 +205,11 @@ void sl_handover_abandon(const char *list)
 	}
 }
 
-int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own)
+int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own, bool expected)
 {
 	struct sl_seg_header hdr;
 	struct sl_sock *s;
 	struct stat st;
-	int32_t holders;
 	void *base;
 
 	if ((own != 0 && own != 1) || fstat(seg, &st) < 0 || pread(seg, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
@@ -225,9 +226,11 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 		errno = ENOMEM;
 		return -1;
 	}
-	holders = atomic_load(&((struct sl_seg_holders *)((unsigned char *)base + SL_SEG_HOLDERS_OFF))->count[own]);
-	sl_segment_bind(s, base, hdr.total_size, own, &hdr);
-	atomic_store(s->holders, holders); /* this process was, and stays, one holder */
+	sl_segment_adopt(s, base, hdr.total_size, own, &hdr);
+	if (expected)
+		sl_holders_arrive(s);
+	else
+		sl_holders_adopt_self(s); /* this process was, and stays, one holder */
 	/* The private indices are recovered from the shared words: what we
 	 * published last is exactly where the old image stood. */
 	s->rx.read = s->rx.published = s->rx.write_seen = atomic_load(s->rx.remote_read);
@@ -258,7 +261,7 @@ int sl_handover_adopt(const char *list)
 			adopted += first && sl_sock_state(first) == SL_CONNECTED && sl_sock_alias(fd, first) == 0;
 		} else if (seg < 0) {
 			adopted += sl_listener_adopt(fd, domain) == 0;
-		} else if (sl_handover_adopt_one(fd, domain, seg, brx, btx, own) == 0) {
+		} else if (sl_handover_adopt_one(fd, domain, seg, brx, btx, own, false) == 0) {
 			adopted++;
 		} else if (errno == EINVAL) {
 			/* Not a segment of ours: a stale variable from an image that

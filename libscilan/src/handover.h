@@ -4,6 +4,7 @@
 #ifndef SCILAN_HANDOVER_H
 #define SCILAN_HANDOVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sock.h"
@@ -23,8 +24,9 @@ int sl_handover_adopt(const char *list);
 int sl_handover_segment_fd(struct sl_sock *s);
 /* Take over one connection of side own on kernel socket fd, given its
  * segment and bells (the bells are kept, moved out of the way; seg is not).
- * The holder count in the segment already includes this process.  -1 with
- * EINVAL if seg is no valid segment. */
-int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own);
+ * The holder table already counts this process: by its entry (exec: same
+ * pid), or as the holder the sender expects (expected: SCM_RIGHTS).  -1
+ * with EINVAL if seg is no valid segment. */
+int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own, bool expected);
 
 #endif

@@ -55,16 +55,31 @@ struct sl_seg_header {
 };
 #define SL_SEG_HEADER_SIZE SL_PAGE
 
-/* In the header page: how many processes of each side hold the connection
- * (fork shares it).  The last holder's close is the one the peer sees.  A
- * hostile peer can only mislead its own side's close into EOF or reset. */
+/* In the header page: which processes of each side hold the connection
+ * (fork, exec and SCM_RIGHTS share it; see holders.c).  The last live
+ * holder's close is the one the peer sees.  A holder is named by pid and
+ * start time, so a process that died without running our code (_exit,
+ * SIGKILL) is recognised as gone; holders not named yet (a fork child
+ * before its atfork handler ran, a descriptor in flight in SCM_RIGHTS, or
+ * more than SL_HOLDER_SLOTS processes) are only counted.  A hostile peer can
+ * only mislead its own side's close into EOF or reset. */
+#define SL_HOLDER_SLOTS 40
+struct sl_holder {
+	_Atomic uint64_t tag;   /* sequence << 32 | pid; pid 0: free (the sequence changes at each claim) */
+	_Atomic uint64_t start; /* the holder's start time (/proc/PID/stat field 22) */
+	_Atomic uint32_t pidns; /* inode of its pid namespace (0 unknown) */
+	_Atomic uint32_t ready; /* = the tag's sequence once start and pidns are written */
+};
 struct sl_seg_holders {
-	_Atomic int32_t count[2];   /* processes of each side holding the connection */
+	_Atomic int32_t count[2];   /* holders of each side: named plus unnamed */
 	_Atomic int32_t user[2][2]; /* [side][SL_USE_RX/TX]: pid that used the direction last */
+	_Atomic int32_t unnamed[2]; /* holders counted but not in slot[] */
+	struct sl_holder slot[2][SL_HOLDER_SLOTS];
 };
 #define SL_USE_RX 0
 #define SL_USE_TX 1
 #define SL_SEG_HOLDERS_OFF 2048
 _Static_assert(sizeof(struct sl_seg_header) <= SL_SEG_HOLDERS_OFF, "holders after the header");
+_Static_assert(SL_SEG_HOLDERS_OFF + sizeof(struct sl_seg_holders) <= SL_SEG_HEADER_SIZE, "holders fit the header page");
 
 #endif

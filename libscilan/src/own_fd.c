@@ -163,3 +163,16 @@ int sl_own_fd_next(unsigned first, unsigned last)
 	}
 	return -1;
 }
+
+void sl_own_fd_fork_lock(void)
+{
+	pthread_mutex_lock(&evict_lock);
+}
+
+void sl_own_fd_fork_unlock(bool child)
+{
+	if (child) /* the locking thread is this one, under another tid */
+		pthread_mutex_init(&evict_lock, NULL);
+	else
+		pthread_mutex_unlock(&evict_lock);
+}

@@ -16,6 +16,7 @@
 
 #include "conn.h"
 #include "handover.h"
+#include "holders.h"
 #include "log.h"
 #include "scilan.h"
 #include "segment.h"
@@ -81,9 +82,6 @@ static int prepare(struct passing *p)
 {
 	struct sl_sock *s = p->s;
 
-	sl_lock(&s->rx_lock);
-	sl_ring_rx_publish(&s->rx);
-	sl_unlock(&s->rx_lock);
 	p->fds[0] = sl_handover_segment_fd(s);
 	p->fds[1] = sl_sys.fcntl(s->bell_rx, F_DUPFD_CLOEXEC, 3);
 	p->fds[2] = sl_sys.fcntl(s->bell_tx, F_DUPFD_CLOEXEC, 3);
@@ -91,7 +89,10 @@ static int prepare(struct passing *p)
 		close_copies(p);
 		return -1;
 	}
-	atomic_fetch_add(s->holders, 1);
+	/* Counted before publishing: the side is shared from here on, so our
+	 * readers publish at once and the receiver starts exactly after them. */
+	sl_holders_expect(s);
+	sl_rx_publish_exact(s);
 	return 0;
 }
 
@@ -180,7 +181,7 @@ ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
 	for (unsigned i = 0; i < n; i++) {
 		close_copies(&pass[i]);
 		if (r < 0) /* not passed: the receiver will never hold it */
-			atomic_fetch_sub(pass[i].s->holders, 1);
+			sl_holders_unexpect(pass[i].s);
 	}
 	if (mfd >= 0)
 		sl_sys.close(mfd);
@@ -242,11 +243,11 @@ static void adopt(int fd, const struct manifest_entry *e, const int copies[3])
 	if (same_found) {
 		/* The sender counted one more holder; this process holds it once. */
 		if (sl_sock_alias(fd, same_found) == 0)
-			atomic_fetch_sub(same_found->holders, 1);
+			sl_holders_unexpect(same_found);
 		sl_sys.close(copies[1]);
 		sl_sys.close(copies[2]);
 	} else if ((sl_sys.fcntl(copies[0], F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
-		   sl_handover_adopt_one(fd, e->domain, copies[0], copies[1], copies[2], e->own) < 0) {
+		   sl_handover_adopt_one(fd, e->domain, copies[0], copies[1], copies[2], e->own, true) < 0) {
 		/* Nobody in this process can read its ring: the peer would wait
 		 * forever.  There is no mapping to reset it through, so the
 		 * kernel connection ends it (the peer sees the holder die). */

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "holders.h"
+
 void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1)
 {
 	memset(hdr, 0, sizeof(*hdr));
@@ -46,22 +48,39 @@ void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const s
 			      hdr->ring_cap[1 - own]);
 }
 
-void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
-			   struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
-			   uint64_t peer_cap)
+static void map_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
+		      struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap, uint64_t peer_cap)
 {
 	s->seg = base;
 	s->seg_len = len;
 	s->own_area = own;
+	s->htab = h;
 	s->holders = &h->count[own];
 	s->users = h->user[own];
-	atomic_store(s->holders, 1);
-	atomic_store(&s->users[SL_USE_RX], sl_self_pid);
-	atomic_store(&s->users[SL_USE_TX], sl_self_pid);
 	s->own_ctl = own_ctl;
 	s->peer_ctl = peer_ctl;
 	sl_ring_rx_init(&s->rx, own_ctl, (const unsigned char *)own_ctl + SL_AREA_CTL_SIZE, peer_ctl, own_cap);
 	sl_ring_tx_init(&s->tx, peer_ctl, (unsigned char *)peer_ctl + SL_AREA_CTL_SIZE, own_ctl, peer_cap);
+}
+
+void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
+			   struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
+			   uint64_t peer_cap)
+{
+	map_areas(s, base, len, own, h, own_ctl, peer_ctl, own_cap, peer_cap);
+	sl_holders_init(s);
+	atomic_store(&s->users[SL_USE_RX], sl_self_pid);
+	atomic_store(&s->users[SL_USE_TX], sl_self_pid);
+}
+
+void sl_segment_adopt(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr)
+{
+	unsigned char *b = base;
+
+	/* The holder words and users stay as the other holders left them. */
+	map_areas(s, base, len, own, (struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF),
+		  (struct sl_area_ctl *)(b + hdr->area_off[own]), (struct sl_area_ctl *)(b + hdr->area_off[1 - own]),
+		  hdr->ring_cap[own], hdr->ring_cap[1 - own]);
 }
 
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits)
@@ -84,6 +103,8 @@ void sl_segment_unbind(struct sl_sock *s)
 	s->seg_len = 0;
 	s->own_ctl = &closed_own;
 	s->peer_ctl = &closed_sink;
+	s->htab = NULL;
+	s->holder_slot = SL_HOLDER_NONE;
 	s->holders = &closed_holders;
 	s->users = closed_users;
 	sl_ring_rx_init(&s->rx, &closed_own, NULL, &closed_sink, 0);
@@ -108,6 +129,14 @@ void sl_claim_tx(struct sl_sock *s)
 	s->tx.write = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
 	s->tx.read_seen = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
 	atomic_store_explicit(&s->users[SL_USE_TX], sl_self_pid, memory_order_relaxed);
+}
+
+void sl_rx_publish_exact(struct sl_sock *s)
+{
+	sl_lock(&s->rx_lock);
+	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) == sl_self_pid)
+		sl_ring_rx_publish(&s->rx);
+	sl_unlock(&s->rx_lock);
 }
 
 int64_t sl_rx_waiting(struct sl_sock *s)
@@ -135,5 +164,5 @@ int64_t sl_tx_room(struct sl_sock *s, uint64_t want)
 
 bool sl_segment_release_holder(struct sl_sock *s)
 {
-	return atomic_fetch_sub(s->holders, 1) <= 1;
+	return sl_holders_release(s);
 }

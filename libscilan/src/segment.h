@@ -23,10 +23,17 @@ void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const s
 void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
 			   struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
 			   uint64_t peer_cap);
+/* Point s at a segment other processes of our side hold already (exec and
+ * SCM_RIGHTS adoption): the holder words are left as they are. */
+void sl_segment_adopt(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
+/* Before another process may take the receive direction over: publish our
+ * exact read index, if this process is the one using the direction (another
+ * process's published index is newer than our private one). */
+void sl_rx_publish_exact(struct sl_sock *s);
 /* Forget the mapping: point s at a shut, reset stand-in (see segment.c). */
 void sl_segment_unbind(struct sl_sock *s);
-/* Drop this process's hold; true if it was the last of our side (the close
- * the peer must see). */
+/* Drop this process's hold; true if it was the last live holder of our side
+ * (the close the peer must see); false when it held nothing (any more). */
 bool sl_segment_release_holder(struct sl_sock *s);
 /* Write our SL_PEER_* bits into the peer's area. */
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits);

@@ -147,3 +147,16 @@ void sl_shm_linger_drop_all(void)
 	sl_warn("exiting with connections whose peer never accepted them; their data is dropped");
 	sweep(true);
 }
+
+void sl_shm_linger_fork_lock(void)
+{
+	pthread_mutex_lock(&linger_lock);
+}
+
+void sl_shm_linger_fork_unlock(bool child)
+{
+	if (child) /* the locking thread is this one, under another tid */
+		pthread_mutex_init(&linger_lock, NULL);
+	else
+		pthread_mutex_unlock(&linger_lock);
+}

@@ -21,6 +21,9 @@ void sl_shm_linger_add(void *seg, size_t len, const int fds[SL_SHM_FDS], const c
 void sl_shm_linger_sweep(void);
 /* One of our descriptors moved to another number (own_fd.c). */
 void sl_shm_linger_renumber(int from, int to);
+/* fork: held across it, so a child never inherits a half-updated list. */
+void sl_shm_linger_fork_lock(void);
+void sl_shm_linger_fork_unlock(bool child);
 /* Entries remain. */
 bool sl_shm_linger_pending(void);
 /* Give up on every entry (process exit). */

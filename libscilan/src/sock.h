@@ -87,6 +87,9 @@ struct sl_sock {
 	int own_area;           /* 0 = connecting side, 1 = accepting side */
 	_Atomic int32_t *holders; /* processes of our side holding the connection */
 	_Atomic int32_t *users;   /* [SL_USE_RX/TX]: which process of our side used it last */
+	struct sl_seg_holders *htab; /* the holder table (holders.c); NULL without a segment */
+	int holder_slot;          /* our entry in it, or SL_HOLDER_NONE / SL_HOLDER_UNNAMED */
+	unsigned fork_mark;       /* the fork this socket was last counted for (holders.c) */
 	struct sl_area_ctl *own_ctl, *peer_ctl;
 	struct sl_ring_tx tx;
 	struct sl_ring_rx rx;
@@ -136,9 +139,12 @@ void sl_claim_tx(struct sl_sock *s);
  * (with its rx_lock / tx_lock held); -1 if the peer's index is impossible. */
 int64_t sl_rx_waiting(struct sl_sock *s);
 int64_t sl_tx_room(struct sl_sock *s, uint64_t want);
+/* Set while an exec hands our connections over (handover.c). */
+extern _Atomic bool sl_publish_at_once;
 static inline bool sl_side_shared(const struct sl_sock *s)
 {
-	return atomic_load_explicit(s->holders, memory_order_relaxed) > 1;
+	return atomic_load_explicit(s->holders, memory_order_relaxed) > 1 ||
+	       atomic_load_explicit(&sl_publish_at_once, memory_order_relaxed);
 }
 
 /* Table: the state for a kernel fd, or NULL if scilan does not know the fd. */
@@ -155,8 +161,12 @@ int sl_sock_alias(int newfd, struct sl_sock *s);
 bool sl_sock_unalias(int fd, struct sl_sock *s);
 
 /* pthread_atfork: the parent counts the child as a holder of every
- * connection; the child starts with no lock biased to anyone. */
+ * connection and publishes its exact read indices, and holds the library's
+ * global locks across the fork; the child names itself a holder and starts
+ * with no lock held by, or biased to, a thread of the parent (those threads
+ * do not exist in it). */
 void sl_sock_count_fork(void);
+void sl_sock_after_fork_parent(void);
 void sl_sock_after_fork_child(void);
 /* Whether ring locks may be biased (membarrier registered); set at init. */
 void sl_lock_init_bias(void);

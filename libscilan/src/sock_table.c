@@ -4,6 +4,9 @@
  */
 #include "sock.h"
 
+#include "holders.h"
+#include "own_fd.h"
+#include "shm_linger.h"
 #include "segment.h"
 #include "stats.h"
 #include "stats_file.h"
@@ -125,6 +128,7 @@ reset:
 	atomic_store(&s->rx_lock.owner, 0);
 	atomic_store(&s->sleepers[0], 0);
 	atomic_store(&s->sleepers[1], 0);
+	s->fork_mark = 0;
 	s->sends_since_check = 0;
 	atomic_store(&s->nonblock_hint, false);
 	s->ring_bytes = 0;
@@ -277,11 +281,20 @@ static void reset_lock(struct sl_lock *l)
 	atomic_store(&l->held, 0);
 }
 
-static bool unbias(struct sl_sock *s)
+/* In a fork child, for every state we have (in use or not): the locks and
+ * sleeper counts as if no thread used them.  A thread of the parent may
+ * have been asleep in recv (holding a sleep lock), copying (a ring lock) or
+ * in connect (ctl_lock); it does not exist here, and a close waiting for it
+ * would never return. */
+static void reset_in_child(struct sl_sock *s)
 {
 	reset_lock(&s->tx_lock);
 	reset_lock(&s->rx_lock);
-	return false;
+	pthread_mutex_init(&s->ctl_lock, NULL);
+	pthread_mutex_init(&s->sleep_lock[0], NULL);
+	pthread_mutex_init(&s->sleep_lock[1], NULL);
+	atomic_store(&s->sleepers[0], 0);
+	atomic_store(&s->sleepers[1], 0);
 }
 
 void sl_sock_after_fork_child(void)
@@ -290,7 +303,22 @@ void sl_sock_after_fork_child(void)
 	 * by) a thread of the parent. */
 	cached_tid = 0;
 	sl_self_pid = getpid();
-	sl_sock_any(unbias);
+	pthread_mutex_init(&spare_lock, NULL);
+	sl_shm_linger_fork_unlock(true);
+	sl_own_fd_fork_unlock(true);
+	for (unsigned i = 0; i < spares; i++)
+		reset_in_child(spare[i]);
+	for (unsigned c = 0; c < CHUNKS; c++) {
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
+			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
+
+			if (s)
+				reset_in_child(s);
+		}
+	}
+	sl_holders_in_child();
 	sl_stats_file_after_fork_child();
 	sl_stats_reset_in_child();
 }
@@ -325,16 +353,21 @@ bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s))
 	return false;
 }
 
-static bool count_holder(struct sl_sock *s)
-{
-	if (sl_sock_state(s) == SL_CONNECTED && s->seg)
-		atomic_fetch_add(s->holders, 1);
-	return false;
-}
-
 void sl_sock_count_fork(void)
 {
 	/* In the parent before fork, so that a parent that closes at once
 	 * cannot close the connection under the child. */
-	sl_sock_any(count_holder);
+	sl_holders_before_fork();
+	/* Last, in the order evictions nest them: the child then inherits
+	 * no list or table in the middle of an update. */
+	sl_own_fd_fork_lock();
+	sl_shm_linger_fork_lock();
+	pthread_mutex_lock(&spare_lock);
+}
+
+void sl_sock_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&spare_lock);
+	sl_shm_linger_fork_unlock(false);
+	sl_own_fd_fork_unlock(false);
 }

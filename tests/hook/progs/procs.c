@@ -1,13 +1,16 @@
 /* procs.c — scenarios for sockets across processes: fork, pre-forked acceptors,
- * vfork+exec, inetd-style exec on stdin/stdout, FD_CLOEXEC across exec, daemon().
+ * vfork+exec, inetd-style exec on stdin/stdout, FD_CLOEXEC across exec, daemon(),
+ * and what fork must keep exact: read indices, sleepers, holders.
  * A plain POSIX program; it re-executes itself for the exec'd roles. */
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -336,6 +339,321 @@ static int sc_daemon(void)
 	return 0;
 }
 
+/* ---- fork: where each process continues, sleepers, holders ---------------- */
+
+#define FORK_BIG (1u << 20)
+
+static int read_stream_child(void *arg)
+{
+	int c = *(int *)arg;
+	char *buf = malloc(FORK_BIG);
+	ssize_t n = recv_all(c, buf, FORK_BIG);
+
+	/* What the parent read before the fork must not come again. */
+	say("child read %zd bytes, continuing at 1000: %d", n, n > 0 && stream_check(20, 1000, buf, (size_t)n));
+	MUST(send_all(c, "child", 5));
+	free(buf);
+	return 0;
+}
+
+static uint64_t turn_off;
+
+static int read_turn_child(void *arg)
+{
+	char buf[3000];
+	ssize_t n = recv_all(*(int *)arg, buf, sizeof(buf));
+
+	say("read %zd bytes, continuing where the last reader stopped: %d", n,
+	    n > 0 && stream_check(20, turn_off, buf, (size_t)n));
+	if (turn_off == 1000 + FORK_BIG + 5000)
+		_exit(0);
+	return 0;
+}
+
+static int sc_fork_read_index(void)
+{
+	struct kid k;
+	int c, s;
+	char *buf = malloc(FORK_BIG);
+	char two[16] = { 0 };
+
+	tcp_pair(&c, &s);
+	stream_fill(20, 0, buf, 1000);
+	MUST(send_all(s, buf, 1000));
+	SHOW(recv_all(c, buf, 1000));
+	say("parent read 1000 bytes, intact %d", stream_check(20, 0, buf, 1000));
+	kid_start(&k, "reader", read_stream_child, &c);
+	stream_fill(20, 1000, buf, FORK_BIG);
+	SHOW(send_all(s, buf, FORK_BIG));
+	kid_join(&k);
+	/* The parent takes over where the child stopped, both ways. */
+	stream_fill(20, 1000 + FORK_BIG, buf, 5000);
+	MUST(send_all(s, buf, 5000));
+	memset(buf, 0, 5000);
+	SHOW(recv_all(c, buf, 5000));
+	say("parent continues at the child's index: %d", stream_check(20, 1000 + FORK_BIG, buf, 5000));
+	MUST(send_all(c, "parent", 6));
+	SHOW(recv_all(s, two, 11));
+	say("server got '%s'", two);
+	/* Two more children in turn, the first ending with _exit: each starts
+	 * where the last reader stopped, though the parent read nothing since. */
+	for (int i = 0; i < 2; i++) {
+		uint64_t off = 1000 + FORK_BIG + 5000 + (uint64_t)i * 3000;
+
+		turn_off = off;
+		kid_start(&k, i ? "third reader" : "second reader, _exit", read_turn_child, &c);
+		stream_fill(20, off, buf, 3000);
+		MUST(send_all(s, buf, 3000));
+		kid_join(&k);
+	}
+	SHOW(close(c));
+	SHOW(recv(s, two, 1, 0));
+	close(s);
+	free(buf);
+	return 0;
+}
+
+static int sleeper_fd;
+
+static void *sleeping_reader(void *arg)
+{
+	static char got[16];
+
+	(void)arg;
+	memset(got, 0, sizeof(got));
+	if (recv_all(sleeper_fd, got, 5) != 5)
+		return NULL;
+	return got;
+}
+
+static int close_sleepers_socket(void *arg)
+{
+	say("close -> %d", close(*(int *)arg));
+	return 0;
+}
+
+#define BLOCKED_SEND (8u << 20) /* more than kernel TCP buffers on loopback */
+
+static void *sleeping_writer(void *arg)
+{
+	static ssize_t sent;
+	char *buf = malloc(BLOCKED_SEND);
+
+	stream_fill(21, 0, buf, BLOCKED_SEND);
+	sent = send_all(*(int *)arg, buf, BLOCKED_SEND);
+	free(buf);
+	return &sent;
+}
+
+static double cpu_seconds(void)
+{
+	struct rusage r;
+
+	getrusage(RUSAGE_SELF, &r);
+	return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + (r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+}
+
+static int sc_fork_thread_sleeps(void)
+{
+	struct kid k;
+	pthread_t t, t2;
+	void *res;
+	char b[8] = { 0 };
+	int c, s;
+
+	tcp_pair(&c, &s);
+	sleeper_fd = s;
+	if (pthread_create(&t, NULL, sleeping_reader, NULL))
+		fatal("pthread_create");
+	/* Let the reader get past its spin into the kernel sleep; the outcome
+	 * is the same if it has not, only the case is weaker. */
+	usleep(200000);
+	/* fork; the child closes what it inherited (fork + close + exec helpers). */
+	kid_start(&k, "closer", close_sleepers_socket, &s);
+	kid_join(&k);
+	SHOW(send_all(c, "hello", 5));
+	if (pthread_join(t, &res))
+		fatal("pthread_join");
+	say("sleeping thread got '%s'", res ? (char *)res : "(nothing)");
+	SHOW(send_all(s, "back", 4));
+	SHOW(recv_all(c, b, 4));
+	say("client got '%s'", b);
+	SHOW(close(s));
+	SHOW(recv(c, b, 1, 0));
+	close(c);
+
+	/* The same with a thread asleep in send on a full connection. */
+	tcp_pair(&c, &s);
+	if (pthread_create(&t, NULL, sleeping_writer, &s))
+		fatal("pthread_create");
+	usleep(200000);
+	kid_start(&k, "closer", close_sleepers_socket, &s);
+	kid_join(&k);
+	{
+		char *buf = malloc(BLOCKED_SEND);
+		ssize_t n = recv_all(c, buf, BLOCKED_SEND);
+
+		say("client read %zd bytes, intact %d", n, n > 0 && stream_check(21, 0, buf, (size_t)n));
+		free(buf);
+	}
+	if (pthread_join(t, &res))
+		fatal("pthread_join");
+	say("sleeping writer sent %zd", *(ssize_t *)res);
+	SHOW(close(s));
+	SHOW(recv(c, b, 1, 0));
+	close(c);
+
+	/* Both at once, a reader and a writer: the child's close must leave
+	 * them asleep, not bounce a wake-up between them (CPU spent while
+	 * nothing happens; a generous bound, only a busy loop exceeds it). */
+	tcp_pair(&c, &s);
+	sleeper_fd = s;
+	if (pthread_create(&t, NULL, sleeping_reader, NULL) || pthread_create(&t2, NULL, sleeping_writer, &s))
+		fatal("pthread_create");
+	usleep(200000);
+	kid_start(&k, "closer", close_sleepers_socket, &s);
+	kid_join(&k);
+	{
+		double before = cpu_seconds();
+
+		usleep(1000000);
+		say("parent idle while both threads sleep: %d", cpu_seconds() - before < 0.3);
+	}
+	SHOW(send_all(c, "hello", 5));
+	if (pthread_join(t, &res))
+		fatal("pthread_join");
+	say("sleeping reader got '%s'", res ? (char *)res : "(nothing)");
+	{
+		char *buf = malloc(BLOCKED_SEND);
+		ssize_t n = recv_all(c, buf, BLOCKED_SEND);
+
+		say("client read %zd bytes, intact %d", n, n > 0 && stream_check(21, 0, buf, (size_t)n));
+		free(buf);
+	}
+	if (pthread_join(t2, &res))
+		fatal("pthread_join");
+	say("sleeping writer sent %zd", *(ssize_t *)res);
+	SHOW(close(s));
+	SHOW(recv(c, b, 1, 0));
+	close(c);
+	return 0;
+}
+
+static int dup_and_exit(void *arg)
+{
+	int d = dup(*(int *)arg);
+
+	say("dup -> %s", d >= 0 ? "fd" : en(errno));
+	return 0; /* exit() with the connection under two numbers */
+}
+
+static int sc_fork_dup_exit(void)
+{
+	struct kid k;
+	struct pollfd pf;
+	int c, s;
+	char b[8] = { 0 };
+
+	tcp_pair(&c, &s);
+	kid_start(&k, "dup, exit", dup_and_exit, &s);
+	kid_join(&k);
+	/* The child's exit closed nothing for the client: the parent serves. */
+	pf = (struct pollfd){ .fd = c, .events = POLLIN | POLLOUT | POLLRDHUP };
+	SHOW(poll(&pf, 1, 0));
+	say("revents %s", pollmask(pf.revents));
+	SHOW(send(c, "ping", 4, MSG_NOSIGNAL));
+	SHOW(recv_all(s, b, 4));
+	SHOW(send(s, "pong", 4, MSG_NOSIGNAL));
+	SHOW(recv_all(c, b, 4));
+	say("client got '%s'", b);
+	SHOW(close(s));
+	SHOW(recv(c, b, 1, 0));
+	close(c);
+	return 0;
+}
+
+static int close_both(void *arg)
+{
+	int *fds = arg;
+
+	say("close(s) -> %d, close(d) -> %d", close(fds[0]), close(fds[1]));
+	return 0;
+}
+
+static int sc_dup_fork_close(void)
+{
+	struct kid k;
+	int c, fds[2];
+	char b[8] = { 0 };
+
+	tcp_pair(&c, &fds[0]);
+	fds[1] = MUST(dup(fds[0]));
+	kid_start(&k, "closes both", close_both, fds);
+	kid_join(&k);
+	SHOW(send_all(fds[1], "last", 4));
+	SHOW(close(fds[0]));
+	SHOW(close(fds[1]));
+	SHOW(recv_all(c, b, 4));
+	say("client got '%s'", b);
+	SHOW(recv(c, b, 1, 0));
+	close(c);
+	return 0;
+}
+
+static int send_then_exit_now(void *arg)
+{
+	int s = *(int *)arg;
+
+	MUST(send_all(s, "child", 5));
+	say("_exit");
+	_exit(0); /* no destructors, as os._exit in a Python worker */
+}
+
+static int send_then_sigkill(void *arg)
+{
+	int s = *(int *)arg;
+
+	MUST(send_all(s, "child", 5));
+	say("SIGKILL");
+	kill(getpid(), SIGKILL);
+	return 1;
+}
+
+/* The child dies without running any code of ours; the parent closes
+ * later: the client sees the child's bytes and then EOF, as with TCP. */
+static void holder_dies(const char *name, int (*fn)(void *), bool reap_first)
+{
+	struct kid k;
+	int c, s;
+	char b[8] = { 0 };
+
+	tcp_pair(&c, &s);
+	kid_start(&k, name, fn, &s);
+	if (reap_first) {
+		kid_join(&k);
+	} else {
+		siginfo_t si;
+
+		/* A zombie, not reaped yet: it holds nothing any more. */
+		MUST(waitid(P_PID, (id_t)k.pid, &si, WEXITED | WNOWAIT));
+	}
+	SHOW(close(s));
+	SHOW(recv_all(c, b, 5));
+	say("client got '%s'", b);
+	SHOW(recv(c, b, 1, 0));
+	if (!reap_first)
+		kid_join(&k);
+	close(c);
+}
+
+static int sc_fork_exit_no_destructors(void)
+{
+	holder_dies("_exit", send_then_exit_now, true);
+	holder_dies("SIGKILL", send_then_sigkill, true);
+	holder_dies("_exit, unreaped", send_then_exit_now, false);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -345,6 +663,11 @@ int main(int argc, char **argv)
 		{ "inetd", sc_inetd },
 		{ "exec_cloexec", sc_exec_cloexec },
 		{ "daemon", sc_daemon },
+		{ "fork_read_index", sc_fork_read_index },
+		{ "fork_thread_sleeps", sc_fork_thread_sleeps },
+		{ "fork_dup_exit", sc_fork_dup_exit },
+		{ "dup_fork_close", sc_dup_fork_close },
+		{ "fork_exit_no_destructors", sc_fork_exit_no_destructors },
 		/* roles the scenarios exec */
 		{ "serve_fd", sc_serve_fd },
 		{ "inetd_service", sc_inetd_service },
