@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,24 +183,57 @@ int sl_handover_export(char *buf, size_t size)
 	return ex.count;
 }
 
+/* One decimal int field as sscanf("%d") took it (leading blanks, a sign),
+ * but out-of-range numbers are refused rather than clamped. */
+static const char *parse_field(const char *p, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (end == p || errno || v < INT_MIN || v > INT_MAX)
+		return NULL;
+	*out = (int)v;
+	return end;
+}
+
+const char *sl_handover_parse(const char *list, struct sl_handover_entry *e)
+{
+	int *fields[6] = { &e->fd, &e->domain, &e->seg, &e->brx, &e->btx, &e->own };
+	const char *p = list;
+	int err = errno;
+
+	for (int i = 0; i < 6; i++) {
+		if (i && *p++ != ':')
+			return NULL;
+		p = parse_field(p, fields[i]);
+		if (!p) {
+			errno = err;
+			return NULL;
+		}
+	}
+	errno = err;
+	/* Whatever follows the six numbers, up to the separator, is skipped. */
+	p = strchr(p, ';');
+	return p ? p + 1 : list + strlen(list);
+}
+
 /* Undo an export whose exec failed: the inherited copies are closed. */
 void sl_handover_abandon(const char *list)
 {
-	int fd, domain, seg, brx, btx, own;
+	struct sl_handover_entry e;
 
 	for (int i = 0; i < ndropped; i++)
 		atomic_fetch_add(dropped[i]->holders, 1);
 	ndropped = 0;
 
-	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
-		if (seg >= 0) {
-			sl_sys.close(seg);
-			sl_sys.close(brx);
-			sl_sys.close(btx);
+	while (list && (list = sl_handover_parse(list, &e))) {
+		if (e.seg >= 0) {
+			sl_sys.close(e.seg);
+			sl_sys.close(e.brx);
+			sl_sys.close(e.btx);
 		}
-		list = strchr(list, ';');
-		if (list)
-			list++;
 	}
 }
 
@@ -210,6 +244,7 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	struct stat st;
 	int32_t holders;
 	void *base;
+	bool sane;
 
 	if ((own != 0 && own != 1) || fstat(seg, &st) < 0 || pread(seg, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
 	    !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
@@ -228,11 +263,7 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	holders = atomic_load(&((struct sl_seg_holders *)((unsigned char *)base + SL_SEG_HOLDERS_OFF))->count[own]);
 	sl_segment_bind(s, base, hdr.total_size, own, &hdr);
 	atomic_store(s->holders, holders); /* this process was, and stays, one holder */
-	/* The private indices are recovered from the shared words: what we
-	 * published last is exactly where the old image stood. */
-	s->rx.read = s->rx.published = s->rx.write_seen = atomic_load(s->rx.remote_read);
-	s->tx.write = atomic_load(s->tx.remote_write);
-	s->tx.read_seen = atomic_load(s->tx.read_copy);
+	sane = sl_segment_recover_indices(s);
 	s->state_to_peer = atomic_load(&s->peer_ctl->peer_state);
 	s->tx.unfenced = false; /* fenced publication is always safe */
 	/* Moved out of the program's way and close-on-exec, like bells we open. */
@@ -243,14 +274,19 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	s->ring_bytes = sl_config()->ring_bytes;
 	atomic_store_explicit(&s->state, SL_CONNECTED, memory_order_release);
 	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+	if (!sane)
+		sl_conn_reset(s, "ring indices handed over across exec are impossible");
 	return 0;
 }
 
 int sl_handover_adopt(const char *list)
 {
-	int fd, domain, seg, brx, btx, own, adopted = 0;
+	struct sl_handover_entry e;
+	int adopted = 0;
 
-	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
+	while (list && (list = sl_handover_parse(list, &e))) {
+		int fd = e.fd, domain = e.domain, seg = e.seg, brx = e.brx, btx = e.btx, own = e.own;
+
 		if (seg == -2) {
 			struct sl_sock *first = sl_sock_get(brx);
 
@@ -274,9 +310,6 @@ int sl_handover_adopt(const char *list)
 		}
 		if (seg >= 0)
 			sl_sys.close(seg);
-		list = strchr(list, ';');
-		if (list)
-			list++;
 	}
 	return adopted;
 }

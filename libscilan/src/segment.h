@@ -23,6 +23,9 @@ void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const s
 void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
 			   struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
 			   uint64_t peer_cap);
+/* A new holder (an exec hand-over) takes its private ring indices from the
+ * shared words; false if they are impossible (the caller resets). */
+bool sl_segment_recover_indices(struct sl_sock *s);
 /* Forget the mapping: point s at a shut, reset stand-in (see segment.c). */
 void sl_segment_unbind(struct sl_sock *s);
 /* Drop this process's hold; true if it was the last of our side (the close
