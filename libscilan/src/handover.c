@@ -266,7 +266,15 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	sane = sl_segment_recover_indices(s);
 	s->state_to_peer = atomic_load(&s->peer_ctl->peer_state);
 	s->tx.unfenced = false; /* fenced publication is always safe */
-	/* Moved out of the program's way and close-on-exec, like bells we open. */
+	/* Non-blocking like the bells we open: a sender that passed blocking
+	 * ones (SCM_RIGHTS may come from anyone) must not hang a drain or a
+	 * stimulus.  Moved out of the program's way and close-on-exec. */
+	for (int i = 0; i < 2; i++) {
+		int bell = i ? btx : brx, fl = sl_sys.fcntl(bell, F_GETFL);
+
+		if (fl >= 0 && !(fl & O_NONBLOCK))
+			sl_sys.fcntl(bell, F_SETFL, fl | O_NONBLOCK);
+	}
 	s->bell_rx = sl_own_fd(brx);
 	s->bell_tx = sl_own_fd(btx);
 	sl_stats_conn_open(s);

@@ -1,16 +1,20 @@
-/* test_hostile_claim.c — a hostile peer's indices taken over without a cached
- * view: a forked process claiming the send direction, and an exec hand-over
- * adopting the connection.  A bad index is a reset (ECONNRESET + log line). */
+/* test_hostile_claim.c — connections taken over without a cached view: a forked
+ * sender's claim and the exec hand-over over impossible indices (a reset with a log
+ * line), and an SCM_RIGHTS sender passing blocking bells (never a hang). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "handover.h"
 #include "layout.h"
+#include "scm.h"
+#include "segment.h"
 #include "testing.h"
 #include "testutil.h"
 
@@ -166,4 +170,104 @@ Test(hostile_claim, exec_handover_adopts_impossible_read_index, .timeout = 60)
 Test(hostile_claim, exec_handover_adopts_impossible_write_index, .timeout = 60)
 {
 	run_adopt(true);
+}
+
+/* ---- SCM_RIGHTS from a hostile sender ------------------------------------------------------ */
+
+/* A well-formed segment memfd as its creator seals it. */
+static int fake_segment(int *own)
+{
+	struct sl_seg_header hdr;
+	int fd = memfd_create("hostile-seg", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	sl_segment_layout(&hdr, SL_RING_MIN, SL_RING_MIN);
+	TU_CHECK(fd >= 0 && ftruncate(fd, (off_t)hdr.total_size) == 0, "segment memfd");
+	TU_CHECK(pwrite(fd, &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr), "header");
+	TU_CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0, "seals");
+	*own = 1;
+	return fd;
+}
+
+static int fake_manifest(int own)
+{
+	struct manifest m = { .magic = MANIFEST_MAGIC, .app_fds = 1, .count = 1 };
+	size_t len = offsetof(struct manifest, e) + sizeof(m.e[0]);
+	int fd = memfd_create("hostile-manifest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	m.e[0] = (struct manifest_entry){ 0, AF_INET, own };
+	TU_CHECK(fd >= 0 && pwrite(fd, &m, len, 0) == (ssize_t)len, "manifest");
+	TU_CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0, "seals");
+	return fd;
+}
+
+/* The sender passes a kernel TCP socket as a ring connection whose bells are
+ * blocking pipes: the wake-up pipe holds exactly one drain's worth of bytes
+ * and the stimulus pipe is full, so a blocking read or write would hang. */
+static int scm_bells_child(void *p)
+{
+	static unsigned char junk[65536];
+	int u[2], l, c, k, own, bell_rx[2], bell_tx[2], fds[5], got_fd = -1;
+	uint16_t port;
+	char ctl[CMSG_SPACE(sizeof(fds))], rctl[CMSG_SPACE(sizeof(fds))], byte = 'x';
+	struct iovec iov = { &byte, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *cm;
+	struct timeval tv = { 0, 100000 };
+	struct sl_seg_header hdr;
+	unsigned char *base;
+	ssize_t n;
+
+	(void)p;
+	TU_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u) == 0, "socketpair");
+	l = tu_plain_listen(AF_INET, 1, &port);
+	c = tu_plain_connect(AF_INET, port);
+	k = accept(l, NULL, NULL);
+	TU_CHECK(l >= 0 && c >= 0 && k >= 0, "kernel connection");
+	TU_CHECK(pipe2(bell_rx, O_CLOEXEC) == 0 && pipe2(bell_tx, O_CLOEXEC) == 0, "pipes");
+	TU_CHECK(write(bell_rx[1], junk, 64) == 64, "one drain's worth");
+	TU_CHECK(fcntl(bell_tx[1], F_SETFL, O_NONBLOCK) == 0, "fill");
+	while (write(bell_tx[1], junk, sizeof(junk)) > 0) {
+	}
+	TU_CHECK(fcntl(bell_tx[1], F_SETFL, 0) == 0, "blocking again");
+	fds[0] = c;
+	fds[1] = fake_segment(&own);
+	TU_CHECK(pread(fds[1], &hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr), "header");
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
+	TU_CHECK(base != MAP_FAILED, "map the segment as its peer");
+	fds[2] = bell_rx[0];
+	fds[3] = bell_tx[1];
+	fds[4] = fake_manifest(own);
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	TU_CHECK(sendmsg(u[0], &m, 0) == 1, "sendmsg");
+	m = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = rctl, .msg_controllen = sizeof(rctl) };
+	TU_CHECK(scilan_recvmsg(u[1], &m, 0) == 1, "recvmsg");
+	cm = CMSG_FIRSTHDR(&m);
+	TU_CHECK(cm && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)), "one descriptor");
+	memcpy(&got_fd, CMSG_DATA(cm), sizeof(int));
+	TU_CHECK(tu_accelerated(got_fd) == 1, "adopted as a ring connection");
+	TU_CHECK(tu_set_poll_us(got_fd, 0) == 0, "interrupt mode");
+	TU_CHECK(scilan_setsockopt(got_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0, "SO_RCVTIMEO");
+	/* Sleeps (drains the bell), then times out. */
+	n = scilan_recv(got_fd, junk, 1, 0);
+	TU_CHECK(n == -1 && errno == EAGAIN, "recv on the adopted connection: %zd", n);
+	/* The peer sleeps for data: a send stimulates it through the full pipe. */
+	atomic_store(&((struct sl_area_ctl *)(base + hdr.area_off[own]))->wake_on_data, 1);
+	n = scilan_send(got_fd, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	TU_CHECK(n == 1, "send on the adopted connection: %zd", n);
+	return 0;
+}
+
+Test(hostile_claim, scm_rights_blocking_bells_never_hang, .timeout = 60)
+{
+	struct tu_child child;
+	char st[128];
+
+	tu_watchdog(WATCHDOG_SECS, "blocking bells");
+	cr_assert_eq(tu_spawn(&child, scm_bells_child, NULL), 0);
+	tu_reap(&child);
+	cr_assert(tu_exited_with(&child, 0), "child %s\n%s", tu_status_str(&child, st, sizeof(st)), child.output);
 }
