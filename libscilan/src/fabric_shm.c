@@ -419,6 +419,15 @@ static void shm_offer_settle(struct sl_sock *s)
 		sl_own_fd_close(s->memfd);
 		s->memfd = -1;
 		s->offer_path[0] = '\0'; /* the attacher removed it */
+	} else if (unattached(s)) {
+		/* About to sleep with nobody attached.  A listener that died as
+		 * our handshake completed can leave our kernel connection open
+		 * with no socket behind it, and only a segment sent on it brings
+		 * the RST that ends the wait (TCP's own send would; our data goes
+		 * to the ring).  A live acceptor discards the byte as a stray. */
+		char probe = 0;
+
+		sl_sys.send(s->fd, &probe, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 	}
 }
 

@@ -316,12 +316,13 @@ static void one_run(enum scenario sc, bool interrupt, struct tally *t)
 
 /* Every scenario in turn until the runs are done or the time is up; for a
  * longer hunt, SCILAN_TEST_SCALE multiplies the runs and SCILAN_KILL9_SECS
- * (default 40) is the time per mode. */
+ * (default 40) is the time per mode; SCILAN_KILL9_ONLY=NAME runs one scenario. */
 static void campaign(bool interrupt)
 {
 	int per_scenario = (int)tu_scaled(25, 8);
 	struct tally t = { 0 };
 	double start = now_s(), limit = (double)tu_env_u64("SCILAN_KILL9_SECS", 40);
+	const char *only = getenv("SCILAN_KILL9_ONLY"); /* one scenario, by name */
 
 	tu_count_sigpipe();
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
@@ -329,7 +330,8 @@ static void campaign(bool interrupt)
 	cr_assert_not_null(run_mem);
 	for (int i = 0; i < per_scenario && now_s() - start < limit; i++)
 		for (int sc = 0; sc < N_SCENARIOS && now_s() - start < limit; sc++)
-			one_run((enum scenario)sc, interrupt, &t);
+			if (!only || !strcmp(only, names[sc]))
+				one_run((enum scenario)sc, interrupt, &t);
 	fprintf(stderr,
 		"kill9 (%s): runs %d, hangs %d, corrupt bytes %llu, errors %d, slowest survivor %.0f ms (%s), "
 		"%d runs killed before a connection, %.1f MB moved by survivors, %.1f s\n",
