@@ -283,7 +283,7 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	atomic_store_explicit(&s->state, SL_CONNECTED, memory_order_release);
 	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
 	if (!sane)
-		sl_conn_reset(s, "ring indices handed over across exec are impossible");
+		sl_conn_reset(s, "the ring indices handed over are impossible");
 	return 0;
 }
 
