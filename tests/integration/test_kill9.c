@@ -75,7 +75,7 @@ static int end_conn(struct end_arg *a)
 		atomic_store(&r->port, port);
 		/* A client killed before it connected never comes. */
 		pfd = (struct pollfd){ .fd = l, .events = POLLIN };
-		if (scilan_poll(&pfd, 1, 1500) != 1) {
+		if (scilan_poll(&pfd, 1, 500) != 1) {
 			scilan_close(l);
 			return -2;
 		}
