@@ -19,25 +19,11 @@
 #include "holders.h"
 #include "log.h"
 #include "scilan.h"
+#include "scm.h"
 #include "segment.h"
 #include "sys.h"
 
-#define SCM_MAX_FDS 253 /* the kernel's SCM_MAX_FD: more in one message is EINVAL */
-#define MANIFEST_MAGIC "scilan-scm-1"
 #define MANIFEST_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
-
-/* One passed connection: the application's descriptor at index `index` of
- * the message's list; its segment and bells follow the application's
- * descriptors at app_fds + 3 * k (segment, our bell, the peer's bell). */
-struct manifest_entry {
-	int32_t index, domain, own;
-};
-
-struct manifest {
-	char magic[16];
-	uint32_t app_fds, count;
-	struct manifest_entry e[SCM_MAX_FDS / 3];
-};
 
 /* Room for the descriptors we may add to a received message. */
 #define EXTRA_CONTROL CMSG_SPACE(sizeof(int) * SCM_MAX_FDS)
@@ -203,8 +189,13 @@ static bool read_manifest(int fd, struct manifest *m, uint32_t nfds)
 	    (sl_sys.fcntl(fd, F_GET_SEALS) & MANIFEST_SEALS) != MANIFEST_SEALS)
 		return false;
 	got = pread(fd, m, sizeof(*m), 0);
-	if (got < (ssize_t)offsetof(struct manifest, e) || memcmp(m->magic, MANIFEST_MAGIC, sizeof(MANIFEST_MAGIC)) ||
-	    m->count == 0 || m->count > SCM_MAX_FDS / 3 || (size_t)got != manifest_size(m->count) ||
+	return got >= 0 && sl_scm_manifest_valid(m, (size_t)got, nfds);
+}
+
+bool sl_scm_manifest_valid(const struct manifest *m, size_t got, uint32_t nfds)
+{
+	if (got < offsetof(struct manifest, e) || memcmp(m->magic, MANIFEST_MAGIC, sizeof(MANIFEST_MAGIC)) ||
+	    m->count == 0 || m->count > SCM_MAX_FDS / 3 || got != manifest_size(m->count) ||
 	    (uint64_t)m->app_fds + 3ull * m->count + 1 != nfds)
 		return false;
 	for (uint32_t i = 0; i < m->count; i++)
