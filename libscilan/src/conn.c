@@ -23,7 +23,7 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 	sl_conn_note_error(s);
 	if (s->peer_ctl) {
 		pthread_mutex_lock(&s->ctl_lock);
-		sl_segment_set_state(s, SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR);
+		sl_segment_set_state(s, sl_conn_reset_bits(s));
 		pthread_mutex_unlock(&s->ctl_lock);
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
@@ -34,15 +34,30 @@ bool sl_conn_peer_died(struct sl_sock *s)
 {
 	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
 
-	if (ps & SL_PEER_RESET)
+	if ((ps & SL_PEER_RESET) || atomic_load(&s->sent_after_close))
 		return true;
 	return atomic_load(&s->peer_gone) && !(ps & SL_PEER_CLOSED);
+}
+
+bool sl_conn_fin_first(struct sl_sock *s)
+{
+	return atomic_load(&s->sent_after_close) ||
+	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_RESET_AFTER_FIN);
+}
+
+uint32_t sl_conn_reset_bits(const struct sl_sock *s)
+{
+	/* A FIN sent earlier (by any process of our side) reached the peer
+	 * before this reset. */
+	uint32_t sent = s->state_to_peer | atomic_load_explicit(&s->peer_ctl->peer_state, memory_order_relaxed);
+
+	return SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR | ((sent & SL_PEER_SHUT_WR) ? SL_PEER_RESET_AFTER_FIN : 0);
 }
 
 void sl_conn_note_error(struct sl_sock *s)
 {
 	if (!atomic_exchange(&s->error_noted, true))
-		atomic_store(&s->pending_error, ECONNRESET);
+		atomic_store(&s->pending_error, sl_conn_fin_first(s) ? EPIPE : ECONNRESET);
 }
 
 short sl_conn_ready(struct sl_sock *s, short events)
@@ -64,9 +79,10 @@ short sl_conn_ready(struct sl_sock *s, short events)
 		sl_conn_reset(s, "peer wrote an impossible write index");
 		return sl_conn_ready(s, events);
 	}
-	if (sl_conn_peer_died(s) && avail == 0) {
+	if (sl_conn_peer_died(s)) {
 		/* POLLERR only while the error is pending: once a recv, send or
-		 * SO_ERROR took it, the kernel shows IN|OUT|HUP|RDHUP. */
+		 * SO_ERROR took it, the kernel shows IN|OUT|HUP|RDHUP.  Data still
+		 * in the ring does not hide the reset (tcp_poll). */
 		sl_conn_note_error(s);
 		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
 			       (atomic_load(&s->pending_error) ? POLLERR : 0));

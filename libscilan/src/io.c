@@ -91,6 +91,9 @@ static ssize_t broken_pipe(int flags)
 	return fail(EPIPE);
 }
 
+/* send_blocker: the peer has closed (orderly) and has not been told yet. */
+#define SEND_TO_CLOSED (-1)
+
 /* Why a send cannot proceed, or 0.  A reset connection reports its pending
  * error once (taking it, as the kernel's send takes sk_err), then EPIPE; the
  * error stays pending when the send returns bytes it already copied. */
@@ -107,8 +110,25 @@ static int send_blocker(struct sl_sock *s, bool sent)
 		return err ? err : EPIPE;
 	}
 	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_CLOSED)
-		return EPIPE;
+		return sent ? EPIPE : SEND_TO_CLOSED;
 	return 0;
+}
+
+/* A send to a peer that closed in order: TCP accepts it (the bytes go out,
+ * the peer's kernel answers with RST) and a later call learns of the reset,
+ * with EPIPE since the peer's FIN came first.  So this one succeeds as far
+ * as a send buffer (the ring) would take it, nothing is copied, and the
+ * connection is reset from here on, keeping what our ring still holds. */
+static ssize_t send_to_closed(struct sl_sock *s, size_t len, int flags)
+{
+	if (atomic_load(&s->shut_wr))
+		return broken_pipe(flags);
+	if (len == 0)
+		return 0;
+	atomic_store(&s->sent_after_close, true);
+	sl_conn_note_error(s);
+	sl_conn_wake_local(s);
+	return (ssize_t)(len < s->tx.cap ? len : s->tx.cap);
 }
 
 /* A position in an iovec array, advanced as bytes are copied. */
@@ -176,6 +196,8 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 
 	for (;;) {
 		err = send_blocker(s, sent != 0);
+		if (err == SEND_TO_CLOSED)
+			return send_to_closed(s, len, flags);
 		if (err) {
 			if (sent)
 				break;
@@ -275,13 +297,19 @@ static enum peer_end stream_end(struct sl_sock *s)
 }
 
 /* The result of a recv at the end of the stream (our ring is empty): 0, or
- * the pending ECONNRESET if no poll, send or SO_ERROR took it first. */
+ * the pending ECONNRESET if no poll, send or SO_ERROR took it first.  After
+ * the peer's FIN the kernel's recv returns 0 (SOCK_DONE) even with an error
+ * pending: a reset that followed it is left for send and SO_ERROR. */
 static ssize_t end_result(struct sl_sock *s, enum peer_end end)
 {
 	int err;
 
 	if (end == END_EOF)
 		return 0;
+	if (sl_conn_fin_first(s)) {
+		sl_conn_note_error(s);
+		return 0;
+	}
 	sl_conn_note_error(s);
 	atomic_store(&s->reset, true); /* nothing more will arrive */
 	err = atomic_exchange(&s->pending_error, 0);

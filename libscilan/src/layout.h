@@ -23,6 +23,8 @@
 #define SL_PEER_CLOSED 0x4u   /* peer closed: it reads nothing more (our sends get EPIPE) */
 #define SL_PEER_RESET 0x8u    /* peer found the connection corrupt: ECONNRESET */
 #define SL_PEER_UNFENCED 0x10u /* peer publishes data unfenced: sleep for data only after membarrier */
+#define SL_PEER_RESET_AFTER_FIN 0x20u /* with RESET: the peer had sent its FIN (SHUT_WR) first, so the
+				       * error is EPIPE, as TCP's RST in CLOSE_WAIT, and recv ends in 0 */
 
 /* The control block at the start of each area.  The area lives in the memory
  * of the side that RECEIVES into it ("owner"); every word is written by the

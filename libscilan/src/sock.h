@@ -99,6 +99,8 @@ struct sl_sock {
 	_Atomic int pending_error; /* the kernel's sk_err: ECONNRESET until a recv, send or SO_ERROR takes it */
 	_Atomic bool error_noted;  /* pending_error was set for this connection's end (never twice) */
 	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
+	_Atomic bool sent_after_close; /* a send found the peer closed: its kernel would have answered
+				        * with RST, so the connection is now reset (EPIPE, data kept) */
 	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close
 				  * (device fabric: the /dev/scilanN endpoint) */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */

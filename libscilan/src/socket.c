@@ -382,6 +382,17 @@ int scilan_shutdown(int fd, int how)
 	return 0;
 }
 
+/* SO_LINGER {1, 0}: the kernel's close sends RST instead of FIN.  The
+ * option lives on the kernel socket (shared by fork, exec and SCM_RIGHTS),
+ * so it is asked there. */
+static bool linger_abort(const struct sl_sock *s)
+{
+	struct linger l;
+	socklen_t len = sizeof(l);
+
+	return sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+}
+
 static void close_connected(struct sl_sock *s)
 {
 	bool unread;
@@ -395,9 +406,11 @@ static void close_connected(struct sl_sock *s)
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);
 	/* Only the last process holding the connection closes it for the peer
-	 * (fork shares it); unread data makes that close a reset, as in TCP. */
+	 * (fork shares it); unread data or SO_LINGER {1, 0} makes that close a
+	 * reset, as in TCP. */
 	if (sl_segment_release_holder(s))
-		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED | (unread ? SL_PEER_RESET : 0));
+		sl_segment_set_state(s, unread || linger_abort(s) ? sl_conn_reset_bits(s)
+								: SL_PEER_SHUT_WR | SL_PEER_CLOSED);
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);
