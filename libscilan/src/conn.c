@@ -14,6 +14,7 @@
 #include "log.h"
 #include "segment.h"
 #include "sys.h"
+#include "urgent.h"
 
 void sl_conn_reset(struct sl_sock *s, const char *why)
 {
@@ -62,9 +63,9 @@ void sl_conn_note_error(struct sl_sock *s)
 
 short sl_conn_ready(struct sl_sock *s, short events)
 {
-	short rev = 0;
+	short rev = 0, urg = 0;
 	uint32_t ps;
-	int64_t avail, space;
+	int64_t avail, readable, space;
 	bool peer_fin, shut_wr = atomic_load(&s->shut_wr);
 
 	if (atomic_load(&s->reset))
@@ -73,7 +74,9 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	/* State before indices: data written before the peer's FIN is then visible. */
 	ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
 	sl_lock(&s->rx_lock);
-	avail = sl_rx_waiting(s);
+	avail = readable = sl_rx_waiting(s);
+	if (avail > 0)
+		urg = sl_urg_ready(s, &readable);
 	sl_unlock(&s->rx_lock);
 	if (avail < 0) {
 		sl_conn_reset(s, "peer wrote an impossible write index");
@@ -84,11 +87,12 @@ short sl_conn_ready(struct sl_sock *s, short events)
 		 * SO_ERROR took it, the kernel shows IN|OUT|HUP|RDHUP.  Data still
 		 * in the ring does not hide the reset (tcp_poll). */
 		sl_conn_note_error(s);
-		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
+		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP | urg)) | POLLHUP |
 			       (atomic_load(&s->pending_error) ? POLLERR : 0));
 	}
+	rev |= urg;
 	peer_fin = (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone);
-	if (avail > 0 || peer_fin || atomic_load(&s->shut_rd))
+	if (readable > 0 || peer_fin || atomic_load(&s->shut_rd))
 		rev |= POLLIN | POLLRDNORM;
 	if (peer_fin || atomic_load(&s->shut_rd)) /* tcp_poll: any RCV_SHUTDOWN */
 		rev |= POLLRDHUP;

@@ -39,6 +39,9 @@ struct sl_area_ctl {
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_data;   /* peer sleeps until owner sends data */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_space;  /* peer sleeps until owner frees ring space */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t peer_state;     /* SL_PEER_* bits */
+	_Alignas(SL_CACHELINE) _Atomic uint64_t urg_mark;       /* peer's urgent pointer: stream index just
+								 * past its last urgent byte (MSG_OOB), 0 none;
+								 * stored before the rx_write that covers it */
 };
 
 /* The data of an area starts one page after the area's start. */

@@ -51,6 +51,16 @@ struct sl_lock {
 
 #define SL_MAX_REG 8
 
+/* The receiver's view of TCP urgent data (urgent.c), under rx_lock. */
+enum { SL_URG_NONE, SL_URG_VALID, SL_URG_READ }; /* VALID until recv(MSG_OOB) takes the byte */
+struct sl_urg {
+	uint64_t mark_seen;         /* last urg_mark taken from our area */
+	uint64_t seq;               /* stream index of the urgent byte (state != NONE) */
+	int state;
+	unsigned char byte;
+	_Atomic bool oobinline;     /* SO_OOBINLINE as last set or asked of the kernel */
+};
+
 /* A connection's counters: in the process's stats file while it has a slot
  * there (scilan_ctl stat reads them live), else in the socket itself. */
 struct sl_counters {
@@ -111,6 +121,7 @@ struct sl_sock {
 	_Atomic bool dev_lost;   /* the link went down: the mappings were replaced by private memory */
 
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
+	struct sl_urg urg;          /* urgent data we received */
 
 	/* counters */
 	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */

@@ -4,8 +4,10 @@
  * POLLPRI, select's exception set).  A plain POSIX program. */
 #include <poll.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -428,6 +430,34 @@ static int sc_urgent(void)
 	close(c);
 	close(s);
 
+	say("-- two urgent bytes in a row, the reader at the first");
+	tcp_pair(&c, &s);
+	oob_send(c, "a");
+	await(s, POLLPRI);
+	oob_send(c, "b");
+	SHOW(send(c, "!", 1, 0));
+	await(s, POLLIN);
+	atmark("second", s);
+	recv_flags("oob", s, 8, MSG_OOB);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("normal", s, 60, 0);
+	close(c);
+	close(s);
+
+	say("-- the reader sits at an urgent byte: the next mark drops it");
+	tcp_pair(&c, &s);
+	oob_send(c, "a");
+	await(s, POLLPRI);
+	SHOW(send(c, "xy", 2, 0));
+	oob_send(c, "b");
+	await(s, POLLIN);
+	atmark("second", s);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("oob", s, 8, MSG_OOB);
+	recv_flags("normal", s, 60, 0);
+	close(c);
+	close(s);
+
 	say("-- a new urgent byte after the first was taken");
 	tcp_pair(&c, &s);
 	oob_send(c, "a");
@@ -476,12 +506,122 @@ static int sc_urgent(void)
 	return 0;
 }
 
+static void epoll_report(const char *what, int ep)
+{
+	struct epoll_event ev[2];
+	int n = epoll_wait(ep, ev, 2, 0);
+
+	say("%s: epoll_wait -> %d %s", what, n, n > 0 ? epmask(ev[0].events) : "");
+}
+
+static void *send_later(void *arg)
+{
+	usleep(50000); /* not a timing assertion: the reader is to block first */
+	send(*(int *)arg, "more", 4, 0);
+	return NULL;
+}
+
+static int sc_urgent_more(void)
+{
+	struct epoll_event ev;
+	pthread_t t;
+	char buf[16];
+	int c, s, ep;
+
+	say("-- epoll, level-triggered and edge-triggered");
+	tcp_pair(&c, &s);
+	ep = MUST(epoll_create1(0));
+	ev = (struct epoll_event){ .events = EPOLLIN | EPOLLPRI };
+	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	epoll_report("nothing", ep);
+	oob_send(c, "ab");
+	await(s, POLLPRI);
+	epoll_report("urgent", ep);
+	epoll_report("urgent again", ep);
+	recv_flags("normal", s, 60, 0);
+	epoll_report("at the mark", ep);
+	recv_flags("oob", s, 8, MSG_OOB);
+	epoll_report("taken", ep);
+	ev = (struct epoll_event){ .events = EPOLLPRI | EPOLLET };
+	MUST(epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	oob_send(c, "c");
+	await(s, POLLPRI);
+	epoll_report("ET urgent", ep);
+	epoll_report("ET urgent again", ep);
+	SHOW(send(c, "d", 1, 0));
+	await(s, POLLIN);
+	epoll_report("ET more data", ep);
+	close(ep);
+	close(c);
+	close(s);
+
+	say("-- recvmsg(MSG_OOB) flags; MSG_PEEK at the mark");
+	tcp_pair(&c, &s);
+	oob_send(c, "xy");
+	SHOW(send(c, "z", 1, 0));
+	await(s, POLLPRI);
+	recv_flags("peek", s, 60, MSG_PEEK);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("peek at the mark", s, 60, MSG_PEEK);
+	{
+		struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t n = recvmsg(s, &m, MSG_OOB);
+
+		say("recvmsg(MSG_OOB) -> %zd '%c' msg_flags%s", n, n > 0 ? buf[0] : '-',
+		    (m.msg_flags & MSG_OOB) ? " MSG_OOB" : " 0");
+	}
+	recv_flags("normal", s, 60, 0);
+	close(c);
+	close(s);
+
+	say("-- a blocking read at the mark skips the urgent byte and waits");
+	tcp_pair(&c, &s);
+	oob_send(c, "u");
+	await(s, POLLPRI);
+	pthread_create(&t, NULL, send_later, &c);
+	memset(buf, 0, sizeof(buf));
+	SHOW(recv(s, buf, sizeof(buf) - 1, 0));
+	say("read '%s'", buf);
+	pthread_join(t, NULL);
+	recv_flags("oob", s, 8, MSG_OOB);
+	close(c);
+	close(s);
+
+	say("-- SO_OOBINLINE set after the byte arrived");
+	tcp_pair(&c, &s);
+	oob_send(c, "pq");
+	await(s, POLLPRI);
+	set_oobinline(s);
+	recv_flags("oob", s, 8, MSG_OOB);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("normal", s, 60, 0);
+	revents("read", s);
+	close(c);
+	close(s);
+
+	say("-- urgent data from both sides");
+	tcp_pair(&c, &s);
+	oob_send(c, "12");
+	oob_send(s, "34");
+	await(s, POLLPRI);
+	await(c, POLLPRI);
+	recv_flags("server oob", s, 8, MSG_OOB);
+	recv_flags("client oob", c, 8, MSG_OOB);
+	recv_flags("server", s, 60, 0);
+	recv_flags("client", c, 60, 0);
+	close(c);
+	close(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "abort", sc_abort },
 		{ "closed_peer", sc_closed_peer },
 		{ "urgent", sc_urgent },
+		{ "urgent_more", sc_urgent_more },
 		{ NULL, NULL },
 	};
 
