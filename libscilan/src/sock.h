@@ -54,7 +54,7 @@ struct sl_lock {
 /* The receiver's view of TCP urgent data (urgent.c), under rx_lock. */
 enum { SL_URG_NONE, SL_URG_VALID, SL_URG_READ }; /* VALID until recv(MSG_OOB) takes the byte */
 struct sl_urg {
-	uint64_t mark_seen;         /* last urg_mark taken from our area */
+	uint64_t count_seen;        /* urgent marks of our area taken so far (its urg_count) */
 	uint64_t seq;               /* stream index of the urgent byte (state != NONE) */
 	int state;
 	unsigned char byte;

@@ -1,8 +1,9 @@
-/* urgent.c — TCP urgent data over the rings.  The sender stores the urgent
- * mark (stream index just past its urgent byte) into the receiver's area; the
- * receiver keeps TCP's one urgent byte: a normal read stops at the mark and
- * skips the byte (unless SO_OOBINLINE), recv(MSG_OOB) takes it, POLLPRI and
- * SIOCATMARK report it.  Each rule mirrors Linux's tcp_check_urg/tcp_recvmsg.
+/* urgent.c — TCP urgent data over the rings.  The sender queues the urgent
+ * mark (stream index just past its urgent byte) in the receiver's area; the
+ * receiver takes the marks in order and keeps TCP's one urgent byte: a normal
+ * read stops at the mark and skips the byte (unless SO_OOBINLINE),
+ * recv(MSG_OOB) takes it, POLLPRI and SIOCATMARK report it.  Each rule
+ * mirrors Linux's tcp_check_urg / tcp_recvmsg / tcp_recv_urg / tcp_poll.
  */
 #include "urgent.h"
 
@@ -14,9 +15,16 @@
 
 void sl_urg_publish(struct sl_sock *s, uint64_t mark)
 {
-	/* The commit's release store (or sfence on write-combining memory)
-	 * orders this before the write index. */
-	atomic_store_explicit(&s->peer_ctl->urg_mark, mark, memory_order_relaxed);
+	/* The count is read back from the peer's area (urgent sends are rare):
+	 * every process of our side (fork, exec) then continues the same queue. */
+	uint64_t n = atomic_load_explicit(&s->peer_ctl->urg_count, memory_order_relaxed);
+
+	atomic_store_explicit(&s->peer_ctl->urg_mark[n % SL_URG_MARKS], mark, memory_order_relaxed);
+	if (s->tx.write_combining)
+		__builtin_ia32_sfence(); /* WC stores may pass each other */
+	atomic_store_explicit(&s->peer_ctl->urg_count, n + 1, memory_order_release);
+	/* The commit's release store (sfence on write-combining memory) orders
+	 * both before the write index. */
 }
 
 void sl_urg_set_inline(struct sl_sock *s, bool on)
@@ -43,42 +51,66 @@ void sl_urg_passed(struct sl_sock *s)
 		s->urg.state = SL_URG_NONE;
 }
 
-/* Returns the bytes dropped from the stream (0 or 1). */
+/* One urgent pointer, as tcp_check_urg takes it when its segment arrives
+ * (mark names a byte we hold); returns the bytes dropped (0 or 1). */
+static int take_mark(struct sl_sock *s, uint64_t mark, bool oobinline)
+{
+	struct sl_urg *u = &s->urg;
+	int dropped = 0;
+
+	if (mark <= s->rx.read)
+		return 0; /* a byte already read: not replayed */
+	if (u->state != SL_URG_NONE && mark - 1 <= u->seq)
+		return 0; /* not newer than the one we have */
+	if (!oobinline && u->state != SL_URG_NONE && u->seq == s->rx.read) {
+		/* The reader sits at the old urgent byte: it leaves the stream. */
+		sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
+		dropped = 1;
+	}
+	u->seq = mark - 1;
+	u->state = SL_URG_VALID;
+	sl_ring_rx_peek(&s->rx, &u->byte, 1, u->seq - s->rx.read);
+	return dropped;
+}
+
+/* Takes the marks queued since the last look; returns the bytes dropped. */
 static int refresh(struct sl_sock *s)
 {
 	struct sl_urg *u = &s->urg;
-	uint64_t mark, read;
+	uint64_t count, first, write;
 	int64_t avail;
+	bool asked = false, oobinline = false;
 	int dropped = 0;
 
 	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) != sl_self_pid)
 		return 0; /* another process of our side reads: its view, not ours */
 	sl_urg_passed(s);
-	mark = atomic_load_explicit(&s->own_ctl->urg_mark, memory_order_relaxed);
-	if (mark == u->mark_seen)
+	count = atomic_load_explicit(&s->own_ctl->urg_count, memory_order_acquire);
+	if (count == u->count_seen)
 		return 0;
-	/* The untrusted mark must name a byte we hold: the write index is read
-	 * after it, and the sender stores the mark first. */
+	/* Marks are untrusted: each must name a byte we hold.  The write index
+	 * is read after the count, and the sender queues the mark first. */
 	avail = sl_ring_rx_avail_fresh(&s->rx);
 	if (avail < 0)
 		return 0; /* the data path resets the connection */
-	read = s->rx.read;
-	if (mark <= read) { /* a byte already read: TCP does not replay it */
-		u->mark_seen = mark;
-		return 0;
+	write = s->rx.read + (uint64_t)avail;
+	first = u->count_seen;
+	if (count - first > SL_URG_MARKS) /* overwritten: taken as coalesced */
+		first = count - SL_URG_MARKS;
+	for (uint64_t i = first; i != count; i++) {
+		/* A slot rewritten under us holds a newer mark: the older ones are
+		 * then skipped as not newer, never misread. */
+		uint64_t mark = atomic_load_explicit(&s->own_ctl->urg_mark[i % SL_URG_MARKS], memory_order_relaxed);
+
+		if (mark > write)
+			break; /* not visible yet (or garbage): looked at again later */
+		u->count_seen = i + 1;
+		if (!asked) { /* one syscall per urgent send, none per recv */
+			oobinline = oob_inline(s);
+			asked = true;
+		}
+		dropped += take_mark(s, mark, oobinline);
 	}
-	if (mark - read > (uint64_t)avail)
-		return 0; /* not visible yet (or garbage): looked at again later */
-	if (!oob_inline(s) && u->state != SL_URG_NONE && u->seq == read && mark - 1 != read) {
-		/* The reader sits at the old urgent byte: a new urgent pointer
-		 * drops it from the stream (tcp_check_urg). */
-		sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
-		dropped = 1;
-	}
-	u->mark_seen = mark;
-	u->seq = mark - 1;
-	u->state = SL_URG_VALID;
-	sl_ring_rx_peek(&s->rx, &u->byte, 1, u->seq - s->rx.read);
 	return dropped;
 }
 

@@ -11,8 +11,9 @@
 #include "sock.h"
 
 /* Sender, under tx_lock, before committing the bytes of an urgent send:
- * the byte just before index mark is urgent.  Stored before the write index
- * that makes the byte visible, so a receiver that sees the byte sees the mark. */
+ * the byte just before index mark is urgent.  Queued in the receiver's area
+ * before the write index that makes the byte visible, so a receiver that
+ * sees the byte sees the mark. */
 void sl_urg_publish(struct sl_sock *s, uint64_t mark);
 
 /* Receiver, under rx_lock: is there urgent state to look at?  One load of
@@ -20,12 +21,13 @@ void sl_urg_publish(struct sl_sock *s, uint64_t mark);
 static inline bool sl_urg_any(const struct sl_sock *s)
 {
 	return s->urg.state != SL_URG_NONE ||
-	       atomic_load_explicit(&s->own_ctl->urg_mark, memory_order_relaxed) != s->urg.mark_seen;
+	       atomic_load_explicit(&s->own_ctl->urg_count, memory_order_relaxed) != s->urg.count_seen;
 }
 
-/* Receiver, under rx_lock, owning the direction: take a new mark from our
- * area (validated against the write index), dropping an old urgent byte the
- * reader sits at, as TCP does when a new urgent pointer arrives. */
+/* Receiver, under rx_lock, owning the direction: take the new marks of our
+ * area in order (each validated against the write index), dropping an old
+ * urgent byte the reader sits at, as TCP does when a new urgent pointer
+ * arrives. */
 void sl_urg_refresh(struct sl_sock *s);
 
 /* A normal read of avail bytes at the read index (after sl_urg_refresh):

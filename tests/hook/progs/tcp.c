@@ -444,6 +444,34 @@ static int sc_urgent(void)
 	close(c);
 	close(s);
 
+	say("-- urgent bytes in a row the reader never looked at");
+	tcp_pair(&c, &s);
+	oob_send(c, "a");
+	oob_send(c, "b");
+	oob_send(c, "c");
+	SHOW(send(c, "!", 1, 0));
+	oob_send(c, "de");
+	oob_send(c, "f");
+	await(s, POLLPRI);
+	atmark("at the run", s);
+	recv_flags("oob", s, 8, MSG_OOB);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("normal", s, 60, 0);
+	close(c);
+	close(s);
+
+	say("-- a run of urgent bytes after data the reader has not read");
+	tcp_pair(&c, &s);
+	SHOW(send(c, "xy", 2, 0));
+	oob_send(c, "a");
+	oob_send(c, "b");
+	await(s, POLLPRI);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("oob", s, 8, MSG_OOB);
+	recv_flags("normal", s, 60, 0);
+	close(c);
+	close(s);
+
 	say("-- the reader sits at an urgent byte: the next mark drops it");
 	tcp_pair(&c, &s);
 	oob_send(c, "a");
