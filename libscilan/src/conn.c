@@ -55,6 +55,31 @@ uint32_t sl_conn_reset_bits(const struct sl_sock *s)
 	return SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR | ((sent & SL_PEER_SHUT_WR) ? SL_PEER_RESET_AFTER_FIN : 0);
 }
 
+bool sl_conn_unread(struct sl_sock *s)
+{
+	int64_t avail;
+
+	sl_lock(&s->rx_lock);
+	avail = sl_rx_waiting(s);
+	sl_unlock(&s->rx_lock);
+	return avail > 0;
+}
+
+/* SO_LINGER {1, 0}.  The option lives on the kernel socket (shared by fork,
+ * exec and SCM_RIGHTS), so it is asked there. */
+static bool linger_abort(const struct sl_sock *s)
+{
+	struct linger l;
+	socklen_t len = sizeof(l);
+
+	return sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+}
+
+uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread)
+{
+	return unread || linger_abort(s) ? sl_conn_reset_bits(s) : SL_PEER_SHUT_WR | SL_PEER_CLOSED;
+}
+
 void sl_conn_note_error(struct sl_sock *s)
 {
 	if (!atomic_exchange(&s->error_noted, true))

@@ -40,6 +40,12 @@ void sl_conn_note_error(struct sl_sock *s);
 bool sl_conn_fin_first(struct sl_sock *s);
 /* The peer_state bits a reset writes for the peer (with ctl_lock held). */
 uint32_t sl_conn_reset_bits(const struct sl_sock *s);
+/* Bytes wait unread in our ring (taken before ctl_lock). */
+bool sl_conn_unread(struct sl_sock *s);
+/* The peer_state bits our last close (or exit) writes, with ctl_lock held:
+ * a reset when data was unread or SO_LINGER is {1, 0}, as TCP's close sends
+ * RST then; else the orderly SHUT_WR|CLOSED. */
+uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread);
 
 /* A non-blocking connect with an offer out: move to SL_CONNECTED once the
  * kernel connection is up, or back to SL_FRESH if it failed. */

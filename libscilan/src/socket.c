@@ -382,35 +382,20 @@ int scilan_shutdown(int fd, int how)
 	return 0;
 }
 
-/* SO_LINGER {1, 0}: the kernel's close sends RST instead of FIN.  The
- * option lives on the kernel socket (shared by fork, exec and SCM_RIGHTS),
- * so it is asked there. */
-static bool linger_abort(const struct sl_sock *s)
-{
-	struct linger l;
-	socklen_t len = sizeof(l);
-
-	return sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
-}
-
 static void close_connected(struct sl_sock *s)
 {
 	bool unread;
 
 	if (sl_fabric()->before_close)
 		sl_fabric()->before_close(s);
-	sl_lock(&s->rx_lock);
-	unread = sl_rx_waiting(s) > 0;
-	sl_unlock(&s->rx_lock);
+	unread = sl_conn_unread(s);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);
 	/* Only the last process holding the connection closes it for the peer
-	 * (fork shares it); unread data or SO_LINGER {1, 0} makes that close a
-	 * reset, as in TCP. */
+	 * (fork shares it). */
 	if (sl_segment_release_holder(s))
-		sl_segment_set_state(s, unread || linger_abort(s) ? sl_conn_reset_bits(s)
-								: SL_PEER_SHUT_WR | SL_PEER_CLOSED);
+		sl_segment_set_state(s, sl_conn_close_bits(s, unread));
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);

@@ -643,11 +643,68 @@ static int sc_urgent_more(void)
 	return 0;
 }
 
+/* ---- a peer that exits without closing ------------------------------------ */
+
+static uint16_t exit_port;
+static int exit_chan[2];
+
+/* Kid: connect, then per arg: send and exit; wait for our data and exit
+ * with it unread; or set SO_LINGER {1, 0} and exit. */
+static int exiter(void *arg)
+{
+	const char *how = arg;
+	int c = tcp_connect(exit_port);
+
+	if (!strcmp(how, "send")) {
+		send(c, "bye", 3, 0);
+	} else if (!strcmp(how, "unread")) {
+		chan_put(exit_chan[1], 'c');
+		chan_get(exit_chan[1]); /* the parent has sent */
+	} else {
+		struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+	}
+	return 0; /* exit() with the connection open */
+}
+
+static int sc_exit(void)
+{
+	static const char *const hows[] = { "send", "unread", "linger" };
+	int l = tcp_listener(&exit_port);
+
+	for (int i = 0; i < 3; i++) {
+		struct kid k;
+		int s;
+
+		say("-- the peer exits without closing: %s", hows[i]);
+		chan_open(exit_chan);
+		kid_start(&k, hows[i], exiter, (void *)hows[i]);
+		s = MUST(accept(l, NULL, NULL));
+		if (!strcmp(hows[i], "unread")) {
+			chan_get(exit_chan[0]);
+			SHOW(send(s, "unread", 6, 0));
+			chan_put(exit_chan[0], 's');
+		}
+		kid_join(&k);
+		await(s, POLLRDHUP);
+		revents("after the exit", s);
+		do_recv("first", s);
+		do_recv("second", s);
+		close(s);
+		close(exit_chan[0]);
+		close(exit_chan[1]);
+	}
+	close(l);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "abort", sc_abort },
 		{ "closed_peer", sc_closed_peer },
+		{ "exit", sc_exit },
 		{ "urgent", sc_urgent },
 		{ "urgent_more", sc_urgent_more },
 		{ NULL, NULL },
