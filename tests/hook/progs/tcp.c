@@ -242,6 +242,19 @@ static int sc_closed_peer(void)
 	do_send("then", c, "abc");
 	close(c);
 
+	say("-- peer sent data and closed; our send draws the RST, the data is still read");
+	tcp_pair(&c, &s);
+	SHOW(send(s, "last", 4, 0));
+	SHOW(close(s));
+	await(c, POLLRDHUP);
+	do_send("first", c, "abc");
+	await(c, POLLHUP);
+	revents("after RST", c);
+	do_recv("first", c);
+	do_recv("second", c);
+	so_error("then", c);
+	close(c);
+
 	say("-- peer closed; an empty send changes nothing");
 	tcp_pair(&c, &s);
 	SHOW(close(s));
