@@ -1,10 +1,6 @@
-/* urgent.c — TCP urgent data over the rings.  The sender queues the urgent
- * mark (stream index just past its urgent byte) in the receiver's area; the
- * receiver takes the marks in order and keeps TCP's one urgent byte: a normal
- * read stops at the mark and skips the byte (unless SO_OOBINLINE),
- * recv(MSG_OOB) takes it, POLLPRI and SIOCATMARK report it.  Each rule
- * mirrors Linux's tcp_check_urg / tcp_recvmsg / tcp_recv_urg / tcp_poll.
- */
+/* urgent.c — TCP urgent data (MSG_OOB) over the rings: the sender's queue of
+ * urgent marks in the receiver's area, and the receiver's one urgent byte, with
+ * Linux's rules (tcp_check_urg, tcp_recvmsg, tcp_recv_urg, tcp_poll). */
 #include "urgent.h"
 
 #include <errno.h>

@@ -1,7 +1,6 @@
-/* urgent.h — TCP urgent data (MSG_OOB) over the rings: the urgent mark the
- * sender publishes into the receiver's area, and the receiver's view of it
- * (a read stops at the mark, recv(MSG_OOB), SIOCATMARK, POLLPRI).
- */
+/* urgent.h — TCP urgent data over the rings: the sender's urgent mark and the
+ * receiver's view of it (reads stop at the mark, recv(MSG_OOB), SIOCATMARK,
+ * POLLPRI). */
 #ifndef SCILAN_URGENT_H
 #define SCILAN_URGENT_H
 
