@@ -77,6 +77,7 @@ static bool linger_abort(const struct sl_sock *s)
 
 uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread)
 {
+	sl_urg_drain_kernel(s);
 	return unread || linger_abort(s) ? sl_conn_reset_bits(s) : SL_PEER_SHUT_WR | SL_PEER_CLOSED;
 }
 

@@ -44,7 +44,8 @@ uint32_t sl_conn_reset_bits(const struct sl_sock *s);
 bool sl_conn_unread(struct sl_sock *s);
 /* The peer_state bits our last close (or exit) writes, with ctl_lock held:
  * a reset when data was unread or SO_LINGER is {1, 0}, as TCP's close sends
- * RST then; else the orderly SHUT_WR|CLOSED. */
+ * RST then; else the orderly SHUT_WR|CLOSED.  The kernel connection's urgent
+ * signal bytes are consumed first (urgent.c). */
 uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread);
 
 /* A non-blocking connect with an offer out: move to SL_CONNECTED once the

@@ -272,6 +272,8 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			return -1;
 		}
 	}
+	if ((flags & MSG_OOB) && sent)
+		sl_urg_signal(s);
 	return (ssize_t)sent;
 }
 

@@ -23,6 +23,23 @@ void sl_urg_publish(struct sl_sock *s, uint64_t mark)
 	 * both before the write index. */
 }
 
+void sl_urg_signal(struct sl_sock *s)
+{
+	/* After the commit: a SIGURG handler finds the mark in place. */
+	sl_sys.send(s->fd, "!", 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+void sl_urg_drain_kernel(struct sl_sock *s)
+{
+	char junk[64];
+	ssize_t n;
+
+	/* A normal read skips an urgent byte (or reads it, SO_OOBINLINE). */
+	do
+		n = sl_sys.recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
+	while (n > 0 || (n < 0 && errno == EINTR));
+}
+
 void sl_urg_set_inline(struct sl_sock *s, bool on)
 {
 	atomic_store_explicit(&s->urg.oobinline, on, memory_order_relaxed);

@@ -15,6 +15,14 @@
  * sees the byte sees the mark. */
 void sl_urg_publish(struct sl_sock *s, uint64_t mark);
 
+/* Sender, after an urgent send: one urgent byte on the kernel connection,
+ * whose only effect is the kernel's own SIGURG to the receiving socket's
+ * owner (F_SETOWN); it never reaches the stream (not POLLIN, skipped). */
+void sl_urg_signal(struct sl_sock *s);
+/* Before the kernel socket closes: consume such bytes, or the kernel's
+ * close would find unread data and send RST instead of FIN. */
+void sl_urg_drain_kernel(struct sl_sock *s);
+
 /* Receiver, under rx_lock: is there urgent state to look at?  One load of
  * our own area on the fast path. */
 static inline bool sl_urg_any(const struct sl_sock *s)

@@ -2,6 +2,7 @@
  * abortive close (SO_LINGER {1, 0}), which send learns of a closed peer and
  * with which errno, and urgent data (MSG_OOB, SIOCATMARK, SO_OOBINLINE,
  * POLLPRI, select's exception set).  A plain POSIX program. */
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <pthread.h>
@@ -712,6 +713,79 @@ static int sc_exit(void)
 	return 0;
 }
 
+static volatile sig_atomic_t sigurgs;
+static void on_sigurg(int sig)
+{
+	(void)sig;
+	sigurgs++;
+}
+
+/* SIGURG goes to the socket's owner (F_SETOWN) when urgent data arrives. */
+static int sc_sigurg(void)
+{
+	struct sigaction sa = { .sa_handler = on_sigurg };
+	int c, s;
+
+	sigemptyset(&sa.sa_mask);
+	MUST(sigaction(SIGURG, &sa, NULL));
+	say("-- no owner: no SIGURG");
+	tcp_pair(&c, &s);
+	oob_send(c, "a");
+	await(s, POLLPRI);
+	say("SIGURGs %d", (int)sigurgs);
+	close(c);
+	close(s);
+
+	say("-- F_SETOWN: one SIGURG per urgent send");
+	tcp_pair(&c, &s);
+	SHOW(fcntl(s, F_SETOWN, getpid()) >= 0);
+	oob_send(c, "bc");
+	await(s, POLLPRI);
+	for (int i = 0; i < 5000 && sigurgs < 1; i++)
+		usleep(1000);
+	say("SIGURGs %d", (int)sigurgs);
+	recv_flags("oob", s, 8, MSG_OOB);
+	SHOW(send(c, "plain", 5, 0));
+	await(s, POLLIN);
+	say("SIGURGs after plain data %d", (int)sigurgs);
+	oob_send(c, "d");
+	await(s, POLLPRI);
+	for (int i = 0; i < 5000 && sigurgs < 2; i++)
+		usleep(1000);
+	say("SIGURGs %d", (int)sigurgs);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("normal", s, 60, 0);
+	recv_flags("oob", s, 8, MSG_OOB);
+	close(c);
+	close(s);
+
+	say("-- the receiver took the urgent byte, read past it and closed: FIN");
+	tcp_pair(&c, &s);
+	oob_send(c, "x");
+	await(s, POLLPRI);
+	recv_flags("oob", s, 8, MSG_OOB);
+	recv_flags("normal", s, 60, 0);
+	SHOW(close(s));
+	await(c, POLLRDHUP);
+	revents("sender", c);
+	so_error("sender", c);
+	do_recv("sender", c);
+	close(c);
+
+	say("-- the receiver took the urgent byte only and closed: the byte counts as unread, RST");
+	tcp_pair(&c, &s);
+	oob_send(c, "y");
+	await(s, POLLPRI);
+	recv_flags("oob", s, 8, MSG_OOB);
+	SHOW(close(s));
+	await(c, POLLHUP);
+	revents("sender", c);
+	so_error("sender", c);
+	do_recv("sender", c);
+	close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -720,6 +794,7 @@ int main(int argc, char **argv)
 		{ "exit", sc_exit },
 		{ "urgent", sc_urgent },
 		{ "urgent_more", sc_urgent_more },
+		{ "sigurg", sc_sigurg },
 		{ NULL, NULL },
 	};
 
