@@ -549,12 +549,18 @@ static bool is_unattached(struct sl_sock *s)
 	return sl_sock_state(s) == SL_CONNECTED && s->owner == getpid() && unattached(s);
 }
 
-/* Exit closes our sockets in the kernel, an orderly close the peer must see
- * as EOF, not as a death. */
+/* Exit closes our sockets in the kernel, a close the peer must see as EOF
+ * (or as the reset TCP sends for unread data or SO_LINGER {1, 0}), not as a
+ * death. */
 static bool close_at_exit(struct sl_sock *s)
 {
-	if (sl_sock_state(s) == SL_CONNECTED && s->seg && sl_segment_release_holder(s)) {
-		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED);
+	bool unread;
+
+	if (sl_sock_state(s) != SL_CONNECTED || !s->seg)
+		return false;
+	unread = sl_conn_unread(s);
+	if (sl_segment_release_holder(s)) {
+		sl_segment_set_state(s, sl_conn_close_bits(s, unread));
 		sl_conn_wake_peer(s);
 	}
 	return false;

@@ -409,16 +409,14 @@ static void close_connected(struct sl_sock *s)
 
 	if (sl_fabric()->before_close)
 		sl_fabric()->before_close(s);
-	sl_lock(&s->rx_lock);
-	unread = sl_rx_waiting(s) > 0;
-	sl_unlock(&s->rx_lock);
+	unread = sl_conn_unread(s);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);
 	/* Only the last process holding the connection closes it for the peer
-	 * (fork shares it); unread data makes that close a reset, as in TCP. */
+	 * (fork shares it). */
 	if (sl_segment_release_holder(s))
-		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED | (unread ? SL_PEER_RESET : 0));
+		sl_segment_set_state(s, sl_conn_close_bits(s, unread));
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);
