@@ -21,6 +21,7 @@
 #include "scilan.h"
 #include "scm.h"
 #include "segment.h"
+#include "sock.h"
 #include "sys.h"
 
 #define MANIFEST_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
@@ -251,6 +252,34 @@ static void adopt(int fd, const struct manifest_entry *e, const int copies[3])
 	sl_sys.close(copies[0]);
 }
 
+/* The kernel has just given these numbers out: state still under one is
+ * that of a descriptor closed where no hook saw it (a raw system call,
+ * io_uring), which is released now as the close it was.  Left there, it
+ * would be taken for the received socket (same_socket's fstat names the new
+ * one) and the new connection's ring would never be read. */
+static void forget_stale(const int *fds, unsigned nfds)
+{
+	for (unsigned i = 0; i < nfds; i++)
+		if (sl_sock_get(fds[i])) {
+			sl_debug("fd %d: received over a descriptor closed behind our back; its old state is released",
+				 fds[i]);
+			sl_sock_release(fds[i]);
+		}
+}
+
+/* A listening TCP socket received (Node.js's cluster hands its workers one)
+ * becomes one of ours, registered for this process: its accepts must attach
+ * the offers that clients make to whichever registered process they found. */
+static void adopt_listener(int fd)
+{
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	    (domain == AF_INET || domain == AF_INET6) && sl_listener_adopt(fd, domain) == 0)
+		sl_debug("fd %d: listener received with SCM_RIGHTS, registered", fd);
+}
+
 /* Copy the received control data into the application's buffer as the
  * kernel would have written it there (put_cmsg, scm_detach_fds): what does
  * not fit is cut, descriptors that do not fit are closed, MSG_CTRUNC. */
@@ -329,6 +358,7 @@ ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 			nfds = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 			break;
 		}
+	forget_stale(fds, nfds);
 	if (nfds && read_manifest(fds[nfds - 1], &man, nfds)) {
 		/* A peek hands out descriptors the application will close; only
 		 * the real receive takes the connection over. */
@@ -340,6 +370,9 @@ ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 		sl_sys.close(fds[nfds - 1]);
 		nfds = man.app_fds;
 	}
+	for (unsigned i = 0; i < nfds && !(flags & MSG_PEEK); i++)
+		if (!sl_sock_get(fds[i]))
+			adopt_listener(fds[i]);
 	msg->msg_namelen = m.msg_namelen;
 	msg->msg_flags = m.msg_flags;
 	deliver_control(msg, &m, fds, nfds);
