@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agree.h"
 #include "fabric.h"
 #include "log.h"
 #include "segment.h"
@@ -50,8 +51,14 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	short rev = 0;
 	uint32_t ps;
 	int64_t avail, space;
-	bool peer_fin, shut_wr = atomic_load(&s->shut_wr);
+	bool peer_fin, shut_wr;
 
+	/* Our offer out and undecided: a poll or epoll wait is where a program
+	 * that never calls recv learns that the acceptor is plain. */
+	if (atomic_load_explicit(&s->fell_back, memory_order_relaxed) ||
+	    (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_POLL)))
+		return sl_agree_kernel_ready(s, events);
+	shut_wr = atomic_load(&s->shut_wr);
 	if (atomic_load(&s->reset))
 		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
 			       (atomic_load(&s->pending_error) ? POLLERR : 0));
@@ -140,7 +147,9 @@ void sl_conn_wake_peer(struct sl_sock *s)
 
 bool sl_conn_check_peer(struct sl_sock *s)
 {
-	if (atomic_load(&s->peer_gone))
+	/* While our offer is out the kernel socket may carry a plain
+	 * acceptor's bytes, which only the fall-back may read. */
+	if (atomic_load(&s->peer_gone) || sl_agree_pending(s))
 		return false;
 	if (!sl_fabric()->peer_gone(s))
 		return false;

@@ -23,6 +23,7 @@
 #define SL_PEER_CLOSED 0x4u   /* peer closed: it reads nothing more (our sends get EPIPE) */
 #define SL_PEER_RESET 0x8u    /* peer found the connection corrupt: ECONNRESET */
 #define SL_PEER_UNFENCED 0x10u /* peer publishes data unfenced: sleep for data only after membarrier */
+#define SL_PEER_PLAIN 0x20u    /* peer moved the connection to kernel TCP: read and write nothing here */
 
 /* The control block at the start of each area.  The area lives in the memory
  * of the side that RECEIVES into it ("owner"); every word is written by the
@@ -62,9 +63,23 @@ struct sl_seg_holders {
 	_Atomic int32_t count[2];   /* processes of each side holding the connection */
 	_Atomic int32_t user[2][2]; /* [side][SL_USE_RX/TX]: pid that used the direction last */
 };
+/* The offer word (header page, shm fabric): which transport carries the
+ * connection, decided by compare-and-swap so that exactly one of the two
+ * ends decides (ARCHITECTURE.md, "Agreement").  The creator stores OFFERED
+ * before it publishes the offer; the acceptor moves OFFERED to ATTACHED
+ * (rings) or REFUSED; the creator moves OFFERED or REFUSED to REVOKED while
+ * it copies its ring bytes onto the kernel socket, then to PLAIN. */
+#define SL_OFFER_OFFERED 1u
+#define SL_OFFER_ATTACHED 2u
+#define SL_OFFER_REFUSED 3u
+#define SL_OFFER_REVOKED 4u
+#define SL_OFFER_PLAIN 5u
+#define SL_SEG_OFFER_OFF 1024
+
 #define SL_USE_RX 0
 #define SL_USE_TX 1
 #define SL_SEG_HOLDERS_OFF 2048
-_Static_assert(sizeof(struct sl_seg_header) <= SL_SEG_HOLDERS_OFF, "holders after the header");
+_Static_assert(sizeof(struct sl_seg_header) <= SL_SEG_OFFER_OFF, "offer word after the header");
+_Static_assert(SL_SEG_OFFER_OFF + sizeof(uint32_t) <= SL_SEG_HOLDERS_OFF, "holders after the offer word");
 
 #endif

@@ -92,6 +92,12 @@ struct sl_sock {
 	struct sl_ring_rx rx;
 	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
 	int memfd;              /* connecting side until the peer attached, else -1 */
+	/* agreement (agree.c): the connecting side's offer until it is decided */
+	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
+	_Atomic bool agree_pending;   /* our offer is out and undecided (connecting side) */
+	_Atomic bool kernel_stirred;  /* a sleep saw the kernel socket readable while pending */
+	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
+	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close */
 	char offer_path[256];
 
 	_Atomic bool shut_rd, shut_wr;

@@ -139,6 +139,10 @@ reset:
 	s->state_to_peer = 0;
 	s->memfd = -1;
 	s->offer_path[0] = '\0';
+	atomic_store(&s->agree_pending, false);
+	atomic_store(&s->kernel_stirred, false);
+	atomic_store(&s->fell_back, false);
+	s->agree_deadline_ns = 0;
 	atomic_store(&s->shut_rd, false);
 	atomic_store(&s->shut_wr, false);
 	atomic_store(&s->peer_gone, false);

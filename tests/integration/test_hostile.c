@@ -434,6 +434,7 @@ static int header_victim(void *p)
 		TU_CHECK(fd >= 0, "accept of the good client after a bad one (round %d)", r);
 		TU_CHECK(tu_accelerated(fd) == 1, "good client not accelerated (round %d)", r);
 		TU_CHECK(tu_recv_all(fd, b, 4) == 4 && memcmp(b, "good", 4) == 0, "good data (round %d)", r);
+		TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "good one read");
 		TU_CHECK(scilan_close(fd) == 0, "close");
 	}
 	scilan_close(l);
@@ -499,6 +500,8 @@ Test(hostile, corrupt_header_before_attach, .timeout = 120)
 		good = tu_connect(AF_INET, (uint16_t)port);
 		cr_assert_geq(good, 0);
 		cr_assert_eq(tu_send_all(good, "good", 4, 0), 4);
+		/* A close before the accept would revoke the offer (plain TCP). */
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
 		scilan_close(good);
 	}
 	tu_reap(&child);
