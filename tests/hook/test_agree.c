@@ -10,6 +10,10 @@
 Test(agree, uring_acceptor_waits_for_request, .timeout = 120) { hk_scenario("agree", "uring_server", 0, 0, 30); }
 Test(agree, raw_acceptor_waits_for_request, .timeout = 120) { hk_scenario("agree", "raw_client_first", 0, 0, 30); }
 Test(agree, raw_acceptor_speaks_first, .timeout = 120) { hk_scenario("agree", "raw_banner", 0, 0, 30); }
+Test(agree, raw_acceptor_speaks_first_epoll_wait, .timeout = 120)
+{
+	hk_scenario("agree", "raw_banner_epoll", 0, 0, 30);
+}
 Test(agree, close_right_after_send_to_plain_acceptor, .timeout = 120)
 {
 	hk_scenario("agree", "close_after_send", 0, 0, 30);

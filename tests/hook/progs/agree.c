@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -96,11 +97,21 @@ static size_t uring_recv_all(int fd, char *buf, size_t len)
 /* ---- the hooked end ----------------------------------------------------------- */
 
 /* Send the request, read the response: both checked against the stream. */
-static void client_exchange(const char *what, int c, bool banner)
+static void client_exchange(const char *what, int c, bool banner, bool wait_epoll)
 {
 	char *req = malloc(REQ_LEN), *rsp = malloc(RSP_LEN), b[sizeof(BANNER)];
 	ssize_t sent, got;
 
+	if (banner && wait_epoll) {
+		/* An event loop's wait for the greeting, before any recv. */
+		int ep = MUST(epoll_create1(0));
+		struct epoll_event ev = { .events = EPOLLIN }, out;
+
+		MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+		SHOW(epoll_wait(ep, &out, 1, 20000));
+		say("%s: epoll events %s", what, epmask(out.events));
+		close(ep);
+	}
 	if (banner) {
 		got = recv_all(c, b, strlen(BANNER));
 		say("%s: banner %zd bytes, intact %d", what, got, got == (ssize_t)strlen(BANNER) && !memcmp(b, BANNER, (size_t)got));
@@ -169,7 +180,7 @@ static int sc_uring_server(void)
 	lfd = tcp_listener(&port);
 	kid_start(&k, "uring server", uring_server, NULL);
 	c = tcp_connect(port);
-	client_exchange("client", c, false);
+	client_exchange("client", c, false, false);
 	close(c);
 	kid_join(&k);
 	return 0;
@@ -193,7 +204,7 @@ static int raw_server(void *arg)
 	return 0;
 }
 
-static int raw_pair(bool banner)
+static int raw_pair(bool banner, bool wait_epoll)
 {
 	struct kid k;
 	int c;
@@ -201,7 +212,7 @@ static int raw_pair(bool banner)
 	lfd = tcp_listener(&port);
 	kid_start(&k, "raw server", raw_server, banner ? "" : NULL);
 	c = tcp_connect(port);
-	client_exchange("client", c, banner);
+	client_exchange("client", c, banner, wait_epoll);
 	close(c);
 	kid_join(&k);
 	return 0;
@@ -209,12 +220,17 @@ static int raw_pair(bool banner)
 
 static int sc_raw_client_first(void)
 {
-	return raw_pair(false);
+	return raw_pair(false, false);
 }
 
 static int sc_raw_banner(void)
 {
-	return raw_pair(true);
+	return raw_pair(true, false);
+}
+
+static int sc_raw_banner_epoll(void)
+{
+	return raw_pair(true, true);
 }
 
 /* close() right after send(), before the plain acceptor took the
@@ -281,7 +297,7 @@ static int sc_starved_acceptor(void)
 	lfd = tcp_listener(&port);
 	kid_start(&k, "starved server", starved_server, NULL);
 	c = tcp_connect(port);
-	client_exchange("client", c, false);
+	client_exchange("client", c, false, false);
 	close(c);
 	kid_join(&k);
 	return 0;
@@ -331,6 +347,7 @@ int main(int argc, char **argv)
 		{ "uring_server", sc_uring_server },
 		{ "raw_client_first", sc_raw_client_first },
 		{ "raw_banner", sc_raw_banner },
+		{ "raw_banner_epoll", sc_raw_banner_epoll },
 		{ "close_after_send", sc_close_after_send },
 		{ "starved_acceptor", sc_starved_acceptor },
 		{ "uring_client", sc_uring_client },
