@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "layout.h"
 #include "sock.h"
 
 /* How hard to look before deciding (each mode includes the ones above it). */
@@ -34,6 +35,26 @@ static inline bool sl_agree_pending(const struct sl_sock *s)
  * caller then redoes its call on the kernel socket; false while rings carry
  * it or the offer is still out. */
 bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode);
+
+/* After the agreement (bypass.c): the peer's bytes came on the kernel socket
+ * (kernel_stirred), or the peer moved to kernel TCP first (SL_PEER_PLAIN).
+ * true if the connection is now kernel TCP with every byte in order; false
+ * if not, or if it was reset (ambiguous: ECONNRESET and a log line). */
+bool sl_bypass(struct sl_sock *s);
+
+/* Has the connection become kernel TCP (deciding what mode allows)?  The
+ * guard of every would-block path, of poll, and of each send iteration. */
+static inline bool sl_agree_plain(struct sl_sock *s, enum sl_agree_mode mode)
+{
+	if (atomic_load_explicit(&s->fell_back, memory_order_relaxed))
+		return true;
+	if (sl_agree_pending(s) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
+		return atomic_load_explicit(&s->fell_back, memory_order_relaxed);
+	if (atomic_load_explicit(&s->kernel_stirred, memory_order_relaxed) ||
+	    (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_PLAIN))
+		return sl_bypass(s);
+	return false;
+}
 
 /* Kernel readiness of a connection that fell back (poll bits of events). */
 short sl_agree_kernel_ready(struct sl_sock *s, short events);

@@ -53,10 +53,10 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	int64_t avail, space;
 	bool peer_fin, shut_wr;
 
-	/* Our offer out and undecided: a poll or epoll wait is where a program
-	 * that never calls recv learns that the acceptor is plain. */
-	if (atomic_load_explicit(&s->fell_back, memory_order_relaxed) ||
-	    (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_POLL)))
+	/* Our offer out and undecided, or the peer's bytes on the kernel
+	 * socket: a poll or epoll wait is where a program that never calls
+	 * recv learns that the connection is kernel TCP now. */
+	if (sl_agree_plain(s, SL_AGREE_POLL))
 		return sl_agree_kernel_ready(s, events);
 	shut_wr = atomic_load(&s->shut_wr);
 	if (atomic_load(&s->reset))

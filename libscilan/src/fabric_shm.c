@@ -583,14 +583,18 @@ static int shm_drain(struct sl_sock *s)
 
 static bool shm_peer_gone(struct sl_sock *s)
 {
-	char junk[256];
+	char b;
 	ssize_t n;
 
-	/* Nothing but the end is expected here; stray bytes are discarded so
-	 * that they cannot keep the socket readable forever. */
+	/* Bytes here are the peer's stream bypassing the rings: never dropped;
+	 * the next would-block or poll moves the connection (bypass.c). */
 	do
-		n = sl_sys.recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
-	while (n > 0 || (n < 0 && errno == EINTR));
+		n = sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		atomic_store(&s->kernel_stirred, true);
+		return false;
+	}
 	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }
 

@@ -172,8 +172,7 @@ static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c,
  * caller sends or receives the rest on the kernel socket. */
 static bool now_plain(struct sl_sock *s, enum sl_agree_mode mode)
 {
-	return atomic_load_explicit(&s->fell_back, memory_order_relaxed) ||
-	       (sl_agree_pending(s) && sl_agree_decide(s, mode));
+	return sl_agree_plain(s, mode);
 }
 
 static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
@@ -259,7 +258,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		if (spin(s, flags, space_freed, read_seen))
 			continue;
 		if (nonblocking(s, flags)) {
-			if (sl_conn_check_peer(s))
+			if (sl_conn_check_peer(s) || now_plain(s, SL_AGREE_WAIT))
 				continue;
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			return fail(EAGAIN);
@@ -385,6 +384,10 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			 * the peer die, as it would see a FIN or RST. */
 			if (sl_conn_check_peer(s))
 				continue;
+			if (now_plain(s, SL_AGREE_WAIT)) {
+				*plain = true;
+				return (ssize_t)got;
+			}
 			return fail(EAGAIN);
 		}
 		if (sl_wait(s, POLLIN, false) < 0) {

@@ -38,6 +38,8 @@ struct sl_area_ctl {
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_data;   /* peer sleeps until owner sends data */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_space;  /* peer sleeps until owner frees ring space */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t peer_state;     /* SL_PEER_* bits */
+	_Alignas(SL_CACHELINE) _Atomic uint64_t plain_from;     /* with SL_PEER_PLAIN: the index of this ring
+								 * at which the peer's kernel stream resumes */
 };
 
 /* The data of an area starts one page after the area's start. */

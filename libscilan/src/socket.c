@@ -458,6 +458,12 @@ void sl_sock_release(int fd)
 				close_fallen_back(s);
 				break;
 			}
+			/* The peer moved to kernel TCP (bypass.c): what we wrote into
+			 * its ring since goes onto the kernel socket before the FIN. */
+			if ((atomic_load(&s->own_ctl->peer_state) & SL_PEER_PLAIN) && sl_bypass(s)) {
+				close_fallen_back(s);
+				break;
+			}
 			close_connected(s);
 			break;
 		case SL_PLAIN:

@@ -19,3 +19,7 @@ Test(agree, close_right_after_send_to_plain_acceptor, .timeout = 120)
 	hk_scenario("agree", "close_after_send", 0, 0, 30);
 }
 Test(agree, acceptor_cannot_open_offer, .timeout = 120) { hk_scenario("agree", "starved_acceptor", 0, 0, 30); }
+
+/* A hooked echo server whose client connected through the hook, then sends
+ * and receives with io_uring: the server's rings never see a byte. */
+Test(agree, uring_client_after_hooked_connect, .timeout = 120) { hk_scenario("agree", "uring_client", 0, -1, 30); }

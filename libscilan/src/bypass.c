@@ -1,0 +1,178 @@
+/* bypass.c — after the agreement: bytes on the companion kernel socket of a
+ * ring connection mean the peer's stream bypassed the hook (io_uring, a
+ * program without the hook holding the fd).  Continue on kernel TCP with
+ * every byte in order when that is unambiguous, else reset loudly
+ * (ARCHITECTURE.md, "Bypass after agreement").
+ */
+#include "agree.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "conn.h"
+#include "fabric.h"
+#include "log.h"
+#include "segment.h"
+#include "stats_file.h"
+#include "sys.h"
+
+/* Write ring bytes [from, to) of the peer's ring (ours to send) onto the
+ * kernel socket.  false if the socket refused them. */
+static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+
+	while (from < to) {
+		uint64_t off = from & (s->tx.cap - 1), piece = to - from;
+		ssize_t n;
+
+		if (piece > s->tx.cap - off)
+			piece = s->tx.cap - off;
+		n = sl_sys.send(s->fd, s->tx.data + off, (size_t)piece, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0)
+			from += (uint64_t)n;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			sl_sys.poll(&pfd, 1, -1);
+		else if (n < 0 && errno != EINTR)
+			return false;
+	}
+	if (atomic_load(&s->shut_wr))
+		sl_sys.shutdown(s->fd, SHUT_WR);
+	return true;
+}
+
+/* Read and drop n bytes of the kernel stream: the peer re-sent them, and we
+ * had read them from the ring already. */
+static bool skip_kernel(struct sl_sock *s, uint64_t n)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	char sink[4096];
+
+	while (n) {
+		ssize_t got = sl_sys.recv(s->fd, sink, n < sizeof(sink) ? (size_t)n : sizeof(sink), MSG_DONTWAIT);
+
+		if (got > 0)
+			n -= (uint64_t)got;
+		else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			sl_sys.poll(&pfd, 1, -1);
+		else if (got == 0 || errno != EINTR)
+			return false;
+	}
+	return true;
+}
+
+static bool kernel_bytes(struct sl_sock *s)
+{
+	char b;
+
+	return sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/* We saw the peer's bytes on the kernel socket first.  Unambiguous when the
+ * peer never wrote into our ring (the kernel bytes start its stream) and it
+ * consumed none of what we wrote into its ring (published read index 0: the
+ * first consume publishes at once) or all of it.  Returns why not, or NULL
+ * when the connection may go plain. */
+static const char *lead(struct sl_sock *s)
+{
+	uint64_t rx_w = atomic_load_explicit(s->rx.write_idx, memory_order_acquire);
+	uint64_t v = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
+
+	if (rx_w != 0)
+		return "the peer wrote both into the ring and onto the kernel socket (a program bypassing scilan "
+		       "shares its end): the order of its bytes is lost";
+	if (w - v > s->tx.cap)
+		return "the peer published an impossible read index when it bypassed the ring";
+	if (v != 0 && v != w)
+		return "the peer bypassed scilan after reading part of our ring: where its kernel stream resumes "
+		       "is unknown";
+	/* Tell the peer's hook first, so that it stops using the rings and
+	 * drops what it read from its ring beyond v; then re-send from v. */
+	atomic_store_explicit(&s->peer_ctl->plain_from, v, memory_order_relaxed);
+	sl_segment_set_state(s, SL_PEER_PLAIN);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(s->rx.write_idx) != 0)
+		return "the peer wrote into the ring while its bytes arrived on the kernel socket";
+	sl_conn_wake_peer(s);
+	if (!resend(s, v, w))
+		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+	return NULL;
+}
+
+/* The peer went plain first (lead() on its side): it re-sends our ring
+ * from plain_from, which we read up to rx.read already; and what we wrote
+ * into its ring it never read. */
+static const char *follow(struct sl_sock *s)
+{
+	uint64_t v = atomic_load_explicit(&s->own_ctl->plain_from, memory_order_acquire);
+	uint64_t w, r;
+
+	sl_claim_rx(s);
+	sl_claim_tx(s);
+	r = s->rx.read;
+	w = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
+	if (v > r || r - v > s->rx.cap)
+		return "the peer moved to kernel TCP from an impossible point of our stream";
+	if (atomic_load_explicit(s->tx.read_copy, memory_order_acquire) != 0 || w > s->tx.cap)
+		return "the peer moved to kernel TCP after reading part of what we wrote into its ring";
+	if (!skip_kernel(s, r - v))
+		return "the peer's kernel stream ended before the bytes it re-sent";
+	if (!resend(s, 0, w))
+		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+	return NULL;
+}
+
+/* Tell both ends: the peer's hook sees RESET in the ring, and whatever
+ * reads the peer's kernel socket gets an RST (a connect to AF_UNSPEC
+ * disconnects the socket, which resets an established connection). */
+static void reset_both(struct sl_sock *s, const char *why)
+{
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+	sl_conn_reset(s, why);
+	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+}
+
+bool sl_bypass(struct sl_sock *s)
+{
+	const char *why = NULL;
+	bool plain = false;
+
+	sl_lock(&s->tx_lock);
+	sl_lock(&s->rx_lock);
+	pthread_mutex_lock(&s->ctl_lock);
+	atomic_store(&s->kernel_stirred, false);
+	if (atomic_load(&s->fell_back) || !s->seg || atomic_load(&s->reset)) {
+		plain = atomic_load(&s->fell_back);
+		goto out;
+	}
+	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_PLAIN)
+		why = follow(s);
+	else if (kernel_bytes(s))
+		why = lead(s);
+	else
+		goto out; /* the end of the stream: the peer-death path's business */
+	if (!why) {
+		plain = true;
+		atomic_store(&s->fell_back, true);
+		sl_stats_conn_close(s);
+		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
+		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
+		sl_info("fd %d: the peer bypassed the rings (its bytes came on the kernel socket); the connection "
+			"continues on kernel TCP",
+			s->fd);
+	}
+out:
+	pthread_mutex_unlock(&s->ctl_lock);
+	sl_unlock(&s->rx_lock);
+	sl_unlock(&s->tx_lock);
+	if (why)
+		reset_both(s, why);
+	if (plain)
+		sl_conn_wake_local(s);
+	return plain;
+}
