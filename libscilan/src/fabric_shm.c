@@ -371,6 +371,7 @@ static void shm_offer_withdraw(struct sl_sock *s)
 	char path[sizeof(s->offer_path)];
 
 	memcpy(path, s->offer_path, sizeof(path));
+	atomic_store(&s->agree_pending, false); /* no connection: nothing to agree on */
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	sl_shm_unmap(seg, len, fds, path);
 }

@@ -417,6 +417,40 @@ Test(hostile, kernel_bytes_beside_ring_data_reset_both_ends, .timeout = 60)
 	scilan_close(s);
 }
 
+/* An acceptor that cannot use the offer says so (REFUSED in the offer word):
+ * the client moves what it already wrote into the ring onto the kernel
+ * socket at its next send, and both ends carry on over kernel TCP. */
+Test(hostile, refused_offer_moves_client_to_kernel_tcp, .timeout = 60)
+{
+	uint16_t port;
+	char buf[16];
+	void *base;
+	size_t len;
+	int l, c, s, own;
+
+	tu_watchdog(WATCHDOG_SECS, "refused offer");
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	cr_assert_eq(sl_test_segment(c, &base, &len, &own), 0);
+	cr_assert_eq(tu_send_all(c, "early", 5, 0), 5);
+	((struct sl_seg_header *)base)->magic ^= 1; /* the acceptor cannot validate it */
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept of an unusable offer: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0, "the acceptor attached a bad segment");
+	cr_assert_eq(tu_send_all(c, "hello", 5, 0), 5);
+	cr_assert_eq(tu_accelerated(c), 0, "the client did not see the refusal");
+	cr_assert_eq(tu_recv_all(s, buf, 10), 10, "recv: %s", strerror(errno));
+	cr_assert_eq(memcmp(buf, "earlyhello", 10), 0);
+	cr_assert_eq(tu_send_all(s, "world", 5, 0), 5);
+	cr_assert_eq(tu_recv_all(c, buf, 5), 5);
+	cr_assert_eq(memcmp(buf, "world", 5), 0);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
 /* ---- a corrupt segment header before the victim attaches ------------------------------------ */
 
 struct header_arg {
