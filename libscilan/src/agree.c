@@ -56,8 +56,6 @@ static bool due(struct sl_sock *s, enum sl_agree_mode mode)
 {
 	if (mode == SL_AGREE_FORCE)
 		return true;
-	if (mode == SL_AGREE_LOOK)
-		return false;
 	if (atomic_load(&s->kernel_stirred) || now_ns() >= s->agree_deadline_ns)
 		return true;
 	return mode == SL_AGREE_WAIT && kernel_readable(s);

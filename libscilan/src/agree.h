@@ -12,8 +12,8 @@
 
 /* How hard to look before deciding (each mode includes the ones above it). */
 enum sl_agree_mode {
-	SL_AGREE_LOOK,  /* the offer word only: no syscall (the send path) */
-	SL_AGREE_POLL,  /* and the deadline, and a readable kernel socket a sleep saw */
+	SL_AGREE_POLL,  /* the offer word, the deadline, a readable kernel socket a
+			 * sleep saw: no syscall (sends, poll scans) */
 	SL_AGREE_WAIT,  /* and ask the kernel socket (we are about to block) */
 	SL_AGREE_FORCE, /* decide now: revoke an offer still out (close, exit, hand-over) */
 };

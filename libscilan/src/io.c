@@ -185,8 +185,10 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 
 	for (;;) {
 		/* While our offer is out, an acceptor that refused it (or a forked
-		 * holder that revoked it) must not find more bytes in the ring. */
-		if (now_plain(s, SL_AGREE_LOOK)) {
+		 * holder that revoked it) must not find more bytes in the ring, and
+		 * a client that keeps sending to a plain server moves there once
+		 * the deadline passed, without waiting to block. */
+		if (now_plain(s, SL_AGREE_POLL)) {
 			*plain = true;
 			return (ssize_t)sent;
 		}
