@@ -19,6 +19,10 @@ Test(agree, close_right_after_send_to_plain_acceptor, .timeout = 120)
 	hk_scenario("agree", "close_after_send", 0, 0, 30);
 }
 Test(agree, acceptor_cannot_open_offer, .timeout = 120) { hk_scenario("agree", "starved_acceptor", 0, 0, 30); }
+Test(agree, acceptor_denied_the_clients_descriptors, .timeout = 120)
+{
+	hk_scenario("agree", "undumpable_client", 0, 0, 30);
+}
 
 /* A hooked echo server whose client connected through the hook, then sends
  * and receives with io_uring: the server's rings never see a byte. */

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -303,6 +305,47 @@ static int sc_starved_acceptor(void)
 	return 0;
 }
 
+/* A hooked acceptor that may not open the client's descriptors (EACCES on
+ * /proc/<pid>/fd: a non-dumpable client, as for a server running as another
+ * user).  Root may open them anyway, so the server gives up CAP_SYS_PTRACE. */
+static void drop_ptrace_capability(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return;
+	data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	syscall(SYS_capset, &hdr, data);
+}
+
+static int guarded_server(void *arg)
+{
+	int s;
+
+	(void)arg;
+	drop_ptrace_capability();
+	s = MUST(accept(lfd, NULL, NULL));
+	server_exchange(s, libc_recv_all, libc_send_all);
+	close(s);
+	return 0;
+}
+
+static int sc_undumpable_client(void)
+{
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "guarded server", guarded_server, NULL);
+	MUST(prctl(PR_SET_DUMPABLE, 0));
+	c = tcp_connect(port);
+	client_exchange("client", c, false, false);
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
 /* ---- a hooked acceptor, a client that bypasses the hook after connect ---------- */
 
 static int echo_server(void *arg)
@@ -350,6 +393,7 @@ int main(int argc, char **argv)
 		{ "raw_banner_epoll", sc_raw_banner_epoll },
 		{ "close_after_send", sc_close_after_send },
 		{ "starved_acceptor", sc_starved_acceptor },
+		{ "undumpable_client", sc_undumpable_client },
 		{ "uring_client", sc_uring_client },
 		{ NULL, NULL },
 	};
