@@ -93,7 +93,9 @@ static const char *lead(struct sl_sock *s)
 	 * drops what it read from its ring beyond v; then re-send from v. */
 	atomic_store_explicit(&s->peer_ctl->plain_from, v, memory_order_relaxed);
 	sl_segment_set_state(s, SL_PEER_PLAIN);
-	atomic_thread_fence(memory_order_seq_cst);
+	/* A locked operation: PLAIN is visible before we look at rx_write
+	 * again (a full fence on x86, and TSan understands it). */
+	atomic_fetch_or(&s->peer_ctl->peer_state, 0);
 	if (atomic_load(s->rx.write_idx) != 0)
 		return "the peer wrote into the ring while its bytes arrived on the kernel socket";
 	sl_conn_wake_peer(s);
