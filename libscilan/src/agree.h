@@ -51,7 +51,8 @@ static inline bool sl_agree_plain(struct sl_sock *s, enum sl_agree_mode mode)
 	if (sl_agree_pending(s) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
 		return atomic_load_explicit(&s->fell_back, memory_order_relaxed);
 	if (atomic_load_explicit(&s->kernel_stirred, memory_order_relaxed) ||
-	    (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_PLAIN))
+	    (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_PLAIN) ||
+	    (s->offer_word && atomic_load_explicit(s->offer_word, memory_order_relaxed) >= SL_OFFER_LED))
 		return sl_bypass(s);
 	return false;
 }

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "conn.h"
 #include "fabric.h"
@@ -17,6 +18,9 @@
 #include "segment.h"
 #include "stats_file.h"
 #include "sys.h"
+
+/* The peer's side claimed the move: its word follow within this. */
+#define PEER_MOVE_WAIT_MS 5000
 
 /* Write ring bytes [from, to) of the peer's ring (ours to send) onto the
  * kernel socket.  false if the socket refused them. */
@@ -75,8 +79,12 @@ static bool kernel_bytes(struct sl_sock *s)
  * consumed none of what we wrote into its ring (published read index 0: the
  * first consume publishes at once) or all of it.  Returns why not, or NULL
  * when the connection may go plain. */
-static const char *lead(struct sl_sock *s)
+/* lead() found the word moved by someone else meanwhile: look again. */
+static const char again[] = "";
+
+static const char *lead(struct sl_sock *s, _Atomic uint32_t *word)
 {
+	uint32_t attached = SL_OFFER_ATTACHED;
 	uint64_t rx_w = atomic_load_explicit(s->rx.write_idx, memory_order_acquire);
 	uint64_t v = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
 	uint64_t w = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
@@ -89,6 +97,10 @@ static const char *lead(struct sl_sock *s)
 	if (v != 0 && v != w)
 		return "the peer bypassed scilan after reading part of our ring: where its kernel stream resumes "
 		       "is unknown";
+	/* Claim the move for our side (forked holders, or the peer bypassing
+	 * too at the same moment, must not move it twice). */
+	if (word && !atomic_compare_exchange_strong(word, &attached, SL_OFFER_LED + (uint32_t)s->own_area))
+		return again;
 	/* Tell the peer's hook first, so that it stops using the rings and
 	 * drops what it read from its ring beyond v; then re-send from v. */
 	atomic_store_explicit(&s->peer_ctl->plain_from, v, memory_order_relaxed);
@@ -138,6 +150,63 @@ static void reset_both(struct sl_sock *s, const char *why)
 	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
 }
 
+/* The peer's side claimed the move (LED): its PLAIN and plain_from follow
+ * at once; wait for them (or its reset). */
+static bool wait_plain_bit(struct sl_sock *s)
+{
+	struct timespec one_ms = { 0, 1000000 };
+
+	for (int i = 0; i < PEER_MOVE_WAIT_MS; i++) {
+		uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+
+		if (ps & SL_PEER_PLAIN)
+			return true;
+		if (ps & SL_PEER_RESET)
+			return false;
+		nanosleep(&one_ms, NULL);
+	}
+	return false;
+}
+
+/* Decide with the three locks held; why the connection must be reset, or
+ * NULL; *plain when it is kernel TCP now. */
+static const char *decide_locked(struct sl_sock *s, bool *plain)
+{
+	_Atomic uint32_t *word = s->offer_word;
+	uint32_t ps, w, led;
+	const char *why;
+
+	for (;;) {
+		/* The bit before the word: the leader claims the word first. */
+		ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+		w = word ? atomic_load_explicit(word, memory_order_acquire) : SL_OFFER_ATTACHED;
+		led = SL_OFFER_LED + (uint32_t)s->own_area;
+		if (w == SL_OFFER_FOLLOWED || w == led) {
+			/* Another process of ours already moved what was ours to move. */
+			*plain = true;
+			return NULL;
+		}
+		if (w == (led ^ 1u) || (ps & SL_PEER_PLAIN)) {
+			if (!(ps & SL_PEER_PLAIN) && !wait_plain_bit(s))
+				return "the peer claimed to move the connection to kernel TCP and never did";
+			/* The first of our processes follows, the others just go plain. */
+			if (word && !atomic_compare_exchange_strong(word, &w, SL_OFFER_FOLLOWED)) {
+				*plain = true;
+				return NULL;
+			}
+			why = follow(s);
+		} else if (kernel_bytes(s)) {
+			why = lead(s, word);
+			if (why == again)
+				continue;
+		} else {
+			return NULL; /* the end of the stream: the peer-death path's business */
+		}
+		*plain = !why;
+		return why;
+	}
+}
+
 bool sl_bypass(struct sl_sock *s)
 {
 	const char *why = NULL;
@@ -151,14 +220,8 @@ bool sl_bypass(struct sl_sock *s)
 		plain = atomic_load(&s->fell_back);
 		goto out;
 	}
-	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_PLAIN)
-		why = follow(s);
-	else if (kernel_bytes(s))
-		why = lead(s);
-	else
-		goto out; /* the end of the stream: the peer-death path's business */
-	if (!why) {
-		plain = true;
+	why = decide_locked(s, &plain);
+	if (plain) {
 		atomic_store(&s->fell_back, true);
 		sl_stats_conn_close(s);
 		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);

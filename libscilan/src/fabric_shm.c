@@ -539,6 +539,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 		return 0;
 	}
 	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
+	s->offer_word = offer_word(base); /* a later bypass is agreed on here too */
 	publish_unfenced(s, SL_PEER_ATTACHED);
 	return 1;
 }

@@ -70,12 +70,19 @@ struct sl_seg_holders {
  * ends decides (ARCHITECTURE.md, "Agreement").  The creator stores OFFERED
  * before it publishes the offer; the acceptor moves OFFERED to ATTACHED
  * (rings) or REFUSED; the creator moves OFFERED or REFUSED to REVOKED while
- * it copies its ring bytes onto the kernel socket, then to PLAIN. */
+ * it copies its ring bytes onto the kernel socket, then to PLAIN.  The
+ * agreement is the header's job alone: ring words are never trusted for it. */
 #define SL_OFFER_OFFERED 1u
 #define SL_OFFER_ATTACHED 2u
 #define SL_OFFER_REFUSED 3u
 #define SL_OFFER_REVOKED 4u
 #define SL_OFFER_PLAIN 5u
+/* After ATTACHED, a bypass (bypass.c) moves the connection to kernel TCP:
+ * LED + side names the side that saw the peer's kernel bytes and re-sent its
+ * ring; FOLLOWED, that the other side's first process followed.  Every
+ * process of both sides reads it, so forked holders move once, not twice. */
+#define SL_OFFER_LED 6u /* 6: side 0 led, 7: side 1 led */
+#define SL_OFFER_FOLLOWED 8u
 #define SL_SEG_OFFER_OFF 1024
 
 #define SL_USE_RX 0

@@ -458,9 +458,10 @@ void sl_sock_release(int fd)
 				close_fallen_back(s);
 				break;
 			}
-			/* The peer moved to kernel TCP (bypass.c): what we wrote into
-			 * its ring since goes onto the kernel socket before the FIN. */
-			if ((atomic_load(&s->own_ctl->peer_state) & SL_PEER_PLAIN) && sl_bypass(s)) {
+			/* Moved to kernel TCP by a bypass (bypass.c): what we wrote
+			 * into the peer's ring since goes onto the kernel socket
+			 * before the FIN. */
+			if (sl_agree_plain(s, SL_AGREE_POLL)) {
 				close_fallen_back(s);
 				break;
 			}
