@@ -18,6 +18,10 @@ Test(agree, close_right_after_send_to_plain_acceptor, .timeout = 120)
 {
 	hk_scenario("agree", "close_after_send", 0, 0, 30);
 }
+Test(agree, exec_before_plain_acceptor_spoke, .timeout = 120)
+{
+	hk_scenario("agree", "exec_while_offered", 0, 0, 30);
+}
 Test(agree, acceptor_cannot_open_offer, .timeout = 120) { hk_scenario("agree", "starved_acceptor", 0, 0, 30); }
 Test(agree, acceptor_denied_the_clients_descriptors, .timeout = 120)
 {

@@ -269,6 +269,53 @@ static int sc_close_after_send(void)
 	return 0;
 }
 
+/* A client that execs with its connection before the plain acceptor
+ * spoke: the new image must find every byte the old one sent on the path
+ * it takes (the offer is decided at the hand-over). */
+static int exec_client(void *arg)
+{
+	char *req = malloc(REQ_LEN / 2), fdarg[16];
+	int c;
+
+	(void)arg;
+	close(lfd);
+	c = tcp_connect(port);
+	stream_fill(1, 0, req, REQ_LEN / 2);
+	say("old image sent %zd", send_all(c, req, REQ_LEN / 2));
+	snprintf(fdarg, sizeof(fdarg), "%d", c);
+	execl(scen_self, scen_self, "exec_rest", fdarg, (char *)NULL);
+	fatal("execl");
+}
+
+static int sc_exec_rest(void)
+{
+	char *req = malloc(REQ_LEN - REQ_LEN / 2), *rsp = malloc(RSP_LEN), b;
+	int c = scen_argc > 0 ? atoi(scen_argv[0]) : -1;
+	ssize_t got;
+
+	stream_fill(1, REQ_LEN / 2, req, REQ_LEN - REQ_LEN / 2);
+	say("new image sent %zd", send_all(c, req, REQ_LEN - REQ_LEN / 2));
+	got = recv_all(c, rsp, RSP_LEN);
+	say("new image received %zd, intact %d", got, stream_check(2, 0, rsp, (size_t)(got > 0 ? got : 0)));
+	SHOW(recv(c, &b, 1, 0));
+	close(c);
+	return 0;
+}
+
+static int sc_exec_while_offered(void)
+{
+	struct kid k;
+	int s;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "exec client", exec_client, NULL);
+	s = raw_accept();
+	server_exchange(s, libc_recv_all, libc_send_all);
+	close(s);
+	kid_join(&k);
+	return 0;
+}
+
 /* A hooked acceptor that cannot open the offer (no descriptor left for
  * it): the connection must still carry everything, on kernel TCP. */
 static int starved_server(void *arg)
@@ -394,6 +441,8 @@ int main(int argc, char **argv)
 		{ "close_after_send", sc_close_after_send },
 		{ "starved_acceptor", sc_starved_acceptor },
 		{ "undumpable_client", sc_undumpable_client },
+		{ "exec_while_offered", sc_exec_while_offered },
+		{ "exec_rest", sc_exec_rest },
 		{ "uring_client", sc_uring_client },
 		{ NULL, NULL },
 	};
