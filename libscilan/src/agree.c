@@ -116,7 +116,10 @@ static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word)
 	uint32_t w = atomic_load_explicit(word, memory_order_acquire);
 
 	for (int waited = 0;;) {
-		if (w == SL_OFFER_ATTACHED || w == SL_OFFER_PLAIN)
+		/* Agreed, and maybe moved by a bypass since (bypass.c's business). */
+		if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED)
+			return SL_OFFER_ATTACHED;
+		if (w == SL_OFFER_PLAIN)
 			return w;
 		if (w == SL_OFFER_REVOKED) {
 			struct timespec one_ms = { 0, 1000000 };
@@ -193,7 +196,7 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 	if (!word)
 		return atomic_load(&s->fell_back);
 	w = atomic_load_explicit(word, memory_order_acquire);
-	if (w == SL_OFFER_ATTACHED) {
+	if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED) {
 		atomic_store(&s->agree_pending, false);
 		return false;
 	}
