@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "agree.h"
 #include "conn.h"
 #include "holders.h"
 #include "log.h"
@@ -136,6 +137,10 @@ static bool export_one(int fd, struct sl_sock *s)
 	struct export_seen *seen;
 	int fdflags;
 
+	/* An offer still out is decided now (revoked unless the acceptor
+	 * attached): the new image could not tell which transport it holds. */
+	if (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
+		return false;
 	if ((sl_sock_state(s) != SL_CONNECTED && sl_sock_state(s) != SL_LISTENING) || atomic_load(&s->reset))
 		return false;
 	seen = seen_entry(ex, s);

@@ -59,6 +59,8 @@ struct sl_urg {
 	int state;
 	unsigned char byte;
 	_Atomic bool oobinline;     /* SO_OOBINLINE as last set or asked of the kernel */
+	_Atomic uint64_t carriers;  /* the peer's SIGURG carrier bytes consumed from the kernel socket */
+	_Atomic bool carriers_busy; /* a thread is consuming them */
 };
 
 /* A connection's counters: in the process's stats file while it has a slot
@@ -105,6 +107,12 @@ struct sl_sock {
 	struct sl_ring_rx rx;
 	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
 	int memfd;              /* connecting side until the peer attached, else -1 */
+	/* agreement (agree.c): the connecting side's offer until it is decided */
+	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
+	_Atomic bool agree_pending;   /* our offer is out and undecided (connecting side) */
+	_Atomic bool kernel_stirred;  /* a sleep saw the kernel socket readable while pending */
+	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
+	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close */
 	char offer_path[256];
 
 	_Atomic bool shut_rd, shut_wr;
