@@ -111,11 +111,14 @@ static int send_blocker(struct sl_sock *s, bool sent)
 	return 0;
 }
 
-/* A position in an iovec array, advanced as bytes are copied. */
+/* A position in an iovec array, advanced as bytes are copied; or, with
+ * fill set, a source that writes straight into the ring (sl_send_fill). */
 struct iov_cursor {
 	const struct iovec *iov;
 	int cnt, i;
 	size_t off;
+	size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg);
+	void *arg;
 };
 
 static void cursor_skip_empty(struct iov_cursor *c)
@@ -126,11 +129,14 @@ static void cursor_skip_empty(struct iov_cursor *c)
 	}
 }
 
-/* Copy n bytes from the cursor into the ring (unpublished), advancing it. */
-static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
+ * fewer only when a fill source ended. */
+static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
 {
 	uint64_t done = 0;
 
+	if (c->fill)
+		return c->fill(tx, n, c->arg);
 	while (done < n) {
 		size_t k;
 
@@ -142,6 +148,7 @@ static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t
 		c->off += k;
 		done += k;
 	}
+	return n;
 }
 
 /* Copy n bytes from the ring (at offset 0) into the cursor's buffers; the
@@ -203,7 +210,11 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			if (n > s->tx.cap / 4)
 				n = (size_t)(s->tx.cap / 4);
 
-			gather_into_ring(&s->tx, cur, n);
+			size_t put = gather_into_ring(&s->tx, cur, n);
+
+			if (put < n) /* the fill source ended: this is the last of it */
+				len = sent + put;
+			n = put;
 			sl_ring_tx_commit(&s->tx, n);
 			sl_stat_add(&s->ctr->tx_bytes, n);
 			sent += n;
@@ -385,7 +396,7 @@ static ssize_t iov_total(const struct iovec *iov, int cnt)
 
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { iov, cnt, 0, 0 };
+	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
 	ssize_t len = iov_total(iov, cnt);
 
 	if (len < 0)
@@ -397,7 +408,7 @@ ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { iov, cnt, 0, 0 };
+	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
 	ssize_t len = iov_total(iov, cnt);
 
 	if (len < 0)
@@ -409,11 +420,21 @@ ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 		 * read: it waits for data (EAGAIN when non-blocking), then returns 0. */
 		char probe;
 		struct iovec one = { &probe, 1 };
-		struct iov_cursor peek = { &one, 1, 0, 0 };
+		struct iov_cursor peek = { .iov = &one, .cnt = 1 };
 
 		return recv_accelerated(s, &peek, 1, flags | MSG_PEEK) < 0 ? -1 : 0;
 	}
 	return recv_accelerated(s, &cur, (size_t)len, flags);
+}
+
+ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
+		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg)
+{
+	struct iov_cursor cur = { .fill = fill, .arg = arg };
+
+	if (len > (size_t)SSIZE_MAX)
+		len = (size_t)SSIZE_MAX;
+	return send_accelerated(s, &cur, len, flags);
 }
 
 struct sl_sock *sl_sock_connected(int fd)
