@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 
@@ -39,6 +40,19 @@ static int alias_result(int fd, int newfd)
 		return -1;
 	}
 	return newfd;
+}
+
+/* Would the kernel's dup2/dup3(fd, newfd, flags) fail before replacing
+ * newfd?  Then newfd must be left alone: released, its connection would be
+ * closed while the number still names the kernel socket, whose data the
+ * peer never reads. */
+static bool dup_would_fail(int fd, int newfd, int flags)
+{
+	struct rlimit rl;
+
+	if (flags & ~O_CLOEXEC || fd == newfd || newfd < 0 || fcntl(fd, F_GETFD) < 0)
+		return true;
+	return getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (rlim_t)newfd >= rl.rlim_cur;
 }
 
 /* dup2/dup3 onto an open scilan socket closes that socket first; onto a
@@ -140,7 +154,7 @@ HK_EXPORT int dup2(int fd, int newfd)
 		errno = EBADF; /* not a descriptor the program opened */
 		return -1;
 	}
-	if (fd != newfd && fcntl(fd, F_GETFD) >= 0 && release_target(newfd) < 0)
+	if (!dup_would_fail(fd, newfd, 0) && release_target(newfd) < 0)
 		return -1;
 	hk_std_stream_before_change(newfd);
 	r = alias_result(fd, sl_sys.dup2(fd, newfd));
@@ -157,7 +171,7 @@ HK_EXPORT int dup3(int fd, int newfd, int flags)
 		errno = EBADF;
 		return -1;
 	}
-	if (fd != newfd && fcntl(fd, F_GETFD) >= 0 && release_target(newfd) < 0)
+	if (!dup_would_fail(fd, newfd, flags) && release_target(newfd) < 0)
 		return -1;
 	hk_std_stream_before_change(newfd);
 	r = alias_result(fd, sl_sys.dup3(fd, newfd, flags));

@@ -223,6 +223,48 @@ static int sc_dup(void)
 	return 0;
 }
 
+/* dup3 (as dup2) onto a number that is already open: a file, another
+ * connection, an alias of the same connection.  The number then names the
+ * connection, and what is sent through it reaches the peer. */
+static int sc_dup3_open(void)
+{
+	char path[] = "/tmp/hookscen-dup3-XXXXXX", buf[8] = { 0 };
+	int c, s, c2, s2, f, d, r;
+	struct stat st;
+
+	tcp_pair(&c, &s);
+	f = MUST(mkstemp(path));
+	unlink(path);
+	r = MUST(dup3(c, f, O_CLOEXEC));
+	say("dup3 over a file returned its number: %d, FD_CLOEXEC %d, a socket %d", r == f,
+	    !!(fcntl(f, F_GETFD) & FD_CLOEXEC), fstat(f, &st) == 0 && S_ISSOCK(st.st_mode));
+	carry("dup3 over a file", f, s);
+	carry("and back", s, f);
+	tcp_pair(&c2, &s2);
+	/* A dup3 that fails leaves the number's connection as it was. */
+	SHOW(dup3(c, c2, 0x4));
+	carry("after a failed dup3 onto it", c2, s2);
+	r = MUST(dup3(c, c2, O_CLOEXEC));
+	say("dup3 over another connection returned its number: %d", r == c2);
+	carry("dup3 over a connection", c2, s);
+	carry("and back", s, c2);
+	SHOW(recv(s2, buf, sizeof(buf), 0)); /* its own connection was closed */
+	d = MUST(dup(c));
+	r = MUST(dup3(c, d, O_CLOEXEC));
+	say("dup3 over an alias of the same connection: %d", r == d);
+	carry("dup3 over its own alias", d, s);
+	SHOW(close(c));
+	SHOW(close(c2));
+	carry("after closing the others", d, s);
+	SHOW(close(f));
+	carry("after closing the others", d, s);
+	SHOW(close(d));
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	close(s);
+	close(s2);
+	return 0;
+}
+
 /* close_range closes sockets too: the peers see EOF, and a file opened on
  * a freed number is a file. */
 static int sc_close_range(void)
@@ -460,7 +502,8 @@ int main(int argc, char **argv)
 	static const struct scenario t[] = {
 		{ "fcntl", sc_fcntl }, { "ioctl", sc_ioctl },   { "dup", sc_dup },
 		{ "stdio", sc_stdio }, { "close_range", sc_close_range }, { "foreign_numbers", sc_foreign_numbers },
-		{ "std_streams", sc_std_streams }, { NULL, NULL },
+		{ "std_streams", sc_std_streams },
+		{ "dup3_open", sc_dup3_open }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);
