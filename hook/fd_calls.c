@@ -42,6 +42,20 @@ static int alias_result(int fd, int newfd)
 	return newfd;
 }
 
+/* dup and fcntl(F_DUPFD*) take the lowest free number (at least the
+ * one asked): one closed behind our back still has stale state, and 0-2
+ * switch the standard stream as dup2 onto them does. */
+static int dup_result(int fd, int newfd)
+{
+	if (newfd < 0)
+		return newfd;
+	hk_fd_reused(newfd);
+	newfd = alias_result(fd, newfd);
+	if (newfd >= 0)
+		hk_std_stream_after_change(newfd);
+	return newfd;
+}
+
 /* Would the kernel's dup2/dup3(fd, newfd, flags) fail before replacing
  * newfd?  Then newfd must be left alone: released, its connection would be
  * closed while the number still names the kernel socket, whose data the
@@ -82,12 +96,10 @@ HK_EXPORT int fcntl(int fd, int cmd, ...)
 		return -1;
 	}
 	r = sl_sys.fcntl(fd, cmd, arg);
-	if (r < 0 || !sl_sock_get(fd))
-		return r;
-	if (cmd == F_SETFL)
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		return dup_result(fd, r);
+	if (r >= 0 && cmd == F_SETFL && sl_sock_get(fd))
 		note_nonblock(fd, (arg & O_NONBLOCK) != 0);
-	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-		return alias_result(fd, r);
 	return r;
 }
 
@@ -142,7 +154,7 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 HK_EXPORT int dup(int fd)
 {
 	hk_enter();
-	return alias_result(fd, sl_sys.dup(fd));
+	return dup_result(fd, sl_sys.dup(fd));
 }
 
 HK_EXPORT int dup2(int fd, int newfd)
