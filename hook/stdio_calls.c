@@ -1,12 +1,15 @@
 /* stdio_calls.c — stdio on scilan connections: glibc's FILE reads and writes
  * with internal calls no preload can see, so fdopen on a connection, and the
  * standard streams while fds 0-2 are connections, are cookie streams whose
- * functions go through the rings; fileno() still gives the fd.
+ * functions go through the rings; fileno() still gives the fd.  dprintf and
+ * vdprintf (a FILE inside glibc as well) are formatted here and sent.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -114,4 +117,90 @@ HK_EXPORT FILE *fdopen(int fd, const char *mode)
 	if (f)
 		f->_fileno = fd;
 	return f;
+}
+
+/* glibc's vdprintf writes through a FILE of its own with internal calls:
+ * on a connection the text would go into the kernel socket, which the peer
+ * never reads.  Formatted here (a small buffer, else the heap: a thread
+ * stack may be small) and sent whole, as the FILE's flush would. */
+static int vdprintf_ring(struct sl_sock *s, const char *fmt, va_list ap)
+{
+	char small[512], *buf = small;
+	size_t done = 0;
+	va_list again;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	if (n >= (int)sizeof(small)) {
+		buf = malloc((size_t)n + 1);
+		if (!buf) {
+			va_end(again);
+			errno = ENOMEM;
+			return -1;
+		}
+		vsnprintf(buf, (size_t)n + 1, fmt, again);
+	}
+	va_end(again);
+	while (n > 0 && done < (size_t)n) {
+		struct iovec iov = { buf + done, (size_t)n - done };
+		ssize_t w = sl_sendv(s, &iov, 1, 0);
+
+		if (w < 0) {
+			n = -1;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (buf != small) {
+		int err = errno;
+
+		free(buf);
+		errno = err;
+	}
+	return n;
+}
+
+HK_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
+{
+	struct sl_sock *s;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	return s ? vdprintf_ring(s, fmt, ap) : HK_NEXT(vdprintf)(fd, fmt, ap);
+}
+
+HK_EXPORT int dprintf(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+/* Fortified builds (-D_FORTIFY_SOURCE=2) call these instead. */
+int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap);
+int __dprintf_chk(int fd, int flag, const char *fmt, ...);
+
+HK_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+	struct sl_sock *s;
+
+	hk_enter();
+	s = sl_sock_connected(fd);
+	return s ? vdprintf_ring(s, fmt, ap) : HK_NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
+}
+
+HK_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = __vdprintf_chk(fd, flag, fmt, ap);
+	va_end(ap);
+	return n;
 }

@@ -3,6 +3,9 @@
  */
 #include "stats.h"
 
+#include "log.h"
+#include "sys.h"
+
 #include <stdio.h>
 #include <unistd.h>
 
@@ -62,7 +65,11 @@ void sl_stats_print(int fd)
 		     (int)getpid(), (unsigned long long)st.accelerated, (unsigned long long)st.fallback,
 		     (unsigned long long)st.tx_bytes, (unsigned long long)st.rx_bytes, (unsigned long long)st.sleeps,
 		     (unsigned long long)st.wakeups);
-	/* One write, so lines of processes exiting together do not interleave. */
-	if (n > 0 && write(fd, line, (size_t)n) < 0)
+	/* Not into the program's data: stderr may be a connection. */
+	if (sl_log_fd_is_network(fd))
+		return;
+	/* One write, so lines of processes exiting together do not interleave;
+	 * the kernel's, not the hook's (which would send it through a ring). */
+	if (n > 0 && sl_sys.write(fd, line, (size_t)n) < 0)
 		return;
 }

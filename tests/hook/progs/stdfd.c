@@ -1,0 +1,186 @@
+/* stdfd.c — scenarios for connections on the standard descriptors and for
+ * writers glibc runs with calls no preload sees: a process whose stderr is a
+ * connection (its diagnostics must not join the data), dprintf/vdprintf on a
+ * connection, a connection inherited through posix_spawn.  Plain POSIX. */
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+extern char **environ;
+
+static uint16_t port;
+static int lfd;
+
+/* Everything the peer sends until EOF (at most size-1 bytes), as text. */
+static size_t read_all(int s, char *buf, size_t size)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < size - 1 && (r = read(s, buf + n, size - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+	return n;
+}
+
+/* Kid: its connection becomes stderr; it writes one line and exits (the
+ * SCILAN_STATS line is printed at exit). */
+static int stderr_kid(void *arg)
+{
+	int c;
+
+	(void)arg;
+	close(lfd);
+	c = tcp_connect(port);
+	MUST(dup2(c, 2));
+	close(c);
+	fputs("the kid's own stderr line\n", stderr);
+	return 0;
+}
+
+/* Kid: as above, then exec with debug logging: the new image adopts the
+ * connection on 2, logs while connecting again, and exits. */
+static int stderr_exec_kid(void *arg)
+{
+	char portarg[16];
+	int c;
+
+	(void)arg;
+	close(lfd);
+	c = tcp_connect(port);
+	MUST(dup2(c, 2));
+	close(c);
+	snprintf(portarg, sizeof(portarg), "%u", port);
+	setenv("SCILAN_LOG", "debug", 1);
+	execl(scen_self, scen_self, "stderr_exec_role", portarg, (char *)NULL);
+	fatal("exec");
+}
+
+/* Exec'd role: stderr is the connection. */
+static int sc_stderr_exec_role(void)
+{
+	int c;
+
+	port = (uint16_t)atoi(scen_argv[0]);
+	fputs("after the exec\n", stderr);
+	char b;
+
+	c = tcp_connect(port); /* the library has things to say about it */
+	if (read(c, &b, 1) != 0) /* the parent accepts it, then closes */
+		fputs("no EOF\n", stderr);
+	close(c);
+	fputs("last line\n", stderr);
+	return 0;
+}
+
+/* The connection carries the kid's stderr lines and nothing else: no
+ * statistics line, no log line. */
+static int sc_stderr_conn(void)
+{
+	char buf[4096];
+	struct kid k;
+	int s, s2;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "kid", stderr_kid, NULL);
+	s = MUST(accept(lfd, NULL, NULL));
+	read_all(s, buf, sizeof(buf));
+	say("the peer read:\n%s--", buf);
+	kid_join(&k);
+	close(s);
+
+	for (int plain = 0; plain < 2; plain++) {
+		if (plain) {
+			/* A listener the hook never saw created: its connections
+			 * are kernel TCP under the hook too, and a diagnostic
+			 * written to fd 2 would go straight into their data. */
+			struct sockaddr_in a;
+
+			close(lfd);
+			lfd = MUST(syscall(SYS_socket, AF_INET, SOCK_STREAM, 0));
+			loop_addr(0, &a);
+			MUST(bind(lfd, (struct sockaddr *)&a, sizeof(a)));
+			MUST(listen(lfd, 8));
+			socklen_t len = sizeof(a);
+			MUST(getsockname(lfd, (struct sockaddr *)&a, &len));
+			port = ntohs(a.sin_port);
+		}
+		kid_start(&k, "exec", stderr_exec_kid, NULL);
+		s = MUST(accept(lfd, NULL, NULL));
+		s2 = MUST(accept(lfd, NULL, NULL)); /* the role's second connection */
+		close(s2);
+		read_all(s, buf, sizeof(buf));
+		say("the peer read:\n%s--", buf);
+		kid_join(&k);
+		close(s);
+	}
+	close(lfd);
+	return 0;
+}
+
+static int via_vdprintf(int fd, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vdprintf(fd, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+/* dprintf and vdprintf write with glibc's internal write. */
+static int sc_dprintf(void)
+{
+	char big[10000], buf[12000] = { 0 };
+	struct pollfd pf;
+	int c, s;
+	size_t n = 0;
+
+	tcp_pair(&c, &s);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	SHOW(dprintf(c, "dprintf %d %s\n", 42, "words"));
+	SHOW(via_vdprintf(c, "vdprintf %05d\n", 7));
+	SHOW(dprintf(c, "%s\n", big));
+	SHOW(dprintf(c, "%s", ""));
+	SHOW(shutdown(c, SHUT_WR));
+	/* Bounded: bytes that went astray must show as a difference, not a hang. */
+	pf = (struct pollfd){ .fd = s, .events = POLLIN };
+	while (n < sizeof(buf) - 1 && poll(&pf, 1, 5000) == 1) {
+		ssize_t r = read(s, buf + n, sizeof(buf) - 1 - n);
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	say("the peer got %zu bytes; first line: %.*s", n, (int)strcspn(buf, "\n"), buf);
+	say("the rest: %.30s... %zu x", buf + strlen("dprintf 42 words\n"), strspn(buf + 32, "x"));
+	SHOW(dprintf(-1, "bad fd\n"));
+	close(c);
+	close(s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "stderr_conn", sc_stderr_conn },
+		{ "stderr_exec_role", sc_stderr_exec_role },
+		{ "dprintf", sc_dprintf },
+		{ NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}

@@ -1,0 +1,11 @@
+/* test_stdfd.c — connections on the standard descriptors and writers glibc
+ * runs with internal calls (progs/stdfd.c) under the hook against kernel TCP:
+ * diagnostics never join a connection's data, dprintf/vdprintf. */
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+/* Issue 9: SCILAN_STATS and log lines while stderr is a connection. */
+Test(stdfd, diagnostics_stay_out_of_a_connection_on_stderr, .timeout = 120) { hk_scenario("stdfd", "stderr_conn", 3, -1, 30); }
+/* Issue 9: dprintf and vdprintf on a connection. */
+Test(stdfd, dprintf_vdprintf, .timeout = 120) { hk_scenario("stdfd", "dprintf", 1, -1, 30); }
