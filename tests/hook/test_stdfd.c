@@ -9,3 +9,5 @@
 Test(stdfd, diagnostics_stay_out_of_a_connection_on_stderr, .timeout = 120) { hk_scenario("stdfd", "stderr_conn", 3, -1, 30); }
 /* Issue 9: dprintf and vdprintf on a connection. */
 Test(stdfd, dprintf_vdprintf, .timeout = 120) { hk_scenario("stdfd", "dprintf", 1, -1, 30); }
+/* Issue 9: a connection inherited through posix_spawn/posix_spawnp. */
+Test(stdfd, posix_spawn_child_serves_the_connection, .timeout = 120) { hk_scenario("stdfd", "spawn", 2, -1, 30); }

@@ -129,6 +129,16 @@ static int sc_stderr_conn(void)
 	return 0;
 }
 
+/* One line c -> s, printed: the connection still works. */
+static void carry_line(int c, int s)
+{
+	char buf[32] = { 0 };
+
+	send_all(c, "still here\n", 11);
+	recv_all(s, buf, 11);
+	say("the connection still carries: %s", buf);
+}
+
 static int via_vdprintf(int fd, const char *fmt, ...)
 {
 	va_list ap;
@@ -173,12 +183,73 @@ static int sc_dprintf(void)
 	return 0;
 }
 
+/* Spawned role, inetd style: the connection is stdin and stdout. */
+static int sc_spawn_role(void)
+{
+	char line[64];
+
+	if (!fgets(line, sizeof(line), stdin))
+		snprintf(line, sizeof(line), "nothing\n");
+	printf("the spawned child got: %s", line);
+	return 0;
+}
+
+/* posix_spawn and posix_spawnp (glibc's run the new image without the exec
+ * calls the hook wraps) with the connection on the child's 0 and 1. */
+static int sc_spawn(void)
+{
+	char buf[256];
+	posix_spawn_file_actions_t fa;
+	char *argv_self[] = { (char *)scen_self, "spawn_role", NULL };
+	char *argv_sh[] = { "sh", "-c", "read l; echo \"sh got $l\"", NULL };
+	int c, s, status, r;
+	pid_t pid;
+
+	for (int i = 0; i < 2; i++) {
+		tcp_pair(&c, &s);
+		MUST(posix_spawn_file_actions_init(&fa));
+		MUST(posix_spawn_file_actions_adddup2(&fa, c, 0));
+		MUST(posix_spawn_file_actions_adddup2(&fa, c, 1));
+		MUST(posix_spawn_file_actions_addclose(&fa, c));
+		fflush(stdout);
+		r = i == 0 ? posix_spawn(&pid, scen_self, &fa, NULL, argv_self, environ)
+			   : posix_spawnp(&pid, "sh", &fa, NULL, argv_sh, environ);
+		say("%s -> %s", i == 0 ? "posix_spawn" : "posix_spawnp sh", r ? en(r) : "0");
+		posix_spawn_file_actions_destroy(&fa);
+		close(c); /* the child serves it */
+		SHOW(send_all(s, "hello spawn\n", 12));
+		read_all(s, buf, sizeof(buf));
+		say("the peer read: %s", buf);
+		waitpid(pid, &status, 0);
+		say("child exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		close(s);
+	}
+	/* A spawn that fails reports the error, as the real one does. */
+	{
+		char *argv_none[] = { "/nonexistent/prog", NULL };
+
+		tcp_pair(&c, &s);
+		r = posix_spawn(&pid, "/nonexistent/prog", NULL, NULL, argv_none, environ);
+		say("posix_spawn of a missing program -> %s", r ? en(r) : "0");
+		if (r == 0) {
+			waitpid(pid, &status, 0);
+			say("child exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		}
+		carry_line(c, s);
+		close(c);
+		close(s);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "stderr_conn", sc_stderr_conn },
 		{ "stderr_exec_role", sc_stderr_exec_role },
 		{ "dprintf", sc_dprintf },
+		{ "spawn", sc_spawn },
+		{ "spawn_role", sc_spawn_role },
 		{ NULL, NULL },
 	};
 
