@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,9 +19,80 @@
 #include "scilan.h"
 #include "sock.h"
 
+/* A cookie stream's state: its descriptor, and its place in the list of
+ * our streams that exit flushes early (below). */
+struct cookie {
+	int fd;
+	FILE *f;
+	struct cookie *next;
+};
+
+static struct cookie *cookies;
+static pthread_mutex_t cookies_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* glibc flushes streams at exit after the shared objects' destructors, and
+ * the library's end the connections (fabric_shm.c's shm_at_exit: the peer
+ * sees the FIN): what a ring stream still held then would land after the end
+ * of the stream, or nowhere.  So ours are flushed by a destructor of the
+ * hook, which runs first: the preload is linked with the library's objects
+ * before the hook's, and a .fini_array runs backwards.  (An atexit handler
+ * would not do: registered from our constructor, where the streams of
+ * handed-over connections are made, it runs after the destructors.) */
+__attribute__((destructor)) static void flush_at_exit(void)
+{
+	pthread_mutex_lock(&cookies_lock);
+	for (struct cookie *c = cookies; c; c = c->next) {
+		/* fclose holds the stream's lock while it takes cookies_lock
+		 * (cookie_forget): never wait for a stream here. */
+		if (ftrylockfile(c->f) == 0) {
+			fflush_unlocked(c->f);
+			funlockfile(c->f);
+		}
+	}
+	pthread_mutex_unlock(&cookies_lock);
+}
+
+static FILE *cookie_open(int fd, const char *mode, cookie_io_functions_t io)
+{
+	struct cookie *c = malloc(sizeof(*c));
+	FILE *f;
+
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	f = fopencookie(c, mode, io);
+	if (!f) {
+		free(c);
+		return NULL;
+	}
+	f->_fileno = fd;
+	c->f = f;
+	pthread_mutex_lock(&cookies_lock);
+	c->next = cookies;
+	cookies = c;
+	pthread_mutex_unlock(&cookies_lock);
+	return f;
+}
+
+/* The stream is being closed (fclose holds its lock). */
+static int cookie_forget(struct cookie *c)
+{
+	int fd = c->fd;
+
+	pthread_mutex_lock(&cookies_lock);
+	for (struct cookie **pp = &cookies; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&cookies_lock);
+	free(c);
+	return fd;
+}
+
 static ssize_t cookie_read(void *cookie, char *buf, size_t len)
 {
-	int fd = (int)(intptr_t)cookie;
+	int fd = ((struct cookie *)cookie)->fd;
 	struct sl_sock *s = sl_sock_connected(fd);
 	struct iovec iov = { buf, len };
 
@@ -29,7 +101,7 @@ static ssize_t cookie_read(void *cookie, char *buf, size_t len)
 
 static ssize_t cookie_write(void *cookie, const char *buf, size_t len)
 {
-	int fd = (int)(intptr_t)cookie;
+	int fd = ((struct cookie *)cookie)->fd;
 	struct sl_sock *s = sl_sock_connected(fd);
 	struct iovec iov = { (void *)buf, len };
 	ssize_t n = s ? sl_sendv(s, &iov, 1, 0) : sl_sys.write(fd, buf, len);
@@ -39,7 +111,7 @@ static ssize_t cookie_write(void *cookie, const char *buf, size_t len)
 
 static int cookie_close(void *cookie)
 {
-	int fd = (int)(intptr_t)cookie;
+	int fd = cookie_forget(cookie);
 
 	hk_epoll_forget_fd(fd);
 	return scilan_close(fd);
@@ -49,7 +121,7 @@ static int cookie_close(void *cookie)
  * business, through close() on the fd. */
 static int cookie_keep_fd(void *cookie)
 {
-	(void)cookie;
+	cookie_forget(cookie);
 	return 0;
 }
 
@@ -82,10 +154,9 @@ void hk_std_stream_after_change(int fd)
 		return;
 	var = std_var(fd);
 	if (sl_sock_get(fd) && !std_cookie[fd]) {
-		f = fopencookie((void *)(intptr_t)fd, fd == 0 ? "r" : "w", io);
+		f = cookie_open(fd, fd == 0 ? "r" : "w", io);
 		if (!f)
 			return;
-		f->_fileno = fd;
 		if (fd == 2)
 			setvbuf(f, NULL, _IONBF, 0);
 		std_saved[fd] = *var;
@@ -101,7 +172,6 @@ void hk_std_stream_after_change(int fd)
 HK_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	cookie_io_functions_t io = { .read = cookie_read, .write = cookie_write, .close = cookie_close };
-	FILE *f;
 
 	hk_enter();
 	if (!sl_sock_connected(fd))
@@ -113,10 +183,7 @@ HK_EXPORT FILE *fdopen(int fd, const char *mode)
 		errno = EINVAL;
 		return NULL;
 	}
-	f = fopencookie((void *)(intptr_t)fd, mode, io);
-	if (f)
-		f->_fileno = fd;
-	return f;
+	return cookie_open(fd, mode, io);
 }
 
 /* glibc's vdprintf writes through a FILE of its own with internal calls:

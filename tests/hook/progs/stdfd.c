@@ -242,6 +242,57 @@ static int sc_spawn(void)
 	return 0;
 }
 
+/* system() and popen() (glibc spawns their shell with internal calls) with
+ * a connection the shell uses by number. */
+static int sc_system_popen(void)
+{
+	char cmd[160], buf[128];
+	FILE *f;
+	int c, s, st;
+
+	tcp_pair(&c, &s);
+	SHOW(send_all(s, "hello system\n", 13));
+	snprintf(cmd, sizeof(cmd), "read l <&%d; echo \"sh got $l\" >&%d", c, c);
+	st = system(cmd);
+	say("system -> exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	SHOW(shutdown(c, SHUT_WR));
+	read_all(s, buf, sizeof(buf));
+	say("the peer read: %s", buf);
+	close(c);
+	close(s);
+
+	tcp_pair(&c, &s);
+	snprintf(cmd, sizeof(cmd), "read l; echo \"popen got $l\" >&%d", c);
+	fflush(stdout);
+	f = popen(cmd, "w");
+	say("popen: %s", f ? "ok" : "NULL");
+	if (f) {
+		fputs("hello popen\n", f);
+		st = pclose(f);
+		say("pclose -> exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	SHOW(shutdown(c, SHUT_WR));
+	read_all(s, buf, sizeof(buf));
+	say("the peer read: %s", buf);
+	close(c);
+	close(s);
+
+	tcp_pair(&c, &s);
+	snprintf(cmd, sizeof(cmd), "echo \"from the shell\"; read l <&%d; echo \"$l\"", s);
+	SHOW(send_all(c, "popen reads\n", 12));
+	f = popen(cmd, "r");
+	say("popen r: %s", f ? "ok" : "NULL");
+	if (f) {
+		while (fgets(buf, sizeof(buf), f))
+			say("popen read: %s", buf);
+		st = pclose(f);
+		say("pclose -> exit %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	close(c);
+	close(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -250,6 +301,7 @@ int main(int argc, char **argv)
 		{ "dprintf", sc_dprintf },
 		{ "spawn", sc_spawn },
 		{ "spawn_role", sc_spawn_role },
+		{ "system_popen", sc_system_popen },
 		{ NULL, NULL },
 	};
 
