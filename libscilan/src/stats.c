@@ -11,9 +11,10 @@
 
 static _Thread_local struct sl_stats *summing;
 
-static bool add_live(struct sl_sock *s)
+/* Once per connection: a dup'ed one has a table slot per descriptor. */
+static bool add_live(int fd, struct sl_sock *s)
 {
-	if (sl_sock_state(s) == SL_CONNECTED) {
+	if (sl_sock_state(s) == SL_CONNECTED && fd == s->fd) {
 		summing->tx_bytes += atomic_load_explicit(&s->ctr->tx_bytes, memory_order_relaxed);
 		summing->rx_bytes += atomic_load_explicit(&s->ctr->rx_bytes, memory_order_relaxed);
 	}
@@ -29,7 +30,7 @@ void sl_stats_read(struct sl_stats *out)
 	out->sleeps = atomic_load(&sl_totals.sleeps);
 	out->wakeups = atomic_load(&sl_totals.wakeups);
 	summing = out;
-	sl_sock_any(add_live);
+	sl_sock_any_fd(add_live);
 	summing = NULL;
 }
 

@@ -293,6 +293,24 @@ static int sc_system_popen(void)
 	return 0;
 }
 
+/* A connection under three numbers moves 1000 bytes each way and stays
+ * open to the end: the SCILAN_STATS line counts its live bytes once. */
+static int sc_alias_counters(void)
+{
+	char buf[1000];
+	int c, s, d, e;
+
+	tcp_pair(&c, &s);
+	d = MUST(dup(c));
+	e = MUST(fcntl(s, F_DUPFD, 10));
+	memset(buf, 'a', sizeof(buf));
+	SHOW(send_all(d, buf, sizeof(buf)));
+	SHOW(recv_all(e, buf, sizeof(buf)));
+	SHOW(send_all(s, buf, sizeof(buf)));
+	SHOW(recv_all(c, buf, sizeof(buf)));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -302,6 +320,7 @@ int main(int argc, char **argv)
 		{ "spawn", sc_spawn },
 		{ "spawn_role", sc_spawn_role },
 		{ "system_popen", sc_system_popen },
+		{ "alias_counters", sc_alias_counters },
 		{ NULL, NULL },
 	};
 
