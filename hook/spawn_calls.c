@@ -1,11 +1,6 @@
-/* spawn_calls.c — posix_spawn and posix_spawnp.  glibc's run the new image
- * with internal calls (clone, dup2, execve) the hook never sees: the child
- * would get no hand-over (it reads and writes the bare kernel socket) and
- * would not count as a holder (our close would end the connection under
- * it).  While the process has scilan sockets, a spawn is therefore run as
- * fork + the file actions + an exec through the hook's own wrappers; the
- * file actions are recorded here as the program builds them, since glibc's
- * list is private.
+/* spawn_calls.c — posix_spawn and posix_spawnp, run as fork + attributes +
+ * file actions + an exec through the hook's wrappers while the process has
+ * scilan sockets, and the file-action calls, recorded for that.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -189,6 +184,12 @@ HK_EXPORT int posix_spawn_file_actions_addtcsetpgrp_np(posix_spawn_file_actions_
 }
 
 /* ---- the spawn ------------------------------------------------------------ */
+
+/* glibc's spawn runs the new image with internal calls (clone, dup2,
+ * execve) the hook never sees: the child would get no hand-over (it would
+ * read and write the bare kernel socket) and would not count as a holder
+ * (our close would end the connection under it).  glibc's list of file
+ * actions is private, hence the record above. */
 
 static bool worth_handing_over(struct sl_sock *s)
 {
