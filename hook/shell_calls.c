@@ -128,6 +128,10 @@ HK_EXPORT FILE *popen(const char *cmd, const char *mode)
 		free(pp);
 		return NULL;
 	}
+	/* The wrapper does not check the hook's own calls: the stream must not
+	 * land on a stale connection (fdopen would make it a ring stream). */
+	hk_fd_reused(p[0]);
+	hk_fd_reused(p[1]);
 	mine = reading ? p[0] : p[1];
 	theirs = reading ? p[1] : p[0];
 	target = reading ? STDOUT_FILENO : STDIN_FILENO;

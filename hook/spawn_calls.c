@@ -271,6 +271,7 @@ static int apply_actions(const struct act *a, int n)
 			fd = open(a[i].path, a[i].oflag, a[i].mode);
 			if (fd < 0)
 				return -1;
+			hk_fd_reused(fd); /* our own open is not checked by the wrapper */
 			if (fd != a[i].fd) {
 				if (dup2(fd, a[i].fd) < 0)
 					return -1;
@@ -334,6 +335,8 @@ static int spawn_forked(pid_t *pid, const char *path, const posix_spawn_file_act
 		free(acts);
 		return errno;
 	}
+	hk_fd_reused(p[0]);
+	hk_fd_reused(p[1]);
 	child = fork();
 	if (child == 0) {
 		close(p[0]);

@@ -57,8 +57,14 @@ static int stderr_exec_kid(void *arg)
 	int c;
 
 	(void)arg;
+	char go;
+
 	close(lfd);
 	c = tcp_connect(port);
+	/* Accepted before the exec (a connection not yet accepted at exec is
+	 * not this scenario's subject). */
+	if (recv(c, &go, 1, MSG_WAITALL) != 1)
+		fatal("go");
 	MUST(dup2(c, 2));
 	close(c);
 	snprintf(portarg, sizeof(portarg), "%u", port);
@@ -118,6 +124,7 @@ static int sc_stderr_conn(void)
 		}
 		kid_start(&k, "exec", stderr_exec_kid, NULL);
 		s = MUST(accept(lfd, NULL, NULL));
+		MUST(send(s, "g", 1, 0));
 		s2 = MUST(accept(lfd, NULL, NULL)); /* the role's second connection */
 		close(s2);
 		read_all(s, buf, sizeof(buf));
