@@ -148,6 +148,7 @@ HK_EXPORT int epoll_create1(int flags)
 
 	hk_enter();
 	fd = sl_sys.epoll_create1(flags);
+	hk_fd_reused(fd); /* a set closed behind our back would keep its members */
 	if (fd < 0 || fd >= MAX_SET_FD)
 		return fd;
 	set = atomic_load(&sets[fd]);

@@ -134,11 +134,14 @@ static ssize_t send_to_closed(struct sl_sock *s, size_t len, int flags)
 	return (ssize_t)(len < s->tx.cap ? len : s->tx.cap);
 }
 
-/* A position in an iovec array, advanced as bytes are copied. */
+/* A position in an iovec array, advanced as bytes are copied; or, with
+ * fill set, a source that writes straight into the ring (sl_send_fill). */
 struct iov_cursor {
 	const struct iovec *iov;
 	int cnt, i;
 	size_t off;
+	size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg);
+	void *arg;
 };
 
 static void cursor_skip_empty(struct iov_cursor *c)
@@ -149,11 +152,14 @@ static void cursor_skip_empty(struct iov_cursor *c)
 	}
 }
 
-/* Copy n bytes from the cursor into the ring (unpublished), advancing it. */
-static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
+ * fewer only when a fill source ended. */
+static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
 {
 	uint64_t done = 0;
 
+	if (c->fill)
+		return c->fill(tx, n, c->arg);
 	while (done < n) {
 		size_t k;
 
@@ -165,6 +171,7 @@ static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t
 		c->off += k;
 		done += k;
 	}
+	return n;
 }
 
 /* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
@@ -249,7 +256,11 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			if (n > s->tx.cap / 4)
 				n = (size_t)(s->tx.cap / 4);
 
-			gather_into_ring(&s->tx, cur, n);
+			size_t put = gather_into_ring(&s->tx, cur, n);
+
+			if (put < n) /* the fill source ended: this is the last of it */
+				len = sent + put;
+			n = put;
 			if (flags & MSG_OOB) /* the last byte of what is sent is urgent */
 				sl_urg_publish(s, s->tx.write + n);
 			sl_ring_tx_commit(&s->tx, n);
@@ -516,7 +527,7 @@ static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t d
 
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { iov, cnt, 0, 0 };
+	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
 	ssize_t len = iov_total(iov, cnt), r;
 	bool plain = false;
 
@@ -557,7 +568,7 @@ static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, 
 
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { iov, cnt, 0, 0 };
+	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
 	ssize_t len = iov_total(iov, cnt), r;
 	bool plain = false;
 
@@ -572,7 +583,7 @@ ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 		 * read: it waits for data (EAGAIN when non-blocking), then returns 0. */
 		char probe;
 		struct iovec one = { &probe, 1 };
-		struct iov_cursor peek = { &one, 1, 0, 0 };
+		struct iov_cursor peek = { .iov = &one, .cnt = 1 };
 
 		r = recv_accelerated(s, &peek, 1, flags | MSG_PEEK, &plain);
 		if (plain)
@@ -581,6 +592,26 @@ ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 	}
 	r = recv_accelerated(s, &cur, (size_t)len, flags, &plain);
 	return plain ? finish_plain(s, &cur, r, flags, false) : r;
+}
+
+ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
+		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg)
+{
+	struct iov_cursor cur = { .fill = fill, .arg = arg };
+	bool plain = false;
+	ssize_t r;
+
+	if (len > (size_t)SSIZE_MAX)
+		len = (size_t)SSIZE_MAX;
+	r = send_accelerated(s, &cur, len, flags, &plain);
+	/* Kernel TCP now, before anything was copied: a fill source cannot go
+	 * through finish_plain, so the caller sends through the kernel.  After
+	 * a partial send the next call finds the socket plain. */
+	if (plain && r <= 0) {
+		errno = EXDEV;
+		return -1;
+	}
+	return r;
 }
 
 struct sl_sock *sl_sock_connected(int fd)

@@ -143,6 +143,14 @@ struct sl_sock {
 /* The data path on a connected accelerated socket (io.c): errno as TCP's. */
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
+/* A send of up to len bytes whose source writes them straight into the
+ * ring: fill(tx, n, arg) places n bytes at the ring's write index (see
+ * sl_ring_tx_copy: offset 0, wrapping at tx->cap), under tx_lock, and returns
+ * how many it placed; fewer than n ends the send there (sendfile: end of
+ * file, or a read error the source keeps in arg).  -1 with EXDEV: the
+ * connection moved to kernel TCP before anything was sent (send there). */
+ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
+		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg);
 /* The state of fd if its data goes through rings, else NULL. */
 struct sl_sock *sl_sock_connected(int fd);
 
