@@ -1,6 +1,6 @@
 # install.mk — `make install` / `make uninstall` (GNU directory variables,
-# DESTDIR), the pkg-config file and `make test-install` (in `make test`:
-# tests/install).
+# DESTDIR), the pkg-config file, `make test-install` (in `make test`:
+# tests/install) and `make deb` / `make test-deb` (debian/, tests/deb).
 
 VERSION    := 0.1.0
 PREFIX     ?= /usr/local
@@ -59,7 +59,7 @@ $(INST_PC): $(INST_DIR)/paths $(lastword $(MAKEFILE_LIST))
 $(INST_DKMS): driver/dkms.conf $(INST_DIR)/paths
 	@sed 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION="$(VERSION)"/' $< > $@
 
-.PHONY: install uninstall install-bin test-install
+.PHONY: install uninstall install-bin test-install deb test-deb
 
 install-bin: $(LIB_SO) $(LIB_A) $(HOOK_SO) $(CTL_BIN) $(INST_RUN) $(INST_PC) $(INST_DKMS)
 
@@ -97,3 +97,12 @@ test-install: install-bin hooktests
 	@tests/install/run.sh $(BUILD) $(BUILD)/results $(INSTALL_TEST_SOFT)
 
 EXTRA_TESTS += test-install
+# Debian packages (debian/) into $(BUILD)/deb: dpkg-buildpackage writes its
+# .debs into the parent of the source tree, so it runs on an exported copy.
+
+deb:
+	@scripts/build-debs.sh $(BUILD)/deb
+
+# Build, install, run redis under /usr/bin/scilan_run, purge (tests/deb).
+test-deb: deb
+	@tests/deb/run.sh $(BUILD)/deb $(BUILD)/results
