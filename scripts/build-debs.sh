@@ -6,6 +6,13 @@
 set -euo pipefail
 out=$(realpath -m "$1")
 top=$(cd "$(dirname "$0")/.." && pwd)
+export DEBIAN_FRONTEND=noninteractive
+# dpkg-dev reads debian/ (versions, Build-Depends) before anything else can.
+if ! command -v dpkg-buildpackage >/dev/null; then
+	[ "$(id -u)" -eq 0 ] || { echo "scilan: run: sudo apt-get install dpkg-dev" >&2; exit 1; }
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends dpkg-dev >/dev/null
+fi
 version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
 src=$out/scilan-${version%-*}
 
@@ -16,7 +23,6 @@ if ! dpkg-checkbuilddeps "$top/debian/control" 2>/dev/null; then
 		exit 1
 	fi
 	echo "scilan: installing the build dependencies of debian/control" >&2
-	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq >/dev/null
 	# apt reads Build-Depends from the directory's debian/control: no deb-src needed.
 	apt-get build-dep -y -qq --no-install-recommends "$top" >/dev/null
