@@ -92,7 +92,8 @@ uninstall:
 # Install into a scratch DESTDIR and check it from there (tests/install).
 # Alone, a failure fails the make; inside `make test` it is counted.
 INSTALL_TEST_SOFT = $(if $(filter test-native,$(MAKECMDGOALS)),|| true)
-test-install: install-bin hooktests
+# The peer program of tests/hook/progs (mk/hooktests.mk) is the connection pair.
+test-install: install-bin $(BUILD)/hookprogs/peer
 	@echo "== [install] make install DESTDIR=..., pkg-config, man pages, installed scilan_run (tests/install)"
 	@tests/install/run.sh $(BUILD) $(BUILD)/results $(INSTALL_TEST_SOFT)
 
