@@ -8,6 +8,7 @@ BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 # /usr's configuration lives in /etc, anything else's beside it.
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
@@ -65,7 +66,8 @@ install-bin: $(LIB_SO) $(LIB_A) $(HOOK_SO) $(CTL_BIN) $(INST_RUN) $(INST_PC) $(I
 
 install: install-bin
 	$(INSTALL) -d $(D)$(BINDIR) $(D)$(LIBDIR) $(D)$(PRELOAD_DIR) $(D)$(INCLUDEDIR) $(D)$(PKGCONFIGDIR) \
-		$(D)$(SYSCONFDIR)/scilan $(D)$(DKMS_DEST)/uapi $(addprefix $(D)$(MANDIR)/man,1 3 5 7 8)
+		$(D)$(SYSCONFDIR)/scilan $(D)$(DKMS_DEST)/uapi $(addprefix $(D)$(MANDIR)/man,1 3 5 7 8) \
+		$(D)$(BASHCOMPDIR)
 	$(INSTALL) -m 0644 $(BUILD)/lib/$(SONAME) $(D)$(LIBDIR)/libscilan.so.$(VERSION)
 	ln -sf libscilan.so.$(VERSION) $(D)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(D)$(LIBDIR)/libscilan.so
@@ -74,6 +76,8 @@ install: install-bin
 	$(INSTALL) -m 0644 libscilan/include/scilan.h $(D)$(INCLUDEDIR)/scilan.h
 	$(INSTALL) -m 0644 $(INST_PC) $(D)$(PKGCONFIGDIR)/scilan.pc
 	$(INSTALL) -m 0755 $(INST_RUN) $(CTL_BIN) $(D)$(BINDIR)/
+	$(INSTALL) -m 0644 tools/scilan.bash-completion $(D)$(BASHCOMPDIR)/scilan_run
+	$(INSTALL) -m 0644 tools/scilan.bash-completion $(D)$(BASHCOMPDIR)/scilan_ctl
 	$(INSTALL) -m 0644 tools/cluster.conf.example $(D)$(SYSCONFDIR)/scilan/cluster.conf.example
 	for m in $(MAN_PAGES); do $(INSTALL) -m 0644 $$m $(D)$(MANDIR)/man$${m##*.}/ || exit 1; done
 	$(INSTALL) -m 0644 $(DKMS_SRC) $(INST_DKMS) $(D)$(DKMS_DEST)/
@@ -84,6 +88,7 @@ uninstall:
 	rm -f $(addprefix $(D)$(LIBDIR)/,libscilan.so.$(VERSION) $(SONAME) libscilan.so libscilan.a)
 	rm -f $(D)$(PRELOAD_DIR)/libscilan_preload.so $(D)$(INCLUDEDIR)/scilan.h $(D)$(PKGCONFIGDIR)/scilan.pc
 	rm -f $(D)$(BINDIR)/scilan_run $(D)$(BINDIR)/scilan_ctl
+	rm -f $(D)$(BASHCOMPDIR)/scilan_run $(D)$(BASHCOMPDIR)/scilan_ctl
 	rm -f $(D)$(SYSCONFDIR)/scilan/cluster.conf.example
 	rm -f $(foreach m,$(MAN_PAGES),$(D)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	rm -rf $(D)$(DKMS_DEST)

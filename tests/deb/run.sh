@@ -42,7 +42,8 @@ install_pkgs() {
 }
 installed_files() {
 	for p in "${pkgs[@]}"; do dpkg -L "$p"; done | sort -u >"$tmp/files" &&
-	grep -qx /usr/bin/scilan_run "$tmp/files" && grep -q '/scilan/libscilan_preload.so$' "$tmp/files" &&
+	grep -qx /usr/bin/scilan_run "$tmp/files" && grep -qx /usr/share/bash-completion/completions/scilan_ctl "$tmp/files" &&
+	grep -q '/scilan/libscilan_preload.so$' "$tmp/files" &&
 	man -w scilan scilan_run scilan_ctl scilan.conf libscilan
 }
 run() { env -u LD_PRELOAD -u SCILAN_PRELOAD_LIB SCILAN_RUNDIR="$tmp/run" SCILAN_CONF=/dev/null SCILAN_FABRIC=shm \

@@ -35,6 +35,8 @@ $prefix/lib/libscilan.so.0
 $prefix/lib/libscilan.so.$version
 $prefix/lib/pkgconfig/scilan.pc
 $prefix/lib/scilan/libscilan_preload.so
+$prefix/share/bash-completion/completions/scilan_ctl
+$prefix/share/bash-completion/completions/scilan_run
 $prefix/share/man/man1/scilan_run.1
 $prefix/share/man/man3/libscilan.3
 $prefix/share/man/man5/scilan.conf.5
@@ -132,6 +134,12 @@ installed_run() {
 	grep -q '^scilan: pid [0-9]*: accelerated 1, fallback 0' "$tmp/srv.err" &&
 	grep -q '^scilan: pid [0-9]*: accelerated 1, fallback 0' "$tmp/cli.err"
 }
+completion() {
+	local dir=$root$prefix/share/bash-completion/completions
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_ctl --json map ""); COMP_CWORD=3; _scilan_ctl; echo "${COMPREPLY[*]}"' - "$dir/scilan_ctl")" = "list add del" ] &&
+	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_run --log ""); COMP_CWORD=2; _scilan_run; echo "${COMPREPLY[*]}"' - "$dir/scilan_run")" = "error warn info debug" ]
+}
 do_uninstall() {
 	make --no-print-directory uninstall BUILD="$build" DESTDIR="$root" PREFIX=$prefix &&
 	[ -z "$(cd "$root" && find . \( -type f -o -type l \))" ]
@@ -145,6 +153,7 @@ check "pkg-config build links and runs" pkgconfig_build
 check "static link against libscilan.a" static_build
 check "mandoc -T lint on every man page" man_lint
 check "installed scilan_run accelerates with the installed preload" installed_run
+check "bash completion of scilan_ctl and scilan_run" completion
 check "make uninstall removes every file" do_uninstall
 echo "install test_install $passed $failed" >"$out"
 echo "install: $passed passed, $failed failed"
