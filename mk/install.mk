@@ -51,7 +51,6 @@ $(INST_PC): $(INST_DIR)/paths $(lastword $(MAKEFILE_LIST))
 	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: scilan' \
 		'Description: sockets over PCIe shared-memory interconnects (native API)' \
-		'URL: file://$(MANDIR)/man3/libscilan.3' \
 		'Version: $(VERSION)' \
 		'Cflags: -I$${includedir}' \
 		'Libs: -L$${libdir} -lscilan' \
