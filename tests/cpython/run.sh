@@ -48,8 +48,10 @@ for suite in "${suites[@]}"; do
 		echo "cpython: $suite: the run under scilan_run wrote no report (crash or hang)"; tail -20 "$work/$suite-hooked/log"
 		echo "cpython $suite 0 1" >>"$out"; status=1; continue
 	fi
-	line=$("$py" "$here/compare.py" "$suite" "$work/$suite-plain/report.xml" "$work/$suite-hooked/report.xml" \
-		"$here/known-failures.txt" | tee /dev/stderr | tail -n 1)
+	verdict=$("$py" "$here/compare.py" "$suite" "$work/$suite-plain/report.xml" "$work/$suite-hooked/report.xml" \
+		"$here/known-failures.txt")
+	printf '%s\n' "$verdict"
+	line=$(tail -n 1 <<<"$verdict")
 	grep -a 'accelerated' "$work/$suite-hooked/log" | awk -v s="$suite" '
 		{ for (i = 1; i < NF; i++) if ($i == "accelerated") a += $(i + 1) } END { printf "cpython: %s: %d connections accelerated\n", s, a }'
 	passed=$(sed -n 's/.*: \([0-9]*\) passed.*/\1/p' <<<"$line")
