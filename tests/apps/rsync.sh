@@ -149,8 +149,33 @@ push_case() {
 	echo "ok: pushed $NFILES files, $TOTAL bytes, then deltas: trees equal"
 }
 
+# Mixed ends: a plain client of a preloaded daemon and a preloaded client of
+# a plain daemon use kernel TCP (a fallback counted, nothing accelerated),
+# the daemon's fork children included, and move the tree intact.
+mixed_case() {
+	server scilan
+	rm -rf "$WORK/pull"
+	client pull kernel -a "rsync://127.0.0.1:$PORT/src/" "$WORK/pull/"
+	same_tree "tree pulled by a plain client" "$TREE" "$WORK/pull"
+	quiesce
+	stop srv TERM
+	stat_lines_of "$WORK/srv.err"
+	expect "preloaded daemon, plain client: nothing accelerated" "$(stat_sum accelerated "$WORK/srv.err")" -eq 0
+	expect "preloaded daemon, plain client: no ring bytes" "$(stat_sum tx "$WORK/srv.err")" -eq 0
+
+	server kernel
+	client push scilan -a "$TREE/" "rsync://127.0.0.1:$PORT/dst/"
+	same_tree "tree pushed by a preloaded client" "$TREE" "$WORK/dst"
+	stat_lines_of "$WORK/push.err"
+	expect "preloaded client, plain daemon: nothing accelerated" "$(stat_sum accelerated "$WORK/push.err")" -eq 0
+	expect "preloaded client, plain daemon: a fallback" "$(stat_sum fallback "$WORK/push.err")" -ge 1
+	stop srv TERM
+	echo "ok: both mixed pairs on kernel TCP, trees equal"
+}
+
 for mode in $MODES; do
 	run_case "$mode rsync daemon pull" pull_case "$mode"
 	run_case "$mode rsync daemon push" push_case "$mode"
 done
+[[ " $MODES " == *" scilan "* ]] && run_case "mixed rsync ends" mixed_case
 apps_finish
