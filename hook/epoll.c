@@ -293,6 +293,9 @@ static short wanted(struct member *m, struct sl_sock *s)
 	written = atomic_load(s->rx.write_idx);
 	if ((m->et_reported & EPOLLIN) && written == m->et_rx_mark && written != s->rx.read)
 		ev &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
+	/* A pending urgent byte is an edge again only when more data arrives. */
+	if ((m->et_reported & EPOLLPRI) && written == m->et_rx_mark)
+		ev &= ~(uint32_t)EPOLLPRI;
 	/* Writable again only after a send found the ring full, as TCP's
 	 * write-space wake-up needs a send that ran out of room. */
 	if ((m->et_reported & EPOLLOUT) && atomic_load(&s->tx_blocked) == m->et_tx_mark)

@@ -14,6 +14,7 @@
 #include "hook.h"
 #include "own_fd.h"
 #include "sock.h"
+#include "urgent.h"
 
 static void note_nonblock(int fd, bool on)
 {
@@ -100,6 +101,16 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	hk_enter();
 	s = sl_sock_connected(fd);
+	if (s && req == SIOCATMARK) {
+		if (!arg) {
+			errno = EFAULT;
+			return -1;
+		}
+		sl_lock(&s->rx_lock);
+		*(int *)arg = s->seg ? sl_urg_atmark(s) : 0;
+		sl_unlock(&s->rx_lock);
+		return 0;
+	}
 	if (s && (req == FIONREAD || req == SIOCOUTQ)) {
 		int64_t n;
 

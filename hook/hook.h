@@ -34,6 +34,9 @@ static inline void hk_enter(void)
 		hk_init_slow();
 }
 
+/* socket_calls.c: close(2) as the hook does it, for syscall(SYS_close) too. */
+int hk_close(int fd);
+
 /* epoll.c: does fd name an epoll set the hook emulates (one with scilan
  * members, or any set created through the hook)? */
 bool hk_epoll_known(int fd);

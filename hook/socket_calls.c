@@ -48,7 +48,7 @@ HK_EXPORT int shutdown(int fd, int how)
 	return scilan_shutdown(fd, how);
 }
 
-HK_EXPORT int close(int fd)
+int hk_close(int fd)
 {
 	int r;
 
@@ -64,6 +64,11 @@ HK_EXPORT int close(int fd)
 	r = scilan_close(fd);
 	hk_std_stream_after_change(fd);
 	return r;
+}
+
+HK_EXPORT int close(int fd)
+{
+	return hk_close(fd);
 }
 
 HK_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)

@@ -110,10 +110,7 @@ static const char *parse_line(char *line, struct sl_map_entry *e)
 int sl_cluster_map_load(const char *path, struct sl_cluster_map *map, char *err, size_t err_size)
 {
 	FILE *f = fopen(path, "re");
-	char line[512];
-	unsigned lineno = 0;
-	struct sl_map_entry e;
-	const char *why;
+	int r;
 
 	map->entries = NULL;
 	map->count = 0;
@@ -123,6 +120,20 @@ int sl_cluster_map_load(const char *path, struct sl_cluster_map *map, char *err,
 		snprintf(err, err_size, "%s: %s", path, strerror(errno));
 		return -1;
 	}
+	r = sl_cluster_map_read(f, path, map, err, err_size);
+	fclose(f);
+	return r;
+}
+
+int sl_cluster_map_read(FILE *f, const char *path, struct sl_cluster_map *map, char *err, size_t err_size)
+{
+	char line[512];
+	unsigned lineno = 0;
+	struct sl_map_entry e;
+	const char *why;
+
+	map->entries = NULL;
+	map->count = 0;
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line;
 
@@ -150,10 +161,8 @@ int sl_cluster_map_load(const char *path, struct sl_cluster_map *map, char *err,
 			goto fail;
 		}
 	}
-	fclose(f);
 	return 0;
 fail:
-	fclose(f);
 	sl_cluster_map_free(map);
 	return -1;
 }

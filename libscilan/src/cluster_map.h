@@ -33,6 +33,8 @@ const char *sl_cluster_map_path(void);
 /* Parse path into map.  A missing file is an empty map (0).  A bad line is
  * -1 with a message "FILE:LINE: what" in err (the map is left empty). */
 int sl_cluster_map_load(const char *path, struct sl_cluster_map *map, char *err, size_t err_size);
+/* The same for an open stream (path names it in messages); f stays open. */
+int sl_cluster_map_read(FILE *f, const char *path, struct sl_cluster_map *map, char *err, size_t err_size);
 void sl_cluster_map_free(struct sl_cluster_map *map);
 /* The entry whose address is addr, or NULL. */
 const struct sl_map_entry *sl_cluster_map_find(const struct sl_cluster_map *map, const struct sl_key *addr);

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "segment.h"
 #include "sys.h"
+#include "urgent.h"
 
 void sl_conn_reset(struct sl_sock *s, const char *why)
 {
@@ -23,7 +24,7 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 	sl_conn_note_error(s);
 	if (s->peer_ctl) {
 		pthread_mutex_lock(&s->ctl_lock);
-		sl_segment_set_state(s, SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR);
+		sl_segment_set_state(s, sl_conn_reset_bits(s));
 		pthread_mutex_unlock(&s->ctl_lock);
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
@@ -34,22 +35,63 @@ bool sl_conn_peer_died(struct sl_sock *s)
 {
 	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
 
-	if (ps & SL_PEER_RESET)
+	if ((ps & SL_PEER_RESET) || atomic_load(&s->sent_after_close))
 		return true;
 	return atomic_load(&s->peer_gone) && !(ps & SL_PEER_CLOSED);
+}
+
+bool sl_conn_fin_first(struct sl_sock *s)
+{
+	return atomic_load(&s->sent_after_close) ||
+	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_RESET_AFTER_FIN);
+}
+
+uint32_t sl_conn_reset_bits(const struct sl_sock *s)
+{
+	/* A FIN sent earlier (by any process of our side) reached the peer
+	 * before this reset. */
+	uint32_t sent = s->state_to_peer | atomic_load_explicit(&s->peer_ctl->peer_state, memory_order_relaxed);
+
+	return SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR | ((sent & SL_PEER_SHUT_WR) ? SL_PEER_RESET_AFTER_FIN : 0);
+}
+
+bool sl_conn_unread(struct sl_sock *s)
+{
+	int64_t avail;
+
+	sl_lock(&s->rx_lock);
+	avail = sl_rx_waiting(s);
+	sl_unlock(&s->rx_lock);
+	return avail > 0;
+}
+
+/* SO_LINGER {1, 0}.  The option lives on the kernel socket (shared by fork,
+ * exec and SCM_RIGHTS), so it is asked there. */
+static bool linger_abort(const struct sl_sock *s)
+{
+	struct linger l;
+	socklen_t len = sizeof(l);
+
+	return sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+}
+
+uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread)
+{
+	sl_urg_drain_kernel(s);
+	return unread || linger_abort(s) ? sl_conn_reset_bits(s) : SL_PEER_SHUT_WR | SL_PEER_CLOSED;
 }
 
 void sl_conn_note_error(struct sl_sock *s)
 {
 	if (!atomic_exchange(&s->error_noted, true))
-		atomic_store(&s->pending_error, ECONNRESET);
+		atomic_store(&s->pending_error, sl_conn_fin_first(s) ? EPIPE : ECONNRESET);
 }
 
 short sl_conn_ready(struct sl_sock *s, short events)
 {
-	short rev = 0;
+	short rev = 0, urg = 0;
 	uint32_t ps;
-	int64_t avail, space;
+	int64_t avail, readable, space;
 	bool peer_fin, shut_wr = atomic_load(&s->shut_wr);
 
 	if (atomic_load(&s->reset))
@@ -58,21 +100,25 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	/* State before indices: data written before the peer's FIN is then visible. */
 	ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
 	sl_lock(&s->rx_lock);
-	avail = sl_rx_waiting(s);
+	avail = readable = sl_rx_waiting(s);
+	if (avail > 0)
+		urg = sl_urg_ready(s, &readable);
 	sl_unlock(&s->rx_lock);
 	if (avail < 0) {
 		sl_conn_reset(s, "peer wrote an impossible write index");
 		return sl_conn_ready(s, events);
 	}
-	if (sl_conn_peer_died(s) && avail == 0) {
+	if (sl_conn_peer_died(s)) {
 		/* POLLERR only while the error is pending: once a recv, send or
-		 * SO_ERROR took it, the kernel shows IN|OUT|HUP|RDHUP. */
+		 * SO_ERROR took it, the kernel shows IN|OUT|HUP|RDHUP.  Data still
+		 * in the ring does not hide the reset (tcp_poll). */
 		sl_conn_note_error(s);
-		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
+		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP | urg)) | POLLHUP |
 			       (atomic_load(&s->pending_error) ? POLLERR : 0));
 	}
+	rev |= urg;
 	peer_fin = (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone);
-	if (avail > 0 || peer_fin || atomic_load(&s->shut_rd))
+	if (readable > 0 || peer_fin || atomic_load(&s->shut_rd))
 		rev |= POLLIN | POLLRDNORM;
 	if (peer_fin || atomic_load(&s->shut_rd)) /* tcp_poll: any RCV_SHUTDOWN */
 		rev |= POLLRDHUP;

@@ -30,10 +30,23 @@ void sl_conn_wake_peer(struct sl_sock *s);
 bool sl_conn_check_peer(struct sl_sock *s);
 /* The peer went away without an orderly close (died, or reset us). */
 bool sl_conn_peer_died(struct sl_sock *s);
-/* The connection ended in a reset: set the pending error (ECONNRESET) the
- * first time only, as the kernel sets sk_err once when the RST arrives; the
- * next recv, send or SO_ERROR takes it, and poll shows POLLERR until then. */
+/* The connection ended in a reset: set the pending error the first time
+ * only, as the kernel sets sk_err once when the RST arrives; the next recv,
+ * send or SO_ERROR takes it, and poll shows POLLERR until then.  The error is
+ * ECONNRESET, or EPIPE when the peer's FIN came before its reset. */
 void sl_conn_note_error(struct sl_sock *s);
+/* The reset came after the peer's FIN (TCP: RST in CLOSE_WAIT): the pending
+ * error is EPIPE and recv ends in 0, leaving it pending. */
+bool sl_conn_fin_first(struct sl_sock *s);
+/* The peer_state bits a reset writes for the peer (with ctl_lock held). */
+uint32_t sl_conn_reset_bits(const struct sl_sock *s);
+/* Bytes wait unread in our ring (taken before ctl_lock). */
+bool sl_conn_unread(struct sl_sock *s);
+/* The peer_state bits our last close (or exit) writes, with ctl_lock held:
+ * a reset when data was unread or SO_LINGER is {1, 0}, as TCP's close sends
+ * RST then; else the orderly SHUT_WR|CLOSED.  The kernel connection's urgent
+ * signal bytes are consumed first (urgent.c). */
+uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread);
 
 /* A non-blocking connect with an offer out: move to SL_CONNECTED once the
  * kernel connection is up, or back to SL_FRESH if it failed. */

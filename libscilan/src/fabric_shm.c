@@ -20,6 +20,7 @@
 #include "conn.h"
 #include "fabric.h"
 #include "log.h"
+#include "offer.h"
 #include "own_fd.h"
 #include "registry.h"
 #include "rundir_sweep.h"
@@ -27,18 +28,9 @@
 #include "shm_linger.h"
 #include "sys.h"
 
-#define OFFER_MAGIC 0x3146464f20434c53ull /* "SLC OFF1" */
 #define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 #define CLOSE_ATTACH_WAIT_MS 1000
 #define EXIT_ATTACH_WAIT_MS 2000
-
-struct offer {
-	uint64_t magic;
-	int32_t pid;
-	int32_t memfd;
-	uint64_t ino;
-	uint64_t dev;
-};
 
 /* Wake-up bells are FIFOs beside the offer (an anonymous eventfd cannot be
  * reopened through /proc): <offer>.bell0 wakes the connecting side,
@@ -397,6 +389,15 @@ static void shm_offer_settle(struct sl_sock *s)
 		sl_own_fd_close(s->memfd);
 		s->memfd = -1;
 		s->offer_path[0] = '\0'; /* the attacher removed it */
+	} else if (unattached(s)) {
+		/* About to sleep with nobody attached.  A listener that died as
+		 * our handshake completed can leave our kernel connection open
+		 * with no socket behind it, and only a segment sent on it brings
+		 * the RST that ends the wait (TCP's own send would; our data goes
+		 * to the ring).  A live acceptor discards the byte as a stray. */
+		char probe = 0;
+
+		sl_sys.send(s->fd, &probe, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 	}
 }
 
@@ -433,6 +434,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 {
 	struct sl_seg_header hdr;
 	struct offer offer;
+	unsigned char raw[sizeof(offer) + 1];
 	struct stat st;
 	char path[4200];
 	void *base;
@@ -445,12 +447,12 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ofd < 0)
 		return 0;
-	got = sl_sys.read(ofd, &offer, sizeof(offer));
+	got = sl_sys.read(ofd, raw, sizeof(raw));
 	sl_sys.close(ofd);
 	s->bell_rx = open_bell(path, 1, false);
 	s->bell_tx = open_bell(path, 0, false);
 	sl_shm_unlink_offer(path);
-	if (got != (ssize_t)sizeof(offer) || offer.magic != OFFER_MAGIC || offer.pid <= 0 || offer.memfd < 0) {
+	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &offer)) {
 		sl_warn("malformed connect offer %s ignored", path);
 		close_bells(s);
 		return 0;
@@ -547,12 +549,18 @@ static bool is_unattached(struct sl_sock *s)
 	return sl_sock_state(s) == SL_CONNECTED && s->owner == getpid() && unattached(s);
 }
 
-/* Exit closes our sockets in the kernel, an orderly close the peer must see
- * as EOF, not as a death. */
+/* Exit closes our sockets in the kernel, a close the peer must see as EOF
+ * (or as the reset TCP sends for unread data or SO_LINGER {1, 0}), not as a
+ * death. */
 static bool close_at_exit(struct sl_sock *s)
 {
-	if (sl_sock_state(s) == SL_CONNECTED && s->seg && sl_segment_release_holder(s)) {
-		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED);
+	bool unread;
+
+	if (sl_sock_state(s) != SL_CONNECTED || !s->seg)
+		return false;
+	unread = sl_conn_unread(s);
+	if (sl_segment_release_holder(s)) {
+		sl_segment_set_state(s, sl_conn_close_bits(s, unread));
 		sl_conn_wake_peer(s);
 	}
 	return false;

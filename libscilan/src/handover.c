@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,25 +184,58 @@ int sl_handover_export(char *buf, size_t size)
 	return ex.count;
 }
 
+/* One decimal int field as sscanf("%d") took it (leading blanks, a sign),
+ * but out-of-range numbers are refused rather than clamped. */
+static const char *parse_field(const char *p, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (end == p || errno || v < INT_MIN || v > INT_MAX)
+		return NULL;
+	*out = (int)v;
+	return end;
+}
+
+const char *sl_handover_parse(const char *list, struct sl_handover_entry *e)
+{
+	int *fields[6] = { &e->fd, &e->domain, &e->seg, &e->brx, &e->btx, &e->own };
+	const char *p = list;
+	int err = errno;
+
+	for (int i = 0; i < 6; i++) {
+		if (i && *p++ != ':')
+			return NULL;
+		p = parse_field(p, fields[i]);
+		if (!p) {
+			errno = err;
+			return NULL;
+		}
+	}
+	errno = err;
+	/* Whatever follows the six numbers, up to the separator, is skipped. */
+	p = strchr(p, ';');
+	return p ? p + 1 : list + strlen(list);
+}
+
 /* Undo an export whose exec failed: the inherited copies are closed. */
 void sl_handover_abandon(const char *list)
 {
-	int fd, domain, seg, brx, btx, own;
+	struct sl_handover_entry e;
 
 	for (int i = 0; i < ndropped; i++)
 		sl_holders_hold(dropped[i]);
 	ndropped = 0;
 	atomic_store(&sl_publish_at_once, false);
 
-	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
-		if (seg >= 0) {
-			sl_sys.close(seg);
-			sl_sys.close(brx);
-			sl_sys.close(btx);
+	while (list && (list = sl_handover_parse(list, &e))) {
+		if (e.seg >= 0) {
+			sl_sys.close(e.seg);
+			sl_sys.close(e.brx);
+			sl_sys.close(e.btx);
 		}
-		list = strchr(list, ';');
-		if (list)
-			list++;
 	}
 }
 
@@ -211,6 +245,7 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	struct sl_sock *s;
 	struct stat st;
 	void *base;
+	bool sane;
 
 	if ((own != 0 && own != 1) || fstat(seg, &st) < 0 || pread(seg, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
 	    !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
@@ -231,14 +266,18 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 		sl_holders_arrive(s);
 	else
 		sl_holders_adopt_self(s); /* this process was, and stays, one holder */
-	/* The private indices are recovered from the shared words: what we
-	 * published last is exactly where the old image stood. */
-	s->rx.read = s->rx.published = s->rx.write_seen = atomic_load(s->rx.remote_read);
-	s->tx.write = atomic_load(s->tx.remote_write);
-	s->tx.read_seen = atomic_load(s->tx.read_copy);
+	sane = sl_segment_recover_indices(s);
 	s->state_to_peer = atomic_load(&s->peer_ctl->peer_state);
 	s->tx.unfenced = false; /* fenced publication is always safe */
-	/* Moved out of the program's way and close-on-exec, like bells we open. */
+	/* Non-blocking like the bells we open: a sender that passed blocking
+	 * ones (SCM_RIGHTS may come from anyone) must not hang a drain or a
+	 * stimulus.  Moved out of the program's way and close-on-exec. */
+	for (int i = 0; i < 2; i++) {
+		int bell = i ? btx : brx, fl = sl_sys.fcntl(bell, F_GETFL);
+
+		if (fl >= 0 && !(fl & O_NONBLOCK))
+			sl_sys.fcntl(bell, F_SETFL, fl | O_NONBLOCK);
+	}
 	s->bell_rx = sl_own_fd(brx);
 	s->bell_tx = sl_own_fd(btx);
 	sl_stats_conn_open(s);
@@ -246,14 +285,19 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	s->ring_bytes = sl_config()->ring_bytes;
 	atomic_store_explicit(&s->state, SL_CONNECTED, memory_order_release);
 	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+	if (!sane)
+		sl_conn_reset(s, "the ring indices handed over are impossible");
 	return 0;
 }
 
 int sl_handover_adopt(const char *list)
 {
-	int fd, domain, seg, brx, btx, own, adopted = 0;
+	struct sl_handover_entry e;
+	int adopted = 0;
 
-	while (list && sscanf(list, "%d:%d:%d:%d:%d:%d", &fd, &domain, &seg, &brx, &btx, &own) == 6) {
+	while (list && (list = sl_handover_parse(list, &e))) {
+		int fd = e.fd, domain = e.domain, seg = e.seg, brx = e.brx, btx = e.btx, own = e.own;
+
 		if (seg == -2) {
 			struct sl_sock *first = sl_sock_get(brx);
 
@@ -277,9 +321,6 @@ int sl_handover_adopt(const char *list)
 		}
 		if (seg >= 0)
 			sl_sys.close(seg);
-		list = strchr(list, ';');
-		if (list)
-			list++;
 	}
 	return adopted;
 }

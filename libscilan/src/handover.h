@@ -11,6 +11,18 @@
 
 #define SL_HANDOVER_ENV "SCILAN_HANDOVER"
 
+/* One entry of the variable: "fd:domain:seg:brx:btx:own", entries joined
+ * by ';'.  seg -1: a listening socket; seg -2: another descriptor (fd) of
+ * the connection adopted under descriptor brx. */
+struct sl_handover_entry {
+	int fd, domain, seg, brx, btx, own;
+};
+
+/* Parse the entry at the start of list (the variable comes from whoever ran
+ * exec: nothing in it is trusted).  Returns where the next entry starts, ""
+ * after the last one, or NULL if list does not start with an entry. */
+const char *sl_handover_parse(const char *list, struct sl_handover_entry *e);
+
 /* Describe every connected socket that survives exec (no FD_CLOEXEC) into
  * buf, creating inheritable copies of its segment and bells; returns how
  * many.  A connection that cannot be described is reset, never lost silently. */

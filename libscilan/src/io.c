@@ -15,6 +15,7 @@
 #include "scilan.h"
 #include "scm.h"
 #include "sys.h"
+#include "urgent.h"
 
 /* A send to a dead peer fails within this many sends even if nothing sleeps. */
 #define SENDS_PER_LIVENESS_CHECK 256
@@ -91,6 +92,9 @@ static ssize_t broken_pipe(int flags)
 	return fail(EPIPE);
 }
 
+/* send_blocker: the peer has closed (orderly) and has not been told yet. */
+#define SEND_TO_CLOSED (-1)
+
 /* Why a send cannot proceed, or 0.  A reset connection reports its pending
  * error once (taking it, as the kernel's send takes sk_err), then EPIPE; the
  * error stays pending when the send returns bytes it already copied. */
@@ -107,8 +111,25 @@ static int send_blocker(struct sl_sock *s, bool sent)
 		return err ? err : EPIPE;
 	}
 	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_CLOSED)
-		return EPIPE;
+		return sent ? EPIPE : SEND_TO_CLOSED;
 	return 0;
+}
+
+/* A send to a peer that closed in order: TCP accepts it (the bytes go out,
+ * the peer's kernel answers with RST) and a later call learns of the reset,
+ * with EPIPE since the peer's FIN came first.  So this one succeeds as far
+ * as a send buffer (the ring) would take it, nothing is copied, and the
+ * connection is reset from here on, keeping what our ring still holds. */
+static ssize_t send_to_closed(struct sl_sock *s, size_t len, int flags)
+{
+	if (atomic_load(&s->shut_wr))
+		return broken_pipe(flags);
+	if (len == 0)
+		return 0;
+	atomic_store(&s->sent_after_close, true);
+	sl_conn_note_error(s);
+	sl_conn_wake_local(s);
+	return (ssize_t)(len < s->tx.cap ? len : s->tx.cap);
 }
 
 /* A position in an iovec array, advanced as bytes are copied. */
@@ -144,9 +165,10 @@ static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t
 	}
 }
 
-/* Copy n bytes from the ring (at offset 0) into the cursor's buffers; the
- * cursor advances only if consume is set (MSG_PEEK leaves it). */
-static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, bool consume)
+/* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
+ * the cursor advances only if consume is set (MSG_PEEK leaves it). */
+static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
+			      bool consume)
 {
 	struct iov_cursor at = *c;
 	uint64_t done = 0;
@@ -158,7 +180,7 @@ static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c,
 		k = at.iov[at.i].iov_len - at.off;
 		if (k > n - done)
 			k = n - done;
-		sl_ring_rx_peek(rx, (unsigned char *)at.iov[at.i].iov_base + at.off, k, done);
+		sl_ring_rx_peek(rx, (unsigned char *)at.iov[at.i].iov_base + at.off, k, skip + done);
 		at.off += k;
 		done += k;
 	}
@@ -176,6 +198,8 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 
 	for (;;) {
 		err = send_blocker(s, sent != 0);
+		if (err == SEND_TO_CLOSED)
+			return send_to_closed(s, len, flags);
 		if (err) {
 			if (sent)
 				break;
@@ -204,6 +228,8 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				n = (size_t)(s->tx.cap / 4);
 
 			gather_into_ring(&s->tx, cur, n);
+			if (flags & MSG_OOB) /* the last byte of what is sent is urgent */
+				sl_urg_publish(s, s->tx.write + n);
 			sl_ring_tx_commit(&s->tx, n);
 			sl_stat_add(&s->ctr->tx_bytes, n);
 			sent += n;
@@ -246,6 +272,8 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			return -1;
 		}
 	}
+	if ((flags & MSG_OOB) && sent)
+		sl_urg_signal(s);
 	return (ssize_t)sent;
 }
 
@@ -257,6 +285,8 @@ static bool rx_pending(struct sl_sock *s)
 
 	sl_lock(&s->rx_lock);
 	avail = sl_rx_waiting(s);
+	if (avail > 0)
+		sl_urg_ready(s, &avail); /* an urgent byte at the head is not data */
 	sl_unlock(&s->rx_lock);
 	return avail != 0;
 }
@@ -275,13 +305,19 @@ static enum peer_end stream_end(struct sl_sock *s)
 }
 
 /* The result of a recv at the end of the stream (our ring is empty): 0, or
- * the pending ECONNRESET if no poll, send or SO_ERROR took it first. */
+ * the pending ECONNRESET if no poll, send or SO_ERROR took it first.  After
+ * the peer's FIN the kernel's recv returns 0 (SOCK_DONE) even with an error
+ * pending: a reset that followed it is left for send and SO_ERROR. */
 static ssize_t end_result(struct sl_sock *s, enum peer_end end)
 {
 	int err;
 
 	if (end == END_EOF)
 		return 0;
+	if (sl_conn_fin_first(s)) {
+		sl_conn_note_error(s);
+		return 0;
+	}
 	sl_conn_note_error(s);
 	atomic_store(&s->reset, true); /* nothing more will arrive */
 	err = atomic_exchange(&s->pending_error, 0);
@@ -292,7 +328,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 {
 	size_t got = 0;
 	int64_t avail;
-	uint64_t read_seen;
+	uint64_t read_seen, skip;
 	bool wake_sender;
 	enum peer_end end;
 
@@ -306,17 +342,38 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		}
 		sl_claim_rx(s);
 		avail = atomic_load(&s->reset) ? 0 : sl_ring_rx_avail(&s->rx);
-		read_seen = s->rx.read;
+		skip = 0;
+		if (avail > 0 && sl_urg_any(s)) {
+			bool stop = false;
+
+			/* A read stops at the urgent mark; the urgent byte leaves
+			 * the stream unless SO_OOBINLINE. */
+			sl_urg_refresh(s);
+			avail = sl_ring_rx_avail(&s->rx);
+			if (avail > 0)
+				avail = (int64_t)sl_urg_clip(s, (uint64_t)avail, got != 0, &skip, &stop);
+			if (stop) {
+				sl_unlock(&s->rx_lock);
+				break;
+			}
+			if (skip && !(flags & MSG_PEEK)) {
+				sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
+				sl_urg_passed(s);
+				skip = 0;
+			}
+		}
+		read_seen = s->rx.read + skip;
 		if (avail > 0) {
 			size_t n = len - got < (uint64_t)avail ? len - got : (size_t)avail;
 
-			scatter_from_ring(&s->rx, cur, n, !(flags & MSG_PEEK));
+			scatter_from_ring(&s->rx, cur, n, skip, !(flags & MSG_PEEK));
 			if (flags & MSG_PEEK) {
 				got = n;
 			} else {
 				/* Shared with a forked process: publish at once, so
 				 * whichever reads next starts exactly here. */
 				sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
+				sl_urg_passed(s);
 				sl_stat_add(&s->ctr->rx_bytes, n);
 				got += n;
 			}
@@ -390,9 +447,36 @@ ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 
 	if (len < 0)
 		return -1;
-	if (flags & MSG_OOB) /* urgent data has no place in a ring */
-		return fail(EOPNOTSUPP);
 	return send_accelerated(s, &cur, (size_t)len, flags);
+}
+
+/* recv(MSG_OOB): TCP's one urgent byte; never blocks. */
+static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags)
+{
+	unsigned char byte;
+	bool dead;
+	int err;
+
+	dead = atomic_load(&s->reset) || (sl_conn_peer_died(s) && !sl_conn_fin_first(s));
+	sl_lock(&s->rx_lock);
+	if (!s->seg) {
+		sl_unlock(&s->rx_lock);
+		return fail(EBADF);
+	}
+	sl_claim_rx(s);
+	err = sl_urg_take(s, flags & MSG_PEEK, &byte, dead);
+	sl_unlock(&s->rx_lock);
+	if (err)
+		return fail(err);
+	if (len == 0)
+		return 0; /* the byte is taken all the same (MSG_TRUNC) */
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len) {
+			*(unsigned char *)iov[i].iov_base = byte;
+			break;
+		}
+	}
+	return 1;
 }
 
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
@@ -402,8 +486,10 @@ ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 
 	if (len < 0)
 		return -1;
-	if (flags & ~(MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
+	if (flags & ~(MSG_OOB | MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
 		return fail(EOPNOTSUPP);
+	if (flags & MSG_OOB)
+		return recv_urgent(s, iov, cnt, (size_t)len, flags);
 	if (len == 0) {
 		/* TCP's low-water mark is at least one byte even for a zero-length
 		 * read: it waits for data (EAGAIN when non-blocking), then returns 0. */
@@ -480,7 +566,7 @@ ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 		/* TCP fills in no source address and no control data. */
 		msg->msg_namelen = 0;
 		msg->msg_controllen = 0;
-		msg->msg_flags = 0;
+		msg->msg_flags = flags & MSG_OOB;
 	}
 	return n;
 }

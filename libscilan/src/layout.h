@@ -23,6 +23,12 @@
 #define SL_PEER_CLOSED 0x4u   /* peer closed: it reads nothing more (our sends get EPIPE) */
 #define SL_PEER_RESET 0x8u    /* peer found the connection corrupt: ECONNRESET */
 #define SL_PEER_UNFENCED 0x10u /* peer publishes data unfenced: sleep for data only after membarrier */
+#define SL_PEER_RESET_AFTER_FIN 0x20u /* with RESET: the peer had sent its FIN (SHUT_WR) first, so the
+				       * error is EPIPE, as TCP's RST in CLOSE_WAIT, and recv ends in 0 */
+
+/* Urgent marks the receiver can still take one by one (TCP handles each
+ * urgent pointer as its segment arrives); older ones count as coalesced. */
+#define SL_URG_MARKS 8
 
 /* The control block at the start of each area.  The area lives in the memory
  * of the side that RECEIVES into it ("owner"); every word is written by the
@@ -37,6 +43,11 @@ struct sl_area_ctl {
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_data;   /* peer sleeps until owner sends data */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_space;  /* peer sleeps until owner frees ring space */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t peer_state;     /* SL_PEER_* bits */
+	_Alignas(SL_CACHELINE) _Atomic uint64_t urg_count;      /* peer's urgent sends (MSG_OOB) so far */
+	_Alignas(SL_CACHELINE) _Atomic uint64_t urg_mark[SL_URG_MARKS]; /* urgent send i's mark at [i % SL_URG_MARKS]:
+								 * the stream index just past its urgent byte;
+								 * stored (with urg_count) before the rx_write
+								 * that covers the byte */
 };
 
 /* The data of an area starts one page after the area's start. */

@@ -32,10 +32,13 @@ void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, 
 
 int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want)
 {
-	uint64_t read, used;
+	uint64_t read, used = tx->write - tx->read_seen;
 
-	if (tx->cap - (tx->write - tx->read_seen) >= want && want)
-		return (int64_t)(tx->cap - (tx->write - tx->read_seen));
+	/* The cached index is trusted only while it is possible: a process
+	 * taking the ring over (sl_claim_tx, the exec hand-over) copies it
+	 * straight from the peer's words. */
+	if (want && used <= tx->cap && tx->cap - used >= want)
+		return (int64_t)(tx->cap - used);
 	read = atomic_load_explicit(tx->read_copy, memory_order_acquire);
 	used = tx->write - read; /* wraps to a huge value if read > write */
 	if (used > tx->cap)

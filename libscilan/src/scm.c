@@ -19,25 +19,12 @@
 #include "holders.h"
 #include "log.h"
 #include "scilan.h"
+#include "scm.h"
 #include "segment.h"
+#include "sock.h"
 #include "sys.h"
 
-#define SCM_MAX_FDS 253 /* the kernel's SCM_MAX_FD: more in one message is EINVAL */
-#define MANIFEST_MAGIC "scilan-scm-1"
 #define MANIFEST_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
-
-/* One passed connection: the application's descriptor at index `index` of
- * the message's list; its segment and bells follow the application's
- * descriptors at app_fds + 3 * k (segment, our bell, the peer's bell). */
-struct manifest_entry {
-	int32_t index, domain, own;
-};
-
-struct manifest {
-	char magic[16];
-	uint32_t app_fds, count;
-	struct manifest_entry e[SCM_MAX_FDS / 3];
-};
 
 /* Room for the descriptors we may add to a received message. */
 #define EXTRA_CONTROL CMSG_SPACE(sizeof(int) * SCM_MAX_FDS)
@@ -203,8 +190,13 @@ static bool read_manifest(int fd, struct manifest *m, uint32_t nfds)
 	    (sl_sys.fcntl(fd, F_GET_SEALS) & MANIFEST_SEALS) != MANIFEST_SEALS)
 		return false;
 	got = pread(fd, m, sizeof(*m), 0);
-	if (got < (ssize_t)offsetof(struct manifest, e) || memcmp(m->magic, MANIFEST_MAGIC, sizeof(MANIFEST_MAGIC)) ||
-	    m->count == 0 || m->count > SCM_MAX_FDS / 3 || (size_t)got != manifest_size(m->count) ||
+	return got >= 0 && sl_scm_manifest_valid(m, (size_t)got, nfds);
+}
+
+bool sl_scm_manifest_valid(const struct manifest *m, size_t got, uint32_t nfds)
+{
+	if (got < offsetof(struct manifest, e) || memcmp(m->magic, MANIFEST_MAGIC, sizeof(MANIFEST_MAGIC)) ||
+	    m->count == 0 || m->count > SCM_MAX_FDS / 3 || got != manifest_size(m->count) ||
 	    (uint64_t)m->app_fds + 3ull * m->count + 1 != nfds)
 		return false;
 	for (uint32_t i = 0; i < m->count; i++)
@@ -258,6 +250,34 @@ static void adopt(int fd, const struct manifest_entry *e, const int copies[3])
 		sl_sys.shutdown(fd, SHUT_RDWR);
 	}
 	sl_sys.close(copies[0]);
+}
+
+/* The kernel has just given these numbers out: state still under one is
+ * that of a descriptor closed where no hook saw it (a raw system call,
+ * io_uring), which is released now as the close it was.  Left there, it
+ * would be taken for the received socket (same_socket's fstat names the new
+ * one) and the new connection's ring would never be read. */
+static void forget_stale(const int *fds, unsigned nfds)
+{
+	for (unsigned i = 0; i < nfds; i++)
+		if (sl_sock_get(fds[i])) {
+			sl_debug("fd %d: received over a descriptor closed behind our back; its old state is released",
+				 fds[i]);
+			sl_sock_release(fds[i]);
+		}
+}
+
+/* A listening TCP socket received (Node.js's cluster hands its workers one)
+ * becomes one of ours, registered for this process: its accepts must attach
+ * the offers that clients make to whichever registered process they found. */
+static void adopt_listener(int fd)
+{
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	    (domain == AF_INET || domain == AF_INET6) && sl_listener_adopt(fd, domain) == 0)
+		sl_debug("fd %d: listener received with SCM_RIGHTS, registered", fd);
 }
 
 /* Copy the received control data into the application's buffer as the
@@ -338,6 +358,7 @@ ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 			nfds = (unsigned)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
 			break;
 		}
+	forget_stale(fds, nfds);
 	if (nfds && read_manifest(fds[nfds - 1], &man, nfds)) {
 		/* A peek hands out descriptors the application will close; only
 		 * the real receive takes the connection over. */
@@ -349,6 +370,9 @@ ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 		sl_sys.close(fds[nfds - 1]);
 		nfds = man.app_fds;
 	}
+	for (unsigned i = 0; i < nfds && !(flags & MSG_PEEK); i++)
+		if (!sl_sock_get(fds[i]))
+			adopt_listener(fds[i]);
 	msg->msg_namelen = m.msg_namelen;
 	msg->msg_flags = m.msg_flags;
 	deliver_control(msg, &m, fds, nfds);

@@ -139,6 +139,18 @@ void sl_rx_publish_exact(struct sl_sock *s)
 	sl_unlock(&s->rx_lock);
 }
 
+bool sl_segment_recover_indices(struct sl_sock *s)
+{
+	uint64_t write;
+
+	/* What the old holder published last is exactly where it stood. */
+	s->rx.read = s->rx.published = s->rx.write_seen = atomic_load(s->rx.remote_read);
+	s->tx.write = atomic_load(s->tx.remote_write);
+	s->tx.read_seen = atomic_load(s->tx.read_copy);
+	write = atomic_load(s->rx.write_idx);
+	return s->tx.write - s->tx.read_seen <= s->tx.cap && write - s->rx.read <= s->rx.cap;
+}
+
 int64_t sl_rx_waiting(struct sl_sock *s)
 {
 	uint64_t write, read;

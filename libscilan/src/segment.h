@@ -30,6 +30,9 @@ void sl_segment_adopt(struct sl_sock *s, void *base, size_t len, int own, const 
  * exact read index, if this process is the one using the direction (another
  * process's published index is newer than our private one). */
 void sl_rx_publish_exact(struct sl_sock *s);
+/* A new holder (an exec hand-over) takes its private ring indices from the
+ * shared words; false if they are impossible (the caller resets). */
+bool sl_segment_recover_indices(struct sl_sock *s);
 /* Forget the mapping: point s at a shut, reset stand-in (see segment.c). */
 void sl_segment_unbind(struct sl_sock *s);
 /* Drop this process's hold; true if it was the last live holder of our side

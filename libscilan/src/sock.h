@@ -51,6 +51,16 @@ struct sl_lock {
 
 #define SL_MAX_REG 8
 
+/* The receiver's view of TCP urgent data (urgent.c), under rx_lock. */
+enum { SL_URG_NONE, SL_URG_VALID, SL_URG_READ }; /* VALID until recv(MSG_OOB) takes the byte */
+struct sl_urg {
+	uint64_t count_seen;        /* urgent marks of our area taken so far (its urg_count) */
+	uint64_t seq;               /* stream index of the urgent byte (state != NONE) */
+	int state;
+	unsigned char byte;
+	_Atomic bool oobinline;     /* SO_OOBINLINE as last set or asked of the kernel */
+};
+
 /* A connection's counters: in the process's stats file while it has a slot
  * there (scilan_ctl stat reads them live), else in the socket itself. */
 struct sl_counters {
@@ -102,6 +112,8 @@ struct sl_sock {
 	_Atomic int pending_error; /* the kernel's sk_err: ECONNRESET until a recv, send or SO_ERROR takes it */
 	_Atomic bool error_noted;  /* pending_error was set for this connection's end (never twice) */
 	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
+	_Atomic bool sent_after_close; /* a send found the peer closed: its kernel would have answered
+				        * with RST, so the connection is now reset (EPIPE, data kept) */
 	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close
 				  * (device fabric: the /dev/scilanN endpoint) */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */
@@ -112,6 +124,7 @@ struct sl_sock {
 	_Atomic bool dev_lost;   /* the link went down: the mappings were replaced by private memory */
 
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
+	struct sl_urg urg;          /* urgent data we received */
 
 	/* counters */
 	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */

@@ -149,6 +149,8 @@ reset:
 	atomic_store(&s->pending_error, 0);
 	atomic_store(&s->error_noted, false);
 	atomic_store(&s->reset, false);
+	atomic_store(&s->sent_after_close, false);
+	memset(&s->urg, 0, sizeof(s->urg));
 	s->bell_rx = s->bell_tx = -1;
 	s->dev_map[0] = s->dev_map[1] = NULL;
 	s->dev_slice = 0;

@@ -136,22 +136,33 @@ int scilan_listen(int fd, int backlog)
 
 	if (sl_sys.listen(fd, backlog) < 0)
 		return -1;
-	if (s)
+	if (s) {
 		become_listener(s);
+	} else {
+		/* A TCP socket made elsewhere (received with SCM_RIGHTS, bound
+		 * by Node.js's cluster primary for its workers) listens here:
+		 * it is registered as ours, else clients would not find it. */
+		int domain = 0;
+		socklen_t len = sizeof(domain);
+
+		if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0)
+			sl_listener_adopt(fd, domain);
+	}
 	return 0;
 }
 
 int sl_listener_adopt(int fd, int domain)
 {
 	const struct sl_config *cfg = sl_config();
-	int listening = 0, type = 0;
+	int listening = 0, type = 0, proto = 0;
 	socklen_t len = sizeof(int);
 	struct sl_sock *s;
 
 	/* Only what really is a TCP listener of that family becomes one. */
 	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening ||
 	    (len = sizeof(int), sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) < 0 || type != SOCK_STREAM ||
-	    (domain != AF_INET && domain != AF_INET6))
+	    (len = sizeof(int), sl_sys.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len)) < 0 ||
+	    proto != IPPROTO_TCP || (domain != AF_INET && domain != AF_INET6))
 		return -1;
 	s = sl_sock_new(fd, domain, SL_FRESH);
 	if (!s)
@@ -170,7 +181,14 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	int nfd, r;
 
 	nfd = sl_sys.accept4(fd, addr, len, flags);
-	if (nfd < 0 || !s || sl_sock_state(s) != SL_LISTENING)
+	if (nfd < 0 || !s)
+		return nfd;
+	/* Another process holding the socket made it listen (it was passed
+	 * on, or inherited, bound): clients may have found that process's
+	 * registration, so this accept must attach their offers too. */
+	if (sl_sock_state(s) == SL_FRESH)
+		become_listener(s);
+	if (sl_sock_state(s) != SL_LISTENING)
 		return nfd;
 	sl_fabric()->sweep();
 	ns = sl_sock_new(nfd, s->domain, SL_FRESH);
@@ -409,16 +427,14 @@ static void close_connected(struct sl_sock *s)
 
 	if (sl_fabric()->before_close)
 		sl_fabric()->before_close(s);
-	sl_lock(&s->rx_lock);
-	unread = sl_rx_waiting(s) > 0;
-	sl_unlock(&s->rx_lock);
+	unread = sl_conn_unread(s);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);
 	/* Only the last process holding the connection closes it for the peer
-	 * (fork shares it); unread data makes that close a reset, as in TCP. */
+	 * (fork shares it). */
 	if (sl_segment_release_holder(s))
-		sl_segment_set_state(s, SL_PEER_SHUT_WR | SL_PEER_CLOSED | (unread ? SL_PEER_RESET : 0));
+		sl_segment_set_state(s, sl_conn_close_bits(s, unread));
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);

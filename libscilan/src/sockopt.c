@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "scilan.h"
 #include "sys.h"
+#include "urgent.h"
 
 static int put_int(void *val, socklen_t *len, int v)
 {
@@ -95,6 +96,8 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		s->sndbuf = v;
 	else if (level == IPPROTO_TCP && name == TCP_NODELAY)
 		s->nodelay = v != 0;
+	else if (level == SOL_SOCKET && name == SO_OOBINLINE)
+		sl_urg_set_inline(s, v != 0);
 	return 0;
 }
 

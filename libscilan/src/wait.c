@@ -48,7 +48,7 @@ static struct sl_sock *accelerated(int fd)
 
 static int dirs_of(short events)
 {
-	return ((events & (POLLIN | POLLRDNORM | POLLRDHUP)) ? SL_DIR_DATA : 0) |
+	return ((events & (POLLIN | POLLRDNORM | POLLRDHUP | POLLPRI)) ? SL_DIR_DATA : 0) |
 	       ((events & (POLLOUT | POLLWRNORM)) ? SL_DIR_SPACE : 0);
 }
 

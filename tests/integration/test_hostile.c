@@ -548,7 +548,7 @@ static void fuzz_ops(int fd, struct fuzz_arg *a, struct tu_rng *rng)
 		ssize_t n;
 		int r, v;
 		socklen_t vlen = sizeof(v);
-		struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT };
+		struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLOUT | POLLPRI };
 
 		atomic_fetch_add(&a->calls, 1);
 		switch (tu_rng_next(rng) % 8) {
@@ -557,8 +557,15 @@ static void fuzz_ops(int fd, struct fuzz_arg *a, struct tu_rng *rng)
 			n = scilan_recv(fd, buf, len, MSG_DONTWAIT);
 			goto check_recv;
 		case 2:
-			n = scilan_recv(fd, buf, len, MSG_DONTWAIT | MSG_PEEK);
-			goto check_recv;
+			if (len % 2) {
+				n = scilan_recv(fd, buf, len, MSG_DONTWAIT | MSG_PEEK);
+				goto check_recv;
+			}
+			/* Urgent data over garbage marks: the byte, or TCP's errors. */
+			n = scilan_recv(fd, buf, len, MSG_OOB | (len % 4 ? 0 : MSG_PEEK));
+			TU_CHECK((n >= 0 && n <= 1) || (n == -1 && (errno == EINVAL || errno == ENOTCONN)),
+				 "recv(MSG_OOB) over garbage returned %zd (%s)", n, strerror(errno));
+			break;
 		case 3:
 			n = scilan_recv(fd, buf, len, 0); /* bounded by SO_RCVTIMEO */
 		check_recv:
@@ -680,12 +687,17 @@ static void corrupt(struct hseg *h, struct tu_rng *rng, int mode)
 		atomic_store(&v->wake_on_data, (uint32_t)tu_rng_next(rng));
 		atomic_store(&v->wake_on_space, (uint32_t)tu_rng_next(rng));
 		atomic_store(&v->peer_state, (uint32_t)tu_rng_next(rng));
+		atomic_store(&v->urg_mark[tu_rng_next(rng) % SL_URG_MARKS], tu_rng_next(rng));
+		atomic_store(&v->urg_count, tu_rng_next(rng));
 		break;
 	case 2: /* plausible-looking indices near the real ones */
 		atomic_store(&v->rx_write, plausible(rng, atomic_load(&v->rx_write), h->victim_cap));
 		atomic_store(&v->peer_read, plausible(rng, atomic_load(&h->mine->rx_write), h->victim_cap));
 		if (tu_rng_next(rng) % 2)
 			atomic_store(&v->peer_state, (uint32_t)(tu_rng_next(rng) & 0xf));
+		for (int i = 0; i < SL_URG_MARKS; i++)
+			atomic_store(&v->urg_mark[i], plausible(rng, atomic_load(&v->rx_write), h->victim_cap));
+		atomic_store(&v->urg_count, atomic_load(&v->urg_count) + tu_rng_range(rng, 0, 2 * SL_URG_MARKS));
 		break;
 	case 3: /* bit flips anywhere */
 		for (int i = 0; i < 64; i++) {

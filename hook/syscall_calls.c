@@ -1,0 +1,38 @@
+/* syscall_calls.c — syscall(3), the generic entry some programs use instead
+ * of libc's wrappers: the descriptor-closing calls go through the hook (libuv,
+ * so every Node.js program, closes each descriptor with syscall(SYS_close));
+ * every other number goes to libc unchanged.
+ */
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hook.h"
+
+HK_EXPORT long syscall(long number, ...)
+{
+	va_list ap;
+	long a[6];
+
+	/* libc's syscall takes six arguments whatever the number; those the
+	 * caller did not pass are whatever sits in their registers or on the
+	 * stack, read and passed on unused, as libc itself does. */
+	va_start(ap, number);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	switch (number) {
+	case SYS_close:
+		/* Unseen, the close would leave the connection's state under a
+		 * number the kernel hands out again: the next socket there
+		 * would be taken for the closed connection, and the closed one
+		 * would never be released (mapping, bells, the peer's EOF). */
+		return hk_close((int)a[0]);
+#ifdef SYS_close_range
+	case SYS_close_range:
+		return close_range((unsigned int)a[0], (unsigned int)a[1], (int)a[2]);
+#endif
+	default:
+		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+	}
+}

@@ -1,0 +1,41 @@
+# fuzz.mk — coverage-guided fuzzing (clang's libFuzzer, ASan+UBSan) of every
+# reader of untrusted input: the targets of tests/fuzz, built against their
+# own instrumented objects of libscilan.  `make test-fuzz` runs each briefly
+# over its committed corpus (part of `make test`); `make fuzz-long` is the
+# opt-in 10,000,000 executions per target.
+
+FUZZ_CC     ?= clang-14
+FUZZ_DIR    := $(BUILD)/fuzz
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := -D_GNU_SOURCE -Ilibscilan/include -Ilibscilan/src -Itests/fuzz $(WARN) -O1 -g $(FUZZ_SAN) -pthread
+FUZZ_OBJ    := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/bin/%,$(FUZZ_SRC))
+# Per target: a few seconds over the corpus, or the long run.
+FUZZ_SHORT  ?= -max_total_time=4
+FUZZ_LONG   ?= -runs=10000000
+
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZCC  $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_DIR)/bin/%: tests/fuzz/%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	@echo "  FUZZLD  $@"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ)
+
+# Kept: every target links all of them.
+.SECONDARY: $(FUZZ_OBJ)
+
+.PHONY: fuzz test-fuzz fuzz-long
+fuzz: $(FUZZ_BIN)
+
+test-fuzz: fuzz
+	@scripts/run-fuzz.sh $(FUZZ_DIR)/bin tests/fuzz/corpus $(BUILD)/results fuzz $(FUZZ_SHORT)
+
+fuzz-long: deps
+	@$(MAKE) --no-print-directory fuzz
+	@scripts/run-fuzz.sh $(FUZZ_DIR)/bin tests/fuzz/corpus $(BUILD)/results fuzz-long $(FUZZ_LONG)
+
+EXTRA_TESTS += test-fuzz

@@ -1,0 +1,14 @@
+/* test_pass.c — sockets handed between processes as Node.js's cluster does
+ * (progs/pass.c) under the hook against kernel TCP: connections closed behind
+ * libc's back, listeners passed bound or listening, all accelerated. */
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+/* ROUNDS connections, each counted by the client and by the dispatcher. */
+Test(pass, worker_closes_with_syscall, .timeout = 120) { hk_scenario("pass", "syscall_close", 6, -1, 30); }
+Test(pass, worker_closes_unseen, .timeout = 120) { hk_scenario("pass", "raw_close", 6, -1, 30); }
+/* Two connections, counted by the client and by the worker that accepted. */
+Test(pass, listen_in_worker, .timeout = 120) { hk_scenario("pass", "listen_in_worker", 4, -1, 30); }
+Test(pass, listener_passed, .timeout = 120) { hk_scenario("pass", "listener_passed", 4, -1, 30); }
+Test(pass, accept_where_not_listened, .timeout = 120) { hk_scenario("pass", "accept_where_not_listened", 2, -1, 30); }
