@@ -148,6 +148,7 @@ HK_EXPORT int epoll_create1(int flags)
 
 	hk_enter();
 	fd = sl_sys.epoll_create1(flags);
+	hk_fd_reused(fd); /* a set closed behind our back would keep its members */
 	if (fd < 0 || fd >= MAX_SET_FD)
 		return fd;
 	set = atomic_load(&sets[fd]);
@@ -404,6 +405,7 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 	for (int k = 0; k < set->n && got < max; k++) {
 		int i = (int)((set->rotate + (unsigned)k) % (unsigned)set->n);
 		struct member *m = &set->m[i];
+		struct sl_sock *rs;
 		uint32_t rev;
 
 		if (m->in_kernel || m->disarmed)
@@ -416,13 +418,15 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 			continue;
 		/* An edge reports every event that is ready then, as the
 		 * kernel's does (new data also shows a still-writable socket). */
-		if ((m->events & EPOLLET) && ring_socket(m->fd))
-			rev |= (uint32_t)sl_conn_ready(ring_socket(m->fd), (short)(m->events & EVENT_BITS)) &
+		/* One look: another thread may move the socket to kernel TCP. */
+		rs = ring_socket(m->fd);
+		if ((m->events & EPOLLET) && rs)
+			rev |= (uint32_t)sl_conn_ready(rs, (short)(m->events & EVENT_BITS)) &
 			       ((m->events & EVENT_BITS) | EPOLLHUP | EPOLLERR);
 		evs[got].events = rev;
 		evs[got].data = m->data;
 		got++;
-		mark_reported(m, ring_socket(m->fd), rev);
+		mark_reported(m, rs, rev);
 	}
 	if (set->n)
 		set->rotate = (set->rotate + 1) % (unsigned)set->n;

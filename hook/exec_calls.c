@@ -14,7 +14,7 @@
 #include "hook.h"
 
 #define HANDOVER_MAX 16384
-#define MAX_ARGS 4096
+#define MAX_ARGS (1 << 20) /* more cannot fit in ARG_MAX */
 
 extern char **environ;
 
@@ -56,18 +56,29 @@ static char **env_with(char *const envp[], const char *var)
 	return out;
 }
 
+/* The variable handed to the new image: on the heap, not on the caller's
+ * stack (a thread may run on 16 KiB). */
 struct prepared {
 	char var[HANDOVER_MAX];
 	int count;
 };
 
-static void prepare(struct prepared *p)
+static struct prepared *prepare(void)
 {
 	size_t prefix = sizeof(SL_HANDOVER_ENV);
+	struct prepared *p;
 
 	hk_enter();
+	p = malloc(sizeof(*p));
+	if (!p)
+		return NULL;
 	memcpy(p->var, SL_HANDOVER_ENV "=", prefix);
 	p->count = sl_handover_export(p->var + prefix, sizeof(p->var) - prefix);
+	if (p->count < 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
 }
 
 static void abandon(struct prepared *p)
@@ -77,6 +88,7 @@ static void abandon(struct prepared *p)
 	/* Also with nothing handed over: the holder counts export dropped for
 	 * close-on-exec connections are given back. */
 	sl_handover_abandon(p->count ? p->var + sizeof(SL_HANDOVER_ENV) : NULL);
+	free(p);
 	errno = saved;
 }
 
@@ -92,24 +104,29 @@ struct exec_args {
 static int exec_with_handover(int (*call)(const struct exec_args *a, char *const envp[]), const struct exec_args *a,
 			      char *const envp[])
 {
-	struct prepared p;
+	struct prepared *p = prepare();
 	char **env;
 
-	prepare(&p);
-	if (!p.count) {
-		call(a, envp);
-		abandon(&p);
+	if (!p) {
+		/* Exec without describing the connections would leave their
+		 * peers writing into rings nobody reads. */
+		errno = ENOMEM;
 		return -1;
 	}
-	env = env_with(envp, p.var);
+	if (!p->count) {
+		call(a, envp);
+		abandon(p);
+		return -1;
+	}
+	env = env_with(envp, p->var);
 	if (!env) {
-		abandon(&p);
+		abandon(p);
 		errno = ENOMEM;
 		return -1;
 	}
 	call(a, env);
 	free(env);
-	abandon(&p);
+	abandon(p);
 	return -1;
 }
 
@@ -159,49 +176,67 @@ HK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 	return exec_with_handover(call_fexecve, &a, envp);
 }
 
-/* The list forms gather their arguments and use the vector forms above. */
-#define GATHER(first, ap, argv, extra)                                 \
-	do {                                                           \
-		int n_ = 0;                                            \
-		argv[n_++] = (char *)(first);                          \
-		while (n_ < MAX_ARGS && (argv[n_ - 1] != NULL))        \
-			argv[n_++] = va_arg(ap, char *);               \
-		if (argv[n_ - 1] != NULL) {                            \
-			va_end(ap);                                    \
-			errno = E2BIG;                                 \
-			return -1;                                     \
-		}                                                      \
-		extra;                                                 \
-		va_end(ap);                                            \
+/* The list forms gather their arguments into a heap array (glibc's own sit
+ * on the stack at their exact size; ours must not cost a small thread stack
+ * more) and use the vector forms above.  After the loop, ap is at what
+ * follows the terminating NULL (execle's envp). */
+#define GATHER(first, ap, argv)                                                \
+	do {                                                                   \
+		va_list count_;                                                \
+		size_t n_ = 1;                                                 \
+		va_copy(count_, ap);                                           \
+		while (va_arg(count_, char *) && n_ < MAX_ARGS)                \
+			n_++;                                                  \
+		va_end(count_);                                                \
+		if (n_ == MAX_ARGS || !(argv = malloc((n_ + 1) * sizeof(*argv)))) { \
+			va_end(ap);                                            \
+			errno = n_ == MAX_ARGS ? E2BIG : ENOMEM;              \
+			return -1;                                             \
+		}                                                              \
+		argv[0] = (char *)(first);                                     \
+		for (size_t i_ = 1; i_ <= n_; i_++)                            \
+			argv[i_] = va_arg(ap, char *);                         \
 	} while (0)
 
 HK_EXPORT int execl(const char *path, const char *arg, ...)
 {
-	char *argv[MAX_ARGS];
+	char **argv;
 	va_list ap;
+	int r;
 
 	va_start(ap, arg);
-	GATHER(arg, ap, argv, (void)0);
-	return execve(path, argv, environ);
+	GATHER(arg, ap, argv);
+	va_end(ap);
+	r = execve(path, argv, environ);
+	free(argv);
+	return r;
 }
 
 HK_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-	char *argv[MAX_ARGS];
+	char **argv;
 	va_list ap;
+	int r;
 
 	va_start(ap, arg);
-	GATHER(arg, ap, argv, (void)0);
-	return execvpe(file, argv, environ);
+	GATHER(arg, ap, argv);
+	va_end(ap);
+	r = execvpe(file, argv, environ);
+	free(argv);
+	return r;
 }
 
 HK_EXPORT int execle(const char *path, const char *arg, ...)
 {
-	char *argv[MAX_ARGS];
-	char *const *envp;
+	char **argv, *const *envp;
 	va_list ap;
+	int r;
 
 	va_start(ap, arg);
-	GATHER(arg, ap, argv, envp = va_arg(ap, char *const *));
-	return execve(path, argv, envp);
+	GATHER(arg, ap, argv);
+	envp = va_arg(ap, char *const *);
+	va_end(ap);
+	r = execve(path, argv, envp);
+	free(argv);
+	return r;
 }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 
@@ -42,6 +43,33 @@ static int alias_result(int fd, int newfd)
 	return newfd;
 }
 
+/* dup and fcntl(F_DUPFD*) take the lowest free number (at least the
+ * one asked): one closed behind our back still has stale state, and 0-2
+ * switch the standard stream as dup2 onto them does. */
+static int dup_result(int fd, int newfd)
+{
+	if (newfd < 0)
+		return newfd;
+	hk_fd_reused(newfd);
+	newfd = alias_result(fd, newfd);
+	if (newfd >= 0)
+		hk_std_stream_after_change(newfd);
+	return newfd;
+}
+
+/* Would the kernel's dup2/dup3(fd, newfd, flags) fail before replacing
+ * newfd?  Then newfd must be left alone: released, its connection would be
+ * closed while the number still names the kernel socket, whose data the
+ * peer never reads. */
+static bool dup_would_fail(int fd, int newfd, int flags)
+{
+	struct rlimit rl;
+
+	if (flags & ~O_CLOEXEC || fd == newfd || newfd < 0 || fcntl(fd, F_GETFD) < 0)
+		return true;
+	return getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (rlim_t)newfd >= rl.rlim_cur;
+}
+
 /* dup2/dup3 onto an open scilan socket closes that socket first; onto a
  * descriptor the library keeps for itself, ours moves elsewhere first (the
  * program cannot know the number is taken: bash's `exec 5<>` does this). */
@@ -69,12 +97,10 @@ HK_EXPORT int fcntl(int fd, int cmd, ...)
 		return -1;
 	}
 	r = sl_sys.fcntl(fd, cmd, arg);
-	if (r < 0 || !sl_sock_get(fd))
-		return r;
-	if (cmd == F_SETFL)
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		return dup_result(fd, r);
+	if (r >= 0 && cmd == F_SETFL && sl_sock_get(fd))
 		note_nonblock(fd, (arg & O_NONBLOCK) != 0);
-	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-		return alias_result(fd, r);
 	return r;
 }
 
@@ -139,7 +165,7 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 HK_EXPORT int dup(int fd)
 {
 	hk_enter();
-	return alias_result(fd, sl_sys.dup(fd));
+	return dup_result(fd, sl_sys.dup(fd));
 }
 
 HK_EXPORT int dup2(int fd, int newfd)
@@ -151,7 +177,7 @@ HK_EXPORT int dup2(int fd, int newfd)
 		errno = EBADF; /* not a descriptor the program opened */
 		return -1;
 	}
-	if (fd != newfd && fcntl(fd, F_GETFD) >= 0 && release_target(newfd) < 0)
+	if (!dup_would_fail(fd, newfd, 0) && release_target(newfd) < 0)
 		return -1;
 	hk_std_stream_before_change(newfd);
 	r = alias_result(fd, sl_sys.dup2(fd, newfd));
@@ -168,7 +194,7 @@ HK_EXPORT int dup3(int fd, int newfd, int flags)
 		errno = EBADF;
 		return -1;
 	}
-	if (fd != newfd && fcntl(fd, F_GETFD) >= 0 && release_target(newfd) < 0)
+	if (!dup_would_fail(fd, newfd, flags) && release_target(newfd) < 0)
 		return -1;
 	hk_std_stream_before_change(newfd);
 	r = alias_result(fd, sl_sys.dup3(fd, newfd, flags));

@@ -52,4 +52,9 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 void hk_std_stream_before_change(int fd);
 void hk_std_stream_after_change(int fd);
 
+/* new_fd_calls.c: a call that creates descriptors returned fd; if our
+ * tables still describe that number, it was closed behind our back (a raw
+ * close): release that stale state as close() would have. */
+void hk_fd_reused(int fd);
+
 #endif

@@ -8,7 +8,6 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -118,63 +117,96 @@ HK_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	return scilan_recvmsg(fd, msg, flags);
 }
 
-/* Window of the file mapped at a time: the copy goes straight from the page
- * cache into the peer's ring, as the kernel's sendfile skips user space. */
-#define SENDFILE_WINDOW (4u << 20)
+/* sendfile of a regular file reads it straight into the peer's ring: the
+ * kernel copies page cache -> ring, as its own sendfile copies page cache ->
+ * socket buffer, with no copy in between.  A file truncated meanwhile just
+ * reads short, and the call returns a short count, as the kernel's does
+ * (a mapping of the file would raise SIGBUS instead). */
+struct file_src {
+	int fd;
+	off_t pos; /* next offset for pread; -1: read() at the file position */
+	int err;   /* errno of a read that failed, else 0 */
+};
 
-static ssize_t sendfile_mapped(struct sl_sock *s, int in_fd, off_t start, size_t count)
+static ssize_t file_read(struct file_src *f, void *dst, size_t n)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	size_t done = 0;
+	ssize_t r;
 
-	while (done < count) {
-		off_t at = start + (off_t)done;
-		off_t base = at & ~((off_t)page - 1);
-		size_t want = count - done < SENDFILE_WINDOW ? count - done : SENDFILE_WINDOW;
-		size_t maplen = want + (size_t)(at - base);
-		void *map = mmap(NULL, maplen, PROT_READ, MAP_SHARED, in_fd, base);
-		ssize_t n;
-
-		if (map == MAP_FAILED)
-			return done ? (ssize_t)done : -1;
-		n = send_one(s, (char *)map + (at - base), want, MSG_NOSIGNAL);
-		munmap(map, maplen);
-		if (n < 0) {
-			if (done)
-				break;
-			if (errno == EPIPE)
-				raise(SIGPIPE);
-			return -1;
-		}
-		done += (size_t)n;
-		if ((size_t)n < want)
-			break;
-	}
-	return (ssize_t)done;
+	do
+		r = f->pos >= 0 ? pread(f->fd, dst, n, f->pos) : sl_sys.read(f->fd, dst, n);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		f->err = errno;
+	else if (f->pos >= 0)
+		f->pos += r;
+	return r;
 }
 
-/* Small transfers are read into a per-thread buffer: mapping and unmapping
- * a window costs page faults and a TLB shoot-down, more than the copy. */
+/* sl_send_fill's source, under tx_lock: a regular file's read does not wait
+ * on anyone (a pipe's could, so those go through a buffer below). */
+static size_t fill_from_file(const struct sl_ring_tx *tx, size_t n, void *arg)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		uint64_t at = (tx->write + done) & (tx->cap - 1);
+		size_t k = n - done < tx->cap - at ? n - done : (size_t)(tx->cap - at);
+		ssize_t r = file_read(arg, tx->data + at, k);
+
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+	}
+	return done;
+}
+
+static ssize_t sendfile_direct(struct sl_sock *s, int in_fd, off_t *offset, size_t count)
+{
+	struct file_src f = { in_fd, offset ? *offset : -1, 0 };
+	ssize_t n;
+
+	if (offset && *offset < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	n = sl_send_fill(s, count, 0, fill_from_file, &f);
+	if (n < 0 && errno == EXDEV) /* the connection moved to kernel TCP */
+		return sl_sys.sendfile(s->fd, in_fd, offset, count);
+	if (n == 0 && f.err) {
+		errno = f.err;
+		return -1;
+	}
+	if (n > 0 && offset)
+		*offset += n;
+	return n;
+}
+
+/* Anything else (a pipe, a character device) is read outside the ring lock
+ * into a buffer of this call's own. */
 #define SENDFILE_COPY_CHUNK (64u << 10)
-#define SENDFILE_MAP_MIN (1u << 20)
-static __thread char copy_buf[SENDFILE_COPY_CHUNK];
 
 static ssize_t sendfile_copied(struct sl_sock *s, int in_fd, off_t *offset, size_t count)
 {
-	size_t done = 0;
+	size_t done = 0, size = count < SENDFILE_COPY_CHUNK ? count : SENDFILE_COPY_CHUNK;
+	char *buf = malloc(size ? size : 1);
 
+	if (!buf) {
+		errno = ENOMEM;
+		return -1;
+	}
 	while (done < count) {
-		size_t want = count - done < SENDFILE_COPY_CHUNK ? count - done : SENDFILE_COPY_CHUNK;
-		ssize_t got = offset ? pread(in_fd, copy_buf, want, *offset + (off_t)done)
-				     : sl_sys.read(in_fd, copy_buf, want);
+		size_t want = count - done < size ? count - done : size;
+		ssize_t got = offset ? pread(in_fd, buf, want, *offset + (off_t)done) : sl_sys.read(in_fd, buf, want);
 		ssize_t n;
 
 		if (got <= 0) {
-			if (got < 0 && !done)
+			if (got < 0 && !done) {
+				free(buf);
 				return -1;
+			}
 			break;
 		}
-		n = send_one(s, copy_buf, (size_t)got, MSG_NOSIGNAL);
+		n = send_one(s, buf, (size_t)got, MSG_NOSIGNAL);
 		if (n > 0)
 			done += (size_t)n;
 		if (n < got) {
@@ -183,13 +215,18 @@ static ssize_t sendfile_copied(struct sl_sock *s, int in_fd, off_t *offset, size
 			if (!offset)
 				lseek(in_fd, -(off_t)(got - (n > 0 ? n : 0)), SEEK_CUR);
 			if (n < 0 && !done) {
-				if (errno == EPIPE)
+				int err = errno;
+
+				free(buf);
+				if (err == EPIPE)
 					raise(SIGPIPE);
+				errno = err;
 				return -1;
 			}
 			break;
 		}
 	}
+	free(buf);
 	if (offset)
 		*offset += (off_t)done;
 	return (ssize_t)done;
@@ -199,8 +236,6 @@ HK_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	struct sl_sock *s;
 	struct stat st;
-	off_t start;
-	ssize_t n;
 
 	hk_enter();
 	s = sl_sock_connected(out_fd);
@@ -210,23 +245,9 @@ HK_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 		count = 0x7ffff000; /* the kernel's cap on one transfer */
 	if (fstat(in_fd, &st) < 0)
 		return -1;
-	if (!S_ISREG(st.st_mode) || count < SENDFILE_MAP_MIN)
-		return sendfile_copied(s, in_fd, offset, count);
-	start = offset ? *offset : lseek(in_fd, 0, SEEK_CUR);
-	if (start < 0)
-		return -1;
-	if (start >= st.st_size)
-		return 0;
-	if ((off_t)count > st.st_size - start)
-		count = (size_t)(st.st_size - start);
-	n = sendfile_mapped(s, in_fd, start, count);
-	if (n > 0) {
-		if (offset)
-			*offset += n;
-		else
-			lseek(in_fd, start + n, SEEK_SET);
-	}
-	return n;
+	if (S_ISREG(st.st_mode))
+		return sendfile_direct(s, in_fd, offset, count);
+	return sendfile_copied(s, in_fd, offset, count);
 }
 
 HK_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *offset, size_t count)

@@ -3,6 +3,7 @@
  * to libscilan, which passes anything it does not accelerate to the kernel.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "hook.h"
@@ -10,10 +11,31 @@
 #include "scilan.h"
 #include "sock.h"
 
+/* A descriptor the library gives state of its own (a TCP socket, one
+ * accepted from a scilan listener) replaces whatever was stale on that
+ * number; any other may still find stale state there (hk_fd_reused).  On
+ * 0-2, the standard stream follows either way. */
+static int created(int fd, bool library_state)
+{
+	if (fd < 0)
+		return fd;
+	if (!library_state)
+		hk_fd_reused(fd);
+	hk_std_stream_after_change(fd);
+	return fd;
+}
+
+/* The sockets scilan_socket keeps state for. */
+static bool tcp_type(int domain, int type, int protocol)
+{
+	return (domain == AF_INET || domain == AF_INET6) && (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) == SOCK_STREAM &&
+	       (protocol == 0 || protocol == IPPROTO_TCP);
+}
+
 HK_EXPORT int socket(int domain, int type, int protocol)
 {
 	hk_enter();
-	return scilan_socket(domain, type, protocol);
+	return created(scilan_socket(domain, type, protocol), tcp_type(domain, type, protocol));
 }
 
 HK_EXPORT int listen(int fd, int backlog)
@@ -22,18 +44,37 @@ HK_EXPORT int listen(int fd, int backlog)
 	return scilan_listen(fd, backlog);
 }
 
+static bool scilan_listener(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	return s && sl_sock_state(s) == SL_LISTENING;
+}
+
 HK_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
+	bool ours;
+	int r;
+
 	hk_enter();
 	if (!sl_sock_get(fd))
-		return sl_sys.accept(fd, addr, len);
-	return scilan_accept4(fd, addr, len, 0);
+		return created(sl_sys.accept(fd, addr, len), false);
+	r = scilan_accept4(fd, addr, len, 0);
+	/* Asked after the accept: a socket this process only bound, which
+	 * another process made listen, becomes our listener inside it. */
+	ours = scilan_listener(fd);
+	return created(r, ours);
 }
 
 HK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
+	bool ours;
+	int r;
+
 	hk_enter();
-	return scilan_accept4(fd, addr, len, flags);
+	r = scilan_accept4(fd, addr, len, flags);
+	ours = scilan_listener(fd); /* after the accept, as above */
+	return created(r, ours);
 }
 
 HK_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)

@@ -10,6 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifndef SCILAN_VERSION
+#define SCILAN_VERSION "(development build)"
+#endif
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -20,6 +24,7 @@ static void usage(FILE *out)
 		"  -s, --stats        print a statistics line per process at exit\n"
 		"  -l, --log LEVEL    log to stderr: error|warn|info|debug\n"
 		"  -c, --conf FILE    cluster map (default $SCILAN_CONF or /etc/scilan/cluster.conf)\n"
+		"  -V, --version      print the version and exit\n"
 		"  -h, --help         this help\n");
 }
 
@@ -37,7 +42,13 @@ static int check_uint(const char *opt, const char *v, long max)
 	return 0;
 }
 
-/* The hook lives next to us: <prefix>/bin/scilan_run, <prefix>/lib/libscilan_preload.so. */
+/* Where the hook is, first found wins: $SCILAN_PRELOAD_LIB; the build tree
+ * (build/bin/scilan_run, build/lib/libscilan_preload.so); the installed layout
+ * relative to this program (BINDIR/SCILAN_PRELOAD_REL, so a tree installed with
+ * DESTDIR or moved as a whole still finds its own hook); the installed path
+ * compiled in by `make install`.  Relative before absolute: an installed tree
+ * never picks up another installation's hook.
+ */
 static int find_preload(char *out, size_t len)
 {
 	char self[PATH_MAX];
@@ -49,14 +60,24 @@ static int find_preload(char *out, size_t len)
 		snprintf(out, len, "%s", env);
 		return access(out, R_OK);
 	}
-	if (n < 0)
-		return -1;
-	self[n] = '\0';
-	if ((slash = strrchr(self, '/')))
-		*slash = '\0';
-	if ((size_t)snprintf(out, len, "%s/../lib/libscilan_preload.so", self) >= len)
-		return -1;
+	out[0] = '\0';
+	if (n >= 0) {
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')))
+			*slash = '\0';
+		if ((size_t)snprintf(out, len, "%s/../lib/libscilan_preload.so", self) < len && access(out, R_OK) == 0)
+			return 0;
+#ifdef SCILAN_PRELOAD_REL
+		if ((size_t)snprintf(out, len, "%s/%s", self, SCILAN_PRELOAD_REL) < len && access(out, R_OK) == 0)
+			return 0;
+#endif
+	}
+#ifdef SCILAN_PRELOAD_PATH
+	snprintf(out, len, "%s", SCILAN_PRELOAD_PATH);
 	return access(out, R_OK);
+#else
+	return -1;
+#endif
 }
 
 int main(int argc, char **argv)
@@ -65,13 +86,13 @@ int main(int argc, char **argv)
 		{ "poll-us", required_argument, NULL, 'p' }, { "ring-kb", required_argument, NULL, 'r' },
 		{ "stats", no_argument, NULL, 's' },         { "log", required_argument, NULL, 'l' },
 		{ "conf", required_argument, NULL, 'c' },    { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "version", no_argument, NULL, 'V' },      { NULL, 0, NULL, 0 },
 	};
 	char lib[PATH_MAX], preload[2 * PATH_MAX];
 	const char *old;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+p:r:sl:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:r:sl:c:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (check_uint("--poll-us", optarg, 1000000) < 0)
@@ -100,6 +121,9 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			printf("scilan_run %s\n", SCILAN_VERSION);
+			return 0;
 		default:
 			usage(stderr);
 			return 2;
@@ -111,7 +135,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (find_preload(lib, sizeof(lib)) < 0) {
-		fprintf(stderr, "scilan_run: cannot find libscilan_preload.so next to this program (%s)\n", lib);
+		fprintf(stderr, "scilan_run: cannot find libscilan_preload.so (last tried: %s; set SCILAN_PRELOAD_LIB)\n",
+			lib[0] ? lib : "nothing");
 		return 127;
 	}
 	old = getenv("LD_PRELOAD");

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agree.h"
 #include "fabric.h"
 #include "log.h"
 #include "segment.h"
@@ -92,8 +93,14 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	short rev = 0, urg = 0;
 	uint32_t ps;
 	int64_t avail, readable, space;
-	bool peer_fin, shut_wr = atomic_load(&s->shut_wr);
+	bool peer_fin, shut_wr;
 
+	/* Our offer out and undecided, or the peer's bytes on the kernel
+	 * socket: a poll or epoll wait is where a program that never calls
+	 * recv learns that the connection is kernel TCP now. */
+	if (sl_agree_plain(s, SL_AGREE_POLL))
+		return sl_agree_kernel_ready(s, events);
+	shut_wr = atomic_load(&s->shut_wr);
 	if (atomic_load(&s->reset))
 		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
 			       (atomic_load(&s->pending_error) ? POLLERR : 0));
@@ -197,7 +204,9 @@ void sl_conn_wake_peer(struct sl_sock *s)
 
 bool sl_conn_check_peer(struct sl_sock *s)
 {
-	if (atomic_load(&s->peer_gone))
+	/* While our offer is out the kernel socket may carry a plain
+	 * acceptor's bytes, which only the fall-back may read. */
+	if (atomic_load(&s->peer_gone) || sl_agree_pending(s))
 		return false;
 	if (!sl_fabric()->peer_gone(s))
 		return false;

@@ -47,14 +47,8 @@ struct sl_fabric_ops {
 	 * device fabric swaps out the mappings of a link that went down, which
 	 * would raise SIGBUS). */
 	void (*before_close)(struct sl_sock *s);
-	/* Before close takes the socket's locks: give a late acceptor a moment
-	 * to collect data only we hold. */
-	void (*prepare_release)(struct sl_sock *s);
-	/* The socket is closed: unmap the segment (data not yet collected by
-	 * the peer is kept until it is). */
+	/* The socket is closed: unmap the segment. */
 	void (*release)(struct sl_sock *s);
-	/* Finish deferred releases whose time has come. */
-	void (*sweep)(void);
 };
 
 extern const struct sl_fabric_ops sl_fabric_shm;

@@ -437,10 +437,6 @@ static void dev_nothing(struct sl_sock *s)
 	(void)s;
 }
 
-static void dev_sweep(void)
-{
-}
-
 const struct sl_fabric_ops sl_fabric_dev = {
 	.name = "dev",
 	.listen_register = dev_listen_register,
@@ -459,7 +455,5 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	.drain = dev_drain,
 	.peer_gone = dev_peer_gone,
 	.before_close = dev_before_close,
-	.prepare_release = dev_nothing,
 	.release = dev_release,
-	.sweep = dev_sweep,
 };

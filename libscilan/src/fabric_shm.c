@@ -15,6 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agree.h"
+#include "holders.h"
+#include "urgent.h"
 #include "barrier.h"
 #include "config.h"
 #include "conn.h"
@@ -29,8 +32,6 @@
 #include "sys.h"
 
 #define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
-#define CLOSE_ATTACH_WAIT_MS 1000
-#define EXIT_ATTACH_WAIT_MS 2000
 
 /* Wake-up bells are FIFOs beside the offer (an anonymous eventfd cannot be
  * reopened through /proc): <offer>.bell0 wakes the connecting side,
@@ -229,6 +230,11 @@ fail:
 	return -1;
 }
 
+static _Atomic uint32_t *offer_word(void *seg)
+{
+	return (_Atomic uint32_t *)((unsigned char *)seg + SL_SEG_OFFER_OFF);
+}
+
 /* Before any data moves: tell the peer whether our sends fence, so that it
  * knows to pay for the fence with membarrier when it sleeps (barrier.h). */
 static void publish_unfenced(struct sl_sock *s, uint32_t state)
@@ -269,6 +275,8 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	if (base == MAP_FAILED)
 		goto fail_fd;
 	memcpy(base, &hdr, sizeof(hdr));
+	/* Before the offer is published: the acceptor's compare-and-swap needs it. */
+	atomic_store(offer_word(base), SL_OFFER_OFFERED);
 	if (fstat(fd, &st) < 0)
 		goto fail_map;
 	offer.memfd = fd;
@@ -282,6 +290,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		goto fail_bells;
 	s->memfd = fd;
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
+	sl_agree_start(s, offer_word(base));
 	publish_unfenced(s, 0);
 	return 0;
 fail_bells:
@@ -326,40 +335,18 @@ static void shm_offer_withdraw(struct sl_sock *s)
 	char path[sizeof(s->offer_path)];
 
 	memcpy(path, s->offer_path, sizeof(path));
+	atomic_store(&s->agree_pending, false); /* no connection: nothing to agree on */
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	sl_shm_unmap(seg, len, fds, path);
 }
 
-static bool unattached(struct sl_sock *s)
-{
-	return s->own_area == 0 && s->memfd >= 0 && s->own_ctl &&
-	       !(atomic_load(&s->own_ctl->peer_state) & SL_PEER_ATTACHED) && !atomic_load(&s->peer_gone);
-}
-
-/* Data we sent sits in a segment only we hold until the peer attaches: give
- * a late accept() a moment, so close() followed by _exit() loses nothing. */
-static void wait_for_attach(struct sl_sock *s, int ms)
-{
-	struct timespec one_ms = { 0, 1000000 };
-
-	for (int i = 0; i < ms && unattached(s); i++)
-		nanosleep(&one_ms, NULL);
-}
-
-static void shm_prepare_release(struct sl_sock *s)
-{
-	if (unattached(s) && s->tx.write)
-		wait_for_attach(s, CLOSE_ATTACH_WAIT_MS);
-}
-
+/* The last of our processes closes: an offer still out was revoked by
+ * close (agree.c), so nothing here waits for a late acceptor. */
 static void shm_release(struct sl_sock *s)
 {
 	int fds[SL_SHM_FDS];
-	const _Atomic uint32_t *peer_state;
-	char path[sizeof(s->offer_path)];
 	void *seg;
 	size_t len;
-	bool linger, attached;
 
 	if (!s->seg)
 		return;
@@ -368,36 +355,33 @@ static void shm_release(struct sl_sock *s)
 	fds[2] = s->bell_tx;
 	seg = s->seg;
 	len = s->seg_len;
-	linger = unattached(s);
-	peer_state = &s->own_ctl->peer_state;
-	attached = atomic_load(peer_state) & SL_PEER_ATTACHED;
-	memcpy(path, s->offer_path, sizeof(path));
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
-	if (linger)
-		sl_shm_linger_add(seg, len, fds, path, peer_state);
-	else
-		/* An acceptor that attached removed the names itself; they may
-		 * already belong to a newer connection. */
-		sl_shm_unmap(seg, len, fds, fds[0] >= 0 && !attached ? path : NULL);
+	/* The names were removed by the acceptor that attached or by whoever
+	 * decided against the offer; while undecided, another process of our
+	 * side still holds the connection and its offer. */
+	sl_shm_unmap(seg, len, fds, NULL);
 }
 
+/* The offer is decided: the acceptor attached (it removed the names), or
+ * the connection moved to kernel TCP (agree.c): then the names go, and the
+ * memfd closes so that a late acceptor's open fails and it stays plain. */
 static void shm_offer_settle(struct sl_sock *s)
 {
-	if (s->memfd < 0 || !s->own_ctl)
+	uint32_t w;
+
+	if (s->memfd < 0 || !s->offer_word)
 		return;
-	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_ATTACHED) {
+	w = atomic_load_explicit(s->offer_word, memory_order_acquire);
+	if (w == SL_OFFER_ATTACHED) {
 		sl_own_fd_close(s->memfd);
 		s->memfd = -1;
 		s->offer_path[0] = '\0'; /* the attacher removed it */
-	} else if (unattached(s)) {
-		/* About to sleep with nobody attached.  A listener that died as
-		 * our handshake completed can leave our kernel connection open
-		 * with no socket behind it, and only a segment sent on it brings
-		 * the RST that ends the wait (TCP's own send would; our data goes
-		 * to the ring).  A live acceptor discards the byte as a stray. */
-		char probe = 0;
-
-		sl_sys.send(s->fd, &probe, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	} else if (w == SL_OFFER_PLAIN) {
+		sl_own_fd_close(s->memfd);
+		s->memfd = -1;
+		if (s->offer_path[0])
+			sl_shm_unlink_offer(s->offer_path);
+		s->offer_path[0] = '\0';
 	}
 }
 
@@ -429,6 +413,26 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 	return fd;
 }
 
+/* We cannot use an offer we could open: say so in its offer word, so the
+ * connecting side moves its bytes to the kernel socket at once instead of
+ * finding out by itself (agree.c), and wake it. */
+static void refuse(int fd, int bell_to_connector)
+{
+	void *page = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	uint32_t offered = SL_OFFER_OFFERED;
+	char token = SL_TOKEN_LOCAL;
+
+	if (page == MAP_FAILED)
+		return;
+	atomic_compare_exchange_strong(offer_word(page), &offered, SL_OFFER_REFUSED);
+	munmap(page, SL_PAGE);
+	if (bell_to_connector >= 0)
+		sl_sys.write(bell_to_connector, &token, 1);
+}
+
+/* Every way out but a won compare-and-swap leaves the connection plain:
+ * the connecting side revokes its offer (or finds it refused) and moves its
+ * bytes onto the kernel socket, which we read as any TCP server would. */
 static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
 		      const struct sl_key *peer)
 {
@@ -440,53 +444,67 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	void *base;
 	int ofd, fd;
 	ssize_t got;
+	uint32_t offered = SL_OFFER_OFFERED;
 
 	(void)listener; /* the offer file is found by the 4-tuple alone */
 	if (offer_path(local, peer, path, sizeof(path)) < 0)
 		return 0;
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (ofd < 0)
+	if (ofd < 0) {
+		if (errno != ENOENT)
+			sl_info("cannot read the connect offer %s (%s); connection uses kernel TCP", path,
+				strerror(errno));
 		return 0;
+	}
 	got = sl_sys.read(ofd, raw, sizeof(raw));
 	sl_sys.close(ofd);
 	s->bell_rx = open_bell(path, 1, false);
 	s->bell_tx = open_bell(path, 0, false);
 	sl_shm_unlink_offer(path);
 	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &offer)) {
-		sl_warn("malformed connect offer %s ignored", path);
+		sl_warn("malformed connect offer %s ignored; connection uses kernel TCP", path);
 		close_bells(s);
 		return 0;
 	}
 	fd = open_offered_memfd(&offer, &st);
 	if (fd < 0) {
+		/* EACCES (the connecting process is not dumpable for us), EMFILE,
+		 * or it withdrew the offer (ESRCH): it finds out by itself. */
+		sl_info("cannot open the segment offered by pid %d (%s); connection uses kernel TCP", (int)offer.pid,
+			strerror(errno));
 		close_bells(s);
-		if (errno == ESRCH)
-			sl_warn("connecting process %d exited before this accept; its unread data is lost",
-				(int)offer.pid);
-		else
-			sl_warn("cannot open the segment offered by pid %d: %s", (int)offer.pid, strerror(errno));
-		errno = ECONNABORTED;
-		return -1;
+		return 0;
 	}
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
+		sl_warn("segment offered by pid %d has a bad header; connection uses kernel TCP", (int)offer.pid);
+		refuse(fd, s->bell_tx);
 		sl_sys.close(fd);
 		close_bells(s);
-		sl_warn("segment offered by pid %d has a bad header; connection refused", (int)offer.pid);
-		errno = ECONNABORTED;
-		return -1;
+		return 0;
 	}
 	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	sl_sys.close(fd);
 	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
-		sl_warn("cannot map the segment or wake-up events offered by pid %d: %s", (int)offer.pid,
-			strerror(errno));
+		sl_info("cannot map the segment or wake-up FIFOs offered by pid %d (%s); connection uses kernel TCP",
+			(int)offer.pid, strerror(errno));
 		if (base != MAP_FAILED)
 			munmap(base, hdr.total_size);
+		refuse(fd, s->bell_tx);
+		sl_sys.close(fd);
 		close_bells(s);
-		errno = ECONNABORTED;
-		return -1;
+		return 0;
+	}
+	sl_sys.close(fd);
+	/* The commitment: from here the rings carry the connection, unless the
+	 * connecting side revoked first; then its bytes come on the kernel socket. */
+	if (!atomic_compare_exchange_strong(offer_word(base), &offered, SL_OFFER_ATTACHED)) {
+		sl_info("offer of pid %d was withdrawn before this accept; connection uses kernel TCP",
+			(int)offer.pid);
+		munmap(base, hdr.total_size);
+		close_bells(s);
+		return 0;
 	}
 	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
+	s->offer_word = offer_word(base); /* a later bypass is agreed on here too */
 	publish_unfenced(s, SL_PEER_ATTACHED);
 	return 1;
 }
@@ -532,31 +550,35 @@ static int shm_drain(struct sl_sock *s)
 
 static bool shm_peer_gone(struct sl_sock *s)
 {
-	char junk[256];
+	char b;
 	ssize_t n;
 
-	/* Nothing but the end is expected here; stray bytes are discarded so
-	 * that they cannot keep the socket readable forever. */
+	/* Bytes here are the peer's stream bypassing the rings: never dropped;
+	 * the next would-block or poll moves the connection (bypass.c).  Not
+	 * the carriers of its urgent sends' SIGURG. */
+	sl_urg_drop_carriers(s);
 	do
-		n = sl_sys.recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
-	while (n > 0 || (n < 0 && errno == EINTR));
+		n = sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		atomic_store(&s->kernel_stirred, true);
+		return false;
+	}
 	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-}
-
-static bool is_unattached(struct sl_sock *s)
-{
-	/* A fork child does not wait for its parent's connections. */
-	return sl_sock_state(s) == SL_CONNECTED && s->owner == getpid() && unattached(s);
 }
 
 /* Exit closes our sockets in the kernel, a close the peer must see as EOF
  * (or as the reset TCP sends for unread data or SO_LINGER {1, 0}), not as a
- * death. */
+ * death.  An offer still out is revoked first (the last live holder's exit,
+ * as its close would): its ring bytes go onto the kernel socket, which the
+ * kernel delivers after we are gone, where the segment would die with us. */
 static bool close_at_exit(struct sl_sock *s)
 {
 	bool unread;
 
 	if (sl_sock_state(s) != SL_CONNECTED || !s->seg)
+		return false;
+	if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE))
 		return false;
 	unread = sl_conn_unread(s);
 	if (sl_segment_release_holder(s)) {
@@ -566,20 +588,9 @@ static bool close_at_exit(struct sl_sock *s)
 	return false;
 }
 
-/* At exit the kernel would still deliver what we sent; we can only wait a
- * little for acceptors, since the segment dies with the process. */
 __attribute__((destructor)) static void shm_at_exit(void)
 {
-	struct timespec one_ms = { 0, 1000000 };
-
 	sl_sock_any(close_at_exit);
-	for (int i = 0; i < EXIT_ATTACH_WAIT_MS; i++) {
-		sl_shm_linger_sweep();
-		if (!sl_shm_linger_pending() && !sl_sock_any(is_unattached))
-			return;
-		nanosleep(&one_ms, NULL);
-	}
-	sl_shm_linger_drop_all();
 }
 
 const struct sl_fabric_ops sl_fabric_shm = {
@@ -597,7 +608,5 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.flush_remote = shm_flush_remote,
 	.drain = shm_drain,
 	.peer_gone = shm_peer_gone,
-	.prepare_release = shm_prepare_release,
 	.release = shm_release,
-	.sweep = sl_shm_linger_sweep,
 };

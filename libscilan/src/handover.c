@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "agree.h"
 #include "conn.h"
 #include "holders.h"
 #include "log.h"
@@ -136,6 +137,10 @@ static bool export_one(int fd, struct sl_sock *s)
 	struct export_seen *seen;
 	int fdflags;
 
+	/* An offer still out is decided now (revoked unless the acceptor
+	 * attached): the new image could not tell which transport it holds. */
+	if (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
+		return false;
 	if ((sl_sock_state(s) != SL_CONNECTED && sl_sock_state(s) != SL_LISTENING) || atomic_load(&s->reset))
 		return false;
 	seen = seen_entry(ex, s);
@@ -159,29 +164,38 @@ static bool export_one(int fd, struct sl_sock *s)
 
 int sl_handover_export(char *buf, size_t size)
 {
-	static _Thread_local struct export_state ex; /* large: not on the exec caller's stack */
+	/* 4 KiB: neither on the exec caller's stack (a thread may have a 16 KiB
+	 * one) nor in static TLS (which every thread's stack pays for). */
+	struct export_state *ex = malloc(sizeof(*ex));
+	int count;
 
-	ex = (struct export_state){ .buf = buf, .size = size };
 	if (size)
 		buf[0] = '\0';
+	ndropped = 0;
+	if (!ex) {
+		errno = ENOMEM;
+		return -1;
+	}
+	*ex = (struct export_state){ .buf = buf, .size = size };
 	/* Our other threads run until the exec: from here on what they read is
 	 * published at once, so the new image starts exactly after it. */
 	atomic_store(&sl_publish_at_once, true);
-	exporting = &ex;
+	exporting = ex;
 	sl_sock_any_fd(export_one);
 	exporting = NULL;
-	ndropped = 0;
-	for (int i = 0; i < ex.nseen; i++) {
-		struct sl_sock *s = ex.seen[i].s;
+	for (int i = 0; i < ex->nseen; i++) {
+		struct sl_sock *s = ex->seen[i].s;
 
 		/* Only while others hold it: the last holder's exec is its
 		 * kernel socket's close, which the peer sees. */
-		if (ex.seen[i].first_fd < 0 && sl_sock_state(s) == SL_CONNECTED && s->seg && sl_holders_others(s)) {
+		if (ex->seen[i].first_fd < 0 && sl_sock_state(s) == SL_CONNECTED && s->seg && sl_holders_others(s)) {
 			sl_holders_release(s);
 			dropped[ndropped++] = s;
 		}
 	}
-	return ex.count;
+	count = ex->count;
+	free(ex);
+	return count;
 }
 
 /* One decimal int field as sscanf("%d") took it (leading blanks, a sign),

@@ -25,7 +25,8 @@ const char *sl_handover_parse(const char *list, struct sl_handover_entry *e);
 
 /* Describe every connected socket that survives exec (no FD_CLOEXEC) into
  * buf, creating inheritable copies of its segment and bells; returns how
- * many.  A connection that cannot be described is reset, never lost silently. */
+ * many (-1, ENOMEM: nothing described, the exec must fail).  A connection
+ * that cannot be described is reset, never lost silently. */
 int sl_handover_export(char *buf, size_t size);
 /* The exec failed: close the copies export made. */
 void sl_handover_abandon(const char *list);

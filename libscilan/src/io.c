@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 
+#include "agree.h"
 #include "conn.h"
 #include "fabric.h"
 #include "scilan.h"
@@ -132,11 +134,14 @@ static ssize_t send_to_closed(struct sl_sock *s, size_t len, int flags)
 	return (ssize_t)(len < s->tx.cap ? len : s->tx.cap);
 }
 
-/* A position in an iovec array, advanced as bytes are copied. */
+/* A position in an iovec array, advanced as bytes are copied; or, with
+ * fill set, a source that writes straight into the ring (sl_send_fill). */
 struct iov_cursor {
 	const struct iovec *iov;
 	int cnt, i;
 	size_t off;
+	size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg);
+	void *arg;
 };
 
 static void cursor_skip_empty(struct iov_cursor *c)
@@ -147,11 +152,14 @@ static void cursor_skip_empty(struct iov_cursor *c)
 	}
 }
 
-/* Copy n bytes from the cursor into the ring (unpublished), advancing it. */
-static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
+ * fewer only when a fill source ended. */
+static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
 {
 	uint64_t done = 0;
 
+	if (c->fill)
+		return c->fill(tx, n, c->arg);
 	while (done < n) {
 		size_t k;
 
@@ -163,6 +171,7 @@ static void gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t
 		c->off += k;
 		done += k;
 	}
+	return n;
 }
 
 /* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
@@ -188,7 +197,14 @@ static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c,
 		*c = at;
 }
 
-static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
+/* The connection moved to kernel TCP while the call ran (agree.c): the
+ * caller sends or receives the rest on the kernel socket. */
+static bool now_plain(struct sl_sock *s, enum sl_agree_mode mode)
+{
+	return sl_agree_plain(s, mode);
+}
+
+static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
 {
 	size_t sent = 0;
 	int64_t space;
@@ -197,6 +213,14 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	int err;
 
 	for (;;) {
+		/* While our offer is out, an acceptor that refused it (or a forked
+		 * holder that revoked it) must not find more bytes in the ring, and
+		 * a client that keeps sending to a plain server moves there once
+		 * the deadline passed, without waiting to block. */
+		if (now_plain(s, SL_AGREE_POLL)) {
+			*plain = true;
+			return (ssize_t)sent;
+		}
 		err = send_blocker(s, sent != 0);
 		if (err == SEND_TO_CLOSED)
 			return send_to_closed(s, len, flags);
@@ -206,6 +230,11 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			return err == EPIPE ? broken_pipe(flags) : fail(err);
 		}
 		sl_lock(&s->tx_lock);
+		if (atomic_load_explicit(&s->fell_back, memory_order_relaxed)) {
+			sl_unlock(&s->tx_lock);
+			*plain = true;
+			return (ssize_t)sent;
+		}
 		if (!s->seg) { /* closed by another thread */
 			sl_unlock(&s->tx_lock);
 			return sent ? (ssize_t)sent : fail(EBADF);
@@ -227,7 +256,11 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			if (n > s->tx.cap / 4)
 				n = (size_t)(s->tx.cap / 4);
 
-			gather_into_ring(&s->tx, cur, n);
+			size_t put = gather_into_ring(&s->tx, cur, n);
+
+			if (put < n) /* the fill source ended: this is the last of it */
+				len = sent + put;
+			n = put;
 			if (flags & MSG_OOB) /* the last byte of what is sent is urgent */
 				sl_urg_publish(s, s->tx.write + n);
 			sl_ring_tx_commit(&s->tx, n);
@@ -254,6 +287,9 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			break;
 		if (space > 0)
 			continue; /* more may fit: the put was capped at a quarter ring */
+		/* A full ring while the offer is out: maybe nobody will read it. */
+		if (now_plain(s, SL_AGREE_WAIT))
+			continue;
 		if (sent && nonblocking(s, flags)) {
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			break;
@@ -261,7 +297,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		if (spin(s, flags, space_freed, read_seen))
 			continue;
 		if (nonblocking(s, flags)) {
-			if (sl_conn_check_peer(s))
+			if (sl_conn_check_peer(s) || now_plain(s, SL_AGREE_WAIT))
 				continue;
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			return fail(EAGAIN);
@@ -324,7 +360,7 @@ static ssize_t end_result(struct sl_sock *s, enum peer_end end)
 	return err ? fail(err) : 0;
 }
 
-static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
+static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
 {
 	size_t got = 0;
 	int64_t avail;
@@ -336,6 +372,11 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		return 0;
 	for (;;) {
 		sl_lock(&s->rx_lock);
+		if (atomic_load_explicit(&s->fell_back, memory_order_relaxed)) {
+			sl_unlock(&s->rx_lock);
+			*plain = true;
+			return (ssize_t)got;
+		}
 		if (!s->seg) { /* closed by another thread */
 			sl_unlock(&s->rx_lock);
 			return got ? (ssize_t)got : fail(EBADF);
@@ -398,6 +439,12 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				break;
 			return end_result(s, end);
 		}
+		/* An empty ring while our offer is out: a plain acceptor may have
+		 * spoken on the kernel socket, or never will attach. */
+		if (now_plain(s, SL_AGREE_WAIT)) {
+			*plain = true;
+			return (ssize_t)got;
+		}
 		if (spin(s, flags, data_arrived, read_seen))
 			continue;
 		if (nonblocking(s, flags)) {
@@ -407,6 +454,10 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			 * the peer die, as it would see a FIN or RST. */
 			if (sl_conn_check_peer(s))
 				continue;
+			if (now_plain(s, SL_AGREE_WAIT)) {
+				*plain = true;
+				return (ssize_t)got;
+			}
 			return fail(EAGAIN);
 		}
 		if (sl_wait(s, POLLIN, false) < 0) {
@@ -440,14 +491,50 @@ static ssize_t iov_total(const struct iovec *iov, int cnt)
 	return (ssize_t)total;
 }
 
+/* The rest of a call on the kernel socket, after the connection fell back
+ * (agree.c); done bytes went through the ring (and were moved on). */
+static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t done, int flags, bool sending)
+{
+	struct iovec stack[8], *rest = stack;
+	struct msghdr msg = { 0 };
+	int n = 0;
+	ssize_t r;
+
+	if (done < 0)
+		return done;
+	cursor_skip_empty(cur);
+	if (cur->cnt - cur->i > (int)(sizeof(stack) / sizeof(stack[0])) &&
+	    !(rest = malloc(sizeof(*rest) * (size_t)(cur->cnt - cur->i))))
+		return done ? done : fail(ENOMEM);
+	for (int i = cur->i; i < cur->cnt; i++, n++) {
+		size_t off = i == cur->i ? cur->off : 0;
+
+		rest[n].iov_base = (char *)cur->iov[i].iov_base + off;
+		rest[n].iov_len = cur->iov[i].iov_len - off;
+	}
+	msg.msg_iov = rest;
+	msg.msg_iovlen = (size_t)n;
+	if (sending)
+		r = n ? sl_sys.sendmsg(s->fd, &msg, flags) : 0;
+	else
+		r = done && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)) ? 0 : sl_sys.recvmsg(s->fd, &msg, flags);
+	if (rest != stack)
+		free(rest);
+	if (r < 0)
+		return done ? done : -1;
+	return done + r;
+}
+
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { iov, cnt, 0, 0 };
-	ssize_t len = iov_total(iov, cnt);
+	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
+	ssize_t len = iov_total(iov, cnt), r;
+	bool plain = false;
 
 	if (len < 0)
 		return -1;
-	return send_accelerated(s, &cur, (size_t)len, flags);
+	r = send_accelerated(s, &cur, (size_t)len, flags, &plain);
+	return plain ? finish_plain(s, &cur, r, flags, true) : r;
 }
 
 /* recv(MSG_OOB): TCP's one urgent byte; never blocks. */
@@ -481,8 +568,9 @@ static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, 
 
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { iov, cnt, 0, 0 };
-	ssize_t len = iov_total(iov, cnt);
+	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
+	ssize_t len = iov_total(iov, cnt), r;
+	bool plain = false;
 
 	if (len < 0)
 		return -1;
@@ -495,11 +583,35 @@ ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 		 * read: it waits for data (EAGAIN when non-blocking), then returns 0. */
 		char probe;
 		struct iovec one = { &probe, 1 };
-		struct iov_cursor peek = { &one, 1, 0, 0 };
+		struct iov_cursor peek = { .iov = &one, .cnt = 1 };
 
-		return recv_accelerated(s, &peek, 1, flags | MSG_PEEK) < 0 ? -1 : 0;
+		r = recv_accelerated(s, &peek, 1, flags | MSG_PEEK, &plain);
+		if (plain)
+			r = sl_sys.recvmsg(s->fd, &(struct msghdr){ 0 }, flags);
+		return r < 0 ? -1 : 0;
 	}
-	return recv_accelerated(s, &cur, (size_t)len, flags);
+	r = recv_accelerated(s, &cur, (size_t)len, flags, &plain);
+	return plain ? finish_plain(s, &cur, r, flags, false) : r;
+}
+
+ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
+		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg)
+{
+	struct iov_cursor cur = { .fill = fill, .arg = arg };
+	bool plain = false;
+	ssize_t r;
+
+	if (len > (size_t)SSIZE_MAX)
+		len = (size_t)SSIZE_MAX;
+	r = send_accelerated(s, &cur, len, flags, &plain);
+	/* Kernel TCP now, before anything was copied: a fill source cannot go
+	 * through finish_plain, so the caller sends through the kernel.  After
+	 * a partial send the next call finds the socket plain. */
+	if (plain && r <= 0) {
+		errno = EXDEV;
+		return -1;
+	}
+	return r;
 }
 
 struct sl_sock *sl_sock_connected(int fd)

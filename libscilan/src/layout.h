@@ -29,6 +29,7 @@
 /* Urgent marks the receiver can still take one by one (TCP handles each
  * urgent pointer as its segment arrives); older ones count as coalesced. */
 #define SL_URG_MARKS 8
+#define SL_PEER_PLAIN 0x40u    /* peer moved the connection to kernel TCP: read and write nothing here */
 
 /* The control block at the start of each area.  The area lives in the memory
  * of the side that RECEIVES into it ("owner"); every word is written by the
@@ -48,6 +49,8 @@ struct sl_area_ctl {
 								 * the stream index just past its urgent byte;
 								 * stored (with urg_count) before the rx_write
 								 * that covers the byte */
+	_Alignas(SL_CACHELINE) _Atomic uint64_t plain_from;     /* with SL_PEER_PLAIN: the index of this ring
+								 * at which the peer's kernel stream resumes */
 };
 
 /* The data of an area starts one page after the area's start. */
@@ -87,10 +90,31 @@ struct sl_seg_holders {
 	_Atomic int32_t unnamed[2]; /* holders counted but not in slot[] */
 	struct sl_holder slot[2][SL_HOLDER_SLOTS];
 };
+/* The offer word (header page, shm fabric): which transport carries the
+ * connection, decided by compare-and-swap so that exactly one of the two
+ * ends decides (ARCHITECTURE.md, "Agreement").  The creator stores OFFERED
+ * before it publishes the offer; the acceptor moves OFFERED to ATTACHED
+ * (rings) or REFUSED; the creator moves OFFERED or REFUSED to REVOKED while
+ * it copies its ring bytes onto the kernel socket, then to PLAIN.  The
+ * agreement is the header's job alone: ring words are never trusted for it. */
+#define SL_OFFER_OFFERED 1u
+#define SL_OFFER_ATTACHED 2u
+#define SL_OFFER_REFUSED 3u
+#define SL_OFFER_REVOKED 4u
+#define SL_OFFER_PLAIN 5u
+/* After ATTACHED, a bypass (bypass.c) moves the connection to kernel TCP:
+ * LED + side names the side that saw the peer's kernel bytes and re-sent its
+ * ring; FOLLOWED, that the other side's first process followed.  Every
+ * process of both sides reads it, so forked holders move once, not twice. */
+#define SL_OFFER_LED 6u /* 6: side 0 led, 7: side 1 led */
+#define SL_OFFER_FOLLOWED 8u
+#define SL_SEG_OFFER_OFF 1024
+
 #define SL_USE_RX 0
 #define SL_USE_TX 1
 #define SL_SEG_HOLDERS_OFF 2048
-_Static_assert(sizeof(struct sl_seg_header) <= SL_SEG_HOLDERS_OFF, "holders after the header");
+_Static_assert(sizeof(struct sl_seg_header) <= SL_SEG_OFFER_OFF, "offer word after the header");
+_Static_assert(SL_SEG_OFFER_OFF + sizeof(uint32_t) <= SL_SEG_HOLDERS_OFF, "holders after the offer word");
 _Static_assert(SL_SEG_HOLDERS_OFF + sizeof(struct sl_seg_holders) <= SL_SEG_HEADER_SIZE, "holders fit the header page");
 
 #endif

@@ -1,5 +1,6 @@
 /* log.c — formats scilan's diagnostics as one write(2) per line on stderr, so
- * lines from several threads or processes never interleave.
+ * lines from several threads or processes never interleave; never when
+ * stderr is a network socket (diagnostics must not join a connection's data).
  */
 #include "log.h"
 #include "sys.h"
@@ -8,6 +9,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static _Atomic int current_level = SL_LOG_WARN;
@@ -22,6 +24,15 @@ void sl_log_set_level(enum sl_log_level level)
 enum sl_log_level sl_log_get_level(void)
 {
 	return (enum sl_log_level)atomic_load(&current_level);
+}
+
+bool sl_log_fd_is_network(int fd)
+{
+	int domain;
+	socklen_t len = sizeof(domain);
+
+	return sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+	       (domain == AF_INET || domain == AF_INET6);
 }
 
 void sl_log(enum sl_log_level level, const char *fmt, ...)
@@ -40,8 +51,14 @@ void sl_log(enum sl_log_level level, const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
+	/* An inetd-style child's stderr may be its connection: a line there
+	 * would join the data (a kernel TCP stream's, or the companion socket
+	 * of a ring connection, which its peer takes for the end). */
+	if (sl_log_fd_is_network(STDERR_FILENO))
+		goto out;
 	if (sl_sys.write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* Nowhere left to report it. */
 	}
+out:
 	errno = saved_errno;
 }

@@ -2,10 +2,15 @@
 #ifndef SCILAN_LOG_H
 #define SCILAN_LOG_H
 
+#include <stdbool.h>
+
 enum sl_log_level { SL_LOG_ERROR, SL_LOG_WARN, SL_LOG_INFO, SL_LOG_DEBUG };
 
 void sl_log(enum sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl_log_set_level(enum sl_log_level level);
+/* Is fd an AF_INET/AF_INET6 socket?  Diagnostics are never written there:
+ * a process's stderr may be one of its connections. */
+bool sl_log_fd_is_network(int fd);
 enum sl_log_level sl_log_get_level(void);
 
 #define sl_err(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)

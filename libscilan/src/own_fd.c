@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 
 #include "log.h"
-#include "shm_linger.h"
 #include "sock.h"
 #include "stats_file.h"
 #include "sys.h"
@@ -141,7 +140,6 @@ int sl_own_fd_evict(int fd)
 	evict_to = to;
 	mark(to, true);
 	sl_sock_any(renumber_sock);
-	sl_shm_linger_renumber(fd, to);
 	sl_stats_file_renumber(fd, to);
 	mark(fd, false);
 	pthread_mutex_unlock(&evict_lock);

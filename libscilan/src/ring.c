@@ -124,7 +124,9 @@ void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool force_publish)
 	/* Batched like a TCP window update: a sender that finds the ring full
 	 * sees at least a quarter ring freed at once, and a sleeping sender is
 	 * given the index immediately by the caller (force). */
-	if (force_publish || rx->read - rx->published >= rx->cap / 4)
+	/* The first consume is published at once: a published 0 then means
+	 * "nothing consumed", which bypass.c relies on. */
+	if (force_publish || rx->read - rx->published >= rx->cap / 4 || rx->published == 0)
 		sl_ring_rx_publish(rx);
 }
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agree.h"
 #include "conn.h"
 #include "handover.h"
 #include "holders.h"
@@ -108,6 +109,10 @@ ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
 
 			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			s = sl_sock_connected(pfd);
+			/* An offer still out is decided first: the receiver could
+			 * not tell which transport it holds. */
+			if (s && sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
+				continue;
 			if (!s || atomic_load(&s->reset))
 				continue;
 			if (app_fds + 3 * (n + 1) + 1 > SCM_MAX_FDS) {

@@ -101,6 +101,7 @@ void sl_segment_unbind(struct sl_sock *s)
 {
 	s->seg = NULL;
 	s->seg_len = 0;
+	s->offer_word = NULL;
 	s->own_ctl = &closed_own;
 	s->peer_ctl = &closed_sink;
 	s->htab = NULL;

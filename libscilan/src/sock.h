@@ -59,6 +59,8 @@ struct sl_urg {
 	int state;
 	unsigned char byte;
 	_Atomic bool oobinline;     /* SO_OOBINLINE as last set or asked of the kernel */
+	_Atomic uint64_t carriers;  /* the peer's SIGURG carrier bytes consumed from the kernel socket */
+	_Atomic bool carriers_busy; /* a thread is consuming them */
 };
 
 /* A connection's counters: in the process's stats file while it has a slot
@@ -105,6 +107,12 @@ struct sl_sock {
 	struct sl_ring_rx rx;
 	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
 	int memfd;              /* connecting side until the peer attached, else -1 */
+	/* agreement (agree.c): the connecting side's offer until it is decided */
+	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
+	_Atomic bool agree_pending;   /* our offer is out and undecided (connecting side) */
+	_Atomic bool kernel_stirred;  /* a sleep saw the kernel socket readable while pending */
+	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
+	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close */
 	char offer_path[256];
 
 	_Atomic bool shut_rd, shut_wr;
@@ -135,6 +143,14 @@ struct sl_sock {
 /* The data path on a connected accelerated socket (io.c): errno as TCP's. */
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
+/* A send of up to len bytes whose source writes them straight into the
+ * ring: fill(tx, n, arg) places n bytes at the ring's write index (see
+ * sl_ring_tx_copy: offset 0, wrapping at tx->cap), under tx_lock, and returns
+ * how many it placed; fewer than n ends the send there (sendfile: end of
+ * file, or a read error the source keeps in arg).  -1 with EXDEV: the
+ * connection moved to kernel TCP before anything was sent (send there). */
+ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
+		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg);
 /* The state of fd if its data goes through rings, else NULL. */
 struct sl_sock *sl_sock_connected(int fd);
 

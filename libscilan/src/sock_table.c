@@ -6,7 +6,6 @@
 
 #include "holders.h"
 #include "own_fd.h"
-#include "shm_linger.h"
 #include "segment.h"
 #include "stats.h"
 #include "stats_file.h"
@@ -143,6 +142,10 @@ reset:
 	s->state_to_peer = 0;
 	s->memfd = -1;
 	s->offer_path[0] = '\0';
+	atomic_store(&s->agree_pending, false);
+	atomic_store(&s->kernel_stirred, false);
+	atomic_store(&s->fell_back, false);
+	s->agree_deadline_ns = 0;
 	atomic_store(&s->shut_rd, false);
 	atomic_store(&s->shut_wr, false);
 	atomic_store(&s->peer_gone, false);
@@ -306,7 +309,6 @@ void sl_sock_after_fork_child(void)
 	cached_tid = 0;
 	sl_self_pid = getpid();
 	pthread_mutex_init(&spare_lock, NULL);
-	sl_shm_linger_fork_unlock(true);
 	sl_own_fd_fork_unlock(true);
 	for (unsigned i = 0; i < spares; i++)
 		reset_in_child(spare[i]);
@@ -363,13 +365,11 @@ void sl_sock_count_fork(void)
 	/* Last, in the order evictions nest them: the child then inherits
 	 * no list or table in the middle of an update. */
 	sl_own_fd_fork_lock();
-	sl_shm_linger_fork_lock();
 	pthread_mutex_lock(&spare_lock);
 }
 
 void sl_sock_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&spare_lock);
-	sl_shm_linger_fork_unlock(false);
 	sl_own_fd_fork_unlock(false);
 }

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agree.h"
+#include "holders.h"
 #include "config.h"
 #include "conn.h"
 #include "fabric.h"
@@ -190,7 +192,6 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		become_listener(s);
 	if (sl_sock_state(s) != SL_LISTENING)
 		return nfd;
-	sl_fabric()->sweep();
 	ns = sl_sock_new(nfd, s->domain, SL_FRESH);
 	if (!ns) {
 		sl_warn("no memory for socket state of fd %d; it uses kernel TCP", nfd);
@@ -346,7 +347,6 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 			sl_connect_progress(s);
 		return r;
 	}
-	sl_fabric()->sweep();
 	pthread_mutex_lock(&s->ctl_lock);
 	if (key_from_sockaddr(addr, len, &dst) == 0)
 		unspecified_to_loopback(&dst);
@@ -418,6 +418,10 @@ int scilan_shutdown(int fd, int how)
 		sl_conn_after_produce(s, false);
 	}
 	sl_conn_wake_local(s);
+	/* The connection fell back to kernel TCP meanwhile (agree.c): the
+	 * kernel must see the shutdown too. */
+	if (atomic_load(&s->fell_back))
+		return sl_sys.shutdown(fd, how);
 	return 0;
 }
 
@@ -438,7 +442,6 @@ static void close_connected(struct sl_sock *s)
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
 	sl_conn_wake_local(s);
-	sl_fabric()->prepare_release(s);
 	/* Wait for our sleepers (just woken) to leave their poll, and for any
 	 * copy in progress, before the mapping and the bells go. */
 	pthread_mutex_lock(&s->sleep_lock[0]);
@@ -451,6 +454,23 @@ static void close_connected(struct sl_sock *s)
 	pthread_mutex_unlock(&s->sleep_lock[1]);
 	pthread_mutex_unlock(&s->sleep_lock[0]);
 	sl_stats_conn_close(s);
+}
+
+/* A connection that fell back to kernel TCP (agree.c) kept its segment
+ * mapped for threads racing the fall-back; they are gone once we hold the
+ * locks. */
+static void close_fallen_back(struct sl_sock *s)
+{
+	sl_conn_wake_local(s);
+	pthread_mutex_lock(&s->sleep_lock[0]);
+	pthread_mutex_lock(&s->sleep_lock[1]);
+	sl_lock(&s->tx_lock);
+	sl_lock(&s->rx_lock);
+	sl_fabric()->release(s);
+	sl_unlock(&s->rx_lock);
+	sl_unlock(&s->tx_lock);
+	pthread_mutex_unlock(&s->sleep_lock[1]);
+	pthread_mutex_unlock(&s->sleep_lock[0]);
 }
 
 void sl_sock_release(int fd)
@@ -470,13 +490,29 @@ void sl_sock_release(int fd)
 			pthread_mutex_unlock(&s->ctl_lock);
 			break;
 		case SL_CONNECTED:
+			/* The last holder's close decides an offer still out: its
+			 * bytes go onto the kernel socket before the kernel's FIN. */
+			if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE)) {
+				close_fallen_back(s);
+				break;
+			}
+			/* Moved to kernel TCP by a bypass (bypass.c): what we wrote
+			 * into the peer's ring since goes onto the kernel socket
+			 * before the FIN. */
+			if (sl_agree_plain(s, SL_AGREE_POLL)) {
+				close_fallen_back(s);
+				break;
+			}
 			close_connected(s);
+			break;
+		case SL_PLAIN:
+			if (s->seg)
+				close_fallen_back(s);
 			break;
 		default:
 			break;
 		}
 		sl_sock_forget(s);
-		sl_fabric()->sweep();
 	}
 }
 

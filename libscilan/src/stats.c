@@ -3,14 +3,18 @@
  */
 #include "stats.h"
 
+#include "log.h"
+#include "sys.h"
+
 #include <stdio.h>
 #include <unistd.h>
 
 static _Thread_local struct sl_stats *summing;
 
-static bool add_live(struct sl_sock *s)
+/* Once per connection: a dup'ed one has a table slot per descriptor. */
+static bool add_live(int fd, struct sl_sock *s)
 {
-	if (sl_sock_state(s) == SL_CONNECTED) {
+	if (sl_sock_state(s) == SL_CONNECTED && fd == s->fd) {
 		summing->tx_bytes += atomic_load_explicit(&s->ctr->tx_bytes, memory_order_relaxed);
 		summing->rx_bytes += atomic_load_explicit(&s->ctr->rx_bytes, memory_order_relaxed);
 	}
@@ -26,7 +30,7 @@ void sl_stats_read(struct sl_stats *out)
 	out->sleeps = atomic_load(&sl_totals.sleeps);
 	out->wakeups = atomic_load(&sl_totals.wakeups);
 	summing = out;
-	sl_sock_any(add_live);
+	sl_sock_any_fd(add_live);
 	summing = NULL;
 }
 
@@ -62,7 +66,11 @@ void sl_stats_print(int fd)
 		     (int)getpid(), (unsigned long long)st.accelerated, (unsigned long long)st.fallback,
 		     (unsigned long long)st.tx_bytes, (unsigned long long)st.rx_bytes, (unsigned long long)st.sleeps,
 		     (unsigned long long)st.wakeups);
-	/* One write, so lines of processes exiting together do not interleave. */
-	if (n > 0 && write(fd, line, (size_t)n) < 0)
+	/* Not into the program's data: stderr may be a connection. */
+	if (sl_log_fd_is_network(fd))
+		return;
+	/* One write, so lines of processes exiting together do not interleave;
+	 * the kernel's, not the hook's (which would send it through a ring). */
+	if (n > 0 && sl_sys.write(fd, line, (size_t)n) < 0)
 		return;
 }

@@ -26,7 +26,9 @@ void sl_urg_publish(struct sl_sock *s, uint64_t mark)
 void sl_urg_signal(struct sl_sock *s)
 {
 	/* After the commit: a SIGURG handler finds the mark in place. */
-	sl_sys.send(s->fd, "!", 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL);
+	char carrier = SL_URG_CARRIER;
+
+	sl_sys.send(s->fd, &carrier, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void sl_urg_drain_kernel(struct sl_sock *s)
@@ -38,6 +40,34 @@ void sl_urg_drain_kernel(struct sl_sock *s)
 	do
 		n = sl_sys.recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
 	while (n > 0 || (n < 0 && errno == EINTR));
+}
+
+void sl_urg_drop_carriers(struct sl_sock *s)
+{
+	uint64_t sent = atomic_load_explicit(&s->own_ctl->urg_count, memory_order_acquire);
+	char buf[64];
+	ssize_t n, k;
+
+	/* At most one carrier per urgent send of the peer, and only the byte
+	 * sl_urg_signal sends: anything else on the kernel socket is the peer's
+	 * stream (bypass.c).  The count is the peer's word: a hostile peer can
+	 * only make us drop its own bytes. */
+	if (sent <= atomic_load_explicit(&s->urg.carriers, memory_order_relaxed) ||
+	    atomic_exchange(&s->urg.carriers_busy, true))
+		return;
+	while (sent > atomic_load_explicit(&s->urg.carriers, memory_order_relaxed)) {
+		uint64_t want = sent - atomic_load_explicit(&s->urg.carriers, memory_order_relaxed);
+
+		n = sl_sys.recv(s->fd, buf, want < sizeof(buf) ? (size_t)want : sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+		for (k = 0; k < n && buf[k] == SL_URG_CARRIER; k++)
+			;
+		if (k <= 0 || sl_sys.recv(s->fd, buf, (size_t)k, MSG_DONTWAIT) != k)
+			break;
+		atomic_fetch_add_explicit(&s->urg.carriers, (uint64_t)k, memory_order_relaxed);
+		if (k < n)
+			break;
+	}
+	atomic_store(&s->urg.carriers_busy, false);
 }
 
 void sl_urg_set_inline(struct sl_sock *s, bool on)

@@ -19,9 +19,15 @@ void sl_urg_publish(struct sl_sock *s, uint64_t mark);
  * whose only effect is the kernel's own SIGURG to the receiving socket's
  * owner (F_SETOWN); it never reaches the stream (not POLLIN, skipped). */
 void sl_urg_signal(struct sl_sock *s);
+/* The byte sl_urg_signal sends. */
+#define SL_URG_CARRIER '!'
 /* Before the kernel socket closes: consume such bytes, or the kernel's
  * close would find unread data and send RST instead of FIN. */
 void sl_urg_drain_kernel(struct sl_sock *s);
+/* Receiver: consume the peer's carrier bytes that reached the kernel stream
+ * (SO_OOBINLINE, or an older urgent byte a newer one pushed into the
+ * stream), so that they are never taken for a peer bypassing the rings. */
+void sl_urg_drop_carriers(struct sl_sock *s);
 
 /* Receiver, under rx_lock: is there urgent state to look at?  One load of
  * our own area on the fast path. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agree.h"
 #include "barrier.h"
 #include "conn.h"
 #include "fabric.h"
@@ -215,8 +216,12 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 		 * peer closed it or its process died.  A device endpoint's
 		 * POLLHUP/POLLERR (peer closed, link down) stays set: it must
 		 * end the wait, not make it spin. */
-		if ((kfds[m + 1].revents || (kfds[m].revents & (POLLHUP | POLLERR))) &&
-		    sl_fabric()->peer_gone(socks[i]))
+		if (kfds[m + 1].revents && sl_agree_pending(socks[i]))
+			/* Our offer is out: a plain acceptor spoke or closed.  The
+			 * bytes are the stream's; the scan decides (agree.c). */
+			atomic_store(&socks[i]->kernel_stirred, true);
+		else if ((kfds[m + 1].revents || (kfds[m].revents & (POLLHUP | POLLERR))) &&
+			 sl_fabric()->peer_gone(socks[i]))
 			atomic_store(&socks[i]->peer_gone, true);
 		m += 2;
 	}
@@ -243,6 +248,16 @@ static void warn_barrier_once(void)
 			SHARED_WAIT_CAP_MS);
 }
 
+/* A connection of the set moved to kernel TCP (agree.c): the caller must
+ * wait for it as for any kernel socket. */
+static bool any_fell_back(struct sl_sock **socks, nfds_t n)
+{
+	for (nfds_t i = 0; i < n; i++)
+		if (socks[i] && atomic_load_explicit(&socks[i]->fell_back, memory_order_relaxed))
+			return true;
+	return false;
+}
+
 /* Steps 2-5 for every accelerated entry, until something is ready.  held[i]
  * is what the caller already holds for entry i, or NULL to try per round. */
 static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds,
@@ -267,6 +282,8 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 			/* Shared with a forked process, whose sleeper may drain
 			 * a wake-up meant for ours: never sleep long. */
 			capped |= h[i] != dirs_of(fds[i].events) || sl_side_shared(socks[i]);
+			/* Our offer out: a refusal or the deadline must be seen. */
+			capped |= sl_agree_pending(socks[i]);
 			arm(socks[i], h[i]);
 		}
 		for (nfds_t i = 0; i < n; i++)
@@ -295,7 +312,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 		if (kready < 0)
 			break;
 		ready = scan(fds, n, socks) + kready;
-		if (ready || remaining_ms(deadline) == 0)
+		if (ready || remaining_ms(deadline) == 0 || any_fell_back(socks, n))
 			break;
 	}
 	if (h != held && !held_by_caller)
@@ -340,12 +357,13 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	return sleep_until_ready(fds, n, socks, kfds, deadline, held_by_caller);
 }
 
-static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms)
+static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms, bool *fell_back)
 {
 	struct sl_sock *stack_socks[STACK_FDS], **socks = stack_socks;
 	struct pollfd stack_kfds[2 * STACK_FDS], *kfds = stack_kfds;
 	int any = 0, r;
 
+	*fell_back = false;
 	for (nfds_t i = 0; i < n && !any; i++)
 		any = accelerated(fds[i].fd) != NULL;
 	if (!any)
@@ -363,6 +381,7 @@ static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms)
 	for (nfds_t i = 0; i < n; i++)
 		socks[i] = accelerated(fds[i].fd);
 	r = poll_accelerated(fds, n, timeout_ms, socks, kfds, true, NULL);
+	*fell_back = r == 0 && any_fell_back(socks, n);
 	if (socks != stack_socks) {
 		free(socks);
 		free(kfds);
@@ -390,6 +409,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : now_ns() + (int64_t)timeout_ms * 1000000;
 	int r, slice;
+	bool fell_back;
 
 	if (n > 0 && !fds) {
 		errno = EFAULT;
@@ -401,11 +421,16 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		slice = remaining_ms(deadline);
 		if (slice < 0 || slice > SHARED_WAIT_CAP_MS)
 			slice = SHARED_WAIT_CAP_MS;
-		r = poll_once(fds, n, slice);
+		r = poll_once(fds, n, slice, &fell_back);
 		if (r != 0 || remaining_ms(deadline) == 0)
 			return r;
 	}
-	return poll_once(fds, n, remaining_ms(deadline));
+	/* A connection that fell back to kernel TCP during the wait is waited
+	 * for again, now as the kernel socket it has become. */
+	do
+		r = poll_once(fds, n, remaining_ms(deadline), &fell_back);
+	while (fell_back && remaining_ms(deadline) != 0);
+	return r;
 }
 
 int sl_poll_sigmask(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
@@ -476,8 +501,12 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	 * (unless a socket timeout is set), so we must too. */
 	do
 		r = poll_accelerated(&pfd, 1, timeout, socks, kfds, spin_first, held);
-	while (timeout < 0 && (r == 0 || (r < 0 && errno == EINTR && handlers_restart())));
+	while (timeout < 0 && !atomic_load(&s->fell_back) &&
+	       (r == 0 || (r < 0 && errno == EINTR && handlers_restart())));
 	unhold(s, held[0]);
+	/* Fell back to kernel TCP: the caller redoes its call there. */
+	if (atomic_load(&s->fell_back))
+		return 0;
 	if (r == 0) {
 		errno = EAGAIN;
 		return -1;

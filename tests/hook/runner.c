@@ -47,7 +47,7 @@ const char *hk_prog(const char *name)
 	return p;
 }
 
-static const char *hook_lib(void)
+const char *hk_hook_lib(void)
 {
 	static char p[PATH_MAX];
 
@@ -91,7 +91,7 @@ static unsigned next_limit;
 void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[])
 {
 	int o[2], r[2];
-	const char *args[64], *lib = e->preload ? hook_lib() : NULL;
+	const char *args[64], *lib = e->preload ? hk_hook_lib() : NULL;
 	char *vars[4] = { NULL };
 	int n = 0;
 

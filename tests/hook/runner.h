@@ -34,6 +34,8 @@ struct hk_out {
 
 /* Absolute path of build/hookprogs/<name> (static storage, one per call slot). */
 const char *hk_prog(const char *name);
+/* Absolute path of build/lib/libscilan_preload.so. */
+const char *hk_hook_lib(void);
 /* A fresh 0700 directory under /dev/shm holding run/ (0700) and an empty
  * cluster.conf; *rundir and *conf point into it.  Remove with hk_rmtree. */
 char *hk_tmpdir(char **rundir, char **conf);

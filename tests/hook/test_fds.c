@@ -13,3 +13,10 @@ Test(fds, fdopen_stdio, .timeout = 120) { hk_scenario("fds", "stdio", 1, -1, 30)
 Test(fds, close_range_closes_sockets, .timeout = 120) { hk_scenario("fds", "close_range", 1, -1, 30); }
 Test(fds, foreign_numbers_dup2_close_close_range, .timeout = 120) { hk_scenario("fds", "foreign_numbers", 1, -1, 30); }
 Test(fds, std_streams_on_socket, .timeout = 120) { hk_scenario("fds", "std_streams", 1, -1, 30); }
+/* Issue 9: dup3 onto a number already open (a file, another connection). */
+Test(fds, dup3_onto_open_numbers, .timeout = 120) { hk_scenario("fds", "dup3_open", 2, -1, 30); }
+/* Issue 9: dup, fcntl(F_DUPFD*) and accept landing on 0-2 switch the standard stream too. */
+Test(fds, std_streams_on_lowest_numbers, .timeout = 120) { hk_scenario("fds", "std_lowest", 2, -1, 30); }
+/* Issue 9: a close the hook does not see (syscall(SYS_close)), then a file,
+ * pipe or socketpair on that number. */
+Test(fds, raw_close_then_new_descriptor, .timeout = 120) { hk_scenario("fds", "raw_close", 3, -1, 30); }

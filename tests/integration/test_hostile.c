@@ -1,5 +1,5 @@
 /* test_hostile.c — an untrusted peer: garbage in the victim's control words, in
- * the header before attach, stray kernel bytes, and a random-segment fuzz; the
+ * the header before attach, bytes on the kernel connection (a bypass), and a random-segment fuzz; the
  * victim (a forked child) answers ECONNRESET or data/errors and never crashes. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -361,36 +361,94 @@ Test(hostile, send_blocked_woken_by_stray_byte, .timeout = 60)
 	run_scenario(TX_BLOCKED_POKE, true);
 }
 
-/* ---- stray bytes on the kernel connection are harmless ------------------------------------ */
+/* ---- bytes on the kernel connection: the peer bypassed the rings ---------------------------- */
 
-Test(hostile, stray_kernel_bytes_ignored, .timeout = 60)
+/* Bytes on the kernel connection of an accelerated connection are the peer's
+ * stream (io_uring, a program without the hook).  Before any ring data they
+ * start its stream: the connection continues on kernel TCP, both ways. */
+Test(hostile, kernel_bytes_before_ring_data_continue_on_kernel_tcp, .timeout = 60)
+{
+	char buf[64];
+	int c, s;
+
+	tu_watchdog(WATCHDOG_SECS, "bypass");
+	cr_assert_eq(tu_pair(AF_INET, &c, &s), 0);
+	cr_assert_eq(tu_accelerated(s), 1);
+	cr_assert_eq(send(c, "hello", 5, MSG_NOSIGNAL), 5, "raw send: %s", strerror(errno));
+	cr_assert_eq(tu_recv_all(s, buf, 5), 5, "recv: %s", strerror(errno));
+	cr_assert_eq(memcmp(buf, "hello", 5), 0);
+	cr_assert_eq(tu_send_all(s, "world", 5, 0), 5);
+	cr_assert_eq(recv(c, buf, 5, MSG_WAITALL), 5, "raw recv: %s", strerror(errno));
+	cr_assert_eq(memcmp(buf, "world", 5), 0);
+	/* The bypassing end's own hook follows: its later sends use the kernel too. */
+	cr_assert_eq(tu_send_all(c, "more", 4, 0), 4);
+	cr_assert_eq(tu_recv_all(s, buf, 4), 4);
+	cr_assert_eq(memcmp(buf, "more", 4), 0);
+	cr_assert_eq(scilan_close(c), 0);
+	cr_assert_eq(scilan_recv(s, buf, 1, 0), 0, "EOF after the peer's close");
+	scilan_close(s);
+}
+
+/* Kernel bytes and ring bytes from the same peer: their order is lost, so
+ * the connection is reset loudly at both ends, never silently reordered. */
+Test(hostile, kernel_bytes_beside_ring_data_reset_both_ends, .timeout = 60)
 {
 	unsigned char junk[1000], buf[4096];
 	struct pollfd pfd;
+	ssize_t n;
 	int c, s;
 
-	tu_watchdog(WATCHDOG_SECS, "stray bytes");
+	tu_watchdog(WATCHDOG_SECS, "bypass beside the ring");
 	cr_assert_eq(tu_pair(AF_INET, &c, &s), 0);
 	memset(junk, 0xee, sizeof(junk));
-	/* The peer writes junk onto the kernel connection... */
 	cr_assert_eq(send(c, junk, sizeof(junk), MSG_NOSIGNAL), (ssize_t)sizeof(junk));
-	/* ...then real data through scilan. */
 	tu_stream_fill(3, 0, buf, 3000);
 	cr_assert_eq(tu_send_all(c, buf, 3000, 0), 3000);
-	memset(buf, 0, sizeof(buf));
-	cr_assert_eq(tu_recv_all(s, buf, 3000), 3000, "recv: %s", strerror(errno));
-	cr_assert_eq(tu_stream_check(3, 0, buf, 3000), -1, "stray kernel bytes leaked into the stream");
-	/* Not readable forever because of the junk. */
+	/* Whatever the ring delivers first, the end is ECONNRESET. */
 	cr_assert_eq(tu_set_poll_us(s, 0), 0);
 	pfd = (struct pollfd){ .fd = s, .events = POLLIN };
-	cr_assert_eq(scilan_poll(&pfd, 1, 100), 0, "junk keeps the socket readable (0x%x)", pfd.revents);
-	cr_assert_eq(scilan_recv(s, buf, 1, MSG_DONTWAIT), -1);
-	cr_assert_eq(errno, EAGAIN, "recv after junk: %s", strerror(errno));
-	/* The connection still works both ways. */
-	cr_assert_eq(tu_send_all(s, "fine", 4, 0), 4);
-	cr_assert_eq(tu_recv_all(c, buf, 4), 4);
+	while ((n = scilan_recv(s, buf, sizeof(buf), MSG_DONTWAIT)) > 0 ||
+	       (n < 0 && errno == EAGAIN && scilan_poll(&pfd, 1, 10000) == 1))
+		;
+	cr_assert(n == -1 && errno == ECONNRESET, "the receiving end was not reset: %zd (%s)", n, strerror(errno));
+	n = scilan_recv(c, buf, sizeof(buf), 0);
+	cr_assert(n == -1 && errno == ECONNRESET, "the bypassing end was not reset: %zd (%s)", n, strerror(errno));
 	scilan_close(c);
 	scilan_close(s);
+}
+
+/* An acceptor that cannot use the offer says so (REFUSED in the offer word):
+ * the client moves what it already wrote into the ring onto the kernel
+ * socket at its next send, and both ends carry on over kernel TCP. */
+Test(hostile, refused_offer_moves_client_to_kernel_tcp, .timeout = 60)
+{
+	uint16_t port;
+	char buf[16];
+	void *base;
+	size_t len;
+	int l, c, s, own;
+
+	tu_watchdog(WATCHDOG_SECS, "refused offer");
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	cr_assert_eq(sl_test_segment(c, &base, &len, &own), 0);
+	cr_assert_eq(tu_send_all(c, "early", 5, 0), 5);
+	((struct sl_seg_header *)base)->magic ^= 1; /* the acceptor cannot validate it */
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept of an unusable offer: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0, "the acceptor attached a bad segment");
+	cr_assert_eq(tu_send_all(c, "hello", 5, 0), 5);
+	cr_assert_eq(tu_accelerated(c), 0, "the client did not see the refusal");
+	cr_assert_eq(tu_recv_all(s, buf, 10), 10, "recv: %s", strerror(errno));
+	cr_assert_eq(memcmp(buf, "earlyhello", 10), 0);
+	cr_assert_eq(tu_send_all(s, "world", 5, 0), 5);
+	cr_assert_eq(tu_recv_all(c, buf, 5), 5);
+	cr_assert_eq(memcmp(buf, "world", 5), 0);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
 }
 
 /* ---- a corrupt segment header before the victim attaches ------------------------------------ */
@@ -434,6 +492,7 @@ static int header_victim(void *p)
 		TU_CHECK(fd >= 0, "accept of the good client after a bad one (round %d)", r);
 		TU_CHECK(tu_accelerated(fd) == 1, "good client not accelerated (round %d)", r);
 		TU_CHECK(tu_recv_all(fd, b, 4) == 4 && memcmp(b, "good", 4) == 0, "good data (round %d)", r);
+		TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "good one read");
 		TU_CHECK(scilan_close(fd) == 0, "close");
 	}
 	scilan_close(l);
@@ -499,6 +558,8 @@ Test(hostile, corrupt_header_before_attach, .timeout = 120)
 		good = tu_connect(AF_INET, (uint16_t)port);
 		cr_assert_geq(good, 0);
 		cr_assert_eq(tu_send_all(good, "good", 4, 0), 4);
+		/* A close before the accept would revoke the offer (plain TCP). */
+		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
 		scilan_close(good);
 	}
 	tu_reap(&child);

@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "scen.h"
@@ -220,6 +221,48 @@ static int sc_dup(void)
 	close(c);
 	close(s);
 	close(d);
+	return 0;
+}
+
+/* dup3 (as dup2) onto a number that is already open: a file, another
+ * connection, an alias of the same connection.  The number then names the
+ * connection, and what is sent through it reaches the peer. */
+static int sc_dup3_open(void)
+{
+	char path[] = "/tmp/hookscen-dup3-XXXXXX", buf[8] = { 0 };
+	int c, s, c2, s2, f, d, r;
+	struct stat st;
+
+	tcp_pair(&c, &s);
+	f = MUST(mkstemp(path));
+	unlink(path);
+	r = MUST(dup3(c, f, O_CLOEXEC));
+	say("dup3 over a file returned its number: %d, FD_CLOEXEC %d, a socket %d", r == f,
+	    !!(fcntl(f, F_GETFD) & FD_CLOEXEC), fstat(f, &st) == 0 && S_ISSOCK(st.st_mode));
+	carry("dup3 over a file", f, s);
+	carry("and back", s, f);
+	tcp_pair(&c2, &s2);
+	/* A dup3 that fails leaves the number's connection as it was. */
+	SHOW(dup3(c, c2, 0x4));
+	carry("after a failed dup3 onto it", c2, s2);
+	r = MUST(dup3(c, c2, O_CLOEXEC));
+	say("dup3 over another connection returned its number: %d", r == c2);
+	carry("dup3 over a connection", c2, s);
+	carry("and back", s, c2);
+	SHOW(recv(s2, buf, sizeof(buf), 0)); /* its own connection was closed */
+	d = MUST(dup(c));
+	r = MUST(dup3(c, d, O_CLOEXEC));
+	say("dup3 over an alias of the same connection: %d", r == d);
+	carry("dup3 over its own alias", d, s);
+	SHOW(close(c));
+	SHOW(close(c2));
+	carry("after closing the others", d, s);
+	SHOW(close(f));
+	carry("after closing the others", d, s);
+	SHOW(close(d));
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	close(s);
+	close(s2);
 	return 0;
 }
 
@@ -435,7 +478,11 @@ static int sc_std_streams(void)
 	fflush(stdout);
 	MUST(dup2(saved, 1));
 	close(saved);
-	say("peer got %zd bytes, equal %d", recv_all(s, buf, strlen(sent)), strcmp(buf, sent) == 0);
+	{
+		ssize_t got = recv_all(s, buf, strlen(sent));
+
+		say("peer got %zd bytes, equal %d", got, strcmp(buf, sent) == 0);
+	}
 
 	saved = MUST(dup(0));
 	MUST(dup2(s, 0));
@@ -455,12 +502,147 @@ static int sc_std_streams(void)
 	return 0;
 }
 
+/* The standard streams follow every call that can put a connection on 0-2,
+ * not only dup2/dup3: dup() and fcntl(F_DUPFD*) take the lowest free number,
+ * and so does accept() (inetd-style code closes 0 and 1 first). */
+static int sc_std_lowest(void)
+{
+	static const char sent[] = "printf via dup 1\nstderr via F_DUPFD_CLOEXEC\n";
+	char buf[128] = { 0 }, line[64];
+	int c, s, saved1, saved2, saved0, l, a, k;
+	uint16_t port;
+
+	tcp_pair(&c, &s);
+	fflush(stdout);
+	saved1 = MUST(dup(1));
+	saved2 = MUST(dup(2));
+	close(1);
+	k = dup(c); /* lands on 1 */
+	printf("printf via dup %d\n", k);
+	fflush(stdout);
+	close(2);
+	k = fcntl(c, F_DUPFD_CLOEXEC, 2); /* lands on 2 */
+	fprintf(stderr, "stderr via F_DUPFD_CLOEXEC\n");
+	MUST(dup2(saved1, 1));
+	MUST(dup2(saved2, 2));
+	close(saved1);
+	close(saved2);
+	say("fcntl(F_DUPFD_CLOEXEC) landed on 2: %d", k == 2);
+	{
+		ssize_t got = recv_all(s, buf, strlen(sent));
+
+		say("peer got %zd bytes, equal %d", got, strcmp(buf, sent) == 0);
+	}
+
+	/* accept() onto 0: stdin reads what the peer sends. */
+	l = tcp_listener(&port);
+	saved0 = MUST(dup(0));
+	c = tcp_connect(port);
+	close(0);
+	a = accept(l, NULL, NULL);
+	say("accept landed on 0: %d", a == 0);
+	SHOW(send_all(c, "from the peer\n", 14));
+	if (!fgets(line, sizeof(line), stdin))
+		snprintf(line, sizeof(line), "NULL");
+	chomp(line);
+	say("fgets from stdin: %s", line);
+	close(0);
+	MUST(dup2(saved0, 0));
+	close(saved0);
+	clearerr(stdin);
+	close(c);
+	close(l);
+	close(s);
+	return 0;
+}
+
+/* A close the hook does not see (a raw syscall; io_uring's IORING_OP_CLOSE
+ * likewise): the next descriptor on that number is a file, a pipe or another
+ * socket, and what is written there must land there, not at the old peer. */
+static void raw_close(int fd)
+{
+	syscall(SYS_close, fd);
+}
+
+/* A new file (open: the call programs make) on number want, the lowest free
+ * one but for a few below it (the pair's listener was closed). */
+static int open_onto(int want, const char *path)
+{
+	int f, held[8], n = 0;
+
+	for (;;) {
+		f = MUST(open(path, O_RDWR));
+		if (f == want || f > want || n == 8)
+			break;
+		held[n++] = f;
+	}
+	while (n)
+		close(held[--n]);
+	unlink(path);
+	return f;
+}
+
+static int sc_raw_close(void)
+{
+	char path[] = "/tmp/hookscen-rawclose-XXXXXX", buf[32] = { 0 };
+	int c, s, f, p[2], sv[2], d, n;
+	struct pollfd pf;
+
+	close(MUST(mkstemp(path)));
+	tcp_pair(&c, &s);
+	carry("before", c, s);
+	raw_close(c);
+	f = open_onto(c, path);
+	say("the file got the connection's number: %d", f == c);
+	SHOW(write(f, "into the file", 13));
+	SHOW(pread(f, buf, sizeof(buf) - 1, 0));
+	say("the file holds '%s'", buf);
+	SHOW(recv(s, buf, sizeof(buf), 0)); /* the old peer: EOF, nothing else */
+	close(f);
+	close(s);
+
+	tcp_pair(&c, &s);
+	raw_close(c);
+	MUST(pipe(p));
+	say("the pipe got the connection's number: %d", p[0] == c || p[1] == c);
+	SHOW(write(p[1], "pipe", 4));
+	memset(buf, 0, sizeof(buf));
+	SHOW(read(p[0], buf, sizeof(buf) - 1));
+	say("the pipe carried '%s'", buf);
+	close(p[0]);
+	close(p[1]);
+	close(s);
+
+	/* One alias closed raw: the others keep the connection. */
+	tcp_pair(&c, &s);
+	d = MUST(dup(c));
+	raw_close(d);
+	MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	say("the socketpair got the alias's number: %d", sv[0] == d || sv[1] == d);
+	SHOW(send(sv[0], "unix", 4, 0));
+	memset(buf, 0, sizeof(buf));
+	SHOW(recv(sv[1], buf, sizeof(buf) - 1, 0));
+	say("the socketpair carried '%s'", buf);
+	carry("the connection lives on under its other number", c, s);
+	pf = (struct pollfd){ .fd = s, .events = POLLIN };
+	SHOW(poll(&pf, 1, 0));
+	close(sv[0]);
+	close(sv[1]);
+	close(c);
+	n = (int)recv(s, buf, sizeof(buf), 0);
+	say("peer after the last close: %d", n);
+	close(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "fcntl", sc_fcntl }, { "ioctl", sc_ioctl },   { "dup", sc_dup },
 		{ "stdio", sc_stdio }, { "close_range", sc_close_range }, { "foreign_numbers", sc_foreign_numbers },
-		{ "std_streams", sc_std_streams }, { NULL, NULL },
+		{ "std_streams", sc_std_streams },
+		{ "dup3_open", sc_dup3_open }, { "std_lowest", sc_std_lowest },
+		{ "raw_close", sc_raw_close }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);

@@ -421,6 +421,92 @@ static int sc_sendfile(void)
 	return 0;
 }
 
+/* A file truncated while sendfile sends it: the kernel's sendfile returns
+ * a short count, with no signal.  The peer reads nothing until the truncate,
+ * so the send is blocked on a full connection when it happens (the file is
+ * larger than any socket buffer and any ring). */
+#define TRUNC_FILE (32u << 20)
+#define TRUNC_TO (1u << 20)
+
+struct truncator {
+	int file, chan;
+};
+
+static void *truncate_later(void *arg)
+{
+	struct truncator *t = arg;
+
+	usleep(300 * 1000); /* let the sendfile start and block */
+	MUST(ftruncate(t->file, TRUNC_TO));
+	chan_put(t->chan, 'g'); /* now the reader may drain */
+	return NULL;
+}
+
+/* Kid: wait for the truncate, read to EOF checking the stream, send back
+ * the count. */
+static int trunc_reader(void *arg)
+{
+	int *sv = arg, c;
+	char *buf = malloc(1 << 16), reply[32];
+	uint64_t total = 0;
+	bool intact = true;
+	ssize_t n;
+
+	close(sv[0]);
+	c = kid_connect();
+	if (chan_get(sv[1]) != 'g')
+		fatal("chan");
+	while ((n = read(c, buf, 1 << 16)) > 0) {
+		intact &= stream_check(9, total, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	say("read to EOF, intact %d", intact);
+	n = snprintf(reply, sizeof(reply), "%llu", (unsigned long long)total);
+	send_all(c, reply, (size_t)n);
+	close(c);
+	free(buf);
+	return 0;
+}
+
+static int sc_sendfile_truncated(void)
+{
+	char path[] = "/tmp/hookscen-sendtrunc-XXXXXX", *buf = malloc(1 << 20), reply[32] = { 0 };
+	struct truncator t;
+	int f = MUST(mkstemp(path)), s, sv[2];
+	pthread_t th;
+	struct kid k;
+	ssize_t n;
+	off_t off = 0;
+
+	unlink(path);
+	for (uint64_t at = 0; at < TRUNC_FILE; at += 1 << 20) {
+		stream_fill(9, at, buf, 1 << 20);
+		MUST(pwrite(f, buf, 1 << 20, (off_t)at));
+	}
+	lfd = tcp_listener(&port);
+	chan_open(sv);
+	kid_start(&k, "reader", trunc_reader, sv);
+	close(sv[1]);
+	s = MUST(accept(lfd, NULL, NULL));
+	t = (struct truncator){ f, sv[0] };
+	MUST(pthread_create(&th, NULL, truncate_later, &t));
+	n = sendfile(s, f, &off, TRUNC_FILE);
+	pthread_join(th, NULL);
+	say("sendfile of %u bytes truncated to %u: short %d, at least the new size %d, offset moved by it %d",
+	    TRUNC_FILE, TRUNC_TO, n > 0 && n < (ssize_t)TRUNC_FILE, n >= (ssize_t)TRUNC_TO, off == (off_t)n);
+	SHOW(sendfile(s, f, &off, TRUNC_FILE));
+	SHOW(shutdown(s, SHUT_WR));
+	recv_all(s, reply, sizeof(reply) - 1);
+	say("the peer got exactly what sendfile reported: %d", strtoll(reply, NULL, 10) == (long long)n);
+	kid_join(&k);
+	close(s);
+	close(f);
+	close(lfd);
+	close(sv[0]);
+	free(buf);
+	return 0;
+}
+
 /* Non-blocking sends fill the connection until EAGAIN; the writer sees no
  * space until the reader drains, then POLLOUT; nothing is lost. */
 static int sc_nonblock(void)
@@ -546,7 +632,7 @@ int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "rw", sc_rw },       { "vec", sc_vec },     { "flags", sc_flags }, { "epipe", sc_epipe },
-		{ "sendfile", sc_sendfile }, { "large", sc_large }, { "nonblock", sc_nonblock }, { NULL, NULL },
+		{ "sendfile", sc_sendfile }, { "sendfile_truncated", sc_sendfile_truncated }, { "large", sc_large }, { "nonblock", sc_nonblock }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);

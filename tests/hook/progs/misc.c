@@ -2,6 +2,7 @@
  * two threads on one socket), UDP and AF_UNIX (which must stay the kernel's),
  * and a TCP connection passed over SCM_RIGHTS.  A plain POSIX program. */
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -205,6 +206,109 @@ static int sc_threads_many(void)
 	}
 	say("server threads echoed %llu bytes in all (expected %llu)", (unsigned long long)total,
 	    (unsigned long long)expect);
+	close(tlisten);
+	return 0;
+}
+
+/* Threads on small stacks doing socket work, as MariaDB's timer thread (64
+ * KiB), stunnel and varnish do: static TLS is carved out of every thread's
+ * stack, so a preloaded library with large __thread data makes
+ * pthread_create fail (EINVAL) before the thread runs.  The 64 KiB threads
+ * connect and accept themselves; the 16 KiB ones move data (sleeping and
+ * waking) on a connection made by the main thread. */
+struct small {
+	pthread_t t;
+	size_t stack;
+	int fd;        /* the connection, or -1: make it in the thread */
+	int rc;        /* pthread_create's result */
+	bool ok;
+	size_t got;
+};
+
+static void *small_server(void *arg)
+{
+	struct small *sm = arg;
+	int s = sm->fd >= 0 ? sm->fd : accept(tlisten, NULL, NULL);
+
+	if (s >= 0) {
+		sm->got = (size_t)echo_fd(s, s);
+		close(s);
+	}
+	return NULL;
+}
+
+static void *small_client(void *arg)
+{
+	static __thread unsigned char chunk[512];
+	struct small *sm = arg;
+	int c = sm->fd >= 0 ? sm->fd : tcp_connect(tport);
+	size_t len = 48 * 1024;
+
+	sm->ok = true;
+	for (size_t off = 0; off < len; off += sizeof(chunk)) {
+		stream_fill(7, off, chunk, sizeof(chunk));
+		if (send_all(c, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+			sm->ok = false;
+		if (recv_all(c, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) ||
+		    !stream_check(7, off, chunk, sizeof(chunk)))
+			sm->ok = false;
+		else
+			sm->got += sizeof(chunk);
+	}
+	shutdown(c, SHUT_WR);
+	close(c);
+	return NULL;
+}
+
+static void start_small(struct small *sm, size_t stack, int fd, void *(*fn)(void *))
+{
+	pthread_attr_t a;
+
+	sm->stack = stack;
+	sm->fd = fd;
+	MUST(pthread_attr_init(&a));
+	MUST(pthread_attr_setstacksize(&a, stack));
+	sm->rc = pthread_create(&sm->t, &a, fn, sm);
+	pthread_attr_destroy(&a);
+	say("pthread_create, %zu KiB stack -> %s", stack / 1024, sm->rc ? en(sm->rc) : "0");
+}
+
+static int sc_small_stacks(void)
+{
+	const size_t stacks[] = { PTHREAD_STACK_MIN, 64 * 1024 };
+
+	tlisten = tcp_listener(&tport);
+	for (unsigned i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
+		struct small srv = { 0 }, cli = { 0 };
+		int c = -1, s = -1;
+
+		if (stacks[i] < 64 * 1024) {
+			c = tcp_connect(tport);
+			s = MUST(accept(tlisten, NULL, NULL));
+		}
+		start_small(&srv, stacks[i], s, small_server);
+		start_small(&cli, stacks[i], c, small_client);
+		if (srv.rc && !cli.rc) {
+			/* No server thread: serve the client thread from here. */
+			if (s < 0)
+				s = MUST(accept(tlisten, NULL, NULL));
+			srv.got = (size_t)echo_fd(s, s);
+			close(s);
+		} else if (!srv.rc && cli.rc) {
+			/* The server thread must see EOF. */
+			close(c >= 0 ? c : tcp_connect(tport));
+		}
+		if (!cli.rc)
+			pthread_join(cli.t, NULL);
+		if (!srv.rc)
+			pthread_join(srv.t, NULL);
+		if (srv.rc && cli.rc && c >= 0) {
+			close(c);
+			close(s);
+		}
+		say("%zu KiB stacks: client got %zu bytes back, intact %d; server echoed %zu", stacks[i] / 1024,
+		    cli.got, cli.ok, srv.got);
+	}
 	close(tlisten);
 	return 0;
 }
@@ -549,6 +653,7 @@ int main(int argc, char **argv)
 		{ "signals", sc_signals },
 		{ "threads_many", sc_threads_many },
 		{ "threads_shared", sc_threads_shared },
+		{ "small_stacks", sc_small_stacks },
 		{ "udp", sc_udp },
 		{ "unix", sc_unix },
 		{ "scm_tcp", sc_scm_tcp },

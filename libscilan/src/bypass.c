@@ -1,0 +1,245 @@
+/* bypass.c — after the agreement: bytes on the companion kernel socket of a
+ * ring connection mean the peer's stream bypassed the hook (io_uring, a
+ * program without the hook holding the fd).  Continue on kernel TCP with
+ * every byte in order when that is unambiguous, else reset loudly
+ * (ARCHITECTURE.md, "Bypass after agreement").
+ */
+#include "agree.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "conn.h"
+#include "fabric.h"
+#include "log.h"
+#include "segment.h"
+#include "stats_file.h"
+#include "sys.h"
+#include "urgent.h"
+
+/* The peer's side claimed the move: its word follow within this. */
+#define PEER_MOVE_WAIT_MS 5000
+
+/* Write ring bytes [from, to) of the peer's ring (ours to send) onto the
+ * kernel socket.  false if the socket refused them. */
+static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+
+	while (from < to) {
+		uint64_t off = from & (s->tx.cap - 1), piece = to - from;
+		ssize_t n;
+
+		if (piece > s->tx.cap - off)
+			piece = s->tx.cap - off;
+		n = sl_sys.send(s->fd, s->tx.data + off, (size_t)piece, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0)
+			from += (uint64_t)n;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			sl_sys.poll(&pfd, 1, -1);
+		else if (n < 0 && errno != EINTR)
+			return false;
+	}
+	if (atomic_load(&s->shut_wr))
+		sl_sys.shutdown(s->fd, SHUT_WR);
+	return true;
+}
+
+/* Read and drop n bytes of the kernel stream: the peer re-sent them, and we
+ * had read them from the ring already. */
+static bool skip_kernel(struct sl_sock *s, uint64_t n)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+	char sink[4096];
+
+	while (n) {
+		ssize_t got = sl_sys.recv(s->fd, sink, n < sizeof(sink) ? (size_t)n : sizeof(sink), MSG_DONTWAIT);
+
+		if (got > 0)
+			n -= (uint64_t)got;
+		else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			sl_sys.poll(&pfd, 1, -1);
+		else if (got == 0 || errno != EINTR)
+			return false;
+	}
+	return true;
+}
+
+static bool kernel_bytes(struct sl_sock *s)
+{
+	char b;
+
+	sl_urg_drop_carriers(s);
+	return sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/* We saw the peer's bytes on the kernel socket first.  Unambiguous when the
+ * peer never wrote into our ring (the kernel bytes start its stream) and it
+ * consumed none of what we wrote into its ring (published read index 0: the
+ * first consume publishes at once) or all of it.  Returns why not, or NULL
+ * when the connection may go plain. */
+/* lead() found the word moved by someone else meanwhile: look again. */
+static const char again[] = "";
+
+static const char *lead(struct sl_sock *s, _Atomic uint32_t *word)
+{
+	uint32_t attached = SL_OFFER_ATTACHED;
+	uint64_t rx_w = atomic_load_explicit(s->rx.write_idx, memory_order_acquire);
+	uint64_t v = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
+	uint64_t w = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
+
+	if (rx_w != 0)
+		return "the peer wrote both into the ring and onto the kernel socket (a program bypassing scilan "
+		       "shares its end): the order of its bytes is lost";
+	if (w - v > s->tx.cap)
+		return "the peer published an impossible read index when it bypassed the ring";
+	if (v != 0 && v != w)
+		return "the peer bypassed scilan after reading part of our ring: where its kernel stream resumes "
+		       "is unknown";
+	/* Claim the move for our side (forked holders, or the peer bypassing
+	 * too at the same moment, must not move it twice). */
+	if (word && !atomic_compare_exchange_strong(word, &attached, SL_OFFER_LED + (uint32_t)s->own_area))
+		return again;
+	/* Tell the peer's hook first, so that it stops using the rings and
+	 * drops what it read from its ring beyond v; then re-send from v. */
+	atomic_store_explicit(&s->peer_ctl->plain_from, v, memory_order_relaxed);
+	sl_segment_set_state(s, SL_PEER_PLAIN);
+	/* A locked operation: PLAIN is visible before we look at rx_write
+	 * again (a full fence on x86, and TSan understands it). */
+	atomic_fetch_or(&s->peer_ctl->peer_state, 0);
+	if (atomic_load(s->rx.write_idx) != 0)
+		return "the peer wrote into the ring while its bytes arrived on the kernel socket";
+	sl_conn_wake_peer(s);
+	if (!resend(s, v, w))
+		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+	return NULL;
+}
+
+/* The peer went plain first (lead() on its side): it re-sends our ring
+ * from plain_from, which we read up to rx.read already; and what we wrote
+ * into its ring it never read. */
+static const char *follow(struct sl_sock *s)
+{
+	uint64_t v = atomic_load_explicit(&s->own_ctl->plain_from, memory_order_acquire);
+	uint64_t w, r;
+
+	sl_claim_rx(s);
+	sl_claim_tx(s);
+	r = s->rx.read;
+	w = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
+	if (v > r || r - v > s->rx.cap)
+		return "the peer moved to kernel TCP from an impossible point of our stream";
+	if (atomic_load_explicit(s->tx.read_copy, memory_order_acquire) != 0 || w > s->tx.cap)
+		return "the peer moved to kernel TCP after reading part of what we wrote into its ring";
+	if (!skip_kernel(s, r - v))
+		return "the peer's kernel stream ended before the bytes it re-sent";
+	if (!resend(s, 0, w))
+		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+	return NULL;
+}
+
+/* Tell both ends: the peer's hook sees RESET in the ring, and whatever
+ * reads the peer's kernel socket gets an RST (a connect to AF_UNSPEC
+ * disconnects the socket, which resets an established connection). */
+static void reset_both(struct sl_sock *s, const char *why)
+{
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+	sl_conn_reset(s, why);
+	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+}
+
+/* The peer's side claimed the move (LED): its PLAIN and plain_from follow
+ * at once; wait for them (or its reset). */
+static bool wait_plain_bit(struct sl_sock *s)
+{
+	struct timespec one_ms = { 0, 1000000 };
+
+	for (int i = 0; i < PEER_MOVE_WAIT_MS; i++) {
+		uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+
+		if (ps & SL_PEER_PLAIN)
+			return true;
+		if (ps & SL_PEER_RESET)
+			return false;
+		nanosleep(&one_ms, NULL);
+	}
+	return false;
+}
+
+/* Decide with the three locks held; why the connection must be reset, or
+ * NULL; *plain when it is kernel TCP now. */
+static const char *decide_locked(struct sl_sock *s, bool *plain)
+{
+	_Atomic uint32_t *word = s->offer_word;
+	uint32_t ps, w, led;
+	const char *why;
+
+	for (;;) {
+		/* The bit before the word: the leader claims the word first. */
+		ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+		w = word ? atomic_load_explicit(word, memory_order_acquire) : SL_OFFER_ATTACHED;
+		led = SL_OFFER_LED + (uint32_t)s->own_area;
+		if (w == SL_OFFER_FOLLOWED || w == led) {
+			/* Another process of ours already moved what was ours to move. */
+			*plain = true;
+			return NULL;
+		}
+		if (w == (led ^ 1u) || (ps & SL_PEER_PLAIN)) {
+			if (!(ps & SL_PEER_PLAIN) && !wait_plain_bit(s))
+				return "the peer claimed to move the connection to kernel TCP and never did";
+			/* The first of our processes follows, the others just go plain. */
+			if (word && !atomic_compare_exchange_strong(word, &w, SL_OFFER_FOLLOWED)) {
+				*plain = true;
+				return NULL;
+			}
+			why = follow(s);
+		} else if (kernel_bytes(s)) {
+			why = lead(s, word);
+			if (why == again)
+				continue;
+		} else {
+			return NULL; /* the end of the stream: the peer-death path's business */
+		}
+		*plain = !why;
+		return why;
+	}
+}
+
+bool sl_bypass(struct sl_sock *s)
+{
+	const char *why = NULL;
+	bool plain = false;
+
+	sl_lock(&s->tx_lock);
+	sl_lock(&s->rx_lock);
+	pthread_mutex_lock(&s->ctl_lock);
+	atomic_store(&s->kernel_stirred, false);
+	if (atomic_load(&s->fell_back) || !s->seg || atomic_load(&s->reset)) {
+		plain = atomic_load(&s->fell_back);
+		goto out;
+	}
+	why = decide_locked(s, &plain);
+	if (plain) {
+		atomic_store(&s->fell_back, true);
+		sl_stats_conn_close(s);
+		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
+		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
+		sl_info("fd %d: the peer bypassed the rings (its bytes came on the kernel socket); the connection "
+			"continues on kernel TCP",
+			s->fd);
+	}
+out:
+	pthread_mutex_unlock(&s->ctl_lock);
+	sl_unlock(&s->rx_lock);
+	sl_unlock(&s->tx_lock);
+	if (why)
+		reset_both(s, why);
+	if (plain)
+		sl_conn_wake_local(s);
+	return plain;
+}

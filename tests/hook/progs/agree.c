@@ -1,0 +1,451 @@
+/* agree.c — scenarios where one end of a connection is not (or not wholly)
+ * under the hook: io_uring data calls, io_uring and raw-syscall acceptors,
+ * an acceptor that cannot open the offer, close right after send.  Every
+ * byte must arrive, checked, without a hang.  Links liburing. */
+#include <liburing.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/capability.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+#define REQ_LEN 300000  /* more than a 256 KiB ring: the client blocks on it */
+#define RSP_LEN 200000
+#define BANNER "220 scilan test banner\r\n"
+
+static uint16_t port;
+static int lfd;
+
+/* ---- io_uring calls (the kernel's own: no preload sees them) ---------------- */
+
+static struct io_uring ring;
+
+static void uring_init(void)
+{
+	int r = io_uring_queue_init(8, &ring, 0);
+
+	if (r < 0) {
+		errno = -r;
+		fatal("io_uring_queue_init");
+	}
+}
+
+/* Submit the prepared entry and wait for its completion: the result. */
+static int uring_wait(void)
+{
+	struct io_uring_cqe *cqe;
+	int r;
+
+	if (io_uring_submit(&ring) != 1)
+		fatal("io_uring_submit");
+	while ((r = io_uring_wait_cqe(&ring, &cqe)) == -EINTR)
+		;
+	if (r < 0) {
+		errno = -r;
+		fatal("io_uring_wait_cqe");
+	}
+	r = cqe->res;
+	io_uring_cqe_seen(&ring, cqe);
+	return r;
+}
+
+static int uring_accept(int l)
+{
+	io_uring_prep_accept(io_uring_get_sqe(&ring), l, NULL, NULL, 0);
+	return uring_wait();
+}
+
+static size_t uring_send_all(int fd, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		int n;
+
+		io_uring_prep_send(io_uring_get_sqe(&ring), fd, buf + done, len - done, MSG_NOSIGNAL);
+		n = uring_wait();
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
+static size_t uring_recv_all(int fd, char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		int n;
+
+		io_uring_prep_recv(io_uring_get_sqe(&ring), fd, buf + done, len - done, 0);
+		n = uring_wait();
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
+/* ---- the hooked end ----------------------------------------------------------- */
+
+/* Send the request, read the response: both checked against the stream. */
+static void client_exchange(const char *what, int c, bool banner, bool wait_epoll)
+{
+	char *req = malloc(REQ_LEN), *rsp = malloc(RSP_LEN), b[sizeof(BANNER)];
+	ssize_t sent, got;
+
+	if (banner && wait_epoll) {
+		/* An event loop's wait for the greeting, before any recv. */
+		int ep = MUST(epoll_create1(0));
+		struct epoll_event ev = { .events = EPOLLIN }, out;
+
+		MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+		SHOW(epoll_wait(ep, &out, 1, 20000));
+		say("%s: epoll events %s", what, epmask(out.events));
+		close(ep);
+	}
+	if (banner) {
+		got = recv_all(c, b, strlen(BANNER));
+		say("%s: banner %zd bytes, intact %d", what, got, got == (ssize_t)strlen(BANNER) && !memcmp(b, BANNER, (size_t)got));
+	}
+	stream_fill(1, 0, req, REQ_LEN);
+	sent = send_all(c, req, REQ_LEN);
+	got = recv_all(c, rsp, RSP_LEN);
+	say("%s: sent %zd, received %zd, intact %d", what, sent, got, stream_check(2, 0, rsp, (size_t)got));
+	SHOW(recv(c, b, 1, 0));
+	free(req);
+	free(rsp);
+}
+
+/* The server's side of the exchange with whatever calls it is given. */
+static void server_exchange(int s, size_t (*recv_fn)(int, char *, size_t), size_t (*send_fn)(int, const char *, size_t))
+{
+	char *req = malloc(REQ_LEN), *rsp = malloc(RSP_LEN);
+	size_t got = recv_fn(s, req, REQ_LEN);
+
+	say("request %zu bytes, intact %d", got, stream_check(1, 0, req, got));
+	stream_fill(2, 0, rsp, RSP_LEN);
+	say("response sent %zu", send_fn(s, rsp, RSP_LEN));
+	free(req);
+	free(rsp);
+}
+
+static size_t libc_recv_all(int fd, char *buf, size_t len)
+{
+	ssize_t n = recv_all(fd, buf, len);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+static size_t libc_send_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n = send_all(fd, buf, len);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* ---- acceptors the hook does not see -------------------------------------------- */
+
+/* io_uring accept, recv and send: a plain acceptor that waits for the
+ * client's request. */
+static int uring_server(void *arg)
+{
+	int s;
+
+	(void)arg;
+	uring_init();
+	s = uring_accept(lfd);
+	if (s < 0) {
+		errno = -s;
+		fatal("io_uring accept");
+	}
+	server_exchange(s, uring_recv_all, uring_send_all);
+	close(s);
+	return 0;
+}
+
+static int sc_uring_server(void)
+{
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "uring server", uring_server, NULL);
+	c = tcp_connect(port);
+	client_exchange("client", c, false, false);
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
+/* A raw accept4 system call on a listener the hook registered. */
+static int raw_accept(void)
+{
+	return (int)MUST(syscall(SYS_accept4, lfd, NULL, NULL, 0));
+}
+
+static int raw_server(void *arg)
+{
+	bool banner = arg != NULL;
+	int s = raw_accept();
+
+	if (banner)
+		say("banner sent %zu", libc_send_all(s, BANNER, strlen(BANNER)));
+	server_exchange(s, libc_recv_all, libc_send_all);
+	close(s);
+	return 0;
+}
+
+static int raw_pair(bool banner, bool wait_epoll)
+{
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "raw server", raw_server, banner ? "" : NULL);
+	c = tcp_connect(port);
+	client_exchange("client", c, banner, wait_epoll);
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
+static int sc_raw_client_first(void)
+{
+	return raw_pair(false, false);
+}
+
+static int sc_raw_banner(void)
+{
+	return raw_pair(true, false);
+}
+
+static int sc_raw_banner_epoll(void)
+{
+	return raw_pair(true, true);
+}
+
+/* close() right after send(), before the plain acceptor took the
+ * connection: everything sent arrives, then EOF. */
+static int drain_server(void *arg)
+{
+	char *buf = malloc(REQ_LEN + 1);
+	ssize_t got;
+	int s;
+
+	(void)arg;
+	s = raw_accept();
+	got = recv_all(s, buf, REQ_LEN + 1);
+	say("received %zd bytes before EOF, intact %d", got, stream_check(1, 0, buf, (size_t)(got > 0 ? got : 0)));
+	close(s);
+	free(buf);
+	return 0;
+}
+
+static int sc_close_after_send(void)
+{
+	char *req = malloc(REQ_LEN / 2);
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "raw server", drain_server, NULL);
+	c = tcp_connect(port);
+	stream_fill(1, 0, req, REQ_LEN / 2);
+	SHOW(send_all(c, req, REQ_LEN / 2));
+	SHOW(close(c));
+	kid_join(&k);
+	free(req);
+	return 0;
+}
+
+/* A client that execs with its connection before the plain acceptor
+ * spoke: the new image must find every byte the old one sent on the path
+ * it takes (the offer is decided at the hand-over). */
+static int exec_client(void *arg)
+{
+	char *req = malloc(REQ_LEN / 2), fdarg[16];
+	int c;
+
+	(void)arg;
+	close(lfd);
+	c = tcp_connect(port);
+	stream_fill(1, 0, req, REQ_LEN / 2);
+	say("old image sent %zd", send_all(c, req, REQ_LEN / 2));
+	snprintf(fdarg, sizeof(fdarg), "%d", c);
+	execl(scen_self, scen_self, "exec_rest", fdarg, (char *)NULL);
+	fatal("execl");
+}
+
+static int sc_exec_rest(void)
+{
+	char *req = malloc(REQ_LEN - REQ_LEN / 2), *rsp = malloc(RSP_LEN), b;
+	int c = scen_argc > 0 ? atoi(scen_argv[0]) : -1;
+	ssize_t got;
+
+	stream_fill(1, REQ_LEN / 2, req, REQ_LEN - REQ_LEN / 2);
+	say("new image sent %zd", send_all(c, req, REQ_LEN - REQ_LEN / 2));
+	got = recv_all(c, rsp, RSP_LEN);
+	say("new image received %zd, intact %d", got, stream_check(2, 0, rsp, (size_t)(got > 0 ? got : 0)));
+	SHOW(recv(c, &b, 1, 0));
+	close(c);
+	return 0;
+}
+
+static int sc_exec_while_offered(void)
+{
+	struct kid k;
+	int s;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "exec client", exec_client, NULL);
+	s = raw_accept();
+	server_exchange(s, libc_recv_all, libc_send_all);
+	close(s);
+	kid_join(&k);
+	return 0;
+}
+
+/* A hooked acceptor that cannot open the offer (no descriptor left for
+ * it): the connection must still carry everything, on kernel TCP. */
+static int starved_server(void *arg)
+{
+	struct rlimit old, low;
+	int s, lowest = MUST(fcntl(lfd, F_DUPFD, 0));
+
+	(void)arg;
+	close(lowest);
+	MUST(getrlimit(RLIMIT_NOFILE, &old));
+	low = old;
+	low.rlim_cur = (rlim_t)lowest + 1; /* room for the accepted socket only */
+	MUST(setrlimit(RLIMIT_NOFILE, &low));
+	s = accept(lfd, NULL, NULL);
+	MUST(setrlimit(RLIMIT_NOFILE, &old));
+	if (s < 0)
+		fatal("accept");
+	server_exchange(s, libc_recv_all, libc_send_all);
+	close(s);
+	return 0;
+}
+
+static int sc_starved_acceptor(void)
+{
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "starved server", starved_server, NULL);
+	c = tcp_connect(port);
+	client_exchange("client", c, false, false);
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
+/* A hooked acceptor that may not open the client's descriptors (EACCES on
+ * /proc/<pid>/fd: a non-dumpable client, as for a server running as another
+ * user).  Root may open them anyway, so the server gives up CAP_SYS_PTRACE. */
+static void drop_ptrace_capability(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return;
+	data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	syscall(SYS_capset, &hdr, data);
+}
+
+static int guarded_server(void *arg)
+{
+	int s;
+
+	(void)arg;
+	drop_ptrace_capability();
+	s = MUST(accept(lfd, NULL, NULL));
+	server_exchange(s, libc_recv_all, libc_send_all);
+	close(s);
+	return 0;
+}
+
+static int sc_undumpable_client(void)
+{
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "guarded server", guarded_server, NULL);
+	MUST(prctl(PR_SET_DUMPABLE, 0));
+	c = tcp_connect(port);
+	client_exchange("client", c, false, false);
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
+/* ---- a hooked acceptor, a client that bypasses the hook after connect ---------- */
+
+static int echo_server(void *arg)
+{
+	int s;
+
+	(void)arg;
+	s = MUST(accept(lfd, NULL, NULL));
+	say("echoed %llu bytes", (unsigned long long)echo_fd(s, s));
+	close(s);
+	return 0;
+}
+
+static int sc_uring_client(void)
+{
+	size_t len = 65536, sent, got;
+	char *out = malloc(len), *in = malloc(len);
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "echo server", echo_server, NULL);
+	c = tcp_connect(port);
+	uring_init();
+	stream_fill(3, 0, out, len);
+	sent = uring_send_all(c, out, len);
+	got = uring_recv_all(c, in, len);
+	say("client: sent %zu, echoed %zu, intact %d", sent, got, stream_check(3, 0, in, got));
+	io_uring_prep_shutdown(io_uring_get_sqe(&ring), c, SHUT_WR);
+	say("io_uring shutdown -> %d", uring_wait());
+	say("io_uring recv at EOF -> %zu", uring_recv_all(c, in, 1));
+	kid_join(&k);
+	SHOW(close(c));
+	free(out);
+	free(in);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "uring_server", sc_uring_server },
+		{ "raw_client_first", sc_raw_client_first },
+		{ "raw_banner", sc_raw_banner },
+		{ "raw_banner_epoll", sc_raw_banner_epoll },
+		{ "close_after_send", sc_close_after_send },
+		{ "starved_acceptor", sc_starved_acceptor },
+		{ "undumpable_client", sc_undumpable_client },
+		{ "exec_while_offered", sc_exec_while_offered },
+		{ "exec_rest", sc_exec_rest },
+		{ "uring_client", sc_uring_client },
+		{ NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}

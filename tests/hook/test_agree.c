@@ -1,0 +1,33 @@
+/* test_agree.c — connections one end of which bypasses the hook
+ * (progs/agree.c): io_uring data calls after a hooked connect, io_uring and
+ * raw-syscall acceptors on a hooked listener, an acceptor that cannot open
+ * the offer, close right after send.  Same transcript as kernel TCP. */
+#include <criterion/criterion.h>
+
+#include "runner.h"
+
+/* The plain acceptors: the client's offer is revoked, nothing accelerated. */
+Test(agree, uring_acceptor_waits_for_request, .timeout = 120) { hk_scenario("agree", "uring_server", 0, 0, 30); }
+Test(agree, raw_acceptor_waits_for_request, .timeout = 120) { hk_scenario("agree", "raw_client_first", 0, 0, 30); }
+Test(agree, raw_acceptor_speaks_first, .timeout = 120) { hk_scenario("agree", "raw_banner", 0, 0, 30); }
+Test(agree, raw_acceptor_speaks_first_epoll_wait, .timeout = 120)
+{
+	hk_scenario("agree", "raw_banner_epoll", 0, 0, 30);
+}
+Test(agree, close_right_after_send_to_plain_acceptor, .timeout = 120)
+{
+	hk_scenario("agree", "close_after_send", 0, 0, 30);
+}
+Test(agree, exec_before_plain_acceptor_spoke, .timeout = 120)
+{
+	hk_scenario("agree", "exec_while_offered", 0, 0, 30);
+}
+Test(agree, acceptor_cannot_open_offer, .timeout = 120) { hk_scenario("agree", "starved_acceptor", 0, 0, 30); }
+Test(agree, acceptor_denied_the_clients_descriptors, .timeout = 120)
+{
+	hk_scenario("agree", "undumpable_client", 0, 0, 30);
+}
+
+/* A hooked echo server whose client connected through the hook, then sends
+ * and receives with io_uring: the server's rings never see a byte. */
+Test(agree, uring_client_after_hooked_connect, .timeout = 120) { hk_scenario("agree", "uring_client", 0, -1, 30); }
