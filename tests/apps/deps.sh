@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(iperf3 sockperf redis-server redis-tools nginx-light wrk curl memcached
 	libmemcached-tools vsftpd tnftp rpcbind libtirpc-dev rpcsvc-proto pkg-config
-	jq iproute2 procps gnuplot-nox util-linux)
+	jq iproute2 procps gnuplot-nox util-linux rsync mariadb-server mariadb-client)
 # node-cluster.sh runs whichever node is on the PATH (Debian's, NodeSource's,
 # /usr/local/bin's); Debian's nodejs only when there is none.
 command -v node >/dev/null || command -v nodejs >/dev/null || packages+=(nodejs)
@@ -22,7 +22,7 @@ export DEBIAN_FRONTEND=noninteractive
 # Other package runs may hold the dpkg lock: wait for it rather than fail.
 apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
 # policy-rc.d 101: the packages' daemons (redis, memcached, nginx, vsftpd,
-# rpcbind) are not started by the installation; the tests start their own.
+# rpcbind, rsync, mariadb) are not started by the installation; the tests start their own.
 prc=/usr/sbin/policy-rc.d
 if [ ! -e "$prc" ]; then
 	printf '#!/bin/sh\nexit 101\n' >"$prc"
