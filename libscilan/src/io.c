@@ -117,23 +117,6 @@ static int send_blocker(struct sl_sock *s, bool sent)
 	return 0;
 }
 
-/* A send to a peer that closed in order: TCP accepts it (the bytes go out,
- * the peer's kernel answers with RST) and a later call learns of the reset,
- * with EPIPE since the peer's FIN came first.  So this one succeeds as far
- * as a send buffer (the ring) would take it, nothing is copied, and the
- * connection is reset from here on, keeping what our ring still holds. */
-static ssize_t send_to_closed(struct sl_sock *s, size_t len, int flags)
-{
-	if (atomic_load(&s->shut_wr))
-		return broken_pipe(flags);
-	if (len == 0)
-		return 0;
-	atomic_store(&s->sent_after_close, true);
-	sl_conn_note_error(s);
-	sl_conn_wake_local(s);
-	return (ssize_t)(len < s->tx.cap ? len : s->tx.cap);
-}
-
 /* A position in an iovec array, advanced as bytes are copied; or, with
  * fill set, a source that writes straight into the ring (sl_send_fill). */
 struct iov_cursor {
@@ -173,6 +156,34 @@ static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size
 	}
 	return n;
 }
+
+/* A send to a peer that closed in order: TCP accepts it (the bytes go out,
+ * the peer's kernel answers with RST) and a later call learns of the reset,
+ * with EPIPE since the peer's FIN came first.  So this one succeeds as far
+ * as a send buffer (the ring) would take it, and the connection is reset
+ * from here on, keeping what our ring still holds.  Nothing is copied from
+ * a caller's buffer; a fill source (sendfile) is read as the kernel's would
+ * be, into ring space the closed peer never reads, so the count and the
+ * file position are what the kernel would report. */
+static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
+{
+	if (atomic_load(&s->shut_wr))
+		return broken_pipe(flags);
+	if (len > s->tx.cap)
+		len = (size_t)s->tx.cap;
+	if (len && cur->fill) {
+		sl_lock(&s->tx_lock);
+		len = gather_into_ring(&s->tx, cur, len); /* never committed */
+		sl_unlock(&s->tx_lock);
+	}
+	if (len == 0)
+		return 0;
+	atomic_store(&s->sent_after_close, true);
+	sl_conn_note_error(s);
+	sl_conn_wake_local(s);
+	return (ssize_t)len;
+}
+
 
 /* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
  * the cursor advances only if consume is set (MSG_PEEK leaves it). */
@@ -223,7 +234,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		}
 		err = send_blocker(s, sent != 0);
 		if (err == SEND_TO_CLOSED)
-			return send_to_closed(s, len, flags);
+			return send_to_closed(s, cur, len, flags);
 		if (err) {
 			if (sent)
 				break;
