@@ -2,10 +2,16 @@
 #ifndef SCILAN_LOG_H
 #define SCILAN_LOG_H
 
+#include <stdbool.h>
+
 enum sl_log_level { SL_LOG_ERROR, SL_LOG_WARN, SL_LOG_INFO, SL_LOG_DEBUG };
 
 void sl_log(enum sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl_log_set_level(enum sl_log_level level);
+/* Before a sandbox (seccomp): stop writing to stderr if it is a file the
+ * process may not grow; whether it stopped (the stats line asks too). */
+void sl_log_before_sandbox(void);
+bool sl_log_stderr_muted(void);
 enum sl_log_level sl_log_get_level(void);
 
 #define sl_err(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)
