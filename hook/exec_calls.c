@@ -30,8 +30,26 @@ static const char *preload_path(void)
 	return path;
 }
 
+/* An LD_PRELOAD that names other libraries but not ours (a launcher's own
+ * preload): ours goes first in it, or the new image would not adopt the
+ * rings handed over and the peer's bytes would wait in them unread.  NULL
+ * if it names ours already or the list is too long to extend. */
+static char *preload_joined(const char *entry)
+{
+	static char joined[8192];
+	const char *ours = preload_path() + 11; /* after "LD_PRELOAD=" */
+	const char *list = entry + 11;
+
+	if (!ours[0] || strstr(list, ours))
+		return NULL;
+	if (snprintf(joined, sizeof(joined), "LD_PRELOAD=%s:%s", ours, list) >= (int)sizeof(joined))
+		return NULL;
+	return joined;
+}
+
 /* envp plus (replacing any earlier) SCILAN_HANDOVER=list and, when it lacks
- * one, LD_PRELOAD; NULL (errno set) if it cannot be built. */
+ * one, LD_PRELOAD (or ours joins the one it has); NULL (errno set) if it
+ * cannot be built. */
 static char **env_with(char *const envp[], const char *var)
 {
 	size_t n = 0, k = 0;
@@ -46,7 +64,13 @@ static char **env_with(char *const envp[], const char *var)
 	for (size_t i = 0; i < n; i++) {
 		if (strncmp(envp[i], SL_HANDOVER_ENV "=", sizeof(SL_HANDOVER_ENV)) == 0)
 			continue;
-		has_preload |= strncmp(envp[i], "LD_PRELOAD=", 11) == 0;
+		if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0) {
+			char *joined = preload_joined(envp[i]);
+
+			has_preload = true;
+			out[k++] = joined ? joined : envp[i];
+			continue;
+		}
 		out[k++] = envp[i];
 	}
 	out[k++] = (char *)var;

@@ -162,6 +162,60 @@ static int sc_serve_fd(void)
 	return 0;
 }
 
+/* environ with LD_PRELOAD naming another library (libc itself, a no-op), as
+ * a launcher that sets its own preload would leave it. */
+static char **env_other_preload(void)
+{
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+			env[k++] = environ[i];
+	env[k++] = "LD_PRELOAD=libc.so.6";
+	return env;
+}
+
+/* An exec whose environment preloads something else: the new image must
+ * still read the connection (the hook joins the preload list). */
+static int sc_exec_other_preload(void)
+{
+	int c, s, status, out = MUST(memfd_create("execd-out", 0));
+	char fdarg[16], outarg[16], text[256] = { 0 }, early[8] = { 0 };
+	char **env = env_other_preload();
+	pid_t pid;
+
+	lfd = tcp_listener(&port);
+	c = tcp_connect(port);
+	s = MUST(accept(lfd, NULL, NULL));
+	MUST(send(c, "early", 5, 0));
+	snprintf(fdarg, sizeof(fdarg), "%d", s);
+	snprintf(outarg, sizeof(outarg), "%d", out);
+	fflush(stdout);
+	pid = MUST(fork());
+	if (pid == 0) {
+		execle(scen_self, scen_self, "serve_fd", fdarg, outarg, (char *)NULL, env);
+		_exit(127);
+	}
+	SHOW(close(s));
+	SHOW(recv(c, early, 5, MSG_WAITALL));
+	say("echo of the bytes sent before the exec: '%s'", early);
+	request("through the exec'd server", c, 14, 300000);
+	SHOW(shutdown(c, SHUT_WR));
+	waitpid(pid, &status, 0);
+	MUST(pread(out, text, sizeof(text) - 1, 0));
+	say("exec'd server said:\n%sexec'd server exit %d", text, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	close(out);
+	close(c);
+	close(lfd);
+	free(env);
+	return 0;
+}
+
 static int sc_vfork_exec(void)
 {
 	int c, s, status, out = MUST(memfd_create("execd-out", 0));
@@ -660,6 +714,7 @@ int main(int argc, char **argv)
 		{ "fork", sc_fork },
 		{ "prefork", sc_prefork },
 		{ "vfork_exec", sc_vfork_exec },
+		{ "exec_other_preload", sc_exec_other_preload },
 		{ "inetd", sc_inetd },
 		{ "exec_cloexec", sc_exec_cloexec },
 		{ "daemon", sc_daemon },
