@@ -4,12 +4,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "agree.h"
 #include "handover.h"
 #include "hook.h"
 
@@ -111,7 +113,21 @@ struct exec_args {
 	const char *path;
 	int fd;
 	char *const *argv;
+	bool search; /* execvp: path is looked up on PATH */
 };
+
+/* The new image will not load the hook (static, set-ID): it would never
+ * adopt a hand-over, and the peer's bytes would wait in rings nobody reads.
+ * Each connection it inherits moves to kernel TCP first (bypass.c). */
+static bool leave_inherited(int fd, struct sl_sock *s)
+{
+	int fdflags = sl_sys.fcntl(fd, F_GETFD);
+
+	if (fdflags >= 0 && !(fdflags & FD_CLOEXEC) && s->seg && !atomic_load(&s->fell_back) &&
+	    !atomic_load(&s->reset) && (sl_sock_state(s) == SL_CONNECTED || sl_agree_pending(s)))
+		sl_bypass_leave(s);
+	return false;
+}
 
 static int exec_with_handover(int (*call)(const struct exec_args *a, char *const envp[]), const struct exec_args *a,
 			      char *const envp[])
@@ -119,6 +135,10 @@ static int exec_with_handover(int (*call)(const struct exec_args *a, char *const
 	struct prepared p;
 	char **env;
 
+	if (!hk_image_loads_hook(a->path, a->fd, a->search)) {
+		hk_enter();
+		sl_sock_any_fd(leave_inherited);
+	}
 	prepare(&p);
 	if (!p.count) {
 		call(a, envp);
@@ -166,7 +186,7 @@ HK_EXPORT int execv(const char *path, char *const argv[])
 
 HK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	struct exec_args a = { .path = file, .argv = argv };
+	struct exec_args a = { .path = file, .argv = argv, .search = true };
 
 	return exec_with_handover(call_execvpe, &a, envp);
 }

@@ -14,6 +14,12 @@ Test(procs, exec_with_other_preload_adopts, .timeout = 120)
 {
 	hk_scenario("procs", "exec_other_preload", 1, -1, 30);
 }
+/* The exec'd image is static (no preload): its connection moves to kernel
+ * TCP before the exec, the bytes waiting in the rings with it. */
+Test(procs, exec_static_image_gets_kernel_tcp, .timeout = 120)
+{
+	hk_scenario("procs", "exec_static", 0, -1, 30);
+}
 Test(procs, inetd_exec_handover_on_stdin_stdout, .timeout = 120) { hk_scenario("procs", "inetd", 1, -1, 30); }
 Test(procs, cloexec_socket_not_inherited_by_exec, .timeout = 120) { hk_scenario("procs", "exec_cloexec", 1, -1, 30); }
 Test(procs, daemon_serves_inherited_listener, .timeout = 120) { hk_scenario("procs", "daemon", 1, -1, 30); }

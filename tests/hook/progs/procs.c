@@ -180,13 +180,12 @@ static char **env_other_preload(void)
 	return env;
 }
 
-/* An exec whose environment preloads something else: the new image must
- * still read the connection (the hook joins the preload list). */
-static int sc_exec_other_preload(void)
+/* Exec path (with env) as the server of an accepted connection that has
+ * bytes waiting; the client exchanges through it. */
+static int exec_server(const char *path, char **env, uint64_t seed)
 {
 	int c, s, status, out = MUST(memfd_create("execd-out", 0));
 	char fdarg[16], outarg[16], text[256] = { 0 }, early[8] = { 0 };
-	char **env = env_other_preload();
 	pid_t pid;
 
 	lfd = tcp_listener(&port);
@@ -198,13 +197,13 @@ static int sc_exec_other_preload(void)
 	fflush(stdout);
 	pid = MUST(fork());
 	if (pid == 0) {
-		execle(scen_self, scen_self, "serve_fd", fdarg, outarg, (char *)NULL, env);
+		execle(path, path, "serve_fd", fdarg, outarg, (char *)NULL, env);
 		_exit(127);
 	}
 	SHOW(close(s));
 	SHOW(recv(c, early, 5, MSG_WAITALL));
 	say("echo of the bytes sent before the exec: '%s'", early);
-	request("through the exec'd server", c, 14, 300000);
+	request("through the exec'd server", c, seed, 300000);
 	SHOW(shutdown(c, SHUT_WR));
 	waitpid(pid, &status, 0);
 	MUST(pread(out, text, sizeof(text) - 1, 0));
@@ -212,8 +211,30 @@ static int sc_exec_other_preload(void)
 	close(out);
 	close(c);
 	close(lfd);
-	free(env);
 	return 0;
+}
+
+/* An exec whose environment preloads something else: the new image must
+ * still read the connection (the hook joins the preload list). */
+static int sc_exec_other_preload(void)
+{
+	char **env = env_other_preload();
+	int r = exec_server(scen_self, env, 14);
+
+	free(env);
+	return r;
+}
+
+/* An exec of a static executable (procs-static, this program linked
+ * statically), which loads no preload: the connection must reach it on
+ * kernel TCP, the bytes that waited in the rings included. */
+static int sc_exec_static(void)
+{
+	extern char **environ;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s-static", scen_self);
+	return exec_server(path, environ, 15);
 }
 
 static int sc_vfork_exec(void)
@@ -715,6 +736,7 @@ int main(int argc, char **argv)
 		{ "prefork", sc_prefork },
 		{ "vfork_exec", sc_vfork_exec },
 		{ "exec_other_preload", sc_exec_other_preload },
+		{ "exec_static", sc_exec_static },
 		{ "inetd", sc_inetd },
 		{ "exec_cloexec", sc_exec_cloexec },
 		{ "daemon", sc_daemon },
