@@ -4,12 +4,14 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "agree.h"
 #include "handover.h"
 #include "hook.h"
 
@@ -30,8 +32,26 @@ static const char *preload_path(void)
 	return path;
 }
 
+/* An LD_PRELOAD that names other libraries but not ours (a launcher's own
+ * preload): ours goes first in it, or the new image would not adopt the
+ * rings handed over and the peer's bytes would wait in them unread.  NULL
+ * if it names ours already or the list is too long to extend. */
+static char *preload_joined(const char *entry)
+{
+	static char joined[8192];
+	const char *ours = preload_path() + 11; /* after "LD_PRELOAD=" */
+	const char *list = entry + 11;
+
+	if (!ours[0] || strstr(list, ours))
+		return NULL;
+	if (snprintf(joined, sizeof(joined), "LD_PRELOAD=%s:%s", ours, list) >= (int)sizeof(joined))
+		return NULL;
+	return joined;
+}
+
 /* envp plus (replacing any earlier) SCILAN_HANDOVER=list and, when it lacks
- * one, LD_PRELOAD; NULL (errno set) if it cannot be built. */
+ * one, LD_PRELOAD (or ours joins the one it has); NULL (errno set) if it
+ * cannot be built. */
 static char **env_with(char *const envp[], const char *var)
 {
 	size_t n = 0, k = 0;
@@ -46,7 +66,13 @@ static char **env_with(char *const envp[], const char *var)
 	for (size_t i = 0; i < n; i++) {
 		if (strncmp(envp[i], SL_HANDOVER_ENV "=", sizeof(SL_HANDOVER_ENV)) == 0)
 			continue;
-		has_preload |= strncmp(envp[i], "LD_PRELOAD=", 11) == 0;
+		if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0) {
+			char *joined = preload_joined(envp[i]);
+
+			has_preload = true;
+			out[k++] = joined ? joined : envp[i];
+			continue;
+		}
 		out[k++] = envp[i];
 	}
 	out[k++] = (char *)var;
@@ -99,14 +125,33 @@ struct exec_args {
 	const char *path;
 	int fd;
 	char *const *argv;
+	bool search; /* execvp: path is looked up on PATH */
 };
+
+/* The new image will not load the hook (static, set-ID): it would never
+ * adopt a hand-over, and the peer's bytes would wait in rings nobody reads.
+ * Each connection it inherits moves to kernel TCP first (bypass.c). */
+static bool leave_inherited(int fd, struct sl_sock *s)
+{
+	int fdflags = sl_sys.fcntl(fd, F_GETFD);
+
+	if (fdflags >= 0 && !(fdflags & FD_CLOEXEC) && s->seg && !atomic_load(&s->fell_back) &&
+	    !atomic_load(&s->reset) && (sl_sock_state(s) == SL_CONNECTED || sl_agree_pending(s)))
+		sl_bypass_leave(s);
+	return false;
+}
 
 static int exec_with_handover(int (*call)(const struct exec_args *a, char *const envp[]), const struct exec_args *a,
 			      char *const envp[])
 {
-	struct prepared *p = prepare();
+	struct prepared *p;
 	char **env;
 
+	if (!hk_image_loads_hook(a->path, a->fd, a->search)) {
+		hk_enter();
+		sl_sock_any_fd(leave_inherited);
+	}
+	p = prepare();
 	if (!p) {
 		/* Exec without describing the connections would leave their
 		 * peers writing into rings nobody reads. */
@@ -159,7 +204,7 @@ HK_EXPORT int execv(const char *path, char *const argv[])
 
 HK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	struct exec_args a = { .path = file, .argv = argv };
+	struct exec_args a = { .path = file, .argv = argv, .search = true };
 
 	return exec_with_handover(call_execvpe, &a, envp);
 }

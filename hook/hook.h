@@ -45,6 +45,11 @@ void hk_epoll_forget_fd(int fd);
 /* Expand poll entries that are emulated epoll sets into their scilan members
  * and wait (poll_calls.c uses it for poll/ppoll/select/pselect). */
 int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
+/* Before a seccomp filter: connections leave the rings (sandbox_calls.c). */
+void hk_before_seccomp(void);
+/* Will the image exec runs (file, searched on PATH if search; else fd) load
+ * the hook?  false for a static or privilege-gaining one (exec_image.c). */
+bool hk_image_loads_hook(const char *file, int fd, bool search);
 
 /* stdio_calls.c: fds 0-2 are about to name something else (flush our
  * ring-backed standard stream), or just did (swap it for a ring-backed stream while the

@@ -3,6 +3,7 @@
  * so every Node.js program, closes each descriptor with syscall(SYS_close));
  * every other number goes to libc unchanged.
  */
+#include <linux/seccomp.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,6 +32,13 @@ HK_EXPORT long syscall(long number, ...)
 #ifdef SYS_close_range
 	case SYS_close_range:
 		return close_range((unsigned int)a[0], (unsigned int)a[1], (int)a[2]);
+#endif
+#ifdef SYS_seccomp
+	case SYS_seccomp:
+		/* A filter may refuse what the rings need (sandbox_calls.c). */
+		if (a[0] == SECCOMP_SET_MODE_FILTER)
+			hk_before_seccomp();
+		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 #endif
 	default:
 		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);

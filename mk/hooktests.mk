@@ -22,13 +22,19 @@ $(HOOKPROG_DIR)/%: tests/hook/progs/%.c tests/hook/progs/scen.c tests/hook/progs
 	@echo "  LINK    $@"
 	@$(CC) $(HOOK_FLAGS) -Itests/hook/progs -o $@ $< tests/hook/progs/scen.c $(HOOKPROG_LIBS)
 
+# procs.c linked statically: an exec'd image that loads no preload.
+$(HOOKPROG_DIR)/procs-static: tests/hook/progs/procs.c tests/hook/progs/scen.c tests/hook/progs/scen.h
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(HOOK_FLAGS) -static -Itests/hook/progs -o $@ $< tests/hook/progs/scen.c
+
 $(HOOKTEST_DIR)/%: tests/hook/%.c $(HOOKTEST_LIB) $(wildcard tests/hook/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
 	@$(CC) $(HOOK_FLAGS) -Itests/hook -o $@ $< $(HOOKTEST_LIB) -lcriterion
 
 .PHONY: test-hook hooktests
-hooktests: hook $(HOOKPROG_BIN) $(HOOKTEST_BIN)
+hooktests: hook $(HOOKPROG_BIN) $(HOOKPROG_DIR)/procs-static $(HOOKTEST_BIN)
 
 test-hook: hooktests
 	@scripts/run-tests.sh $(HOOKTEST_DIR) hook $(BUILD)/results

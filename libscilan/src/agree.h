@@ -41,6 +41,11 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode);
  * true if the connection is now kernel TCP with every byte in order; false
  * if not, or if it was reset (ambiguous: ECONNRESET and a log line). */
 bool sl_bypass(struct sl_sock *s);
+/* This process is about to lose what the rings need (a seccomp filter, an
+ * image without the hook): move the connection to kernel TCP now, the peer
+ * re-sending what we have not read and dropping what it read of what we
+ * re-send.  true if it is kernel TCP now; false if reset (or undecidable). */
+bool sl_bypass_leave(struct sl_sock *s);
 
 /* Has the connection become kernel TCP (deciding what mode allows)?  The
  * guard of every would-block path, of poll, and of each send iteration. */

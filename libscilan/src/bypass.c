@@ -118,13 +118,13 @@ static const char *lead(struct sl_sock *s, _Atomic uint32_t *word)
 	return NULL;
 }
 
-/* The peer went plain first (lead() on its side): it re-sends our ring
- * from plain_from, which we read up to rx.read already; and what we wrote
- * into its ring it never read. */
+/* The peer went plain first (lead() on its side, or a leave): it re-sends
+ * our ring from plain_from, which we read up to rx.read already; what we
+ * wrote into its ring beyond the read index it published we re-send. */
 static const char *follow(struct sl_sock *s)
 {
 	uint64_t v = atomic_load_explicit(&s->own_ctl->plain_from, memory_order_acquire);
-	uint64_t w, r;
+	uint64_t w, r, u;
 
 	sl_claim_rx(s);
 	sl_claim_tx(s);
@@ -132,11 +132,45 @@ static const char *follow(struct sl_sock *s)
 	w = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
 	if (v > r || r - v > s->rx.cap)
 		return "the peer moved to kernel TCP from an impossible point of our stream";
-	if (atomic_load_explicit(s->tx.read_copy, memory_order_acquire) != 0 || w > s->tx.cap)
-		return "the peer moved to kernel TCP after reading part of what we wrote into its ring";
+	/* The leader read our ring up to the index it published before PLAIN:
+	 * 0 after a bypass (it had nothing to read), anything after a leave
+	 * (sl_bypass_leave), which publishes it exactly.  The rest we re-send. */
+	u = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
+	if (u > w || w - u > s->tx.cap)
+		return "the peer moved to kernel TCP from an impossible point of what we wrote into its ring";
 	if (!skip_kernel(s, r - v))
 		return "the peer's kernel stream ended before the bytes it re-sent";
-	if (!resend(s, 0, w))
+	if (!resend(s, u, w))
+		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+	return NULL;
+}
+
+/* Our process is about to lose what the rings need (a seccomp filter):
+ * we lead the move without kernel bytes to explain it.  Unlike lead(), our
+ * receive ring may hold unread bytes: our read index, published exactly
+ * before PLAIN, tells the follower where to re-send its ring from; and the
+ * follower drops from our re-sent bytes what it had read already, so its
+ * reads racing with us are fine.  The peer is hooked (it used the rings),
+ * so it follows at its next call, which our wake-up brings about. */
+static const char *leave(struct sl_sock *s, _Atomic uint32_t *word)
+{
+	uint32_t attached = SL_OFFER_ATTACHED;
+	uint64_t v, w;
+
+	if (word && !atomic_compare_exchange_strong(word, &attached, SL_OFFER_LED + (uint32_t)s->own_area))
+		return again;
+	sl_claim_rx(s);
+	sl_claim_tx(s);
+	sl_ring_rx_publish(&s->rx);
+	v = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
+	w = s->tx.write;
+	if (w < v || w - v > s->tx.cap)
+		return "the peer published an impossible read index";
+	atomic_store_explicit(&s->peer_ctl->plain_from, v, memory_order_relaxed);
+	sl_segment_set_state(s, SL_PEER_PLAIN);
+	atomic_fetch_or(&s->peer_ctl->peer_state, 0);
+	sl_conn_wake_peer(s);
+	if (!resend(s, v, w))
 		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
 	return NULL;
 }
@@ -171,8 +205,9 @@ static bool wait_plain_bit(struct sl_sock *s)
 }
 
 /* Decide with the three locks held; why the connection must be reset, or
- * NULL; *plain when it is kernel TCP now. */
-static const char *decide_locked(struct sl_sock *s, bool *plain)
+ * NULL; *plain when it is kernel TCP now.  leaving: move it even with no
+ * bytes on the kernel socket (sl_bypass_leave). */
+static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving)
 {
 	_Atomic uint32_t *word = s->offer_word;
 	uint32_t ps, w, led;
@@ -201,6 +236,10 @@ static const char *decide_locked(struct sl_sock *s, bool *plain)
 			why = lead(s, word);
 			if (why == again)
 				continue;
+		} else if (leaving) {
+			why = leave(s, word);
+			if (why == again)
+				continue;
 		} else {
 			return NULL; /* the end of the stream: the peer-death path's business */
 		}
@@ -209,7 +248,7 @@ static const char *decide_locked(struct sl_sock *s, bool *plain)
 	}
 }
 
-bool sl_bypass(struct sl_sock *s)
+static bool move(struct sl_sock *s, bool leaving)
 {
 	const char *why = NULL;
 	bool plain = false;
@@ -222,16 +261,27 @@ bool sl_bypass(struct sl_sock *s)
 		plain = atomic_load(&s->fell_back);
 		goto out;
 	}
-	why = decide_locked(s, &plain);
+	why = decide_locked(s, &plain, leaving);
 	if (plain) {
 		atomic_store(&s->fell_back, true);
 		sl_stats_conn_close(s);
-		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+		/* Not below 0: a forked child counts from 0 what its parent accelerated. */
+		for (uint64_t a = atomic_load(&sl_totals.accelerated);
+		     a && !atomic_compare_exchange_weak(&sl_totals.accelerated, &a, a - 1);)
+			;
 		atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
 		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
-		sl_info("fd %d: the peer bypassed the rings (its bytes came on the kernel socket); the connection "
-			"continues on kernel TCP",
-			s->fd);
+		if (leaving)
+			/* Debug only: a sandboxed process's stderr may be a file
+			 * it may no longer grow (OpenSSH sets RLIMIT_FSIZE 0:
+			 * the write would kill it with SIGXFSZ). */
+			sl_debug("fd %d: this process is about to lose what the rings need; the connection continues "
+				"on kernel TCP",
+				s->fd);
+		else
+			sl_info("fd %d: the peer bypassed the rings (its bytes came on the kernel socket); the "
+				"connection continues on kernel TCP",
+				s->fd);
 	}
 out:
 	pthread_mutex_unlock(&s->ctl_lock);
@@ -242,4 +292,19 @@ out:
 	if (plain)
 		sl_conn_wake_local(s);
 	return plain;
+}
+
+bool sl_bypass(struct sl_sock *s)
+{
+	return move(s, false);
+}
+
+bool sl_bypass_leave(struct sl_sock *s)
+{
+	/* An offer still out is decided first: revoked, it is kernel TCP already. */
+	if (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
+		return true;
+	if (sl_agree_pending(s))
+		return false;
+	return move(s, true);
 }

@@ -276,6 +276,16 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 		return -1;
 	}
 	sl_segment_adopt(s, base, hdr.total_size, own, &hdr);
+	{
+		/* The word a later move to kernel TCP is agreed on (bypass.c):
+		 * without it this image would not see the move another holder
+		 * of ours, or the peer, led, and would keep using the rings. */
+		_Atomic uint32_t *word = (_Atomic uint32_t *)((unsigned char *)base + SL_SEG_OFFER_OFF);
+		uint32_t w = atomic_load(word);
+
+		if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED)
+			s->offer_word = word;
+	}
 	if (expected)
 		sl_holders_arrive(s);
 	else

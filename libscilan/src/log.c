@@ -9,10 +9,31 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static _Atomic int current_level = SL_LOG_WARN;
+static _Atomic bool stderr_muted;
+
+void sl_log_before_sandbox(void)
+{
+	struct rlimit rl;
+	struct stat st;
+
+	/* A regular file the process may not grow (OpenSSH's pre-auth child
+	 * sets RLIMIT_FSIZE 0): a write there is SIGXFSZ, which kills.  Asked
+	 * now, since the sandbox may refuse (or kill for) fstat and getrlimit. */
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (fstat(STDERR_FILENO, &st) < 0 || S_ISREG(st.st_mode)))
+		atomic_store(&stderr_muted, true);
+}
+
+bool sl_log_stderr_muted(void)
+{
+	return atomic_load_explicit(&stderr_muted, memory_order_relaxed);
+}
 
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
 
@@ -42,7 +63,7 @@ void sl_log(enum sl_log_level level, const char *fmt, ...)
 	int n;
 	va_list ap;
 
-	if ((int)level > atomic_load(&current_level))
+	if ((int)level > atomic_load(&current_level) || sl_log_stderr_muted())
 		return;
 	n = snprintf(line, sizeof(line), "scilan: pid %d: %s: ", (int)getpid(), level_names[level]);
 	va_start(ap, fmt);

@@ -11,6 +11,10 @@ void sl_log_set_level(enum sl_log_level level);
 /* Is fd an AF_INET/AF_INET6 socket?  Diagnostics are never written there:
  * a process's stderr may be one of its connections. */
 bool sl_log_fd_is_network(int fd);
+/* Before a sandbox (seccomp): stop writing to stderr if it is a file the
+ * process may not grow; whether it stopped (the stats line asks too). */
+void sl_log_before_sandbox(void);
+bool sl_log_stderr_muted(void);
 enum sl_log_level sl_log_get_level(void);
 
 #define sl_err(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)

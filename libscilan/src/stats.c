@@ -2,6 +2,7 @@
  * totals of closed connections plus the live counters of open ones.
  */
 #include "stats.h"
+#include "log.h"
 
 #include "log.h"
 #include "sys.h"
@@ -60,6 +61,8 @@ void sl_stats_print(int fd)
 	char line[256];
 	int n;
 
+	if (fd == STDERR_FILENO && sl_log_stderr_muted())
+		return;
 	sl_stats_read(&st);
 	n = snprintf(line, sizeof(line),
 		     "scilan: pid %d: accelerated %llu, fallback %llu, tx %llu bytes, rx %llu bytes, sleeps %llu, wakeups %llu\n",

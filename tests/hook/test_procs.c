@@ -9,6 +9,17 @@
 Test(procs, fork_parent_closes_child_serves, .timeout = 120) { hk_scenario("procs", "fork", 1, -1, 30); }
 Test(procs, preforked_children_accept_on_one_listener, .timeout = 120) { hk_scenario("procs", "prefork", 1, -1, 30); }
 Test(procs, vfork_exec_serves_inherited_fd, .timeout = 120) { hk_scenario("procs", "vfork_exec", 1, -1, 30); }
+/* The exec'd image's environment preloads another library: ours joins it. */
+Test(procs, exec_with_other_preload_adopts, .timeout = 120)
+{
+	hk_scenario("procs", "exec_other_preload", 1, -1, 30);
+}
+/* The exec'd image is static (no preload): its connection moves to kernel
+ * TCP before the exec, the bytes waiting in the rings with it. */
+Test(procs, exec_static_image_gets_kernel_tcp, .timeout = 120)
+{
+	hk_scenario("procs", "exec_static", 0, -1, 30);
+}
 Test(procs, inetd_exec_handover_on_stdin_stdout, .timeout = 120) { hk_scenario("procs", "inetd", 1, -1, 30); }
 Test(procs, cloexec_socket_not_inherited_by_exec, .timeout = 120) { hk_scenario("procs", "exec_cloexec", 1, -1, 30); }
 Test(procs, daemon_serves_inherited_listener, .timeout = 120) { hk_scenario("procs", "daemon", 1, -1, 30); }

@@ -162,6 +162,81 @@ static int sc_serve_fd(void)
 	return 0;
 }
 
+/* environ with LD_PRELOAD naming another library (libc itself, a no-op), as
+ * a launcher that sets its own preload would leave it. */
+static char **env_other_preload(void)
+{
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+			env[k++] = environ[i];
+	env[k++] = "LD_PRELOAD=libc.so.6";
+	return env;
+}
+
+/* Exec path (with env) as the server of an accepted connection that has
+ * bytes waiting; the client exchanges through it. */
+static int exec_server(const char *path, char **env, uint64_t seed)
+{
+	int c, s, status, out = MUST(memfd_create("execd-out", 0));
+	char fdarg[16], outarg[16], text[256] = { 0 }, early[8] = { 0 };
+	pid_t pid;
+
+	lfd = tcp_listener(&port);
+	c = tcp_connect(port);
+	s = MUST(accept(lfd, NULL, NULL));
+	MUST(send(c, "early", 5, 0));
+	snprintf(fdarg, sizeof(fdarg), "%d", s);
+	snprintf(outarg, sizeof(outarg), "%d", out);
+	fflush(stdout);
+	pid = MUST(fork());
+	if (pid == 0) {
+		execle(path, path, "serve_fd", fdarg, outarg, (char *)NULL, env);
+		_exit(127);
+	}
+	SHOW(close(s));
+	SHOW(recv(c, early, 5, MSG_WAITALL));
+	say("echo of the bytes sent before the exec: '%s'", early);
+	request("through the exec'd server", c, seed, 300000);
+	SHOW(shutdown(c, SHUT_WR));
+	waitpid(pid, &status, 0);
+	MUST(pread(out, text, sizeof(text) - 1, 0));
+	say("exec'd server said:\n%sexec'd server exit %d", text, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	close(out);
+	close(c);
+	close(lfd);
+	return 0;
+}
+
+/* An exec whose environment preloads something else: the new image must
+ * still read the connection (the hook joins the preload list). */
+static int sc_exec_other_preload(void)
+{
+	char **env = env_other_preload();
+	int r = exec_server(scen_self, env, 14);
+
+	free(env);
+	return r;
+}
+
+/* An exec of a static executable (procs-static, this program linked
+ * statically), which loads no preload: the connection must reach it on
+ * kernel TCP, the bytes that waited in the rings included. */
+static int sc_exec_static(void)
+{
+	extern char **environ;
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s-static", scen_self);
+	return exec_server(path, environ, 15);
+}
+
 static int sc_vfork_exec(void)
 {
 	int c, s, status, out = MUST(memfd_create("execd-out", 0));
@@ -660,6 +735,8 @@ int main(int argc, char **argv)
 		{ "fork", sc_fork },
 		{ "prefork", sc_prefork },
 		{ "vfork_exec", sc_vfork_exec },
+		{ "exec_other_preload", sc_exec_other_preload },
+		{ "exec_static", sc_exec_static },
 		{ "inetd", sc_inetd },
 		{ "exec_cloexec", sc_exec_cloexec },
 		{ "daemon", sc_daemon },
