@@ -425,6 +425,22 @@ int scilan_shutdown(int fd, int how)
 	return 0;
 }
 
+/* Wake our sleepers and wait for them to leave their poll, and for any
+ * copy in progress, before the mapping and the bells go. */
+static void release_segment(struct sl_sock *s)
+{
+	sl_conn_wake_local(s);
+	pthread_mutex_lock(&s->sleep_lock[0]);
+	pthread_mutex_lock(&s->sleep_lock[1]);
+	sl_lock(&s->tx_lock);
+	sl_lock(&s->rx_lock);
+	sl_fabric()->release(s);
+	sl_unlock(&s->rx_lock);
+	sl_unlock(&s->tx_lock);
+	pthread_mutex_unlock(&s->sleep_lock[1]);
+	pthread_mutex_unlock(&s->sleep_lock[0]);
+}
+
 static void close_connected(struct sl_sock *s)
 {
 	bool unread;
@@ -441,18 +457,7 @@ static void close_connected(struct sl_sock *s)
 		sl_segment_set_state(s, sl_conn_close_bits(s, unread));
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_conn_wake_peer(s);
-	sl_conn_wake_local(s);
-	/* Wait for our sleepers (just woken) to leave their poll, and for any
-	 * copy in progress, before the mapping and the bells go. */
-	pthread_mutex_lock(&s->sleep_lock[0]);
-	pthread_mutex_lock(&s->sleep_lock[1]);
-	sl_lock(&s->tx_lock);
-	sl_lock(&s->rx_lock);
-	sl_fabric()->release(s);
-	sl_unlock(&s->rx_lock);
-	sl_unlock(&s->tx_lock);
-	pthread_mutex_unlock(&s->sleep_lock[1]);
-	pthread_mutex_unlock(&s->sleep_lock[0]);
+	release_segment(s);
 	sl_stats_conn_close(s);
 }
 
@@ -461,16 +466,7 @@ static void close_connected(struct sl_sock *s)
  * locks. */
 static void close_fallen_back(struct sl_sock *s)
 {
-	sl_conn_wake_local(s);
-	pthread_mutex_lock(&s->sleep_lock[0]);
-	pthread_mutex_lock(&s->sleep_lock[1]);
-	sl_lock(&s->tx_lock);
-	sl_lock(&s->rx_lock);
-	sl_fabric()->release(s);
-	sl_unlock(&s->rx_lock);
-	sl_unlock(&s->tx_lock);
-	pthread_mutex_unlock(&s->sleep_lock[1]);
-	pthread_mutex_unlock(&s->sleep_lock[0]);
+	release_segment(s);
 }
 
 void sl_sock_release(int fd)
