@@ -3,21 +3,31 @@
  * cannot see: such members stay out of the kernel set and each wait polls
  * them (spin, then the sleep protocol) together with the kernel set itself.
  * Everything else (files, pipes, listeners, plain sockets) is a real kernel
- * member with the kernel's own semantics.
+ * member with the kernel's own semantics.  A change another thread makes to
+ * the emulated members reaches a waiter already asleep through the set's
+ * wake-up descriptor, an eventfd in the kernel set.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #include "conn.h"
 #include "hook.h"
+#include "log.h"
+#include "own_fd.h"
 #include "scilan.h"
 #include "sock.h"
 
 #define MAX_SET_FD 65536 /* epoll fds above this number are left to the kernel alone */
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
+/* What the kernel accepts beside EPOLLEXCLUSIVE. */
+#define EXCLUSIVE_OK (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE)
+/* data of the wake-up descriptor's kernel entry: a non-canonical address,
+ * which no member's pointer and no small number can be. */
+#define WAKE_TAG 0xfffe5c11a4e0d0feull
 
 struct member {
 	int fd;
@@ -38,6 +48,21 @@ struct epset {
 	struct member *m;
 	int n, cap;
 	unsigned rotate; /* first emulated member reported, so none starves */
+	/* Waiters that read the member list and may sleep on it: a change to
+	 * the emulated members signals wake_fd (created on first need) while
+	 * any sleeps, and the last waiter that saw the older list drains it. */
+	int wake_fd;          /* -1: none yet */
+	int sleeping;         /* waiters between reading the list and waking */
+	int stale;            /* of those, how many read it before the last change */
+	unsigned epoch;       /* bumped by a change made while waiters sleep */
+	unsigned incarnation; /* bumped when the set closes: its old waiters leave it alone */
+	bool signaled;        /* wake_fd holds a count */
+};
+
+/* One waiter's place among a set's sleepers. */
+struct ticket {
+	bool on;
+	unsigned epoch, incarnation;
 };
 
 static struct epset *_Atomic sets[MAX_SET_FD];
@@ -110,6 +135,98 @@ static struct member *find(struct epset *set, int fd)
 	return NULL;
 }
 
+/* Register as sleeping (set->lock held), in the same critical section that
+ * reads the member list: epoll_ctl changes the list under that lock too, so
+ * either this waiter reads the change or the change sees the waiter and
+ * signals it, the sleep protocol's publish-then-re-check done by the lock. */
+static void sleep_begin(struct epset *set, struct ticket *t)
+{
+	set->sleeping++;
+	*t = (struct ticket){ .on = true, .epoch = set->epoch, .incarnation = set->incarnation };
+}
+
+/* Awake (set->lock held).  The count stays until every waiter that slept on
+ * an older list has woken: draining earlier could send one of them back to
+ * sleep on its stale plan, as its kernel wait re-checks readiness. */
+static void sleep_end(struct epset *set, struct ticket *t)
+{
+	uint64_t count;
+
+	if (!t->on)
+		return;
+	t->on = false;
+	if (t->incarnation != set->incarnation)
+		return;
+	set->sleeping--;
+	if (t->epoch != set->epoch)
+		set->stale--;
+	if (set->signaled && set->stale == 0) {
+		if (set->wake_fd >= 0 && sl_sys.read(set->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+			sl_warn("epoll wake-up descriptor: read: %m");
+		set->signaled = false;
+	}
+}
+
+/* A descriptor signaled before it enters the kernel set wakes the kernel
+ * set's waiters at the insertion, so the waiters need not create it. */
+static int make_wake_fd(int epfd, struct epset *set)
+{
+	uint64_t one = 1;
+	int fd = sl_own_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_TAG };
+
+	if (fd < 0)
+		return -1;
+	if (sl_sys.write(fd, &one, sizeof(one)) != sizeof(one) || sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		sl_own_fd_close(fd);
+		return -1;
+	}
+	set->wake_fd = fd;
+	return 0;
+}
+
+/* The emulated members changed (set->lock held): waiters asleep on the old
+ * list must read it again.  Nobody sleeping: no system call. */
+static void wake_sleepers(int epfd, struct epset *set)
+{
+	uint64_t one = 1;
+	int r = 0;
+
+	if (!set->sleeping || !set->open)
+		return;
+	set->epoch++;
+	set->stale = set->sleeping;
+	if (set->signaled)
+		return;
+	if (set->wake_fd < 0)
+		r = make_wake_fd(epfd, set);
+	else if (sl_sys.write(set->wake_fd, &one, sizeof(one)) != sizeof(one))
+		r = -1;
+	if (r < 0) {
+		/* Only the waiters' own events wake them now. */
+		sl_warn("epoll %d: cannot wake its waiters (%m): a change made by another thread may "
+			"be seen late",
+			epfd);
+		return;
+	}
+	set->signaled = true;
+}
+
+/* Drop the wake-up descriptor's events from a kernel answer; *woken if any. */
+static int strip_wake(struct epoll_event *evs, int n, bool *woken)
+{
+	int kept = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64 == WAKE_TAG) {
+			*woken = true;
+			continue;
+		}
+		evs[kept++] = evs[i];
+	}
+	return kept;
+}
+
 static void to_kernel_mode(int epfd, struct member *m, bool want_kernel)
 {
 	struct epoll_event ev = { .events = m->events, .data = m->data };
@@ -141,12 +258,57 @@ static int reconcile(int epfd, struct epset *set)
 	return emulated;
 }
 
+/* Our wake-up descriptor moved: the program dup2'ed onto its number. */
+static void wake_fd_moved(int from, int to)
+{
+	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
+
+		if (!set)
+			continue;
+		pthread_mutex_lock(&set->lock);
+		if (set->wake_fd == from)
+			set->wake_fd = to;
+		pthread_mutex_unlock(&set->lock);
+	}
+}
+
+/* A forked child has one thread: the parent's sleepers are not its own.  The
+ * kernel set is shared with the parent, so the child leaves the parent's
+ * wake-up descriptor in it (closing only its copy; it leaves the kernel set
+ * with the parent's) and makes its own when it needs one: until the parent
+ * drains a count of its own, the child's waiters merely wake and wait again. */
+static void child_after_fork(void)
+{
+	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
+
+		if (!set)
+			continue;
+		pthread_mutex_init(&set->lock, NULL); /* a parent thread may have held it */
+		if (set->wake_fd >= 0)
+			sl_own_fd_close(set->wake_fd);
+		set->wake_fd = -1;
+		set->sleeping = set->stale = 0;
+		set->signaled = false;
+		set->incarnation++;
+	}
+}
+
+static void install_handlers(void)
+{
+	sl_own_fd_on_move(wake_fd_moved);
+	pthread_atfork(NULL, NULL, child_after_fork);
+}
+
 HK_EXPORT int epoll_create1(int flags)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int fd;
 	struct epset *set, *fresh = NULL;
 
 	hk_enter();
+	pthread_once(&once, install_handlers);
 	fd = sl_sys.epoll_create1(flags);
 	if (fd < 0 || fd >= MAX_SET_FD)
 		return fd;
@@ -156,6 +318,7 @@ HK_EXPORT int epoll_create1(int flags)
 		if (!fresh)
 			return fd; /* a kernel-only set: scilan members will not be seen */
 		pthread_mutex_init(&fresh->lock, NULL);
+		fresh->wake_fd = -1;
 		if (!atomic_compare_exchange_strong(&sets[fd], &set, fresh)) {
 			free(fresh);
 		} else {
@@ -164,6 +327,8 @@ HK_EXPORT int epoll_create1(int flags)
 	}
 	pthread_mutex_lock(&set->lock);
 	set->n = 0;
+	set->sleeping = set->stale = 0;
+	set->signaled = false;
 	set->open = true;
 	pthread_mutex_unlock(&set->lock);
 	atomic_fetch_add(&open_sets, 1);
@@ -248,11 +413,22 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (op != EPOLL_CTL_DEL && !ev) {
 		errno = EFAULT;
 		r = -1;
+	} else if (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE) &&
+		   (op == EPOLL_CTL_MOD || set_of(fd) || (ev->events & ~(uint32_t)EXCLUSIVE_OK))) {
+		errno = EINVAL; /* as the kernel: only added, only with these, never to a set */
+		r = -1;
 	} else if (op == EPOLL_CTL_ADD) {
 		r = add_member(epfd, set, fd, ev);
+		if (r == 0 && !(m = find(set, fd))->in_kernel)
+			wake_sleepers(epfd, set);
 	} else if (op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) {
+		bool emulated = m && !m->in_kernel;
+
 		if (!m) {
 			errno = ENOENT;
+			r = -1;
+		} else if (op == EPOLL_CTL_MOD && (m->events & EPOLLEXCLUSIVE)) {
+			errno = EINVAL;
 			r = -1;
 		} else if (m->in_kernel && sl_sys.epoll_ctl(epfd, op, fd, ev) < 0) {
 			r = -1;
@@ -264,6 +440,8 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			m->disarmed = false;
 			m->et_reported = 0;
 		}
+		if (r == 0 && emulated)
+			wake_sleepers(epfd, set);
 	} else {
 		errno = EINVAL;
 		r = -1;
@@ -429,45 +607,64 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 	return got;
 }
 
+/* Every round reads the member list and registers as sleeping in one
+ * critical section, then sleeps: on the kernel set alone while no emulated
+ * member is armed, else in scilan_poll over them and the kernel set.  A
+ * change by another thread wakes either through the wake-up descriptor. */
 static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int max, int timeout,
 		    const sigset_t *mask)
 {
 	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
 	struct plan p = { 0 };
+	struct ticket t = { 0 };
+	bool retried = false;
 	int r;
 
 	for (;;) {
-		int got = 0;
+		int got = 0, left = left_ms(deadline), emulated;
+		bool woken = false;
 
 		pthread_mutex_lock(&set->lock);
-		if (!reconcile(epfd, set)) {
+		emulated = reconcile(epfd, set);
+		if (left != 0)
+			sleep_begin(set, &t);
+		if (!emulated) {
 			pthread_mutex_unlock(&set->lock);
-			free(p.pfds);
-			free(p.owner);
-			return sl_sys.epoll_pwait(epfd, evs, max, left_ms(deadline), mask);
+			r = sl_sys.epoll_pwait(epfd, evs, max, left, mask);
+			pthread_mutex_lock(&set->lock);
+			sleep_end(set, &t);
+			pthread_mutex_unlock(&set->lock);
+			if (r < 0)
+				break;
+			got = strip_wake(evs, r, &woken);
+		} else {
+			p.n = 0;
+			r = plan_set(&p, epfd, set);
+			pthread_mutex_unlock(&set->lock);
+			if (r == 0)
+				r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left, mask);
+			else
+				errno = ENOMEM;
+			pthread_mutex_lock(&set->lock);
+			sleep_end(set, &t);
+			if (r >= 0)
+				got = collect(set, &p, evs, max);
+			pthread_mutex_unlock(&set->lock);
+			if (r < 0)
+				break;
+			if ((p.pfds[0].revents & POLLIN) && got < max) {
+				r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
+				if (r > 0)
+					got += strip_wake(evs + got, r, &woken);
+			}
 		}
-		p.n = 0;
-		r = plan_set(&p, epfd, set);
-		pthread_mutex_unlock(&set->lock);
-		if (r < 0) {
-			errno = ENOMEM;
-			break;
-		}
-		r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left_ms(deadline), mask);
-		if (r < 0)
-			break;
-		pthread_mutex_lock(&set->lock);
-		got = collect(set, &p, evs, max);
-		pthread_mutex_unlock(&set->lock);
-		if ((p.pfds[0].revents & POLLIN) && got < max) {
-			r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
-			if (r > 0)
-				got += r;
-		}
-		if (got || left_ms(deadline) == 0) {
+		/* At the deadline, a wake-up that took the place of the
+		 * application's events gets one more look. */
+		if (got || (left_ms(deadline) == 0 && (!woken || retried))) {
 			r = got;
 			break;
 		}
+		retried |= woken && left_ms(deadline) == 0;
 	}
 	free(p.pfds);
 	free(p.owner);
@@ -510,6 +707,10 @@ void hk_epoll_forget_fd(int fd)
 		pthread_mutex_lock(&set->lock);
 		set->open = false;
 		set->n = 0;
+		if (set->wake_fd >= 0)
+			sl_own_fd_close(set->wake_fd);
+		set->wake_fd = -1;
+		set->incarnation++; /* its waiters still in the kernel wait on a closed set, as there */
 		pthread_mutex_unlock(&set->lock);
 		atomic_fetch_sub(&open_sets, 1);
 	}
@@ -524,8 +725,13 @@ void hk_epoll_forget_fd(int fd)
 		if (!other || !other->open)
 			continue;
 		pthread_mutex_lock(&other->lock);
-		if ((m = find(other, fd)))
+		if ((m = find(other, fd))) {
+			bool emulated = !m->in_kernel;
+
 			remove_at(other, m); /* a kernel entry goes with the fd by itself */
+			if (emulated) /* waiters stop watching the closing connection */
+				wake_sleepers(e, other);
+		}
 		pthread_mutex_unlock(&other->lock);
 	}
 }
