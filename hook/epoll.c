@@ -11,10 +11,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 
 #include "conn.h"
+#include "epoll_set.h"
 #include "hook.h"
 #include "log.h"
 #include "own_fd.h"
@@ -25,45 +25,6 @@
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
 /* What the kernel accepts beside EPOLLEXCLUSIVE. */
 #define EXCLUSIVE_OK (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE)
-/* data of the wake-up descriptor's kernel entry: a non-canonical address,
- * which no member's pointer and no small number can be. */
-#define WAKE_TAG 0xfffe5c11a4e0d0feull
-
-struct member {
-	int fd;
-	uint32_t events; /* as the application registered them, flags included */
-	epoll_data_t data;
-	bool in_kernel;  /* registered in the kernel set */
-	bool disarmed;   /* EPOLLONESHOT fired: silent until EPOLL_CTL_MOD */
-	/* EPOLLET: what was reported, and the words whose change is the next edge. */
-	uint32_t et_reported;
-	uint64_t et_rx_mark;
-	uint32_t et_tx_mark;
-	uint32_t et_state_mark;
-};
-
-struct epset {
-	pthread_mutex_t lock;
-	bool open;
-	struct member *m;
-	int n, cap;
-	unsigned rotate; /* first emulated member reported, so none starves */
-	/* Waiters that read the member list and may sleep on it: a change to
-	 * the emulated members signals wake_fd (created on first need) while
-	 * any sleeps, and the last waiter that saw the older list drains it. */
-	int wake_fd;          /* -1: none yet */
-	int sleeping;         /* waiters between reading the list and waking */
-	int stale;            /* of those, how many read it before the last change */
-	unsigned epoch;       /* bumped by a change made while waiters sleep */
-	unsigned incarnation; /* bumped when the set closes: its old waiters leave it alone */
-	bool signaled;        /* wake_fd holds a count */
-};
-
-/* One waiter's place among a set's sleepers. */
-struct ticket {
-	bool on;
-	unsigned epoch, incarnation;
-};
 
 static struct epset *_Atomic sets[MAX_SET_FD];
 static _Atomic int open_sets;
@@ -133,98 +94,6 @@ static struct member *find(struct epset *set, int fd)
 		if (set->m[i].fd == fd)
 			return &set->m[i];
 	return NULL;
-}
-
-/* Register as sleeping (set->lock held), in the same critical section that
- * reads the member list: epoll_ctl changes the list under that lock too, so
- * either this waiter reads the change or the change sees the waiter and
- * signals it, the sleep protocol's publish-then-re-check done by the lock. */
-static void sleep_begin(struct epset *set, struct ticket *t)
-{
-	set->sleeping++;
-	*t = (struct ticket){ .on = true, .epoch = set->epoch, .incarnation = set->incarnation };
-}
-
-/* Awake (set->lock held).  The count stays until every waiter that slept on
- * an older list has woken: draining earlier could send one of them back to
- * sleep on its stale plan, as its kernel wait re-checks readiness. */
-static void sleep_end(struct epset *set, struct ticket *t)
-{
-	uint64_t count;
-
-	if (!t->on)
-		return;
-	t->on = false;
-	if (t->incarnation != set->incarnation)
-		return;
-	set->sleeping--;
-	if (t->epoch != set->epoch)
-		set->stale--;
-	if (set->signaled && set->stale == 0) {
-		if (set->wake_fd >= 0 && sl_sys.read(set->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-			sl_warn("epoll wake-up descriptor: read: %m");
-		set->signaled = false;
-	}
-}
-
-/* A descriptor signaled before it enters the kernel set wakes the kernel
- * set's waiters at the insertion, so the waiters need not create it. */
-static int make_wake_fd(int epfd, struct epset *set)
-{
-	uint64_t one = 1;
-	int fd = sl_own_fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = WAKE_TAG };
-
-	if (fd < 0)
-		return -1;
-	if (sl_sys.write(fd, &one, sizeof(one)) != sizeof(one) || sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		sl_own_fd_close(fd);
-		return -1;
-	}
-	set->wake_fd = fd;
-	return 0;
-}
-
-/* The emulated members changed (set->lock held): waiters asleep on the old
- * list must read it again.  Nobody sleeping: no system call. */
-static void wake_sleepers(int epfd, struct epset *set)
-{
-	uint64_t one = 1;
-	int r = 0;
-
-	if (!set->sleeping || !set->open)
-		return;
-	set->epoch++;
-	set->stale = set->sleeping;
-	if (set->signaled)
-		return;
-	if (set->wake_fd < 0)
-		r = make_wake_fd(epfd, set);
-	else if (sl_sys.write(set->wake_fd, &one, sizeof(one)) != sizeof(one))
-		r = -1;
-	if (r < 0) {
-		/* Only the waiters' own events wake them now. */
-		sl_warn("epoll %d: cannot wake its waiters (%m): a change made by another thread may "
-			"be seen late",
-			epfd);
-		return;
-	}
-	set->signaled = true;
-}
-
-/* Drop the wake-up descriptor's events from a kernel answer; *woken if any. */
-static int strip_wake(struct epoll_event *evs, int n, bool *woken)
-{
-	int kept = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (evs[i].data.u64 == WAKE_TAG) {
-			*woken = true;
-			continue;
-		}
-		evs[kept++] = evs[i];
-	}
-	return kept;
 }
 
 static void to_kernel_mode(int epfd, struct member *m, bool want_kernel)
@@ -420,7 +289,7 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	} else if (op == EPOLL_CTL_ADD) {
 		r = add_member(epfd, set, fd, ev);
 		if (r == 0 && !(m = find(set, fd))->in_kernel)
-			wake_sleepers(epfd, set);
+			hk_epoll_wake_sleepers(epfd, set);
 	} else if (op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) {
 		bool emulated = m && !m->in_kernel;
 
@@ -441,7 +310,7 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			m->et_reported = 0;
 		}
 		if (r == 0 && emulated)
-			wake_sleepers(epfd, set);
+			hk_epoll_wake_sleepers(epfd, set);
 	} else {
 		errno = EINVAL;
 		r = -1;
@@ -500,6 +369,14 @@ struct plan {
 	struct pollfd *pfds;
 	int *owner; /* pfds[i] belongs to member fd owner[i] (-1: the set itself) */
 	int n, cap;
+	/* Nested sets whose lists the plan read, as their sleeper (sleeping). */
+	bool sleeping;
+	struct watch {
+		struct epset *set;
+		struct ticket t;
+		int at; /* the set's own entry in pfds */
+	} *watch;
+	int nwatch, capwatch;
 };
 
 static int plan_add(struct plan *p, int fd, short events, int owner)
@@ -523,6 +400,54 @@ static int plan_add(struct plan *p, int fd, short events, int owner)
 	return 0;
 }
 
+/* Sleeping on an inner set's list too: a change to it signals its wake-up
+ * descriptor, which makes the inner set's entry in the plan readable. */
+static int watch_nested(struct plan *p, struct epset *inner)
+{
+	if (!p->sleeping)
+		return 0;
+	if (p->nwatch == p->capwatch) {
+		int cap = p->capwatch ? p->capwatch * 2 : 4;
+		struct watch *grown = realloc(p->watch, (size_t)cap * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		p->watch = grown;
+		p->capwatch = cap;
+	}
+	p->watch[p->nwatch].set = inner;
+	p->watch[p->nwatch].at = p->n - 1;
+	hk_epoll_sleep_begin(inner, &p->watch[p->nwatch++].t);
+	return 0;
+}
+
+/* Leave the nested sets' sleepers.  A set whose list changed may have shown
+ * readable only for its wake-up: look at it again, so that it is not
+ * reported (one more system call, only then). */
+static void plan_awake(struct plan *p)
+{
+	for (int i = 0; i < p->nwatch; i++) {
+		struct watch *w = &p->watch[i];
+		struct pollfd *pf = &p->pfds[w->at];
+		bool changed;
+
+		pthread_mutex_lock(&w->set->lock);
+		changed = hk_epoll_sleep_end(w->set, &w->t);
+		pthread_mutex_unlock(&w->set->lock);
+		if (changed && (pf->revents & POLLIN) && sl_sys.poll(pf, 1, 0) < 0)
+			pf->revents = 0;
+	}
+	p->nwatch = 0;
+}
+
+static void plan_free(struct plan *p)
+{
+	plan_awake(p);
+	free(p->pfds);
+	free(p->owner);
+	free(p->watch);
+}
+
 /* The inner set's connections, level-triggered: the kernel calls a nested
  * set ready when its ready list is not empty. */
 static int plan_nested(struct plan *p, struct epset *inner, int inner_fd)
@@ -530,6 +455,8 @@ static int plan_nested(struct plan *p, struct epset *inner, int inner_fd)
 	int r = plan_add(p, inner_fd, POLLIN, inner_fd);
 
 	pthread_mutex_lock(&inner->lock);
+	if (r == 0)
+		r = watch_nested(p, inner);
 	reconcile(inner_fd, inner);
 	for (int i = 0; i < inner->n && r == 0; i++) {
 		struct member *im = &inner->m[i];
@@ -627,26 +554,28 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 		pthread_mutex_lock(&set->lock);
 		emulated = reconcile(epfd, set);
 		if (left != 0)
-			sleep_begin(set, &t);
+			hk_epoll_sleep_begin(set, &t);
 		if (!emulated) {
 			pthread_mutex_unlock(&set->lock);
 			r = sl_sys.epoll_pwait(epfd, evs, max, left, mask);
 			pthread_mutex_lock(&set->lock);
-			sleep_end(set, &t);
+			hk_epoll_sleep_end(set, &t);
 			pthread_mutex_unlock(&set->lock);
 			if (r < 0)
 				break;
-			got = strip_wake(evs, r, &woken);
+			got = hk_epoll_strip_wake(evs, r, &woken);
 		} else {
 			p.n = 0;
+			p.sleeping = left != 0;
 			r = plan_set(&p, epfd, set);
 			pthread_mutex_unlock(&set->lock);
 			if (r == 0)
 				r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left, mask);
 			else
 				errno = ENOMEM;
+			plan_awake(&p);
 			pthread_mutex_lock(&set->lock);
-			sleep_end(set, &t);
+			hk_epoll_sleep_end(set, &t);
 			if (r >= 0)
 				got = collect(set, &p, evs, max);
 			pthread_mutex_unlock(&set->lock);
@@ -655,7 +584,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if ((p.pfds[0].revents & POLLIN) && got < max) {
 				r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
 				if (r > 0)
-					got += strip_wake(evs + got, r, &woken);
+					got += hk_epoll_strip_wake(evs + got, r, &woken);
 			}
 		}
 		/* At the deadline, a wake-up that took the place of the
@@ -666,8 +595,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 		}
 		retried |= woken && left_ms(deadline) == 0;
 	}
-	free(p.pfds);
-	free(p.owner);
+	plan_free(&p);
 	return r;
 }
 
@@ -730,7 +658,7 @@ void hk_epoll_forget_fd(int fd)
 
 			remove_at(other, m); /* a kernel entry goes with the fd by itself */
 			if (emulated) /* waiters stop watching the closing connection */
-				wake_sleepers(e, other);
+				hk_epoll_wake_sleepers(e, other);
 		}
 		pthread_mutex_unlock(&other->lock);
 	}
@@ -740,6 +668,7 @@ void hk_epoll_forget_fd(int fd)
  * plan; the set's entry is ready when any part of it is. */
 int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	struct plan p = { 0 };
 	int r, ready = 0;
 	bool nested = false;
@@ -748,22 +677,30 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		nested = set_of(fds[i].fd) != NULL;
 	if (!nested)
 		return sl_poll_sigmask(fds, n, timeout_ms, mask);
-	for (nfds_t i = 0; i < n; i++) {
-		struct epset *inner = set_of(fds[i].fd);
+	/* Rounds: a set changed under the sleep is read again. */
+	do {
+		int left = left_ms(deadline);
 
-		if (inner && (fds[i].events & POLLIN))
-			r = plan_nested(&p, inner, fds[i].fd);
-		else
-			r = plan_add(&p, fds[i].fd, fds[i].events, -2 - (int)i);
-		if (r < 0) {
-			free(p.pfds);
-			free(p.owner);
-			errno = ENOMEM;
-			return -1;
+		p.n = 0;
+		p.sleeping = left != 0;
+		for (nfds_t i = 0; i < n; i++) {
+			struct epset *inner = set_of(fds[i].fd);
+
+			if (inner && (fds[i].events & POLLIN))
+				r = plan_nested(&p, inner, fds[i].fd);
+			else
+				r = plan_add(&p, fds[i].fd, fds[i].events, -2 - (int)i);
+			if (r < 0) {
+				plan_free(&p);
+				errno = ENOMEM;
+				return -1;
+			}
 		}
-	}
-	r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, timeout_ms, mask);
-	if (r >= 0) {
+		r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left, mask);
+		plan_awake(&p);
+		if (r < 0)
+			break;
+		ready = 0;
 		for (nfds_t i = 0; i < n; i++) {
 			fds[i].revents = 0;
 			for (int k = 0; k < p.n; k++)
@@ -774,9 +711,8 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			ready += fds[i].revents != 0;
 		}
 		r = ready;
-	}
-	free(p.pfds);
-	free(p.owner);
+	} while (!ready && left_ms(deadline) != 0);
+	plan_free(&p);
 	return r;
 }
 

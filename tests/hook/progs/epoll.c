@@ -543,6 +543,12 @@ static bool waiter_woken(struct waiter *w, int ms)
 	return poll(&pf, 1, ms) == 1;
 }
 
+/* The change alone wakes nobody in the kernel: no event to report. */
+static void waiter_quiet(struct waiter *w, const char *what)
+{
+	say("%s: waiter still asleep %d", what, !waiter_woken(w, 200));
+}
+
 static void waiter_join(struct waiter *w, const char *what)
 {
 	if (!waiter_woken(w, 5000))
@@ -570,6 +576,7 @@ static int sc_xthread(void)
 	SHOW(recv(s, buf, sizeof(buf), 0));
 	waiter_start(&w, ep);
 	SHOW(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN | EPOLLONESHOT, 1));
+	waiter_quiet(&w, "re-armed, no data yet");
 	MUST(send(c, "b", 1, 0));
 	waiter_join(&w, "re-armed by another thread, then data");
 	SHOW(recv(s, buf, sizeof(buf), 0));
@@ -583,6 +590,7 @@ static int sc_xthread(void)
 	/* A connection added by another thread: data after, data before. */
 	waiter_start(&w, ep2);
 	SHOW(ctl(ep2, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	waiter_quiet(&w, "added, no data yet");
 	MUST(send(c, "d", 1, 0));
 	waiter_join(&w, "added by another thread, then data");
 	SHOW(ctl(ep2, EPOLL_CTL_DEL, s, 0, 0));
@@ -614,6 +622,56 @@ static int sc_xthread(void)
 	close(p[1]);
 	close(ep);
 	close(ep2);
+	return 0;
+}
+
+struct poller {
+	pthread_t t;
+	struct pollfd pf;
+	int rc;
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *pl = arg;
+
+	pl->rc = poll(&pl->pf, 1, -1);
+	return NULL;
+}
+
+/* The same through an outer set, and through poll, on the set changed. */
+static int sc_xthread_nested(void)
+{
+	int inner = MUST(epoll_create1(0)), outer = MUST(epoll_create1(0)), c, s;
+	struct waiter w;
+	struct poller pl = { .pf = { .fd = inner, .events = POLLIN } };
+	char buf[8];
+
+	tcp_pair(&c, &s);
+	SHOW(ctl(outer, EPOLL_CTL_ADD, inner, EPOLLIN, 7));
+	waiter_start(&w, outer);
+	SHOW(ctl(inner, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	waiter_quiet(&w, "added to the inner set, no data yet");
+	MUST(send(c, "a", 1, 0));
+	waiter_join(&w, "outer set, connection added to the inner one, then data");
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	SHOW(ctl(inner, EPOLL_CTL_DEL, s, 0, 0));
+	pthread_create(&pl.t, NULL, poller_main, &pl);
+	usleep(100000);
+	SHOW(ctl(inner, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	usleep(200000);
+	say("added, no data yet: poll still asleep %d", !pl.rc);
+	MUST(send(c, "b", 1, 0));
+	for (int i = 0; i < 500 && !pl.rc; i++)
+		usleep(10000);
+	if (!pl.rc)
+		fatal("poll on the set not woken in 5 s");
+	pthread_join(pl.t, NULL);
+	say("poll on the set: rc %d %s", pl.rc, pollmask(pl.pf.revents));
+	close(c);
+	close(s);
+	close(inner);
+	close(outer);
 	return 0;
 }
 
@@ -689,7 +747,7 @@ int main(int argc, char **argv)
 	static const struct scenario t[] = {
 		{ "lt", sc_lt },         { "et", sc_et },       { "oneshot", sc_oneshot }, { "hup", sc_hup },
 		{ "nested", sc_nested }, { "pwait", sc_pwait }, { "mixed", sc_mixed },     { "xthread", sc_xthread },
-		{ "shared", sc_shared }, { NULL, NULL },
+		{ "xthread_nested", sc_xthread_nested }, { "shared", sc_shared }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);
