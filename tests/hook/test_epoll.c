@@ -15,4 +15,5 @@ Test(epoll, pwait_pwait2_signal_mask, .timeout = 120) { hk_scenario("epoll", "pw
 Test(epoll, mixed_members_connecting_listener_udp_pipe, .timeout = 120) { hk_scenario("epoll", "mixed", 1, -1, 30); }
 Test(epoll, other_thread_ctl_reaches_sleeping_waiter, .timeout = 120) { hk_scenario("epoll", "xthread", 1, -1, 30); }
 Test(epoll, other_thread_ctl_reaches_outer_set_and_poll, .timeout = 120) { hk_scenario("epoll", "xthread_nested", 1, -1, 30); }
+Test(epoll, other_thread_ctl_after_dup2_onto_own_fd_and_fork, .timeout = 120) { hk_scenario("epoll", "xthread_fork", 1, -1, 30); }
 Test(epoll, several_waiters_and_exclusive, .timeout = 120) { hk_scenario("epoll", "shared", 1, -1, 30); }

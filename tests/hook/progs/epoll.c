@@ -675,6 +675,58 @@ static int sc_xthread_nested(void)
 	return 0;
 }
 
+static void rearm_round(int ep, int c, int s, const char *what)
+{
+	struct waiter w;
+	char buf[8];
+
+	waiter_start(&w, ep);
+	MUST(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN | EPOLLONESHOT, 1));
+	MUST(send(c, "r", 1, 0));
+	waiter_join(&w, what);
+	MUST(recv(s, buf, sizeof(buf), 0));
+}
+
+static int rearm_kid(void *arg)
+{
+	int *v = arg;
+
+	rearm_round(v[0], v[1], v[2], "in a forked child");
+	return 0;
+}
+
+/* Re-arming still wakes after the program dup2s onto every eventfd (under the
+ * hook, the set's wake-up descriptor moves away) and in a forked child. */
+static int sc_xthread_fork(void)
+{
+	int v[3] = { MUST(epoll_create1(0)) }, p[2];
+	char link[64], path[64];
+	struct kid k;
+
+	tcp_pair(&v[1], &v[2]);
+	MUST(pipe(p));
+	SHOW(ctl(v[0], EPOLL_CTL_ADD, v[2], EPOLLIN | EPOLLONESHOT, 1));
+	rearm_round(v[0], v[1], v[2], "first");
+	for (int fd = 3; fd < 4096; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0 && (link[n] = 0, strstr(link, "eventfd")))
+			MUST(dup2(p[0], fd));
+	}
+	rearm_round(v[0], v[1], v[2], "after dup2 onto every eventfd");
+	kid_start(&k, "kid", rearm_kid, v);
+	kid_join(&k);
+	rearm_round(v[0], v[1], v[2], "in the parent again");
+	close(v[0]);
+	close(v[1]);
+	close(v[2]);
+	close(p[0]);
+	close(p[1]);
+	return 0;
+}
+
 /* Several threads waiting at once: on one set, or each on its own set with
  * EPOLLEXCLUSIVE.  At least one wakes; a EPOLLONESHOT event goes to one. */
 static int sc_shared(void)
@@ -747,7 +799,8 @@ int main(int argc, char **argv)
 	static const struct scenario t[] = {
 		{ "lt", sc_lt },         { "et", sc_et },       { "oneshot", sc_oneshot }, { "hup", sc_hup },
 		{ "nested", sc_nested }, { "pwait", sc_pwait }, { "mixed", sc_mixed },     { "xthread", sc_xthread },
-		{ "xthread_nested", sc_xthread_nested }, { "shared", sc_shared }, { NULL, NULL },
+		{ "xthread_nested", sc_xthread_nested }, { "xthread_fork", sc_xthread_fork },
+		{ "shared", sc_shared }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);
