@@ -70,7 +70,7 @@ thread-tests: $(THREAD_BIN)
 
 $(BUILD)/obj/libscilan/%.o: CFLAGS += -fvisibility=hidden
 $(BUILD)/obj/hook/%.o: CFLAGS += -fvisibility=hidden
-$(HOOK_OBJ): hook/hook.h
+$(HOOK_OBJ): hook/hook.h hook/epoll_set.h
 $(BUILD)/obj/tools/%.o: CFLAGS += $(CTL_CFLAGS)
 $(CTL_OBJ): $(wildcard tools/*.h)
 

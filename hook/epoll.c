@@ -3,7 +3,9 @@
  * cannot see: such members stay out of the kernel set and each wait polls
  * them (spin, then the sleep protocol) together with the kernel set itself.
  * Everything else (files, pipes, listeners, plain sockets) is a real kernel
- * member with the kernel's own semantics.
+ * member with the kernel's own semantics.  A change another thread makes to
+ * the emulated members reaches a waiter already asleep through the set's
+ * wake-up descriptor, an eventfd in the kernel set.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -12,33 +14,17 @@
 #include <time.h>
 
 #include "conn.h"
+#include "epoll_set.h"
 #include "hook.h"
+#include "log.h"
+#include "own_fd.h"
 #include "scilan.h"
 #include "sock.h"
 
 #define MAX_SET_FD 65536 /* epoll fds above this number are left to the kernel alone */
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
-
-struct member {
-	int fd;
-	uint32_t events; /* as the application registered them, flags included */
-	epoll_data_t data;
-	bool in_kernel;  /* registered in the kernel set */
-	bool disarmed;   /* EPOLLONESHOT fired: silent until EPOLL_CTL_MOD */
-	/* EPOLLET: what was reported, and the words whose change is the next edge. */
-	uint32_t et_reported;
-	uint64_t et_rx_mark;
-	uint32_t et_tx_mark;
-	uint32_t et_state_mark;
-};
-
-struct epset {
-	pthread_mutex_t lock;
-	bool open;
-	struct member *m;
-	int n, cap;
-	unsigned rotate; /* first emulated member reported, so none starves */
-};
+/* What the kernel accepts beside EPOLLEXCLUSIVE. */
+#define EXCLUSIVE_OK (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE)
 
 static struct epset *_Atomic sets[MAX_SET_FD];
 static _Atomic int open_sets;
@@ -141,12 +127,57 @@ static int reconcile(int epfd, struct epset *set)
 	return emulated;
 }
 
+/* Our wake-up descriptor moved: the program dup2'ed onto its number. */
+static void wake_fd_moved(int from, int to)
+{
+	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
+
+		if (!set)
+			continue;
+		pthread_mutex_lock(&set->lock);
+		if (set->wake_fd == from)
+			set->wake_fd = to;
+		pthread_mutex_unlock(&set->lock);
+	}
+}
+
+/* A forked child has one thread: the parent's sleepers are not its own.  The
+ * kernel set is shared with the parent, so the child leaves the parent's
+ * wake-up descriptor in it (closing only its copy; it leaves the kernel set
+ * with the parent's) and makes its own when it needs one: until the parent
+ * drains a count of its own, the child's waiters merely wake and wait again. */
+static void child_after_fork(void)
+{
+	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
+
+		if (!set)
+			continue;
+		pthread_mutex_init(&set->lock, NULL); /* a parent thread may have held it */
+		if (set->wake_fd >= 0)
+			sl_own_fd_close(set->wake_fd);
+		set->wake_fd = -1;
+		set->sleeping = set->stale = 0;
+		set->signaled = false;
+		set->incarnation++;
+	}
+}
+
+static void install_handlers(void)
+{
+	sl_own_fd_on_move(wake_fd_moved);
+	pthread_atfork(NULL, NULL, child_after_fork);
+}
+
 HK_EXPORT int epoll_create1(int flags)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int fd;
 	struct epset *set, *fresh = NULL;
 
 	hk_enter();
+	pthread_once(&once, install_handlers);
 	fd = sl_sys.epoll_create1(flags);
 	hk_fd_reused(fd); /* a set closed behind our back would keep its members */
 	if (fd < 0 || fd >= MAX_SET_FD)
@@ -157,6 +188,7 @@ HK_EXPORT int epoll_create1(int flags)
 		if (!fresh)
 			return fd; /* a kernel-only set: scilan members will not be seen */
 		pthread_mutex_init(&fresh->lock, NULL);
+		fresh->wake_fd = -1;
 		if (!atomic_compare_exchange_strong(&sets[fd], &set, fresh)) {
 			free(fresh);
 		} else {
@@ -165,6 +197,8 @@ HK_EXPORT int epoll_create1(int flags)
 	}
 	pthread_mutex_lock(&set->lock);
 	set->n = 0;
+	set->sleeping = set->stale = 0;
+	set->signaled = false;
 	set->open = true;
 	pthread_mutex_unlock(&set->lock);
 	atomic_fetch_add(&open_sets, 1);
@@ -249,11 +283,22 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	if (op != EPOLL_CTL_DEL && !ev) {
 		errno = EFAULT;
 		r = -1;
+	} else if (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE) &&
+		   (op == EPOLL_CTL_MOD || set_of(fd) || (ev->events & ~(uint32_t)EXCLUSIVE_OK))) {
+		errno = EINVAL; /* as the kernel: only added, only with these, never to a set */
+		r = -1;
 	} else if (op == EPOLL_CTL_ADD) {
 		r = add_member(epfd, set, fd, ev);
+		if (r == 0 && !(m = find(set, fd))->in_kernel)
+			hk_epoll_wake_sleepers(epfd, set);
 	} else if (op == EPOLL_CTL_MOD || op == EPOLL_CTL_DEL) {
+		bool emulated = m && !m->in_kernel;
+
 		if (!m) {
 			errno = ENOENT;
+			r = -1;
+		} else if (op == EPOLL_CTL_MOD && (m->events & EPOLLEXCLUSIVE)) {
+			errno = EINVAL;
 			r = -1;
 		} else if (m->in_kernel && sl_sys.epoll_ctl(epfd, op, fd, ev) < 0) {
 			r = -1;
@@ -265,6 +310,8 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			m->disarmed = false;
 			m->et_reported = 0;
 		}
+		if (r == 0 && emulated)
+			hk_epoll_wake_sleepers(epfd, set);
 	} else {
 		errno = EINVAL;
 		r = -1;
@@ -323,6 +370,14 @@ struct plan {
 	struct pollfd *pfds;
 	int *owner; /* pfds[i] belongs to member fd owner[i] (-1: the set itself) */
 	int n, cap;
+	/* Nested sets whose lists the plan read, as their sleeper (sleeping). */
+	bool sleeping;
+	struct watch {
+		struct epset *set;
+		struct ticket t;
+		int at; /* the set's own entry in pfds */
+	} *watch;
+	int nwatch, capwatch;
 };
 
 static int plan_add(struct plan *p, int fd, short events, int owner)
@@ -346,6 +401,54 @@ static int plan_add(struct plan *p, int fd, short events, int owner)
 	return 0;
 }
 
+/* Sleeping on an inner set's list too: a change to it signals its wake-up
+ * descriptor, which makes the inner set's entry in the plan readable. */
+static int watch_nested(struct plan *p, struct epset *inner)
+{
+	if (!p->sleeping)
+		return 0;
+	if (p->nwatch == p->capwatch) {
+		int cap = p->capwatch ? p->capwatch * 2 : 4;
+		struct watch *grown = realloc(p->watch, (size_t)cap * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		p->watch = grown;
+		p->capwatch = cap;
+	}
+	p->watch[p->nwatch].set = inner;
+	p->watch[p->nwatch].at = p->n - 1;
+	hk_epoll_sleep_begin(inner, &p->watch[p->nwatch++].t);
+	return 0;
+}
+
+/* Leave the nested sets' sleepers.  A set whose list changed may have shown
+ * readable only for its wake-up: look at it again, so that it is not
+ * reported (one more system call, only then). */
+static void plan_awake(struct plan *p)
+{
+	for (int i = 0; i < p->nwatch; i++) {
+		struct watch *w = &p->watch[i];
+		struct pollfd *pf = &p->pfds[w->at];
+		bool changed;
+
+		pthread_mutex_lock(&w->set->lock);
+		changed = hk_epoll_sleep_end(w->set, &w->t);
+		pthread_mutex_unlock(&w->set->lock);
+		if (changed && (pf->revents & POLLIN) && sl_sys.poll(pf, 1, 0) < 0)
+			pf->revents = 0;
+	}
+	p->nwatch = 0;
+}
+
+static void plan_free(struct plan *p)
+{
+	plan_awake(p);
+	free(p->pfds);
+	free(p->owner);
+	free(p->watch);
+}
+
 /* The inner set's connections, level-triggered: the kernel calls a nested
  * set ready when its ready list is not empty. */
 static int plan_nested(struct plan *p, struct epset *inner, int inner_fd)
@@ -353,6 +456,8 @@ static int plan_nested(struct plan *p, struct epset *inner, int inner_fd)
 	int r = plan_add(p, inner_fd, POLLIN, inner_fd);
 
 	pthread_mutex_lock(&inner->lock);
+	if (r == 0)
+		r = watch_nested(p, inner);
 	reconcile(inner_fd, inner);
 	for (int i = 0; i < inner->n && r == 0; i++) {
 		struct member *im = &inner->m[i];
@@ -433,48 +538,68 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 	return got;
 }
 
+/* Every round reads the member list and registers as sleeping in one
+ * critical section, then sleeps: on the kernel set alone while no emulated
+ * member is armed, else in scilan_poll over them and the kernel set.  A
+ * change by another thread wakes either through the wake-up descriptor. */
 static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int max, int timeout,
 		    const sigset_t *mask)
 {
 	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
 	struct plan p = { 0 };
+	struct ticket t = { 0 };
+	bool retried = false;
 	int r;
 
 	for (;;) {
-		int got = 0;
+		int got = 0, left = left_ms(deadline), emulated;
+		bool woken = false;
 
 		pthread_mutex_lock(&set->lock);
-		if (!reconcile(epfd, set)) {
+		emulated = reconcile(epfd, set);
+		if (left != 0)
+			hk_epoll_sleep_begin(set, &t);
+		if (!emulated) {
 			pthread_mutex_unlock(&set->lock);
-			free(p.pfds);
-			free(p.owner);
-			return sl_sys.epoll_pwait(epfd, evs, max, left_ms(deadline), mask);
+			r = sl_sys.epoll_pwait(epfd, evs, max, left, mask);
+			pthread_mutex_lock(&set->lock);
+			hk_epoll_sleep_end(set, &t);
+			pthread_mutex_unlock(&set->lock);
+			if (r < 0)
+				break;
+			got = hk_epoll_strip_wake(evs, r, &woken);
+		} else {
+			p.n = 0;
+			p.sleeping = left != 0;
+			r = plan_set(&p, epfd, set);
+			pthread_mutex_unlock(&set->lock);
+			if (r == 0)
+				r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left, mask);
+			else
+				errno = ENOMEM;
+			plan_awake(&p);
+			pthread_mutex_lock(&set->lock);
+			hk_epoll_sleep_end(set, &t);
+			if (r >= 0)
+				got = collect(set, &p, evs, max);
+			pthread_mutex_unlock(&set->lock);
+			if (r < 0)
+				break;
+			if ((p.pfds[0].revents & POLLIN) && got < max) {
+				r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
+				if (r > 0)
+					got += hk_epoll_strip_wake(evs + got, r, &woken);
+			}
 		}
-		p.n = 0;
-		r = plan_set(&p, epfd, set);
-		pthread_mutex_unlock(&set->lock);
-		if (r < 0) {
-			errno = ENOMEM;
-			break;
-		}
-		r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left_ms(deadline), mask);
-		if (r < 0)
-			break;
-		pthread_mutex_lock(&set->lock);
-		got = collect(set, &p, evs, max);
-		pthread_mutex_unlock(&set->lock);
-		if ((p.pfds[0].revents & POLLIN) && got < max) {
-			r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
-			if (r > 0)
-				got += r;
-		}
-		if (got || left_ms(deadline) == 0) {
+		/* At the deadline, a wake-up that took the place of the
+		 * application's events gets one more look. */
+		if (got || (left_ms(deadline) == 0 && (!woken || retried))) {
 			r = got;
 			break;
 		}
+		retried |= woken && left_ms(deadline) == 0;
 	}
-	free(p.pfds);
-	free(p.owner);
+	plan_free(&p);
 	return r;
 }
 
@@ -514,6 +639,10 @@ void hk_epoll_forget_fd(int fd)
 		pthread_mutex_lock(&set->lock);
 		set->open = false;
 		set->n = 0;
+		if (set->wake_fd >= 0)
+			sl_own_fd_close(set->wake_fd);
+		set->wake_fd = -1;
+		set->incarnation++; /* its waiters still in the kernel wait on a closed set, as there */
 		pthread_mutex_unlock(&set->lock);
 		atomic_fetch_sub(&open_sets, 1);
 	}
@@ -528,8 +657,13 @@ void hk_epoll_forget_fd(int fd)
 		if (!other || !other->open)
 			continue;
 		pthread_mutex_lock(&other->lock);
-		if ((m = find(other, fd)))
+		if ((m = find(other, fd))) {
+			bool emulated = !m->in_kernel;
+
 			remove_at(other, m); /* a kernel entry goes with the fd by itself */
+			if (emulated) /* waiters stop watching the closing connection */
+				hk_epoll_wake_sleepers(e, other);
+		}
 		pthread_mutex_unlock(&other->lock);
 	}
 }
@@ -538,6 +672,7 @@ void hk_epoll_forget_fd(int fd)
  * plan; the set's entry is ready when any part of it is. */
 int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 	struct plan p = { 0 };
 	int r, ready = 0;
 	bool nested = false;
@@ -546,22 +681,30 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		nested = set_of(fds[i].fd) != NULL;
 	if (!nested)
 		return sl_poll_sigmask(fds, n, timeout_ms, mask);
-	for (nfds_t i = 0; i < n; i++) {
-		struct epset *inner = set_of(fds[i].fd);
+	/* Rounds: a set changed under the sleep is read again. */
+	do {
+		int left = left_ms(deadline);
 
-		if (inner && (fds[i].events & POLLIN))
-			r = plan_nested(&p, inner, fds[i].fd);
-		else
-			r = plan_add(&p, fds[i].fd, fds[i].events, -2 - (int)i);
-		if (r < 0) {
-			free(p.pfds);
-			free(p.owner);
-			errno = ENOMEM;
-			return -1;
+		p.n = 0;
+		p.sleeping = left != 0;
+		for (nfds_t i = 0; i < n; i++) {
+			struct epset *inner = set_of(fds[i].fd);
+
+			if (inner && (fds[i].events & POLLIN))
+				r = plan_nested(&p, inner, fds[i].fd);
+			else
+				r = plan_add(&p, fds[i].fd, fds[i].events, -2 - (int)i);
+			if (r < 0) {
+				plan_free(&p);
+				errno = ENOMEM;
+				return -1;
+			}
 		}
-	}
-	r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, timeout_ms, mask);
-	if (r >= 0) {
+		r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left, mask);
+		plan_awake(&p);
+		if (r < 0)
+			break;
+		ready = 0;
 		for (nfds_t i = 0; i < n; i++) {
 			fds[i].revents = 0;
 			for (int k = 0; k < p.n; k++)
@@ -572,9 +715,8 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			ready += fds[i].revents != 0;
 		}
 		r = ready;
-	}
-	free(p.pfds);
-	free(p.owner);
+	} while (!ready && left_ms(deadline) != 0);
+	plan_free(&p);
 	return r;
 }
 

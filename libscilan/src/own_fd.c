@@ -104,6 +104,12 @@ void sl_own_fd_close(int fd)
  * are serialised by evict_lock. */
 static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
 static int evict_from, evict_to;
+static void (*_Atomic move_callback)(int from, int to);
+
+void sl_own_fd_on_move(void (*fn)(int from, int to))
+{
+	atomic_store(&move_callback, fn);
+}
 
 static void renumber(int *slot)
 {
@@ -141,6 +147,8 @@ int sl_own_fd_evict(int fd)
 	mark(to, true);
 	sl_sock_any(renumber_sock);
 	sl_stats_file_renumber(fd, to);
+	if (atomic_load(&move_callback))
+		atomic_load(&move_callback)(fd, to);
 	mark(fd, false);
 	pthread_mutex_unlock(&evict_lock);
 	sl_debug("descriptor %d moved to %d: the program reuses its number", fd, to);

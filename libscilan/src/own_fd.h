@@ -20,6 +20,9 @@ bool sl_own_fd_is(int fd);
 /* The application is about to reuse fd's number (dup2/dup3 onto it): move
  * ours to another number and repoint every holder.  0, or -1 with errno. */
 int sl_own_fd_evict(int fd);
+/* Holders outside libscilan (the hook's epoll wake-up descriptors) learn of
+ * a move through one callback, called under the eviction lock. */
+void sl_own_fd_on_move(void (*fn)(int from, int to));
 /* fork: held across it, so a child never inherits a half-done move. */
 void sl_own_fd_fork_lock(void);
 void sl_own_fd_fork_unlock(bool child);

@@ -509,11 +509,298 @@ static int sc_mixed(void)
 	return 0;
 }
 
+/* A thread blocked in epoll_wait(-1); the main thread changes the set under it.
+ * A waiter never woken fails the scenario after 5 s instead of hanging. */
+struct waiter {
+	pthread_t t;
+	int ep, rc, err, done[2];
+	struct epoll_event ev[4];
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = epoll_wait(w->ep, w->ev, 4, -1);
+	w->err = errno;
+	if (write(w->done[1], "w", 1) < 0)
+		fatal("waiter done");
+	return NULL;
+}
+
+static void waiter_start(struct waiter *w, int ep)
+{
+	w->ep = ep;
+	MUST(pipe(w->done));
+	pthread_create(&w->t, NULL, waiter_main, w);
+	usleep(100000); /* only makes it likely the waiter sleeps first */
+}
+
+static bool waiter_woken(struct waiter *w, int ms)
+{
+	struct pollfd pf = { .fd = w->done[0], .events = POLLIN };
+
+	return poll(&pf, 1, ms) == 1;
+}
+
+/* The change alone wakes nobody in the kernel: no event to report. */
+static void waiter_quiet(struct waiter *w, const char *what)
+{
+	say("%s: waiter still asleep %d", what, !waiter_woken(w, 200));
+}
+
+static void waiter_join(struct waiter *w, const char *what)
+{
+	if (!waiter_woken(w, 5000))
+		fatal("%s: waiter not woken in 5 s", what);
+	pthread_join(w->t, NULL);
+	errno = w->err;
+	show_events(what, w->rc, w->ev);
+	close(w->done[0]);
+	close(w->done[1]);
+}
+
+static int sc_xthread(void)
+{
+	int ep = MUST(epoll_create1(0)), ep2 = MUST(epoll_create1(0)), c, s, c2, s2, p[2];
+	struct waiter w;
+	char buf[8];
+
+	tcp_pair(&c, &s);
+	tcp_pair(&c2, &s2);
+	MUST(pipe(p));
+	/* The worker-pool pattern: EPOLLONESHOT fired, another thread re-arms. */
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLONESHOT, 1));
+	MUST(send(c, "a", 1, 0));
+	ewait("oneshot fires", ep, 16, 0);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	waiter_start(&w, ep);
+	SHOW(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN | EPOLLONESHOT, 1));
+	waiter_quiet(&w, "re-armed, no data yet");
+	MUST(send(c, "b", 1, 0));
+	waiter_join(&w, "re-armed by another thread, then data");
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	/* The same with another connection in the set, idle. */
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s2, EPOLLIN, 6));
+	waiter_start(&w, ep);
+	SHOW(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN | EPOLLONESHOT, 1));
+	MUST(send(c, "c", 1, 0));
+	waiter_join(&w, "re-armed beside an idle connection, then data");
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	/* A connection added by another thread: data after, data before. */
+	waiter_start(&w, ep2);
+	SHOW(ctl(ep2, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	waiter_quiet(&w, "added, no data yet");
+	MUST(send(c, "d", 1, 0));
+	waiter_join(&w, "added by another thread, then data");
+	SHOW(ctl(ep2, EPOLL_CTL_DEL, s, 0, 0));
+	waiter_start(&w, ep2);
+	SHOW(ctl(ep2, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	waiter_join(&w, "added by another thread with data waiting");
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	/* Deleted or closed by another thread: never reported (the pipe ends
+	 * the wait). */
+	SHOW(ctl(ep2, EPOLL_CTL_ADD, p[0], EPOLLIN, 2));
+	waiter_start(&w, ep2);
+	SHOW(ctl(ep2, EPOLL_CTL_DEL, s, 0, 0));
+	MUST(send(c, "e", 1, 0));
+	usleep(100000);
+	MUST(write(p[1], "p", 1));
+	waiter_join(&w, "deleted by another thread, then data");
+	drain_pipe(p[0]);
+	SHOW(ctl(ep2, EPOLL_CTL_ADD, s2, EPOLLIN, 6));
+	waiter_start(&w, ep2);
+	close(s2);
+	MUST(send(c2, "f", 1, 0));
+	usleep(100000);
+	MUST(write(p[1], "p", 1));
+	waiter_join(&w, "closed by another thread, then data");
+	close(c);
+	close(s);
+	close(c2);
+	close(p[0]);
+	close(p[1]);
+	close(ep);
+	close(ep2);
+	return 0;
+}
+
+struct poller {
+	pthread_t t;
+	struct pollfd pf;
+	int rc;
+};
+
+static void *poller_main(void *arg)
+{
+	struct poller *pl = arg;
+
+	pl->rc = poll(&pl->pf, 1, -1);
+	return NULL;
+}
+
+/* The same through an outer set, and through poll, on the set changed. */
+static int sc_xthread_nested(void)
+{
+	int inner = MUST(epoll_create1(0)), outer = MUST(epoll_create1(0)), c, s;
+	struct waiter w;
+	struct poller pl = { .pf = { .fd = inner, .events = POLLIN } };
+	char buf[8];
+
+	tcp_pair(&c, &s);
+	SHOW(ctl(outer, EPOLL_CTL_ADD, inner, EPOLLIN, 7));
+	waiter_start(&w, outer);
+	SHOW(ctl(inner, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	waiter_quiet(&w, "added to the inner set, no data yet");
+	MUST(send(c, "a", 1, 0));
+	waiter_join(&w, "outer set, connection added to the inner one, then data");
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	SHOW(ctl(inner, EPOLL_CTL_DEL, s, 0, 0));
+	pthread_create(&pl.t, NULL, poller_main, &pl);
+	usleep(100000);
+	SHOW(ctl(inner, EPOLL_CTL_ADD, s, EPOLLIN, 1));
+	usleep(200000);
+	say("added, no data yet: poll still asleep %d", !pl.rc);
+	MUST(send(c, "b", 1, 0));
+	for (int i = 0; i < 500 && !pl.rc; i++)
+		usleep(10000);
+	if (!pl.rc)
+		fatal("poll on the set not woken in 5 s");
+	pthread_join(pl.t, NULL);
+	say("poll on the set: rc %d %s", pl.rc, pollmask(pl.pf.revents));
+	close(c);
+	close(s);
+	close(inner);
+	close(outer);
+	return 0;
+}
+
+static void rearm_round(int ep, int c, int s, const char *what)
+{
+	struct waiter w;
+	char buf[8];
+
+	waiter_start(&w, ep);
+	MUST(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN | EPOLLONESHOT, 1));
+	MUST(send(c, "r", 1, 0));
+	waiter_join(&w, what);
+	MUST(recv(s, buf, sizeof(buf), 0));
+}
+
+static int rearm_kid(void *arg)
+{
+	int *v = arg;
+
+	rearm_round(v[0], v[1], v[2], "in a forked child");
+	return 0;
+}
+
+/* Re-arming still wakes after the program dup2s onto every eventfd (under the
+ * hook, the set's wake-up descriptor moves away) and in a forked child. */
+static int sc_xthread_fork(void)
+{
+	int v[3] = { MUST(epoll_create1(0)) }, p[2];
+	char link[64], path[64];
+	struct kid k;
+
+	tcp_pair(&v[1], &v[2]);
+	MUST(pipe(p));
+	SHOW(ctl(v[0], EPOLL_CTL_ADD, v[2], EPOLLIN | EPOLLONESHOT, 1));
+	rearm_round(v[0], v[1], v[2], "first");
+	for (int fd = 3; fd < 4096; fd++) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0 && (link[n] = 0, strstr(link, "eventfd")))
+			MUST(dup2(p[0], fd));
+	}
+	rearm_round(v[0], v[1], v[2], "after dup2 onto every eventfd");
+	kid_start(&k, "kid", rearm_kid, v);
+	kid_join(&k);
+	rearm_round(v[0], v[1], v[2], "in the parent again");
+	close(v[0]);
+	close(v[1]);
+	close(v[2]);
+	close(p[0]);
+	close(p[1]);
+	return 0;
+}
+
+/* Several threads waiting at once: on one set, or each on its own set with
+ * EPOLLEXCLUSIVE.  At least one wakes; a EPOLLONESHOT event goes to one. */
+static int sc_shared(void)
+{
+	int ep = MUST(epoll_create1(0)), ep2 = MUST(epoll_create1(0)), c, s, p[2], eps[2], got_s;
+	struct waiter w[2];
+
+	tcp_pair(&c, &s);
+	MUST(pipe(p));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLONESHOT, 1));
+	SHOW(ctl(ep, EPOLL_CTL_ADD, p[0], EPOLLIN, 2));
+	for (int round = 0; round < 3; round++) {
+		const char *what[] = { "one set, oneshot", "one set, level", "two sets, EPOLLEXCLUSIVE" };
+
+		eps[0] = ep;
+		eps[1] = round == 2 ? ep2 : ep;
+		if (round == 1)
+			SHOW(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN, 1));
+		if (round == 2) {
+			SHOW(ctl(ep, EPOLL_CTL_DEL, s, 0, 0));
+			SHOW(ctl(ep, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLEXCLUSIVE, 1));
+			SHOW(ctl(ep2, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLEXCLUSIVE, 1));
+			SHOW(ctl(ep2, EPOLL_CTL_ADD, p[0], EPOLLIN, 2));
+		}
+		waiter_start(&w[0], eps[0]);
+		waiter_start(&w[1], eps[1]);
+		MUST(send(c, "x", 1, 0));
+		{
+			struct pollfd pf[2] = { { .fd = w[0].done[0], .events = POLLIN },
+						{ .fd = w[1].done[0], .events = POLLIN } };
+
+			say("%s: some waiter woken %d", what[round], poll(pf, 2, 5000) > 0);
+		}
+		MUST(write(p[1], "p", 1)); /* ends the other wait */
+		got_s = 0;
+		for (int i = 0; i < 2; i++) {
+			if (!waiter_woken(&w[i], 5000))
+				fatal("%s: waiter %d not woken by the pipe", what[round], i);
+			pthread_join(w[i].t, NULL);
+			for (int k = 0; k < w[i].rc; k++)
+				got_s += w[i].ev[k].data.u64 == 1;
+			close(w[i].done[0]);
+			close(w[i].done[1]);
+		}
+		/* Level-triggered, the kernel may wake one waiter or both. */
+		if (round == 0)
+			say("%s: the socket reported to %d waiter(s)", what[round], got_s);
+		else
+			say("%s: the socket reported to at least one waiter %d", what[round], got_s >= 1);
+		drain(s);
+		drain_pipe(p[0]);
+	}
+	/* EPOLLEXCLUSIVE errors. */
+	SHOW(ctl(ep, EPOLL_CTL_MOD, s, EPOLLIN, 1));
+	SHOW(ctl(ep, EPOLL_CTL_MOD, p[0], EPOLLIN | EPOLLEXCLUSIVE, 2));
+	SHOW(ctl(ep2, EPOLL_CTL_DEL, s, 0, 0));
+	SHOW(ctl(ep2, EPOLL_CTL_ADD, s, EPOLLIN | EPOLLEXCLUSIVE | EPOLLONESHOT, 1));
+	SHOW(ctl(ep2, EPOLL_CTL_ADD, ep, EPOLLIN | EPOLLEXCLUSIVE, 7));
+	close(c);
+	close(s);
+	close(p[0]);
+	close(p[1]);
+	close(ep);
+	close(ep2);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "lt", sc_lt },         { "et", sc_et },       { "oneshot", sc_oneshot }, { "hup", sc_hup },
-		{ "nested", sc_nested }, { "pwait", sc_pwait }, { "mixed", sc_mixed },     { NULL, NULL },
+		{ "nested", sc_nested }, { "pwait", sc_pwait }, { "mixed", sc_mixed },     { "xthread", sc_xthread },
+		{ "xthread_nested", sc_xthread_nested }, { "xthread_fork", sc_xthread_fork },
+		{ "shared", sc_shared }, { NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);
