@@ -66,17 +66,24 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 	if (poll_us == 0 || (flags & MSG_DONTWAIT) || atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed))
 		return false;
 	if (poll_us == SL_POLL_ADAPTIVE) {
-		w->began = mono_ns();
 		w->dir = dir;
-		w->budget_ns = sl_spin_budget(&s->spin_learn[dir], w->began);
-		if (w->budget_ns == 0)
+		/* No clock yet: a reply within the first microsecond costs no
+		 * clock read at all, as with a forced spin. */
+		w->budget_ns = sl_spin_budget(&s->spin_learn[dir], 0);
+		if (w->budget_ns == 0) {
+			/* A syscall follows anyway: the clock is cheap beside it,
+			 * and the sleep is timed from here. */
+			w->began = mono_ns();
+			sl_cpus_contended(w->began);
 			return false;
-		end = w->began + w->budget_ns;
+		}
+		poll_us = -1;
 	}
 	for (unsigned i = 1;; i++) {
 		if (changed(s, seen)) {
-			if (w->began)
-				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, mono_ns() - w->began);
+			/* Within the first clock interval the wait counts as 0. */
+			if (poll_us < 0)
+				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, w->began ? mono_ns() - w->began : 0);
 			return true;
 		}
 		__builtin_ia32_pause();
@@ -84,10 +91,17 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 		if (i % 64)
 			continue;
 		t = mono_ns();
-		if (!end)
+		if (!end && poll_us < 0) {
+			/* Timed from here: a microsecond late, which the learning
+			 * does not mind. */
+			w->began = t;
+			end = t + w->budget_ns;
+			sl_cpus_contended(t);
+		} else if (!end) {
 			end = t + (int64_t)poll_us * 1000;
-		else if (t >= end)
+		} else if (t >= end) {
 			return false;
+		}
 	}
 }
 

@@ -116,23 +116,31 @@ static int runnable_now(void)
 	return running;
 }
 
+static _Atomic bool contended;
+
 bool sl_cpus_contended(int64_t now_ns)
 {
 	static _Atomic int64_t next_check;
-	static _Atomic bool contended;
+	static _Atomic int avg16; /* runnable threads x16, moving average over ~4 samples */
 	int64_t due = atomic_load_explicit(&next_check, memory_order_relaxed);
-	int running;
+	int running, avg;
 
 	/* One thread samples; the others use the last answer. */
-	if (now_ns < due || !atomic_compare_exchange_strong(&next_check, &due, now_ns + CONTENTION_CHECK_NS))
+	if (now_ns == 0 || now_ns < due ||
+	    !atomic_compare_exchange_strong(&next_check, &due, now_ns + CONTENTION_CHECK_NS))
 		return atomic_load_explicit(&contended, memory_order_relaxed);
 	running = runnable_now();
 	if (running < 0) {
 		atomic_store_explicit(&next_check, now_ns + CONTENTION_RETRY_NS, memory_order_relaxed);
 		running = 0;
 	}
-	atomic_store_explicit(&contended, running > online_cpus(), memory_order_relaxed);
-	return running > online_cpus();
+	/* Averaged, so a passing cron job or compiler does not stop two ends
+	 * that own a CPU each from spinning; a backlog that lasts does. */
+	avg = atomic_load_explicit(&avg16, memory_order_relaxed);
+	avg += (running * 16 - avg) / 4;
+	atomic_store_explicit(&avg16, avg, memory_order_relaxed);
+	atomic_store_explicit(&contended, avg > online_cpus() * 16 + 8, memory_order_relaxed);
+	return atomic_load_explicit(&contended, memory_order_relaxed);
 }
 
 uint32_t sl_spin_budget(_Atomic uint64_t *word, int64_t now_ns)

@@ -36,11 +36,13 @@ void sl_spin_observe(struct sl_spin_state *st, uint32_t budget_ns, bool paid, ui
 uint64_t sl_spin_pack(struct sl_spin_state st);
 struct sl_spin_state sl_spin_unpack(uint64_t word);
 
-/* More threads runnable than CPUs online, from /proc/loadavg sampled at most
- * every few ms per process.  now_ns: CLOCK_MONOTONIC. */
+/* More threads runnable than CPUs online, on average over the last samples of
+ * /proc/loadavg, taken at most every few ms per process.  now_ns:
+ * CLOCK_MONOTONIC, or 0 for the last answer without sampling. */
 bool sl_cpus_contended(int64_t now_ns);
 
-/* The spin for one wait on a learnt word (a connection's direction, or a
+/* The spin for one wait on a learnt word (now_ns 0: no clock at hand, the
+ * contention answer is the last one) (a connection's direction, or a
  * thread's poll-set word): the budget, then what the wait showed.  Only for
  * sockets whose poll_us is SL_POLL_ADAPTIVE; a forced value is spun as is. */
 uint32_t sl_spin_budget(_Atomic uint64_t *word, int64_t now_ns);
