@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 {
 	int poll_us = atomic_load_explicit(&s->poll_us, memory_order_relaxed);
 	int64_t end = 0, t;
+	bool yield = false;
 
 	w->began = 0;
 	if (poll_us == 0 || (flags & MSG_DONTWAIT) || atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed))
@@ -69,7 +71,7 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 		w->dir = dir;
 		/* No clock yet: a reply within the first microsecond costs no
 		 * clock read at all, as with a forced spin. */
-		w->budget_ns = sl_spin_budget(&s->spin_learn[dir], 0);
+		w->budget_ns = sl_spin_budget(&s->spin_learn[dir], 0, &yield);
 		if (w->budget_ns == 0) {
 			/* A syscall follows anyway: the clock is cheap beside it,
 			 * and the sleep is timed from here. */
@@ -86,9 +88,16 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, w->began ? mono_ns() - w->began : 0);
 			return true;
 		}
-		__builtin_ia32_pause();
-		/* The clock is read only every 64 pauses (about a microsecond). */
-		if (i % 64)
+		/* Contended: a peer running on another CPU answers within the
+		 * first microsecond of pauses; after that, every turn hands our
+		 * CPU to whoever waits for it, the peer perhaps. */
+		if (yield && i > 64)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+		/* The clock is read only every 64 pauses (about a microsecond),
+		 * or every 4 yields (a syscall each). */
+		if (i % (yield && i > 64 ? 4 : 64))
 			continue;
 		t = mono_ns();
 		if (!end && poll_us < 0) {

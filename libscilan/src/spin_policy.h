@@ -1,7 +1,7 @@
 /* spin_policy.h — how long a waiting side spins before it arms the wake word
  * and sleeps: a forced SCILAN_POLL_US, or a budget learned per connection and
- * direction (per thread for a poll set) that is off while the CPUs are
- * contended.  The learning core is pure (no clock, no I/O) and unit-tested.
+ * direction (per thread for a poll set) that yields the CPU at every turn
+ * while the CPUs are contended.  The learning core is pure (no clock, no I/O) and unit-tested.
  */
 #ifndef SCILAN_SPIN_POLICY_H
 #define SCILAN_SPIN_POLICY_H
@@ -27,8 +27,9 @@ struct sl_spin_state {
 	uint16_t probing;  /* the budget last handed out was a probe */
 };
 
-/* The budget in ns for the next wait; 0 = do not spin. */
-uint32_t sl_spin_decide(struct sl_spin_state *st, bool contended);
+/* The budget in ns for the next wait; 0 = do not spin.  *yield: spin with
+ * sched_yield instead of pause (the CPUs are contended). */
+uint32_t sl_spin_decide(struct sl_spin_state *st, bool contended, bool *yield);
 /* The wait that followed: it ended during a spin of budget_ns (paid) or in a
  * sleep, waited_ns after it began. */
 void sl_spin_observe(struct sl_spin_state *st, uint32_t budget_ns, bool paid, uint64_t waited_ns);
@@ -45,7 +46,7 @@ bool sl_cpus_contended(int64_t now_ns);
  * contention answer is the last one) (a connection's direction, or a
  * thread's poll-set word): the budget, then what the wait showed.  Only for
  * sockets whose poll_us is SL_POLL_ADAPTIVE; a forced value is spun as is. */
-uint32_t sl_spin_budget(_Atomic uint64_t *word, int64_t now_ns);
+uint32_t sl_spin_budget(_Atomic uint64_t *word, int64_t now_ns, bool *yield);
 void sl_spin_note(_Atomic uint64_t *word, uint32_t budget_ns, bool paid, int64_t waited_ns);
 
 #endif

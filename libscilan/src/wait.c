@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,7 +330,7 @@ static __thread _Atomic uint64_t set_spin_learn;
 /* How long to spin for this set, in ns: the longest forced poll time, or
  * the learnt budget if a socket of it is adaptive (*learn says where). */
 static int64_t spin_budget(struct pollfd *fds, nfds_t n, struct sl_sock **socks, int64_t now,
-			   _Atomic uint64_t **learn, uint32_t *learnt)
+			   _Atomic uint64_t **learn, uint32_t *learnt, bool *yield)
 {
 	int64_t forced = 0;
 	nfds_t adaptive = 0, one = 0;
@@ -344,13 +345,14 @@ static int64_t spin_budget(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 	}
 	*learn = NULL;
 	*learnt = 0;
+	*yield = false;
 	if (adaptive == 0)
 		return forced;
 	if (adaptive == 1)
 		*learn = &socks[one]->spin_learn[(dirs_of(fds[one].events) & SL_DIR_DATA) ? 0 : 1];
 	else
 		*learn = &set_spin_learn;
-	*learnt = sl_spin_budget(*learn, now);
+	*learnt = sl_spin_budget(*learn, now, yield);
 	return *learnt > forced ? *learnt : forced;
 }
 
@@ -361,6 +363,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	int64_t spin_end, spin_ns = 0;
 	_Atomic uint64_t *learn = NULL;
 	uint32_t learnt = 0;
+	bool yield = false;
 	int ready;
 
 	for (nfds_t i = 0; i < n; i++)
@@ -376,7 +379,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	/* Decided only for a wait that would block, so instant answers do
 	 * not count as waits the spin caught. */
 	if (spin)
-		spin_ns = spin_budget(fds, n, socks, start, &learn, &learnt);
+		spin_ns = spin_budget(fds, n, socks, start, &learn, &learnt, &yield);
 	spin_end = start + spin_ns;
 	if (deadline >= 0 && deadline < spin_end)
 		spin_end = deadline;
@@ -389,8 +392,13 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 				sl_spin_note(learn, learnt, true, now_ns() - start);
 			return kready < 0 ? -1 : ready + kready;
 		}
-		__builtin_ia32_pause();
-		if ((iter & 15) == 0 && now_ns() >= spin_end)
+		/* Contended: pause first, for a peer on another CPU; then hand
+		 * our CPU over at every turn (io.c spins alike). */
+		if (yield && iter > 64)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+		if (((yield && iter > 64) || (iter & 15) == 0) && now_ns() >= spin_end)
 			break;
 	}
 	/* The spin, forced or learnt, ends here; the sleep protocol below is

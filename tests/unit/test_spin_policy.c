@@ -1,6 +1,7 @@
 /* test_spin_policy.c — unit tests of the adaptive spin's pure core
  * (spin_policy.c) fed synthetic waits: it stops spinning when spins never
- * pay, spins again when they do, never spins while contended. */
+ * pay, spins again when they do, hands the CPU over at every turn while
+ * contended. */
 #include <criterion/criterion.h>
 
 #include "spin_policy.h"
@@ -8,9 +9,17 @@
 #define US 1000u
 
 /* One wait: decide, then report a wait of waited_ns (paid if within the spin). */
+static uint32_t decide(struct sl_spin_state *st, bool contended, bool *yield)
+{
+	return sl_spin_decide(st, contended, yield);
+}
+
 static uint32_t wait_once(struct sl_spin_state *st, bool contended, uint64_t waited_ns)
 {
-	uint32_t budget = sl_spin_decide(st, contended);
+	bool yield;
+	uint32_t budget = decide(st, contended, &yield);
+
+	cr_assert_eq(yield, contended, "yield %d on %s CPUs", yield, contended ? "contended" : "free");
 
 	sl_spin_observe(st, budget, budget > 0 && waited_ns <= budget, waited_ns);
 	return budget;
@@ -20,7 +29,7 @@ Test(spin_policy, fresh_state_spins)
 {
 	struct sl_spin_state st = { 0 };
 
-	cr_assert_gt(sl_spin_decide(&st, false), 0, "a new connection must spin (polling latency as before)");
+	cr_assert_gt(decide(&st, false, &(bool){ 0 }), 0, "a new connection must spin (polling latency as before)");
 }
 
 Test(spin_policy, fast_peer_keeps_spinning)
@@ -65,7 +74,7 @@ Test(spin_policy, one_slow_reply_does_not_stop_spinning)
 	for (int i = 0; i < 100; i++)
 		wait_once(&st, false, 2 * US);
 	wait_once(&st, false, 5000 * US); /* a preemption, a page fault */
-	cr_assert_gt(sl_spin_decide(&st, false), 0);
+	cr_assert_gt(decide(&st, false, &(bool){ 0 }), 0);
 }
 
 Test(spin_policy, spins_again_when_spins_pay)
@@ -75,7 +84,7 @@ Test(spin_policy, spins_again_when_spins_pay)
 
 	for (i = 0; i < 200; i++)
 		wait_once(&st, false, 1000 * US);
-	cr_assert_eq(st.skipped > 0 || sl_spin_decide(&st, false) == 0, true);
+	cr_assert_eq(st.skipped > 0 || decide(&st, false, &(bool){ 0 }) == 0, true);
 	/* The peer turns fast; a sleeping end sees it only through a probe. */
 	for (i = 0; i < 3 * (int)SL_SPIN_PROBE_EVERY && first_spin < 0; i++)
 		if (wait_once(&st, false, 3 * US) > 0)
@@ -91,27 +100,21 @@ Test(spin_policy, sleep_that_wakes_fast_brings_spinning_back)
 	int i;
 
 	/* No probe needed: the sleeps themselves show short waits. */
-	for (i = 0; i < 30 && sl_spin_decide(&st, false) == 0; i++)
+	for (i = 0; i < 30 && decide(&st, false, &(bool){ 0 }) == 0; i++)
 		sl_spin_observe(&st, 0, false, 8 * US);
 	cr_assert_lt(i, 30, "short sleeps never brought the spin back");
 }
 
-Test(spin_policy, no_spin_when_contended)
+Test(spin_policy, yields_when_contended)
 {
 	struct sl_spin_state st = { 0 };
 
+	/* The learning goes on; the spin gives the CPU away at every turn. */
 	for (int i = 0; i < 1000; i++)
-		cr_assert_eq(wait_once(&st, true, 2 * US), 0, "wait %d spun on contended CPUs", i);
-	/* Fast replies seen while contended still count: spinning resumes at once. */
-	cr_assert_gt(sl_spin_decide(&st, false), 0);
-}
-
-Test(spin_policy, contended_waits_do_not_probe)
-{
-	struct sl_spin_state st = { .ema_ns = 100 * US };
-
-	for (int i = 0; i < 10 * (int)SL_SPIN_PROBE_EVERY; i++)
-		cr_assert_eq(sl_spin_decide(&st, true), 0);
+		cr_assert_gt(wait_once(&st, true, 2 * US), 0, "wait %d: a fast peer on another CPU is not spun for", i);
+	for (int i = 0; i < 1000; i++)
+		wait_once(&st, true, 1000 * US);
+	cr_assert_eq(decide(&st, true, &(bool){ 0 }), 0, "spins on contended CPUs for replies that never come");
 }
 
 Test(spin_policy, budget_is_capped)
