@@ -1,6 +1,7 @@
 /* wait.c — the sleep side of the interrupt-flag protocol and scilan_poll:
- * spin for the socket's poll time (forced, or learnt: spin_policy.c), then arm the peer-visible wake words,
- * flush, re-check, and sleep in the kernel on the bell and the kernel socket.
+ * spin for the socket's poll time (forced, or learnt: spin_policy.c), then
+ * arm the peer-visible wake words, flush, re-check, and sleep in the kernel
+ * on the bell and the kernel socket.
  * Within a process one thread at a time sleeps per socket and direction
  * (data, space); tokens drained for another direction are passed on.
  */
