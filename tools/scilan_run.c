@@ -19,7 +19,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: scilan_run [options] [--] CMD [ARGS...]\n"
 		"Run CMD with its TCP connections to cluster peers over scilan.\n\n"
-		"  -p, --poll-us N    spin N microseconds before sleeping (0: interrupt mode)\n"
+		"  -p, --poll-us N    spin N microseconds before sleeping (0: interrupt mode;\n"
+		"                     default: learnt per connection, at most 25)\n"
 		"  -r, --ring-kb N    receive ring size in KiB\n"
 		"  -s, --stats        print a statistics line per process at exit\n"
 		"  -l, --log LEVEL    log to stderr: error|warn|info|debug\n"

@@ -20,7 +20,7 @@ extern "C" {
 #define SOL_SCILAN 0x5c1a
 
 /* SOL_SCILAN options. */
-#define SCILAN_SO_POLL_US 1     /* int: microseconds to spin before sleeping; 0 = interrupt mode */
+#define SCILAN_SO_POLL_US 1     /* int: microseconds to spin before sleeping; 0 = interrupt mode; -1 = learnt (the default) */
 #define SCILAN_SO_ACCELERATED 2 /* int, read-only: 1 if the connection runs over scilan rings */
 #define SCILAN_SO_RING_FILL 3   /* int, read-only: bytes waiting in the receive ring */
 #define SCILAN_SO_RING_SIZE 4   /* int, read-only: the receive ring's capacity (in use once connected, else what SO_RCVBUF asked) */

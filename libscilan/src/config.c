@@ -62,6 +62,17 @@ static long long read_int_setting(const char *name, long long min, long long max
 	return out;
 }
 
+/* SCILAN_POLL_US: a forced spin in microseconds (0 = interrupt mode), or
+ * "auto" (as when unset) for the learnt one. */
+static int read_poll_us(void)
+{
+	const char *v = getenv("SCILAN_POLL_US");
+
+	if (v && strcmp(v, "auto") == 0)
+		return SL_POLL_ADAPTIVE;
+	return (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, SL_DEFAULT_POLL_US);
+}
+
 /* A bad map must never break the application: it is reported naming file
  * and line, and the process then runs entirely over the kernel, as without
  * scilan (no runtime directory: no listener is published, none is looked up). */
@@ -81,7 +92,7 @@ static void load_config(void)
 	pthread_atfork(sl_sock_count_fork, sl_sock_after_fork_parent, sl_sock_after_fork_child);
 	sl_lock_init_bias();
 	read_log_level();
-	config.poll_us = (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, SL_DEFAULT_POLL_US);
+	config.poll_us = read_poll_us();
 	config.ring_bytes = sl_ring_cap_for(
 		(uint64_t)read_int_setting("SCILAN_RING_KB", SL_RING_MIN >> 10, SL_RING_MAX >> 10, SL_DEFAULT_RING_KB)
 		<< 10);

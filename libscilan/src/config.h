@@ -10,13 +10,16 @@
 
 #include "cluster_map.h"
 
-/* Defaults chosen by measurement (see README.md, "Tuning"). */
-#define SL_DEFAULT_POLL_US 25
+#include "spin_policy.h"
+
+/* Defaults chosen by measurement (see README.md, "Tuning"): the spin is
+ * learnt unless SCILAN_POLL_US forces one (spin_policy.h). */
+#define SL_DEFAULT_POLL_US SL_POLL_ADAPTIVE
 #define SL_DEFAULT_RING_KB 256
 #define SL_MAX_POLL_US 10000000
 
 struct sl_config {
-	int poll_us;             /* spin before sleeping; 0 = interrupt mode */
+	int poll_us;             /* spin before sleeping; 0 = interrupt mode, SL_POLL_ADAPTIVE = learnt */
 	uint64_t ring_bytes;     /* default receive ring capacity */
 	char rundir[4096];       /* per-user runtime directory ("" = none usable) */
 	struct sl_cluster_map map; /* $SCILAN_CONF; empty if missing or bad (reported once) */

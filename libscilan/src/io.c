@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "fabric.h"
 #include "scilan.h"
 #include "scm.h"
+#include "spin_policy.h"
 #include "sys.h"
 #include "urgent.h"
 
@@ -35,31 +37,88 @@ static bool nonblocking(struct sl_sock *s, int flags)
 	return fl >= 0 && (fl & O_NONBLOCK);
 }
 
-/* Busy-wait (step 1 of the sleep protocol) for the poll time, before any
- * syscall: a reply that arrives within it costs no kernel entry at all.
- * changed() is true when the word it watches has moved or the stream ended. */
-static bool spin(struct sl_sock *s, int flags, bool (*changed)(struct sl_sock *s, uint64_t seen), uint64_t seen)
+static int64_t mono_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* A wait whose spin is learnt (spin_policy.c): what the sleep after a spin
+ * that did not pay must report.  began == 0: nothing to report. */
+struct spin_wait {
+	int64_t began;
+	uint32_t budget_ns;
+	int dir;
+};
+
+/* Busy-wait (step 1 of the sleep protocol) for the poll time, forced or
+ * learnt, before any syscall: a reply that arrives within it costs no kernel
+ * entry at all.  changed() is true when the word it watches has moved or the
+ * stream ended.  dir: 0 waits for data, 1 for space. */
+static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct sl_sock *s, uint64_t seen),
+		 uint64_t seen, struct spin_wait *w)
 {
 	int poll_us = atomic_load_explicit(&s->poll_us, memory_order_relaxed);
-	struct timespec now;
 	int64_t end = 0, t;
+	bool yield = false;
 
+	w->began = 0;
 	if (poll_us == 0 || (flags & MSG_DONTWAIT) || atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed))
 		return false;
-	for (unsigned i = 1;; i++) {
-		if (changed(s, seen))
-			return true;
-		__builtin_ia32_pause();
-		/* The clock is read only every 64 pauses (about a microsecond). */
-		if (i % 64)
-			continue;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-		if (!end)
-			end = t + (int64_t)poll_us * 1000;
-		else if (t >= end)
+	if (poll_us == SL_POLL_ADAPTIVE) {
+		w->dir = dir;
+		/* No clock yet: a reply within the first microsecond costs no
+		 * clock read at all, as with a forced spin. */
+		w->budget_ns = sl_spin_budget(&s->spin_learn[dir], 0, &yield);
+		if (w->budget_ns == 0) {
+			/* A syscall follows anyway: the clock is cheap beside it,
+			 * and the sleep is timed from here. */
+			w->began = mono_ns();
+			sl_cpus_contended(w->began);
 			return false;
+		}
+		poll_us = -1;
 	}
+	for (unsigned i = 1;; i++) {
+		if (changed(s, seen)) {
+			/* Within the first clock interval the wait counts as 0. */
+			if (poll_us < 0)
+				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, w->began ? mono_ns() - w->began : 0);
+			return true;
+		}
+		/* Contended: a peer running on another CPU answers within the
+		 * first microsecond of pauses; after that, every turn hands our
+		 * CPU to whoever waits for it, the peer perhaps. */
+		if (yield && i > 64)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+		/* The clock is read only every 64 pauses (about a microsecond),
+		 * or every 4 yields (a syscall each). */
+		if (i % (yield && i > 64 ? 4 : 64))
+			continue;
+		t = mono_ns();
+		if (!end && poll_us < 0) {
+			/* Timed from here: a microsecond late, which the learning
+			 * does not mind. */
+			w->began = t;
+			end = t + w->budget_ns;
+			sl_cpus_contended(t);
+		} else if (!end) {
+			end = t + (int64_t)poll_us * 1000;
+		} else if (t >= end) {
+			return false;
+		}
+	}
+}
+
+/* The spin did not pay: the whole wait, sleep included, teaches the policy. */
+static void slept(struct sl_sock *s, const struct spin_wait *w)
+{
+	if (w->began)
+		sl_spin_note(&s->spin_learn[w->dir], w->budget_ns, false, mono_ns() - w->began);
 }
 
 static bool ended(struct sl_sock *s)
@@ -221,7 +280,8 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	int64_t space;
 	uint64_t read_seen = 0;
 	bool check_peer;
-	int err;
+	struct spin_wait sw;
+	int err, r;
 
 	for (;;) {
 		/* While our offer is out, an acceptor that refused it (or a forked
@@ -305,7 +365,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			break;
 		}
-		if (spin(s, flags, space_freed, read_seen))
+		if (spin(s, flags, 1, space_freed, read_seen, &sw))
 			continue;
 		if (nonblocking(s, flags)) {
 			if (sl_conn_check_peer(s) || now_plain(s, SL_AGREE_WAIT))
@@ -313,7 +373,9 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			return fail(EAGAIN);
 		}
-		if (sl_wait(s, POLLOUT, false) < 0) {
+		r = sl_wait(s, POLLOUT, false);
+		slept(s, &sw);
+		if (r < 0) {
 			if (sent)
 				break;
 			return -1;
@@ -378,6 +440,8 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	uint64_t read_seen, skip;
 	bool wake_sender;
 	enum peer_end end;
+	struct spin_wait sw;
+	int r;
 
 	if (len == 0)
 		return 0;
@@ -456,7 +520,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			*plain = true;
 			return (ssize_t)got;
 		}
-		if (spin(s, flags, data_arrived, read_seen))
+		if (spin(s, flags, 0, data_arrived, read_seen, &sw))
 			continue;
 		if (nonblocking(s, flags)) {
 			if (got)
@@ -471,7 +535,9 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			}
 			return fail(EAGAIN);
 		}
-		if (sl_wait(s, POLLIN, false) < 0) {
+		r = sl_wait(s, POLLIN, false);
+		slept(s, &sw);
+		if (r < 0) {
 			if (got)
 				break;
 			return -1;

@@ -82,7 +82,8 @@ struct sl_sock {
 	struct sl_lock tx_lock, rx_lock;
 
 	/* settings */
-	_Atomic int poll_us;
+	_Atomic int poll_us;    /* forced spin, or SL_POLL_ADAPTIVE (spin_policy.h) */
+	_Atomic uint64_t spin_learn[2]; /* [0] data, [1] space: the learnt spin (spin_policy.c) */
 	_Atomic bool nonblock_hint; /* O_NONBLOCK as last seen; checked with the kernel before acting on it */
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */

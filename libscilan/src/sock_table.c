@@ -123,6 +123,8 @@ reset:
 	s->owner = getpid();
 	s->domain = domain;
 	atomic_store(&s->poll_us, 0);
+	atomic_store(&s->spin_learn[0], 0);
+	atomic_store(&s->spin_learn[1], 0);
 	atomic_store(&s->tx_lock.owner, 0);
 	atomic_store(&s->rx_lock.owner, 0);
 	atomic_store(&s->sleepers[0], 0);

@@ -71,7 +71,8 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		}
 		if (get_int(val, len, &v) < 0)
 			return -1;
-		if (v < 0 || v > SL_MAX_POLL_US) {
+		/* SL_POLL_ADAPTIVE (-1) hands the spin back to the learning. */
+		if (v < SL_POLL_ADAPTIVE || v > SL_MAX_POLL_US) {
 			errno = EINVAL;
 			return -1;
 		}

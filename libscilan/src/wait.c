@@ -1,11 +1,13 @@
 /* wait.c — the sleep side of the interrupt-flag protocol and scilan_poll:
- * spin for the socket's poll time, then arm the peer-visible wake words,
- * flush, re-check, and sleep in the kernel on the bell and the kernel socket.
+ * spin for the socket's poll time (forced, or learnt: spin_policy.c), then
+ * arm the peer-visible wake words, flush, re-check, and sleep in the kernel
+ * on the bell and the kernel socket.
  * Within a process one thread at a time sleeps per socket and direction
  * (data, space); tokens drained for another direction are passed on.
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "fabric.h"
 #include "log.h"
 #include "scilan.h"
+#include "spin_policy.h"
 #include "sys.h"
 
 #define STACK_FDS 32
@@ -320,18 +323,52 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 	return kready < 0 ? -1 : ready;
 }
 
+/* The learnt spin of a poll set with a single accelerated connection is that
+ * connection's, per direction; a larger set (an event loop) learns per
+ * thread, since its waits end with whichever connection speaks first. */
+static __thread _Atomic uint64_t set_spin_learn;
+
+/* How long to spin for this set, in ns: the longest forced poll time, or
+ * the learnt budget if a socket of it is adaptive (*learn says where). */
+static int64_t spin_budget(struct pollfd *fds, nfds_t n, struct sl_sock **socks, int64_t now,
+			   _Atomic uint64_t **learn, uint32_t *learnt, bool *yield)
+{
+	int64_t forced = 0;
+	nfds_t adaptive = 0, one = 0;
+
+	for (nfds_t i = 0; i < n; i++) {
+		int us = socks[i] ? atomic_load(&socks[i]->poll_us) : 0;
+
+		if (us == SL_POLL_ADAPTIVE && adaptive++ == 0)
+			one = i;
+		else if (us > 0 && (int64_t)us * 1000 > forced)
+			forced = (int64_t)us * 1000;
+	}
+	*learn = NULL;
+	*learnt = 0;
+	*yield = false;
+	if (adaptive == 0)
+		return forced;
+	if (adaptive == 1)
+		*learn = &socks[one]->spin_learn[(dirs_of(fds[one].events) & SL_DIR_DATA) ? 0 : 1];
+	else
+		*learn = &set_spin_learn;
+	*learnt = sl_spin_budget(*learn, now, yield);
+	return *learnt > forced ? *learnt : forced;
+}
+
 static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct sl_sock **socks,
 			    struct pollfd *kfds, bool spin, const int *held_by_caller)
 {
 	int64_t start = now_ns(), deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
-	int64_t spin_end;
-	int poll_us = 0, ready;
+	int64_t spin_end, spin_ns = 0;
+	_Atomic uint64_t *learn = NULL;
+	uint32_t learnt = 0;
+	bool yield = false;
+	int ready;
 
-	for (nfds_t i = 0; i < n; i++) {
+	for (nfds_t i = 0; i < n; i++)
 		fds[i].revents = 0;
-		if (spin && socks[i] && atomic_load(&socks[i]->poll_us) > poll_us)
-			poll_us = atomic_load(&socks[i]->poll_us);
-	}
 	ready = scan(fds, n, socks);
 	if (ready || timeout_ms == 0) {
 		/* Not sleeping, so look at the kernel sockets here: an event loop
@@ -340,21 +377,37 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 
 		return kready < 0 ? -1 : (ready ? ready : scan(fds, n, socks)) + kready;
 	}
-	spin_end = start + (int64_t)poll_us * 1000;
+	/* Decided only for a wait that would block, so instant answers do
+	 * not count as waits the spin caught. */
+	if (spin)
+		spin_ns = spin_budget(fds, n, socks, start, &learn, &learnt, &yield);
+	spin_end = start + spin_ns;
 	if (deadline >= 0 && deadline < spin_end)
 		spin_end = deadline;
-	for (unsigned iter = 1; poll_us > 0; iter++) {
+	for (unsigned iter = 1; spin_ns > 0; iter++) {
 		ready = scan(fds, n, socks);
 		if (ready) {
 			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
 
+			if (learn && learnt)
+				sl_spin_note(learn, learnt, true, now_ns() - start);
 			return kready < 0 ? -1 : ready + kready;
 		}
-		__builtin_ia32_pause();
-		if ((iter & 15) == 0 && now_ns() >= spin_end)
+		/* Contended: pause first, for a peer on another CPU; then hand
+		 * our CPU over at every turn (io.c spins alike). */
+		if (yield && iter > 64)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+		if (((yield && iter > 64) || (iter & 15) == 0) && now_ns() >= spin_end)
 			break;
 	}
-	return sleep_until_ready(fds, n, socks, kfds, deadline, held_by_caller);
+	/* The spin, forced or learnt, ends here; the sleep protocol below is
+	 * the same whatever the policy chose. */
+	ready = sleep_until_ready(fds, n, socks, kfds, deadline, held_by_caller);
+	if (learn && ready >= 0)
+		sl_spin_note(learn, learnt, false, now_ns() - start);
+	return ready;
 }
 
 static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms, bool *fell_back)

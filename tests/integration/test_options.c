@@ -127,6 +127,47 @@ Test(io, env_defaults, .timeout = 30)
 	scilan_close(s);
 }
 
+/* Unset, SCILAN_POLL_US leaves the spin to the learning (spin_policy.c),
+ * which SCILAN_SO_POLL_US reports as -1 and can force and hand back. */
+static void adaptive_by_default(const char *env)
+{
+	int c, s, bad = -2;
+	char b[4];
+
+	if (env)
+		setenv("SCILAN_POLL_US", env, 1);
+	else
+		unsetenv("SCILAN_POLL_US");
+	pair_or_die(0, 0, &c, &s);
+	cr_assert_eq(get_int(c, SOL_SCILAN, SCILAN_SO_POLL_US), -1, "the default spin is not the learnt one");
+	cr_assert_eq(get_int(s, SOL_SCILAN, SCILAN_SO_POLL_US), -1, "an accepted socket does not learn its spin");
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(tu_send_all(c, "ping", 4, 0), 4);
+		cr_assert_eq(tu_recv_all(s, b, 4), 4);
+		cr_assert_eq(tu_send_all(s, "pong", 4, 0), 4);
+		cr_assert_eq(tu_recv_all(c, b, 4), 4);
+		cr_assert_arr_eq(b, "pong", 4);
+	}
+	set_int(c, SOL_SCILAN, SCILAN_SO_POLL_US, 5);
+	cr_assert_eq(get_int(c, SOL_SCILAN, SCILAN_SO_POLL_US), 5);
+	set_int(c, SOL_SCILAN, SCILAN_SO_POLL_US, -1);
+	cr_assert_eq(get_int(c, SOL_SCILAN, SCILAN_SO_POLL_US), -1);
+	cr_assert_eq(scilan_setsockopt(c, SOL_SCILAN, SCILAN_SO_POLL_US, &bad, sizeof(bad)), -1);
+	cr_assert_eq(errno, EINVAL);
+	scilan_close(c);
+	scilan_close(s);
+}
+
+Test(io, poll_us_adaptive_by_default, .timeout = 30)
+{
+	adaptive_by_default(NULL);
+}
+
+Test(io, poll_us_auto_is_adaptive, .timeout = 30)
+{
+	adaptive_by_default("auto");
+}
+
 Test(io, env_ring_kb_rounds_up, .timeout = 30)
 {
 	int fd;
