@@ -93,6 +93,12 @@ int hk_close(int fd)
 {
 	int r;
 
+	/* Before the hook started, no descriptor carries state of ours, and
+	 * starting it here could re-enter an allocator that closes a
+	 * descriptor under its own lock (jemalloc's initialisation does, with
+	 * syscall(SYS_close): redis-server hung at start). */
+	if (!__atomic_load_n((bool *)&hk_ready, __ATOMIC_ACQUIRE))
+		return HK_NEXT(close)(fd);
 	hk_enter();
 	/* A daemon closing every descriptor it did not open must not take the
 	 * library's: to the program they do not exist. */

@@ -31,6 +31,8 @@ HK_EXPORT long syscall(long number, ...)
 		return hk_close((int)a[0]);
 #ifdef SYS_close_range
 	case SYS_close_range:
+		if (!__atomic_load_n((bool *)&hk_ready, __ATOMIC_ACQUIRE)) /* as in hk_close */
+			return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 		return close_range((unsigned int)a[0], (unsigned int)a[1], (int)a[2]);
 #endif
 #ifdef SYS_seccomp
