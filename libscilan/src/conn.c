@@ -133,14 +133,14 @@ short sl_conn_ready(struct sl_sock *s, short events)
 		rev |= POLLOUT | POLLWRNORM;
 	} else {
 		sl_lock(&s->tx_lock);
-		space = sl_tx_room(s, s->tx.cap / 4);
+		space = sl_tx_room(s, s->tx.room / 4);
 		sl_unlock(&s->tx_lock);
 		if (space < 0) {
 			sl_conn_reset(s, "peer published an impossible read index");
 			return sl_conn_ready(s, events);
 		}
 		/* Like the kernel's minimum write space: no POLLOUT for a sliver. */
-		if ((uint64_t)space >= s->tx.cap / 4)
+		if ((uint64_t)space >= s->tx.room / 4)
 			rev |= POLLOUT | POLLWRNORM;
 	}
 	if ((peer_fin || atomic_load(&s->shut_rd)) && shut_wr)

@@ -228,8 +228,8 @@ static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t 
 {
 	if (atomic_load(&s->shut_wr))
 		return broken_pipe(flags);
-	if (len > s->tx.cap)
-		len = (size_t)s->tx.cap;
+	if (len > s->tx.room)
+		len = (size_t)s->tx.room;
 	if (len && cur->fill) {
 		sl_lock(&s->tx_lock);
 		len = gather_into_ring(&s->tx, cur, len); /* never committed */
@@ -318,7 +318,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		}
 		sl_claim_tx(s);
 		space = sl_ring_tx_space(&s->tx, len - sent);
-		read_seen = s->tx.write - s->tx.cap + (uint64_t)space;
+		read_seen = s->tx.read_seen; /* the index the space was measured against */
 		if (space > 0) {
 			size_t n = len - sent < (uint64_t)space ? len - sent : (size_t)space;
 

@@ -49,6 +49,8 @@ struct sl_area_ctl {
 								 * the stream index just past its urgent byte;
 								 * stored (with urg_count) before the rx_write
 								 * that covers the byte */
+	_Alignas(SL_CACHELINE) _Atomic uint64_t sender_room;    /* bytes the peer keeps in flight at most
+								 * (its SO_SNDBUF); 0: the whole ring */
 	_Alignas(SL_CACHELINE) _Atomic uint64_t plain_from;     /* with SL_PEER_PLAIN: the index of this ring
 								 * at which the peer's kernel stream resumes */
 };

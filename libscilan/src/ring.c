@@ -14,6 +14,8 @@ void sl_ring_tx_init(struct sl_ring_tx *tx, struct sl_area_ctl *peer_area, unsig
 	tx->cap = cap;
 	tx->write = 0;
 	tx->read_seen = 0;
+	tx->room = cap;
+	tx->room_word = &peer_area->sender_room;
 	tx->write_combining = false;
 	tx->unfenced = false;
 }
@@ -28,6 +30,7 @@ void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, 
 	rx->read = 0;
 	rx->write_seen = 0;
 	rx->published = 0;
+	rx->sender_room = &own_area->sender_room;
 }
 
 int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want)
@@ -37,14 +40,26 @@ int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want)
 	/* The cached index is trusted only while it is possible: a process
 	 * taking the ring over (sl_claim_tx, the exec hand-over) copies it
 	 * straight from the peer's words. */
-	if (want && used <= tx->cap && tx->cap - used >= want)
-		return (int64_t)(tx->cap - used);
+	if (want && used <= tx->room && tx->room - used >= want)
+		return (int64_t)(tx->room - used);
 	read = atomic_load_explicit(tx->read_copy, memory_order_acquire);
 	used = tx->write - read; /* wraps to a huge value if read > write */
 	if (used > tx->cap)
 		return -1;
 	tx->read_seen = read;
-	return (int64_t)(tx->cap - used);
+	return used >= tx->room ? 0 : (int64_t)(tx->room - used);
+}
+
+void sl_ring_tx_limit(struct sl_ring_tx *tx, int sndbuf)
+{
+	uint64_t bytes = sndbuf > 0 ? 2 * (uint64_t)sndbuf : 0;
+
+	if (bytes && bytes < 4608)
+		bytes = 4608;
+	tx->room = bytes && bytes < tx->cap ? bytes : tx->cap;
+	/* Before any send that relies on it: the receiver publishes its read
+	 * index once half of the room was consumed, not a quarter ring. */
+	atomic_store_explicit(tx->room_word, tx->room < tx->cap ? tx->room : 0, memory_order_release);
 }
 
 void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset)
@@ -126,7 +141,15 @@ void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool force_publish)
 	 * given the index immediately by the caller (force). */
 	/* The first consume is published at once: a published 0 then means
 	 * "nothing consumed", which bypass.c relies on. */
-	if (force_publish || rx->read - rx->published >= rx->cap / 4 || rx->published == 0)
+	/* A sender whose SO_SNDBUF keeps less than the ring in flight sees
+	 * "full" sooner: half its room is then the batch, so a full sender
+	 * still always leaves unread data whose consume publishes.  The word is
+	 * the peer's: garbage only changes how often we publish. */
+	uint64_t batch = rx->cap / 4, room = atomic_load_explicit(rx->sender_room, memory_order_relaxed);
+
+	if (room && room / 2 < batch)
+		batch = room / 2;
+	if (force_publish || rx->read - rx->published >= batch || rx->published == 0)
 		sl_ring_rx_publish(rx);
 }
 

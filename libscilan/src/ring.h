@@ -18,6 +18,8 @@ struct sl_ring_tx {
 	uint64_t cap;                     /* private copy; never re-read from shared memory */
 	uint64_t write;                   /* private producer index */
 	uint64_t read_seen;               /* last validated read_copy: re-read only when it shows no room */
+	uint64_t room;                    /* bytes we keep unread in the ring at most: cap, or less (SO_SNDBUF) */
+	_Atomic uint64_t *room_word;      /* receiver's ctl->sender_room: tells it our room */
 	bool write_combining;             /* stores go through a WC mapping: sfence before publishing */
 	bool unfenced;                    /* the sleeping peer pays the fence (membarrier): plain store */
 };
@@ -30,6 +32,7 @@ struct sl_ring_rx {
 	uint64_t read;                    /* private consumer index */
 	uint64_t write_seen;              /* last validated write_idx: re-read only when it shows no data */
 	uint64_t published;               /* last index stored into remote_read */
+	const _Atomic uint64_t *sender_room; /* our ctl->sender_room, written by the sender */
 };
 
 void sl_ring_tx_init(struct sl_ring_tx *tx, struct sl_area_ctl *peer_area, unsigned char *peer_data,
@@ -66,5 +69,9 @@ void sl_ring_rx_publish(struct sl_ring_rx *rx);
 /* Round a requested ring size to the capacity actually used (power of two in
  * [SL_RING_MIN, SL_RING_MAX]). */
 uint64_t sl_ring_cap_for(uint64_t requested);
+/* A sender's SO_SNDBUF caps what it keeps in flight, as the kernel's send
+ * buffer does (the kernel doubles the value, 4608 at least; 0: the ring);
+ * the receiver is told, so that it publishes its read index in time. */
+void sl_ring_tx_limit(struct sl_ring_tx *tx, int sndbuf);
 
 #endif

@@ -61,6 +61,8 @@ static void map_areas(struct sl_sock *s, void *base, size_t len, int own, struct
 	s->peer_ctl = peer_ctl;
 	sl_ring_rx_init(&s->rx, own_ctl, (const unsigned char *)own_ctl + SL_AREA_CTL_SIZE, peer_ctl, own_cap);
 	sl_ring_tx_init(&s->tx, peer_ctl, (unsigned char *)peer_ctl + SL_AREA_CTL_SIZE, own_ctl, peer_cap);
+	if (s->sndbuf > 0)
+		sl_ring_tx_limit(&s->tx, s->sndbuf);
 }
 
 void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
@@ -172,7 +174,9 @@ int64_t sl_tx_room(struct sl_sock *s, uint64_t want)
 		return sl_ring_tx_space(&s->tx, want);
 	write = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
 	read = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
-	return write - read > s->tx.cap ? -1 : (int64_t)(s->tx.cap - (write - read));
+	if (write - read > s->tx.cap)
+		return -1;
+	return write - read >= s->tx.room ? 0 : (int64_t)(s->tx.room - (write - read));
 }
 
 bool sl_segment_release_holder(struct sl_sock *s)

@@ -93,8 +93,13 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		return 0;
 	if (level == SOL_SOCKET && name == SO_RCVBUF && v > 0 && sl_sock_state(s) != SL_CONNECTED)
 		s->ring_bytes = sl_ring_cap_for((uint64_t)v);
-	else if (level == SOL_SOCKET && name == SO_SNDBUF)
+	else if (level == SOL_SOCKET && name == SO_SNDBUF) {
 		s->sndbuf = v;
+		sl_lock(&s->tx_lock);
+		if (s->seg)
+			sl_ring_tx_limit(&s->tx, v);
+		sl_unlock(&s->tx_lock);
+	}
 	else if (level == IPPROTO_TCP && name == TCP_NODELAY)
 		s->nodelay = v != 0;
 	else if (level == SOL_SOCKET && name == SO_OOBINLINE)
