@@ -149,6 +149,7 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 	n = k;
 	if (!n)
 		return sl_sys.sendmsg(fd, msg, flags);
+	memcpy(man->magic, MANIFEST_MAGIC, sizeof(MANIFEST_MAGIC));
 	man->app_fds = app_fds;
 	man->count = n;
 	mfd = manifest_fd(man);
@@ -210,7 +211,6 @@ ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
 		errno = ENOMEM;
 		return -1;
 	}
-	strcpy((char *)&plan->man, MANIFEST_MAGIC); /* magic is the first member */
 	r = send_passing(fd, msg, flags, plan);
 	err = errno;
 	free(plan);
