@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,12 +24,14 @@ static bool gains_ids(const struct stat *st)
 	       ((st->st_mode & S_ISGID) && st->st_gid != getegid());
 }
 
+#define HEAD_SIZE 256
+
 static bool fd_loads_hook(int fd, int depth);
 
 /* "#!interpreter": what runs is the interpreter. */
 static bool script_loads_hook(const char *head, size_t len, int depth)
 {
-	char path[PATH_MAX];
+	char path[HEAD_SIZE]; /* the interpreter's name is within the head read */
 	size_t i = 2, n = 0;
 	int fd;
 	bool r;
@@ -53,7 +56,7 @@ static bool script_loads_hook(const char *head, size_t len, int depth)
  * it: the hand-over is then as before. */
 static bool fd_loads_hook(int fd, int depth)
 {
-	char head[256];
+	char head[HEAD_SIZE];
 	Elf64_Ehdr eh;
 	struct stat st;
 	ssize_t len;
@@ -93,23 +96,38 @@ static bool path_loads_hook(const char *path)
 	return r;
 }
 
+static bool search_loads_hook(const char *file, char *path, size_t size);
+
 bool hk_image_loads_hook(const char *file, int fd, bool search)
 {
-	const char *dirs;
-	char path[PATH_MAX];
+	char *path;
+	bool r;
 
 	if (!file)
 		return fd_loads_hook(fd, 0);
 	if (!search || strchr(file, '/'))
 		return path_loads_hook(file);
-	/* execvp's search: the first executable on PATH is what runs. */
-	dirs = getenv("PATH");
+	/* Not on the stack (the caller may be a 16 KiB thread) nor malloc'd
+	 * (exec may follow vfork): a page of its own. */
+	path = mmap(NULL, PATH_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (path == MAP_FAILED)
+		return true; /* cannot judge: the hand-over is as before */
+	r = search_loads_hook(file, path, PATH_MAX);
+	munmap(path, PATH_MAX);
+	return r;
+}
+
+/* execvp's search: the first executable on PATH is what runs. */
+static bool search_loads_hook(const char *file, char *path, size_t size)
+{
+	const char *dirs = getenv("PATH");
+
 	if (!dirs)
 		dirs = "/bin:/usr/bin";
 	while (*dirs) {
 		size_t n = strcspn(dirs, ":");
 
-		if (n + 1 + strlen(file) < sizeof(path)) {
+		if (n + 1 + strlen(file) < size) {
 			memcpy(path, n ? dirs : ".", n ? n : 1);
 			path[n ? n : 1] = '/';
 			strcpy(path + (n ? n : 1) + 1, file);

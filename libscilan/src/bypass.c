@@ -53,7 +53,7 @@ static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
 static bool skip_kernel(struct sl_sock *s, uint64_t n)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
-	char sink[4096];
+	char sink[1024]; /* small: the caller may be on a 16 KiB thread stack */
 
 	while (n) {
 		ssize_t got = sl_sys.recv(s->fd, sink, n < sizeof(sink) ? (size_t)n : sizeof(sink), MSG_DONTWAIT);

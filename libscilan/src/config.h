@@ -5,6 +5,7 @@
 #ifndef SCILAN_CONFIG_H
 #define SCILAN_CONFIG_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,10 +19,14 @@
 #define SL_DEFAULT_RING_KB 256
 #define SL_MAX_POLL_US 10000000
 
+/* A full file-system path (the runtime directory and what is built from it):
+ * never kept on the stack, which may be an application thread's 16 KiB. */
+#define SL_PATH_SIZE PATH_MAX
+
 struct sl_config {
 	int poll_us;             /* spin before sleeping; 0 = interrupt mode, SL_POLL_ADAPTIVE = learnt */
 	uint64_t ring_bytes;     /* default receive ring capacity */
-	char rundir[4096];       /* per-user runtime directory ("" = none usable) */
+	char rundir[SL_PATH_SIZE];      /* per-user runtime directory ("" = none usable) */
 	struct sl_cluster_map map; /* $SCILAN_CONF; empty if missing or bad (reported once) */
 	bool off;                /* scilan is off in this process (reported once): no listener warnings */
 };

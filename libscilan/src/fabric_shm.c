@@ -40,9 +40,10 @@
  * eventfd's. */
 static int open_bell(const char *offer_path, int which, bool create)
 {
-	char path[4300];
+	char path[SL_BELL_PATH_SIZE];
 
-	sl_shm_bell_path(offer_path, which, path, sizeof(path));
+	if (sl_shm_bell_path(offer_path, which, path, sizeof(path)) < 0)
+		return -1;
 	/* Created exclusively: a name that exists belongs to another connection
 	 * with the same 4-tuple (a port reused quickly), never to share. */
 	if (create && mkfifo(path, 0600) < 0)
@@ -205,10 +206,13 @@ fail:
 
 static int write_offer(const char *path, const struct offer *offer)
 {
-	char tmp[4300];
+	char tmp[SL_OFFER_PATH_SIZE + 24];
 	int fd, err;
 
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, offer->memfd);
+	if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, offer->memfd) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -1;
@@ -297,12 +301,12 @@ fail_bells:
 	/* Only the FIFOs are ours to remove: the offer name was not taken. */
 	err = errno;
 	for (int i = 0; i < 2; i++) {
-		char bell[4300];
+		char bell[SL_BELL_PATH_SIZE];
 
 		if ((i == 0 ? s->bell_rx : s->bell_tx) < 0)
 			continue;
-		sl_shm_bell_path(s->offer_path, i, bell, sizeof(bell));
-		unlink(bell);
+		if (sl_shm_bell_path(s->offer_path, i, bell, sizeof(bell)) == 0)
+			unlink(bell);
 	}
 	errno = err;
 fail_map:
@@ -440,7 +444,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	struct offer offer;
 	unsigned char raw[sizeof(offer) + 1];
 	struct stat st;
-	char path[4200];
+	char path[SL_OFFER_PATH_SIZE]; /* a longer name was never offered */
 	void *base;
 	int ofd, fd;
 	ssize_t got;

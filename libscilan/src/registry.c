@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -74,11 +75,12 @@ static int entry_path(const struct sl_key *key, char *path, size_t size)
  * that a new listener has just opened. */
 static int lock_registry(void)
 {
-	char path[4200];
-	int fd;
+	char *path = malloc(SL_PATH_SIZE); /* not on the stack: set-up runs on application threads */
+	int fd = -1;
 
-	snprintf(path, sizeof(path), "%s/listen/.lock", sl_config()->rundir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (path && snprintf(path, SL_PATH_SIZE, "%s/listen/.lock", sl_config()->rundir) < SL_PATH_SIZE)
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	free(path);
 	if (fd < 0)
 		return -1;
 	while (flock(fd, LOCK_EX) < 0) {
@@ -163,13 +165,26 @@ void sl_registry_withdraw(int fd, const char *path)
 		sl_sys.close(lock);
 }
 
+static int find_at(const struct sl_key *key, uint64_t *ring_bytes, char *path);
+
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
 {
+	char *path = malloc(SL_PATH_SIZE); /* not on the stack: set-up runs on application threads */
+	int r;
+
+	if (!path)
+		return 0;
+	r = find_at(key, ring_bytes, path);
+	free(path);
+	return r;
+}
+
+static int find_at(const struct sl_key *key, uint64_t *ring_bytes, char *path)
+{
 	struct reg_entry entry;
-	char path[4200];
 	int fd, holder, lock;
 
-	if (entry_path(key, path, sizeof(path)) < 0)
+	if (entry_path(key, path, SL_PATH_SIZE) < 0)
 		return 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)

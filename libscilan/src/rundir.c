@@ -80,8 +80,8 @@ int sl_rundir_prepare(char *path, size_t size)
 {
 	static const char *const subdirs[] = { "listen", "offer", "stats" };
 	const char *env = getenv("SCILAN_RUNDIR");
-	char sub[4200];
-	int n;
+	char *sub;
+	int n, r = 0;
 
 	if (env && *env)
 		n = snprintf(path, size, "%s", env);
@@ -93,12 +93,17 @@ int sl_rundir_prepare(char *path, size_t size)
 	}
 	if (check_private_dir(path) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
-		snprintf(sub, sizeof(sub), "%s/%s", path, subdirs[i]);
-		if (check_private_dir(sub) < 0)
-			return -1;
+	/* Not on the stack: the first connect may come from a thread with a
+	 * 16 KiB stack.  path has room for the subdirectory's name (size - 64). */
+	sub = malloc(size);
+	if (!sub)
+		return -1;
+	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]) && r == 0; i++) {
+		snprintf(sub, size, "%s/%s", path, subdirs[i]);
+		r = check_private_dir(sub);
 	}
-	return 0;
+	free(sub);
+	return r;
 }
 
 unsigned long long sl_node_id(void)

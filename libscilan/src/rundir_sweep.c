@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -38,6 +39,14 @@ struct cursor {
 	uint32_t sub;
 	uint32_t reserved;
 	uint64_t off; /* getdents position in that directory */
+};
+
+/* A sweep's buffers, allocated per sweep: it runs inside an application's
+ * connect, on a stack that may be 16 KiB. */
+struct walk {
+	char dir[SL_PATH_SIZE];  /* the subdirectory walked */
+	char path[SL_PATH_SIZE]; /* the entry looked at */
+	char dents[4096];
 };
 
 static bool ends_with(const char *name, const char *suffix)
@@ -73,7 +82,7 @@ static int fifo_held(const char *path)
  * .bell1, and <offer>.<n>.tmp while the offer is written. */
 static void sweep_offer_entry(const char *path, const char *name)
 {
-	char bell[4300];
+	char bell[SL_BELL_PATH_SIZE];
 	bool held = false;
 
 	if (ends_with(name, ".bell0") || ends_with(name, ".bell1")) {
@@ -89,8 +98,8 @@ static void sweep_offer_entry(const char *path, const char *name)
 	if (strchr(name, '.'))
 		return; /* not a name of ours */
 	for (int i = 0; i < 2 && !held; i++) {
-		sl_shm_bell_path(path, i, bell, sizeof(bell));
-		held = fifo_held(bell) == 1;
+		/* A name too long for a bell was never offered: none is held. */
+		held = sl_shm_bell_path(path, i, bell, sizeof(bell)) == 0 && fifo_held(bell) == 1;
 	}
 	if (!held && older_than_grace(path)) {
 		sl_debug("removing the offer %s of a process that is gone", path);
@@ -98,11 +107,11 @@ static void sweep_offer_entry(const char *path, const char *name)
 	}
 }
 
-static void sweep_entry(unsigned sub, const char *dir, const char *name)
+static void sweep_entry(unsigned sub, struct walk *w, const char *name)
 {
-	char path[4400];
+	char *path = w->path;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(w->path), "%s/%s", w->dir, name) >= (int)sizeof(w->path))
 		return;
 	if (sub == 0)
 		sl_stats_file_reap(path);
@@ -114,21 +123,22 @@ static void sweep_entry(unsigned sub, const char *dir, const char *name)
 
 /* Walk one directory from c->off; returns the budget left (0: stopped in
  * the middle, c->off says where). */
-static unsigned sweep_dir(const char *rundir, struct cursor *c, unsigned budget)
+static unsigned sweep_dir(const char *rundir, struct walk *w, struct cursor *c, unsigned budget)
 {
-	char dir[4200], buf[4096];
+	char *buf = w->dents;
 	int fd;
 	ssize_t n;
 
-	snprintf(dir, sizeof(dir), "%s/%s", rundir, subdirs[c->sub]);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (snprintf(w->dir, sizeof(w->dir), "%s/%s", rundir, subdirs[c->sub]) >= (int)sizeof(w->dir))
+		return budget;
+	fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return budget;
 	/* A position another directory state handed out may no longer be
 	 * valid: start over then. */
 	if (lseek(fd, (off_t)c->off, SEEK_SET) < 0)
 		c->off = 0;
-	while (budget > 0 && (n = getdents64(fd, buf, sizeof(buf))) > 0) {
+	while (budget > 0 && (n = getdents64(fd, buf, sizeof(w->dents))) > 0) {
 		for (ssize_t at = 0; at < n && budget > 0;) {
 			struct dirent64 *de = (struct dirent64 *)(buf + at);
 
@@ -136,7 +146,7 @@ static unsigned sweep_dir(const char *rundir, struct cursor *c, unsigned budget)
 			c->off = (uint64_t)de->d_off;
 			if (de->d_name[0] == '.')
 				continue; /* ., .., and listen/.lock */
-			sweep_entry(c->sub, dir, de->d_name);
+			sweep_entry(c->sub, w, de->d_name);
 			budget--;
 		}
 	}
@@ -148,21 +158,24 @@ void sl_rundir_sweep(unsigned budget)
 {
 	const char *rundir = sl_config()->rundir;
 	struct cursor c = { 0 };
-	char path[4200];
+	struct walk *w;
 	int fd, saved = errno; /* a set-up path's caller need not know we swept */
 
-	if (!*rundir)
+	if (!*rundir || !(w = malloc(sizeof(*w))))
 		return;
-	snprintf(path, sizeof(path), "%s/.sweep", rundir);
+	if (snprintf(w->path, sizeof(w->path), "%s/.sweep", rundir) >= (int)sizeof(w->path)) {
+		free(w);
+		return;
+	}
 	/* The cursor is a hint: racing sweeps may repeat or skip a stretch,
 	 * which a later round covers. */
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = open(w->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0 && (pread(fd, &c, sizeof(c), 0) != (ssize_t)sizeof(c) || c.sub >= NSUB))
 		memset(&c, 0, sizeof(c));
 	/* Each directory at most once per call, so an empty one is not walked
 	 * over and over. */
 	for (unsigned visited = 0; budget > 0 && visited < NSUB; visited++) {
-		budget = sweep_dir(rundir, &c, budget);
+		budget = sweep_dir(rundir, w, &c, budget);
 		if (budget > 0) {
 			c.sub = (c.sub + 1) % (uint32_t)NSUB;
 			c.off = 0;
@@ -170,9 +183,10 @@ void sl_rundir_sweep(unsigned budget)
 	}
 	if (fd >= 0) {
 		if (pwrite(fd, &c, sizeof(c), 0) != (ssize_t)sizeof(c))
-			sl_debug("sweep cursor %s not saved: %s", path, strerror(errno));
+			sl_debug("sweep cursor %s/.sweep not saved: %s", rundir, strerror(errno));
 		sl_sys.close(fd);
 	}
+	free(w);
 	errno = saved;
 }
 

@@ -84,11 +84,18 @@ static int prepare(struct passing *p)
 	return 0;
 }
 
-ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
+/* Room for the ring connections among a message's descriptors: on the heap,
+ * as sendmsg may be called on a thread with a 16 KiB stack. */
+struct plan {
+	struct passing pass[SCM_MAX_FDS / 3];
+	struct manifest man;
+};
+
+static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct plan *plan)
 {
 	struct msghdr m = *msg, *app = (struct msghdr *)msg; /* CMSG_NXTHDR takes no const */
-	struct passing pass[SCM_MAX_FDS / 3];
-	struct manifest man = { .magic = MANIFEST_MAGIC };
+	struct passing *pass = plan->pass;
+	struct manifest *man = &plan->man;
 	size_t app_len = CMSG_ALIGN(msg->msg_controllen), total = 0;
 	unsigned n = 0, app_fds = 0, k = 0;
 	struct cmsghdr *cm;
@@ -122,7 +129,7 @@ ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
 				continue;
 			}
 			pass[n].s = s;
-			man.e[n] = (struct manifest_entry){ (int32_t)app_fds, s->domain, s->own_area };
+			man->e[n] = (struct manifest_entry){ (int32_t)app_fds, s->domain, s->own_area };
 			n++;
 		}
 	}
@@ -137,14 +144,15 @@ ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
 	for (unsigned i = 0; i < n; i++)
 		if (pass[i].s) {
 			pass[k] = pass[i];
-			man.e[k++] = man.e[i];
+			man->e[k++] = man->e[i];
 		}
 	n = k;
 	if (!n)
 		return sl_sys.sendmsg(fd, msg, flags);
-	man.app_fds = app_fds;
-	man.count = n;
-	mfd = manifest_fd(&man);
+	memcpy(man->magic, MANIFEST_MAGIC, sizeof(MANIFEST_MAGIC));
+	man->app_fds = app_fds;
+	man->count = n;
+	mfd = manifest_fd(man);
 	control = calloc(1, app_len + CMSG_SPACE(sizeof(int) * (3 * n + 1)));
 	r = -1;
 	err = ENOMEM;
@@ -180,6 +188,32 @@ ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
 	free(control);
 	if (r == -2)
 		return 0;
+	errno = err;
+	return r;
+}
+
+
+ssize_t sl_scm_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct msghdr *app = (struct msghdr *)msg; /* CMSG_NXTHDR takes no const */
+	struct plan *plan;
+	struct cmsghdr *cm;
+	ssize_t r;
+	int err;
+
+	for (cm = CMSG_FIRSTHDR(app); cm; cm = CMSG_NXTHDR(app, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			break;
+	if (!cm)
+		return sl_sys.sendmsg(fd, msg, flags);
+	plan = calloc(1, sizeof(*plan));
+	if (!plan) {
+		errno = ENOMEM;
+		return -1;
+	}
+	r = send_passing(fd, msg, flags, plan);
+	err = errno;
+	free(plan);
 	errno = err;
 	return r;
 }
@@ -340,10 +374,12 @@ static void deliver_control(struct msghdr *app, struct msghdr *got, int *fds, un
 ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct msghdr m = *msg;
-	size_t len = msg->msg_controllen + EXTRA_CONTROL;
-	unsigned char *control = malloc(len);
+	size_t len = msg->msg_controllen + EXTRA_CONTROL, at = (len + 7) & ~(size_t)7;
+	/* The manifest is read into the same allocation: not on the stack of
+	 * a thread that may have 16 KiB. */
+	unsigned char *control = malloc(at + sizeof(struct manifest));
+	struct manifest *man = (struct manifest *)(control + at);
 	struct cmsghdr *cm;
-	struct manifest man;
 	int *fds = NULL;
 	unsigned nfds = 0;
 	ssize_t r;
@@ -364,16 +400,16 @@ ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 			break;
 		}
 	forget_stale(fds, nfds);
-	if (nfds && read_manifest(fds[nfds - 1], &man, nfds)) {
+	if (nfds && read_manifest(fds[nfds - 1], man, nfds)) {
 		/* A peek hands out descriptors the application will close; only
 		 * the real receive takes the connection over. */
-		for (uint32_t i = 0; i < man.count && !(flags & MSG_PEEK); i++)
-			adopt(fds[man.e[i].index], &man.e[i], fds + man.app_fds + 3 * i);
+		for (uint32_t i = 0; i < man->count && !(flags & MSG_PEEK); i++)
+			adopt(fds[man->e[i].index], &man->e[i], fds + man->app_fds + 3 * i);
 		if (flags & MSG_PEEK)
-			for (unsigned i = man.app_fds; i < nfds - 1; i++)
+			for (unsigned i = man->app_fds; i < nfds - 1; i++)
 				sl_sys.close(fds[i]);
 		sl_sys.close(fds[nfds - 1]);
-		nfds = man.app_fds;
+		nfds = man->app_fds;
 	}
 	for (unsigned i = 0; i < nfds && !(flags & MSG_PEEK); i++)
 		if (!sl_sock_get(fds[i]))

@@ -5,6 +5,7 @@
  */
 #include "shm_linger.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -21,18 +22,21 @@ void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *
 		sl_shm_unlink_offer(offer_path);
 }
 
-void sl_shm_bell_path(const char *offer_path, int which, char *buf, size_t size)
+int sl_shm_bell_path(const char *offer_path, int which, char *buf, size_t size)
 {
-	snprintf(buf, size, "%s.bell%d", offer_path, which);
+	if (snprintf(buf, size, "%s.bell%d", offer_path, which) >= (int)size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
 }
 
 void sl_shm_unlink_offer(const char *offer_path)
 {
-	char path[4300];
+	char path[SL_BELL_PATH_SIZE];
 
 	unlink(offer_path);
-	for (int i = 0; i < 2; i++) {
-		sl_shm_bell_path(offer_path, i, path, sizeof(path));
-		unlink(path);
-	}
+	for (int i = 0; i < 2; i++)
+		if (sl_shm_bell_path(offer_path, i, path, sizeof(path)) == 0)
+			unlink(path);
 }

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include "ring.h"
+#include "shm_linger.h"
 
 enum sl_state {
 	SL_UNUSED = 0,    /* table slot free */
@@ -114,7 +115,7 @@ struct sl_sock {
 	_Atomic bool kernel_stirred;  /* a sleep saw the kernel socket readable while pending */
 	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
 	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close */
-	char offer_path[256];
+	char offer_path[SL_OFFER_PATH_SIZE];
 
 	_Atomic bool shut_rd, shut_wr;
 	_Atomic bool peer_gone;  /* companion socket reached EOF or error */

@@ -20,6 +20,9 @@ Test(misc, af_unix_untouched, .timeout = 120) { hk_scenario("misc", "unix", 0, 0
 Test(misc, tcp_connection_passed_with_scm_rights, .timeout = 120) { hk_scenario("misc", "scm_tcp", 1, -1, 30); }
 /* Issue 8: threads on 16 KiB and 64 KiB stacks start and do socket work. */
 Test(misc, small_stack_threads, .timeout = 120) { hk_scenario("misc", "small_stacks", 2, -1, 30); }
+/* Issue 9: listen/accept and connect/send/poll/recv/close each on a thread
+ * with a 16 KiB stack, accelerated (connection set-up frames stay small). */
+Test(misc, small_stack_connection_setup, .timeout = 120) { hk_scenario("misc", "small_stack_setup", 1, -1, 30); }
 
 /* Static TLS is taken from every thread's stack in every program the hook is
  * preloaded into: the preload's own must stay a few hundred bytes (large

@@ -313,6 +313,85 @@ static int sc_small_stacks(void)
 	return 0;
 }
 
+/* The whole connection set-up on 16 KiB stacks: a listener thread binds,
+ * listens and accepts, a client thread connects, then sends, polls, receives
+ * and closes (the hook's set-up builds paths and sweeps the runtime directory
+ * on the caller's stack). */
+struct setup {
+	int ready[2]; /* the listener thread hands its port to the client thread */
+	size_t echoed, got;
+	bool ok;
+};
+
+static void *setup_listener(void *arg)
+{
+	struct setup *st = arg;
+	uint16_t port;
+	int l = tcp_listener(&port), s;
+
+	if (write(st->ready[1], &port, sizeof(port)) != (ssize_t)sizeof(port))
+		return NULL;
+	s = accept(l, NULL, NULL);
+	if (s >= 0) {
+		st->echoed = (size_t)echo_fd(s, s);
+		close(s);
+	}
+	close(l);
+	return NULL;
+}
+
+static void *setup_client(void *arg)
+{
+	static __thread unsigned char chunk[512];
+	struct setup *st = arg;
+	uint16_t port;
+	int c;
+
+	if (read(st->ready[0], &port, sizeof(port)) != (ssize_t)sizeof(port))
+		return NULL;
+	c = tcp_connect(port);
+	st->ok = true;
+	for (size_t off = 0; off < 32 * 1024; off += sizeof(chunk)) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		stream_fill(9, off, chunk, sizeof(chunk));
+		if (send(c, chunk, sizeof(chunk), 0) != (ssize_t)sizeof(chunk) || poll(&p, 1, -1) != 1 ||
+		    recv_all(c, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk) ||
+		    !stream_check(9, off, chunk, sizeof(chunk)))
+			st->ok = false;
+		else
+			st->got += sizeof(chunk);
+	}
+	shutdown(c, SHUT_WR);
+	close(c);
+	return NULL;
+}
+
+static int sc_small_stack_setup(void)
+{
+	struct setup st = { 0 };
+	pthread_t t[2];
+	void *(*fn[2])(void *) = { setup_listener, setup_client };
+	pthread_attr_t a;
+	int rc[2];
+
+	MUST(pipe(st.ready));
+	MUST(pthread_attr_init(&a));
+	MUST(pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN));
+	for (int i = 0; i < 2; i++) {
+		rc[i] = pthread_create(&t[i], &a, fn[i], &st);
+		say("pthread_create, %ld KiB stack -> %s", (long)PTHREAD_STACK_MIN / 1024, rc[i] ? en(rc[i]) : "0");
+	}
+	pthread_attr_destroy(&a);
+	for (int i = 1; i >= 0; i--)
+		if (!rc[i])
+			pthread_join(t[i], NULL);
+	say("client got %zu bytes back, intact %d; listener thread echoed %zu", st.got, st.ok, st.echoed);
+	close(st.ready[0]);
+	close(st.ready[1]);
+	return 0;
+}
+
 static int echo_kid(void *arg)
 {
 	int c = tcp_connect(*(uint16_t *)arg);
@@ -654,6 +733,7 @@ int main(int argc, char **argv)
 		{ "threads_many", sc_threads_many },
 		{ "threads_shared", sc_threads_shared },
 		{ "small_stacks", sc_small_stacks },
+		{ "small_stack_setup", sc_small_stack_setup },
 		{ "udp", sc_udp },
 		{ "unix", sc_unix },
 		{ "scm_tcp", sc_scm_tcp },
