@@ -18,16 +18,22 @@
 #include "segment.h"
 #include "stats_file.h"
 #include "sys.h"
+#include "testing.h"
 #include "urgent.h"
 
 /* The peer's side claimed the move: its word follow within this. */
 #define PEER_MOVE_WAIT_MS 5000
+
+/* testing.h: how long a move waits for the kernel socket (the peer to read
+ * what we re-send, or to re-send what it owes us) before it resets. */
+int sl_bypass_wait_ms = PEER_MOVE_WAIT_MS;
 
 /* Write ring bytes [from, to) of the peer's ring (ours to send) onto the
  * kernel socket.  false if the socket refused them. */
 static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+	int waited = 0;
 
 	while (from < to) {
 		uint64_t off = from & (s->tx.cap - 1), piece = to - from;
@@ -38,14 +44,32 @@ static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
 		n = sl_sys.send(s->fd, s->tx.data + off, (size_t)piece, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0)
 			from += (uint64_t)n;
-		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			sl_sys.poll(&pfd, 1, -1);
-		else if (n < 0 && errno != EINTR)
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* A peer that never reads its kernel socket (a hostile
+			 * one marked the move) must not hold us forever. */
+			if (waited++ >= sl_bypass_wait_ms / 10) {
+				errno = ETIMEDOUT;
+				return false;
+			}
+			sl_sys.poll(&pfd, 1, 10);
+		} else if (n < 0 && errno != EINTR) {
 			return false;
+		}
 	}
 	if (atomic_load(&s->shut_wr))
 		sl_sys.shutdown(s->fd, SHUT_WR);
 	return true;
+}
+
+/* Our ring bytes did not all reach the kernel socket.  A socket error is
+ * the connection's own end (the program sees it next); a peer that does not
+ * take them is a reset, never a stream with a hole. */
+static const char *resend_failed(struct sl_sock *s)
+{
+	if (errno == ETIMEDOUT)
+		return "the peer does not read the kernel socket the connection moved to";
+	sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+	return NULL;
 }
 
 /* Read and drop n bytes of the kernel stream: the peer re-sent them, and we
@@ -54,16 +78,22 @@ static bool skip_kernel(struct sl_sock *s, uint64_t n)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
 	char sink[1024]; /* small: the caller may be on a 16 KiB thread stack */
+	int waited = 0;
 
 	while (n) {
 		ssize_t got = sl_sys.recv(s->fd, sink, n < sizeof(sink) ? (size_t)n : sizeof(sink), MSG_DONTWAIT);
 
 		if (got > 0)
 			n -= (uint64_t)got;
-		else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			sl_sys.poll(&pfd, 1, -1);
-		else if (got == 0 || errno != EINTR)
+		else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* Bytes a peer owes us but never sends (a hostile
+			 * plain_from) must not hold us forever either. */
+			if (waited++ >= sl_bypass_wait_ms / 10)
+				return false;
+			sl_sys.poll(&pfd, 1, 10);
+		} else if (got == 0 || errno != EINTR) {
 			return false;
+		}
 	}
 	return true;
 }
@@ -114,7 +144,7 @@ static const char *lead(struct sl_sock *s, _Atomic uint32_t *word)
 		return "the peer wrote into the ring while its bytes arrived on the kernel socket";
 	sl_conn_wake_peer(s);
 	if (!resend(s, v, w))
-		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+		return resend_failed(s);
 	return NULL;
 }
 
@@ -141,7 +171,7 @@ static const char *follow(struct sl_sock *s)
 	if (!skip_kernel(s, r - v))
 		return "the peer's kernel stream ended before the bytes it re-sent";
 	if (!resend(s, u, w))
-		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+		return resend_failed(s);
 	return NULL;
 }
 
@@ -171,7 +201,7 @@ static const char *leave(struct sl_sock *s, _Atomic uint32_t *word)
 	atomic_fetch_or(&s->peer_ctl->peer_state, 0);
 	sl_conn_wake_peer(s);
 	if (!resend(s, v, w))
-		sl_debug("fd %d: the kernel socket took only part of the ring bytes: %s", s->fd, strerror(errno));
+		return resend_failed(s);
 	return NULL;
 }
 

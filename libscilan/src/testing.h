@@ -11,4 +11,8 @@
  * side; see struct sl_seg_header.area_off).  Returns 0, or -1 with errno. */
 int sl_test_segment(int fd, void **base, size_t *len, int *own_area);
 
+/* How long a move to kernel TCP (bypass.c) waits for the peer on the kernel
+ * socket before it resets, in ms; tests that play a hostile peer shorten it. */
+extern int sl_bypass_wait_ms;
+
 #endif
