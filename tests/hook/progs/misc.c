@@ -661,37 +661,10 @@ static int sc_unix(void)
 
 /* ---- a TCP connection passed over AF_UNIX ------------------------------------ */
 
-static int send_fd(int via, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { "f", 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return (int)sendmsg(via, &m, 0);
-}
-
-static int recv_fd(int via)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, b;
-	struct iovec iov = { &b, 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	int fd = -1;
-
-	if (recvmsg(via, &m, 0) != 1 || !CMSG_FIRSTHDR(&m))
-		return -1;
-	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
-	return fd;
-}
-
 /* Kid: serve the connection it is handed (a worker behind a dispatcher). */
 static int fd_receiver(void *arg)
 {
-	int via = ((int *)arg)[1], s = recv_fd(via);
+	int via = ((int *)arg)[1], s = scen_recv_fd(via);
 	char buf[16] = { 0 };
 
 	say("received a descriptor: %d", s >= 0);
@@ -714,7 +687,7 @@ static int sc_scm_tcp(void)
 	c = tcp_connect(port);
 	s = MUST(accept(l, NULL, NULL));
 	SHOW(send(c, "early", 5, 0)); /* already in flight when the fd moves */
-	SHOW(send_fd(sv[0], s));
+	SHOW(scen_send_fd(sv[0], s));
 	SHOW(close(s));
 	SHOW(recv(c, buf, 5, MSG_WAITALL));
 	say("reply '%s'", buf);

@@ -12,34 +12,6 @@
 
 #define ROUNDS 3
 
-static int send_fd(int via, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { "f", 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return (int)sendmsg(via, &m, 0);
-}
-
-/* libuv's way: a control buffer for many descriptors, MSG_CMSG_CLOEXEC. */
-static int recv_fd(int via)
-{
-	char cbuf[CMSG_SPACE(64 * sizeof(int))] = { 0 }, b;
-	struct iovec iov = { &b, 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	int fd = -1;
-
-	if (recvmsg(via, &m, MSG_CMSG_CLOEXEC) != 1 || !CMSG_FIRSTHDR(&m))
-		return -1;
-	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
-	return fd;
-}
-
 /* A close made by the kernel alone, as io_uring's IORING_OP_CLOSE or a
  * program's own system call instruction: no preloaded library sees it. */
 static long raw_close(int fd)
@@ -74,7 +46,7 @@ static int worker(void *p)
 
 	for (int i = 0; i < ROUNDS; i++) {
 		char buf[8] = { 0 }, rep[8];
-		int s = recv_fd(a->via);
+		int s = scen_recv_fd(a->via);
 
 		say("round %d: received a descriptor: %d, the number of the last one: %d", i, s >= 0, s == prev);
 		say("recv -> %zd '%s'", recv_all(s, buf, 4), buf);
@@ -110,7 +82,7 @@ static int dispatch(bool raw)
 
 		snprintf(req, sizeof(req), "req%d", i);
 		SHOW(send(c, req, 4, 0)); /* in flight while the descriptor moves */
-		SHOW(send_fd(sv[0], s));
+		SHOW(scen_send_fd(sv[0], s));
 		SHOW(close(s));
 		SHOW(recv_all(c, buf, 4));
 		say("reply '%s'", buf);
@@ -186,7 +158,7 @@ struct listen_arg {
 static int listen_worker(void *p)
 {
 	struct listen_arg *a = p;
-	int l = recv_fd(a->via);
+	int l = scen_recv_fd(a->via);
 
 	say("received a descriptor: %d", l >= 0);
 	if (a->do_listen)
@@ -213,7 +185,7 @@ static int sc_listen_in_worker(void)
 	kid_start(&k, "worker", listen_worker, &arg);
 	close(sv[1]);
 	l = bound_socket(&port);
-	SHOW(send_fd(sv[0], l));
+	SHOW(scen_send_fd(sv[0], l));
 	say("worker ready: %d", chan_get(sv[0]) == 'r');
 	ping(port);
 	ping(port);
@@ -238,7 +210,7 @@ static int sc_listener_passed(void)
 	kid_start(&k, "worker", listen_worker, &arg);
 	close(sv[1]);
 	l = tcp_listener(&port);
-	SHOW(send_fd(sv[0], l));
+	SHOW(scen_send_fd(sv[0], l));
 	say("worker ready: %d", chan_get(sv[0]) == 'r');
 	ping(port);
 	ping(port);
@@ -264,7 +236,7 @@ static int sc_accept_where_not_listened(void)
 	kid_start(&k, "worker", listen_worker, &arg);
 	close(sv[1]);
 	l = bound_socket(&port);
-	SHOW(send_fd(sv[0], l));
+	SHOW(scen_send_fd(sv[0], l));
 	say("worker ready: %d", chan_get(sv[0]) == 'r');
 	c = tcp_connect(port);
 	s = SHOWFD(accept(l, NULL, NULL));

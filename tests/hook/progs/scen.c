@@ -410,3 +410,30 @@ int scen_main(int argc, char **argv, const struct scenario *table)
 	printf("\n");
 	return 2;
 }
+
+int scen_send_fd(int via, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { "f", 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return (int)sendmsg(via, &m, 0);
+}
+
+int scen_recv_fd(int via)
+{
+	char cbuf[CMSG_SPACE(64 * sizeof(int))] = { 0 }, b;
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	int fd = -1;
+
+	if (recvmsg(via, &m, MSG_CMSG_CLOEXEC) != 1 || !CMSG_FIRSTHDR(&m))
+		return -1;
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+	return fd;
+}

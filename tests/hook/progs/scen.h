@@ -122,6 +122,12 @@ void scen_alarm(void);
 void scen_kid_alarm(void);
 /* The program's own path (argv[0], for exec scenarios) and the arguments
  * after the scenario name. */
+/* Pass a descriptor over an AF_UNIX socket with SCM_RIGHTS (sendmsg's
+ * result); receive one as libuv does (a control buffer for many descriptors,
+ * MSG_CMSG_CLOEXEC), -1 when none came. */
+int scen_send_fd(int via, int fd);
+int scen_recv_fd(int via);
+
 extern const char *scen_self;
 extern int scen_argc;
 extern char **scen_argv;
