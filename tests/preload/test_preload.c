@@ -122,6 +122,17 @@ struct outcome {
 	int server_rc, client_rc;
 };
 
+/* Below the kernel's ephemeral range (32768 on), where connections in
+ * flight take their ports. */
+static int next_port(void)
+{
+	static int port;
+
+	if (!port)
+		port = 10000 + (getpid() % 20000);
+	return port++;
+}
+
 static void run_pair_as(const char *client_mode, const char *mode, int port, bool server_preload,
 			bool client_preload, struct outcome *o)
 {
@@ -129,9 +140,16 @@ static void run_pair_as(const char *client_mode, const char *mode, int port, boo
 	struct run srv, cli;
 
 	cr_assert(mkdtemp(rundir));
-	snprintf(sport, sizeof(sport), "%d", port);
-	srv = start(server_preload, rundir, "server", sport, mode);
-	read_line(srv.out, line, sizeof(line)); /* "listening": the client may connect */
+	for (int tries = 0;; tries++) {
+		snprintf(sport, sizeof(sport), "%d", port);
+		srv = start(server_preload, rundir, "server", sport, mode);
+		read_line(srv.out, line, sizeof(line)); /* "listening": the client may connect */
+		/* Another socket of this machine may hold the port: take the next. */
+		if (tries >= 8 || !strstr(line, "Address already in use"))
+			break;
+		finish(srv, o->server, sizeof(o->server));
+		port = next_port();
+	}
 	cr_assert_str_eq(line, "listening");
 	cli = start(client_preload, rundir, client_mode, sport, BYTES);
 	o->client_rc = finish(cli, o->client, sizeof(o->client));
@@ -144,14 +162,6 @@ static void run_pair(const char *mode, int port, bool server_preload, bool clien
 	run_pair_as("client", mode, port, server_preload, client_preload, o);
 }
 
-static int next_port(void)
-{
-	static int port;
-
-	if (!port)
-		port = 20000 + (getpid() % 20000);
-	return port++;
-}
 
 static void check_mode(const char *mode)
 {
