@@ -267,13 +267,6 @@ static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c,
 		*c = at;
 }
 
-/* The connection moved to kernel TCP while the call ran (agree.c): the
- * caller sends or receives the rest on the kernel socket. */
-static bool now_plain(struct sl_sock *s, enum sl_agree_mode mode)
-{
-	return sl_agree_plain(s, mode);
-}
-
 static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
 {
 	size_t sent = 0;
@@ -288,7 +281,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		 * holder that revoked it) must not find more bytes in the ring, and
 		 * a client that keeps sending to a plain server moves there once
 		 * the deadline passed, without waiting to block. */
-		if (now_plain(s, SL_AGREE_POLL)) {
+		if (sl_agree_plain(s, SL_AGREE_POLL)) {
 			*plain = true;
 			return (ssize_t)sent;
 		}
@@ -359,7 +352,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		if (space > 0)
 			continue; /* more may fit: the put was capped at a quarter ring */
 		/* A full ring while the offer is out: maybe nobody will read it. */
-		if (now_plain(s, SL_AGREE_WAIT))
+		if (sl_agree_plain(s, SL_AGREE_WAIT))
 			continue;
 		if (sent && nonblocking(s, flags)) {
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
@@ -368,7 +361,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		if (spin(s, flags, 1, space_freed, read_seen, &sw))
 			continue;
 		if (nonblocking(s, flags)) {
-			if (sl_conn_check_peer(s) || now_plain(s, SL_AGREE_WAIT))
+			if (sl_conn_check_peer(s) || sl_agree_plain(s, SL_AGREE_WAIT))
 				continue;
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			return fail(EAGAIN);
@@ -516,7 +509,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		}
 		/* An empty ring while our offer is out: a plain acceptor may have
 		 * spoken on the kernel socket, or never will attach. */
-		if (now_plain(s, SL_AGREE_WAIT)) {
+		if (sl_agree_plain(s, SL_AGREE_WAIT)) {
 			*plain = true;
 			return (ssize_t)got;
 		}
@@ -529,7 +522,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			 * the peer die, as it would see a FIN or RST. */
 			if (sl_conn_check_peer(s))
 				continue;
-			if (now_plain(s, SL_AGREE_WAIT)) {
+			if (sl_agree_plain(s, SL_AGREE_WAIT)) {
 				*plain = true;
 				return (ssize_t)got;
 			}

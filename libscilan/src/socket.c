@@ -461,13 +461,6 @@ static void close_connected(struct sl_sock *s)
 	sl_stats_conn_close(s);
 }
 
-/* A connection that fell back to kernel TCP (agree.c) kept its segment
- * mapped for threads racing the fall-back; they are gone once we hold the
- * locks. */
-static void close_fallen_back(struct sl_sock *s)
-{
-	release_segment(s);
-}
 
 void sl_sock_release(int fd)
 {
@@ -489,21 +482,23 @@ void sl_sock_release(int fd)
 			/* The last holder's close decides an offer still out: its
 			 * bytes go onto the kernel socket before the kernel's FIN. */
 			if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE)) {
-				close_fallen_back(s);
+				release_segment(s);
 				break;
 			}
 			/* Moved to kernel TCP by a bypass (bypass.c): what we wrote
 			 * into the peer's ring since goes onto the kernel socket
 			 * before the FIN. */
 			if (sl_agree_plain(s, SL_AGREE_POLL)) {
-				close_fallen_back(s);
+				release_segment(s);
 				break;
 			}
 			close_connected(s);
 			break;
 		case SL_PLAIN:
+			/* Fell back (agree.c): the segment stayed mapped for threads
+			 * racing the fall-back, gone once we hold the locks. */
 			if (s->seg)
-				close_fallen_back(s);
+				release_segment(s);
 			break;
 		default:
 			break;
