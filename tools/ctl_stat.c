@@ -1,7 +1,8 @@
-/* ctl_stat.c — `scilan_ctl stat [--watch SECONDS]`: every accelerated
+/* ctl_stat.c — `scilan_ctl stat [--all] [--watch SECONDS]`: every accelerated
  * connection of every live scilan process of this user (pid, program, fd,
- * endpoints, bytes each way, sleeps, wake-ups), once, as JSON, or refreshed
- * with rates until interrupted.  Files of dead processes (no live process
+ * endpoints, bytes each way, sleeps, wake-ups) and, with --all, every kernel
+ * TCP one with the reason why (fallback.h), like smcss; once, as JSON, or
+ * refreshed with rates until interrupted.  Files of dead processes (no live process
  * holds their lock) are removed, and each run sweeps some of what dead
  * processes left elsewhere in the runtime directory.
  */
@@ -23,11 +24,13 @@
 
 #include "config.h"
 #include "ctl_devices.h"
+#include "fallback.h"
 #include "rundir_sweep.h"
 #include "stats_file.h"
 
 struct conn_row {
 	int pid, fd;
+	unsigned reason, side; /* fallback.h: SL_FB_NONE accelerated */
 	char comm[16], local[64], peer[64];
 	uint64_t tx, rx, sleeps, wakeups;
 };
@@ -62,7 +65,7 @@ static int add_row(struct table *t, const struct conn_row *r)
 }
 
 /* Read one process's file; a dead process's file is removed. */
-static void read_file(const char *dir, const char *name, struct table *t)
+static void read_file(const char *dir, const char *name, struct table *t, bool all)
 {
 	char path[4200 + 256];
 	struct sl_stats_map *m;
@@ -92,9 +95,9 @@ static void read_file(const char *dir, const char *name, struct table *t)
 	}
 	for (unsigned i = 0; i < SL_STATS_SLOTS; i++) {
 		const struct sl_stats_slot *s = &m->slot[i];
-		struct conn_row r = { .pid = m->hdr.pid, .fd = s->fd };
+		struct conn_row r = { .pid = m->hdr.pid, .fd = s->fd, .reason = s->reason, .side = s->side };
 
-		if (!atomic_load_explicit(&s->in_use, memory_order_acquire))
+		if (!atomic_load_explicit(&s->in_use, memory_order_acquire) || (r.reason != SL_FB_NONE && !all))
 			continue;
 		memcpy(r.comm, m->hdr.comm, sizeof(r.comm) - 1);
 		endpoint(&s->local, r.local, sizeof(r.local));
@@ -109,7 +112,7 @@ static void read_file(const char *dir, const char *name, struct table *t)
 	munmap(m, sizeof(*m));
 }
 
-static int collect(struct table *t)
+static int collect(struct table *t, bool all)
 {
 	char dir[4200];
 	struct dirent *de;
@@ -127,7 +130,7 @@ static int collect(struct table *t)
 		return 0; /* no scilan process has run yet */
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
-			read_file(dir, de->d_name, t);
+			read_file(dir, de->d_name, t, all);
 	closedir(d);
 	return 0;
 }
@@ -146,6 +149,9 @@ static void print_json(const struct table *t)
 		ctl_json_str(stdout, r->local);
 		printf(",\"peer\":");
 		ctl_json_str(stdout, r->peer);
+		printf(",\"accelerated\":%s,\"reason\":\"%s\",\"downgraded\":%s,\"side\":\"%s\"",
+		       r->reason == SL_FB_NONE ? "true" : "false", r->reason == SL_FB_NONE ? "" : sl_fb_name(r->reason),
+		       sl_fb_downgrade(r->reason) ? "true" : "false", r->side ? "accept" : "connect");
 		printf(",\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"sleeps\":%llu,\"wakeups\":%llu}",
 		       (unsigned long long)r->tx, (unsigned long long)r->rx, (unsigned long long)r->sleeps,
 		       (unsigned long long)r->wakeups);
@@ -154,19 +160,26 @@ static void print_json(const struct table *t)
 }
 
 /* prev: the previous sample (for rates), NULL for a single listing. */
-static void print_table(const struct table *t, const struct table *prev, double secs)
+static void print_table(const struct table *t, const struct table *prev, double secs, bool all)
 {
 	if (!t->n) {
-		printf("no accelerated connections\n");
+		printf(all ? "no connections\n" : "no accelerated connections\n");
 		return;
 	}
-	printf("%7s %-15s %4s %-22s %-22s %14s %14s %9s %9s%s\n", "PID", "COMMAND", "FD", "LOCAL", "PEER", "TX bytes",
-	       "RX bytes", "sleeps", "wakeups", prev ? "      TX MB/s      RX MB/s" : "");
+	printf("%7s %-15s %4s %-22s %-22s", "PID", "COMMAND", "FD", "LOCAL", "PEER");
+	if (all)
+		printf(" %-7s %-12s", "SIDE", "MODE");
+	printf(" %14s %14s %9s %9s%s\n", "TX bytes", "RX bytes", "sleeps", "wakeups",
+	       prev ? "      TX MB/s      RX MB/s" : "");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct conn_row *r = &t->rows[i];
 
-		printf("%7d %-15s %4d %-22s %-22s %14llu %14llu %9llu %9llu", r->pid, r->comm, r->fd, r->local,
-		       r->peer, (unsigned long long)r->tx, (unsigned long long)r->rx,
+		printf("%7d %-15s %4d %-22s %-22s", r->pid, r->comm, r->fd, r->local, r->peer);
+		/* MODE: "scilan", or the reason kernel TCP carries it. */
+		if (all)
+			printf(" %-7s %-12s", r->side ? "accept" : "connect",
+			       r->reason == SL_FB_NONE ? "scilan" : sl_fb_name(r->reason));
+		printf(" %14llu %14llu %9llu %9llu", (unsigned long long)r->tx, (unsigned long long)r->rx,
 		       (unsigned long long)r->sleeps, (unsigned long long)r->wakeups);
 		if (prev) {
 			uint64_t tx0 = r->tx, rx0 = r->rx;
@@ -185,14 +198,21 @@ static void print_table(const struct table *t, const struct table *prev, double 
 
 int cmd_stat(int argc, char **argv, bool json)
 {
-	static const struct option opts[] = { { "watch", required_argument, NULL, 'w' }, { NULL, 0, NULL, 0 } };
+	static const struct option opts[] = { { "watch", required_argument, NULL, 'w' },
+					      { "all", no_argument, NULL, 'a' },
+					      { NULL, 0, NULL, 0 } };
 	struct table now = { 0 }, prev = { 0 };
 	double interval = 0;
+	bool all = false;
 	char *end;
 	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "w:", opts, NULL)) != -1) {
+	optind = 0; /* 0: glibc re-initializes its scanner for this new argument list */
+	while ((c = getopt_long(argc, argv, "w:a", opts, NULL)) != -1) {
+		if (c == 'a') {
+			all = true;
+			continue;
+		}
 		if (c != 'w')
 			return 2;
 		interval = strtod(optarg, &end);
@@ -202,16 +222,16 @@ int cmd_stat(int argc, char **argv, bool json)
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "scilan_ctl: stat takes no arguments besides --watch\n");
+		fprintf(stderr, "scilan_ctl: stat takes no arguments besides --all and --watch\n");
 		return 2;
 	}
-	if (collect(&now) < 0)
+	if (collect(&now, all) < 0)
 		return 1;
 	if (json || interval == 0) {
 		if (json)
 			print_json(&now);
 		else
-			print_table(&now, NULL, 0);
+			print_table(&now, NULL, 0, all);
 		free(now.rows);
 		return 0;
 	}
@@ -223,10 +243,10 @@ int cmd_stat(int argc, char **argv, bool json)
 		prev = now;
 		now = tmp;
 		nanosleep(&ts, NULL);
-		if (collect(&now) < 0)
+		if (collect(&now, all) < 0)
 			return 1;
 		printf("\033[H\033[2J"); /* a refreshing view, like top */
-		print_table(&now, &prev, interval);
+		print_table(&now, &prev, interval, all);
 		fflush(stdout);
 	}
 }

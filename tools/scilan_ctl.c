@@ -20,10 +20,14 @@
 #include "ctl_status.h"
 #include "ctl_topo.h"
 
+#ifndef SCILAN_VERSION
+#define SCILAN_VERSION "(development build)"
+#endif
+
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: scilan_ctl [--json] COMMAND ...\n"
+		"usage: scilan_ctl [OPTIONS] COMMAND ... [OPTIONS]\n"
 		"  map list                          show the cluster map\n"
 		"  map add NODE ADDRESS [--fabric F] add an address of node NODE (F: shm|dev, default shm)\n"
 		"          [--device D]              with dev: the link's /dev name (default scilan0)\n"
@@ -31,11 +35,13 @@ static void usage(FILE *out)
 		"  map del --node NODE               remove every address of a node\n"
 		"  devices                           list NTB and ivshmem PCI devices (BARs, NUMA node)\n"
 		"  topo                              NUMA layout and CPU pinning advice per device\n"
-		"  stat [--watch SECONDS]            live counters of every accelerated connection\n"
+		"  stat [--all] [--watch SECONDS]    live counters of every accelerated connection;\n"
+		"                                    --all: kernel TCP ones too, with the reason\n"
 		"  status                            the scilan driver: links, windows, endpoints\n"
-		"options:\n"
-		"  --json    machine-readable output\n"
-		"  --help    this text\n"
+		"options (before or after the command):\n"
+		"  -j, --json     machine-readable output\n"
+		"  -h, --help     this text\n"
+		"  -V, --version  print the version and exit\n"
 		"The map is $SCILAN_CONF, else %s.\n"
 		"devices and topo read $SCILAN_SYSFS_PCI instead of /sys/bus/pci if set (tests).\n",
 		SL_CLUSTER_CONF_DEFAULT);
@@ -238,29 +244,53 @@ static int cmd_map(int argc, char **argv, bool json)
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* The global options are taken out of argv wherever they stand (up to a
+ * "--"), so `scilan_ctl devices --json` means `scilan_ctl --json devices`;
+ * what remains is the command's own.  -1 to go on, else the exit status. */
+static int global_options(int *argc, char **argv, bool *json)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0, 0, 0, 0 },
-	};
-	bool json = false;
-	int c;
+	int kept = 1;
+	bool literal = false;
 
-	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = true;
-			break;
-		case 'h':
+	for (int i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+
+		if (!literal && strcmp(a, "--") == 0)
+			literal = true;
+		if (!literal && (strcmp(a, "--json") == 0 || strcmp(a, "-j") == 0)) {
+			*json = true;
+			continue;
+		}
+		if (!literal && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
 			usage(stdout);
 			return 0;
-		default:
-			usage(stderr);
-			return 2;
 		}
+		if (!literal && (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0)) {
+			printf("scilan_ctl %s\n", SCILAN_VERSION);
+			return 0;
+		}
+		argv[kept++] = argv[i];
 	}
+	argv[kept] = NULL;
+	*argc = kept;
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	bool json = false;
+	int rc = global_options(&argc, argv, &json);
+
+	if (rc >= 0)
+		return rc;
+	optind = 1;
+	if (optind < argc && argv[optind][0] == '-' && strcmp(argv[optind], "--") != 0) {
+		fprintf(stderr, "scilan_ctl: unknown option '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
 	if (optind >= argc) {
 		usage(stderr);
 		return 2;

@@ -104,7 +104,7 @@ static void flush_ring(struct sl_sock *s)
 		sl_sys.shutdown(s->fd, SHUT_WR);
 	if (atomic_load(&s->shut_rd))
 		sl_sys.shutdown(s->fd, SHUT_RD);
-	sl_info("fd %d: the accepting side did not take the ring offer; %llu bytes moved to kernel TCP", s->fd,
+	sl_debug("fd %d: the accepting side did not take the ring offer; %llu bytes moved to kernel TCP", s->fd,
 		(unsigned long long)end);
 }
 
@@ -142,7 +142,7 @@ static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word)
 	}
 }
 
-static bool fall_back(struct sl_sock *s)
+static bool fall_back(struct sl_sock *s, enum sl_fb why)
 {
 	_Atomic uint32_t *word;
 	uint32_t w;
@@ -170,7 +170,7 @@ static bool fall_back(struct sl_sock *s)
 		sl_fabric()->offer_settle(s);
 		sl_stats_conn_close(s);
 		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
+		sl_fallback(s, why, SL_FB_CONNECTOR);
 		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
 	} else if (w == SL_OFFER_ATTACHED) {
 		sl_fabric()->offer_settle(s);
@@ -202,5 +202,8 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 	}
 	if (w == SL_OFFER_OFFERED && !due(s, mode))
 		return false;
-	return fall_back(s);
+	/* Forced before the acceptor had its chance (the deadline) is ours. */
+	return fall_back(s, w == SL_OFFER_REFUSED                          ? SL_FB_REFUSED
+			    : mode != SL_AGREE_FORCE || due(s, SL_AGREE_WAIT) ? SL_FB_UNCONFIRMED
+									   : SL_FB_UNDECIDED);
 }

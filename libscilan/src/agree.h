@@ -45,7 +45,7 @@ bool sl_bypass(struct sl_sock *s);
  * image without the hook): move the connection to kernel TCP now, the peer
  * re-sending what we have not read and dropping what it read of what we
  * re-send.  true if it is kernel TCP now; false if reset (or undecidable). */
-bool sl_bypass_leave(struct sl_sock *s);
+bool sl_bypass_leave(struct sl_sock *s, enum sl_fb why);
 
 /* Has the connection become kernel TCP (deciding what mode allows)?  The
  * guard of every would-block path, of poll, and of each send iteration. */

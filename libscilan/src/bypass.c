@@ -237,7 +237,7 @@ static bool wait_plain_bit(struct sl_sock *s)
 /* Decide with the three locks held; why the connection must be reset, or
  * NULL; *plain when it is kernel TCP now.  leaving: move it even with no
  * bytes on the kernel socket (sl_bypass_leave). */
-static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving)
+static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, enum sl_fb *fb)
 {
 	_Atomic uint32_t *word = s->offer_word;
 	uint32_t ps, w, led;
@@ -261,8 +261,10 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving)
 				*plain = true;
 				return NULL;
 			}
+			*fb = SL_FB_PEER_MOVED;
 			why = follow(s);
 		} else if (kernel_bytes(s)) {
+			*fb = SL_FB_BYPASS;
 			why = lead(s, word);
 			if (why == again)
 				continue;
@@ -278,8 +280,11 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving)
 	}
 }
 
-static bool move(struct sl_sock *s, bool leaving)
+/* leave: SL_FB_NONE for a bypass, else why this process leaves the rings. */
+static bool move(struct sl_sock *s, enum sl_fb leave)
 {
+	bool leaving = leave != SL_FB_NONE;
+	enum sl_fb fb = leaving ? leave : SL_FB_PEER_MOVED;
 	const char *why = NULL;
 	bool plain = false;
 
@@ -291,7 +296,7 @@ static bool move(struct sl_sock *s, bool leaving)
 		plain = atomic_load(&s->fell_back);
 		goto out;
 	}
-	why = decide_locked(s, &plain, leaving);
+	why = decide_locked(s, &plain, leaving, &fb);
 	if (plain) {
 		atomic_store(&s->fell_back, true);
 		sl_stats_conn_close(s);
@@ -299,7 +304,7 @@ static bool move(struct sl_sock *s, bool leaving)
 		for (uint64_t a = atomic_load(&sl_totals.accelerated);
 		     a && !atomic_compare_exchange_weak(&sl_totals.accelerated, &a, a - 1);)
 			;
-		atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
+		sl_fallback(s, fb, (enum sl_fb_side)s->own_area);
 		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
 		if (leaving)
 			/* Debug only: a sandboxed process's stderr may be a file
@@ -309,7 +314,7 @@ static bool move(struct sl_sock *s, bool leaving)
 				"on kernel TCP",
 				s->fd);
 		else
-			sl_info("fd %d: the peer bypassed the rings (its bytes came on the kernel socket); the "
+			sl_debug("fd %d: the peer bypassed the rings (its bytes came on the kernel socket); the "
 				"connection continues on kernel TCP",
 				s->fd);
 	}
@@ -326,15 +331,15 @@ out:
 
 bool sl_bypass(struct sl_sock *s)
 {
-	return move(s, false);
+	return move(s, SL_FB_NONE);
 }
 
-bool sl_bypass_leave(struct sl_sock *s)
+bool sl_bypass_leave(struct sl_sock *s, enum sl_fb why)
 {
 	/* An offer still out is decided first: revoked, it is kernel TCP already. */
 	if (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
 		return true;
 	if (sl_agree_pending(s))
 		return false;
-	return move(s, true);
+	return move(s, why);
 }

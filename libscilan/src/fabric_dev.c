@@ -190,17 +190,22 @@ static int dev_lookup(const struct sl_key *dst, uint64_t *peer_ring)
 	struct scilan_info in;
 	int fd, ok;
 
-	if (!e)
+	if (!e) {
+		sl_fb_hint(SL_FB_NOT_IN_MAP);
 		return 0;
+	}
 	fd = open_link(e->device);
 	if (fd < 0) {
 		sl_debug("/dev/%s: %s; kernel TCP to %s", e->device, strerror(errno), e->text);
+		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
 	}
 	ok = link_info(fd, &in) == 0 && in.link_up;
 	close_quietly(fd);
-	if (!ok)
+	if (!ok) {
+		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
+	}
 	*peer_ring = ring_for_slice(in.slice_size);
 	return 1;
 }

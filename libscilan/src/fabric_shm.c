@@ -455,9 +455,11 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 		return 0;
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ofd < 0) {
-		if (errno != ENOENT)
+		if (errno != ENOENT) {
+			sl_fb_hint(sl_fb_of_errno(errno, SL_FB_OTHER));
 			sl_info("cannot read the connect offer %s (%s); connection uses kernel TCP", path,
 				strerror(errno));
+		}
 		return 0;
 	}
 	got = sl_sys.read(ofd, raw, sizeof(raw));
@@ -467,6 +469,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	sl_shm_unlink_offer(path);
 	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &offer)) {
 		sl_warn("malformed connect offer %s ignored; connection uses kernel TCP", path);
+		sl_fb_hint(SL_FB_BAD_OFFER);
 		close_bells(s);
 		return 0;
 	}
@@ -474,13 +477,18 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	if (fd < 0) {
 		/* EACCES (the connecting process is not dumpable for us), EMFILE,
 		 * or it withdrew the offer (ESRCH): it finds out by itself. */
-		sl_info("cannot open the segment offered by pid %d (%s); connection uses kernel TCP", (int)offer.pid,
-			strerror(errno));
+		sl_debug("cannot open the segment offered by pid %d (%s); connection uses kernel TCP", (int)offer.pid,
+			 strerror(errno));
+		sl_fb_hint(errno == EACCES ? SL_FB_OTHER_USER
+			   : errno == ESRCH ? SL_FB_REVOKED
+			   : errno == EPERM ? SL_FB_BAD_OFFER
+					    : sl_fb_of_errno(errno, SL_FB_OTHER));
 		close_bells(s);
 		return 0;
 	}
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
 		sl_warn("segment offered by pid %d has a bad header; connection uses kernel TCP", (int)offer.pid);
+		sl_fb_hint(SL_FB_BAD_OFFER);
 		refuse(fd, s->bell_tx);
 		sl_sys.close(fd);
 		close_bells(s);
@@ -490,6 +498,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
 		sl_info("cannot map the segment or wake-up FIFOs offered by pid %d (%s); connection uses kernel TCP",
 			(int)offer.pid, strerror(errno));
+		sl_fb_hint(sl_fb_of_errno(errno, SL_FB_OTHER));
 		if (base != MAP_FAILED)
 			munmap(base, hdr.total_size);
 		refuse(fd, s->bell_tx);
@@ -501,8 +510,9 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	/* The commitment: from here the rings carry the connection, unless the
 	 * connecting side revoked first; then its bytes come on the kernel socket. */
 	if (!atomic_compare_exchange_strong(offer_word(base), &offered, SL_OFFER_ATTACHED)) {
-		sl_info("offer of pid %d was withdrawn before this accept; connection uses kernel TCP",
-			(int)offer.pid);
+		sl_debug("offer of pid %d was withdrawn before this accept; connection uses kernel TCP",
+			 (int)offer.pid);
+		sl_fb_hint(SL_FB_REVOKED);
 		munmap(base, hdr.total_size);
 		close_bells(s);
 		return 0;

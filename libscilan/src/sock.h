@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "fallback.h"
 #include "ring.h"
 #include "shm_linger.h"
 
@@ -140,6 +141,9 @@ struct sl_sock {
 	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */
 	struct sl_counters own_ctr;
 	int stats_slot;           /* -1: none */
+	/* why kernel TCP carries it (fallback.c); SL_FB_NONE while accelerated */
+	enum sl_fb fb_reason;
+	enum sl_fb_side fb_side;
 };
 
 /* The data path on a connected accelerated socket (io.c): errno as TCP's. */
@@ -228,6 +232,7 @@ void sl_unlock(struct sl_lock *l);
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */
 struct sl_totals {
 	_Atomic uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
+	_Atomic uint64_t fb[SL_FB_COUNT]; /* fallbacks per reason */
 };
 extern struct sl_totals sl_totals;
 

@@ -162,6 +162,7 @@ reset:
 	atomic_store(&s->dev_lost, false);
 	s->ctr = &s->own_ctr;
 	s->stats_slot = -1;
+	s->fb_reason = SL_FB_NONE;
 	atomic_store(&s->own_ctr.tx_bytes, 0);
 	atomic_store(&s->own_ctr.rx_bytes, 0);
 	atomic_store(&s->own_ctr.sleeps, 0);

@@ -80,10 +80,17 @@ static void become_connected(struct sl_sock *s)
 	sl_debug("fd %d: connected over the %s fabric", s->fd, sl_fabric()->name);
 }
 
-static void become_plain(struct sl_sock *s)
+/* reason: unless a fabric said better (sl_fb_hint). */
+static void become_plain(struct sl_sock *s, enum sl_fb reason, enum sl_fb_side side)
 {
 	set_state(s, SL_PLAIN);
-	atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
+	sl_fallback(s, sl_fb_take_hint(reason), side);
+}
+
+/* Why a process with scilan off or without a runtime directory does not try. */
+static enum sl_fb unusable_reason(void)
+{
+	return sl_config()->off ? SL_FB_OFF : SL_FB_NO_RUNDIR;
 }
 
 int scilan_socket(int domain, int type, int protocol)
@@ -195,13 +202,19 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	ns = sl_sock_new(nfd, s->domain, SL_FRESH);
 	if (!ns) {
 		sl_warn("no memory for socket state of fd %d; it uses kernel TCP", nfd);
+		sl_fallback(NULL, SL_FB_RESOURCE, SL_FB_ACCEPTOR);
 		return nfd;
 	}
 	atomic_store(&ns->poll_us, atomic_load(&s->poll_us));
 	atomic_store(&ns->nonblock_hint, (flags & SOCK_NONBLOCK) != 0);
 	ns->ring_bytes = s->ring_bytes;
-	if (s->reg_fd[0] < 0 || kernel_name(nfd, false, &local) < 0 || kernel_name(nfd, true, &peer) < 0) {
-		become_plain(ns);
+	sl_fb_take_hint(SL_FB_NONE);
+	if (s->reg_fd[0] < 0) {
+		become_plain(ns, *sl_config()->rundir ? SL_FB_UNREGISTERED : unusable_reason(), SL_FB_ACCEPTOR);
+		return nfd;
+	}
+	if (kernel_name(nfd, false, &local) < 0 || kernel_name(nfd, true, &peer) < 0) {
+		become_plain(ns, SL_FB_OTHER, SL_FB_ACCEPTOR);
 		return nfd;
 	}
 	r = sl_fabric()->attach(ns, s, &local, &peer);
@@ -210,7 +223,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		return nfd;
 	}
 	if (r == 0) {
-		become_plain(ns);
+		become_plain(ns, SL_FB_NO_OFFER, SL_FB_ACCEPTOR);
 		return nfd;
 	}
 	/* The peer offered something we cannot use: reset it rather than leave
@@ -323,12 +336,18 @@ static int source_of(struct sl_sock *s, const struct sockaddr *dst, socklen_t le
 	return 0;
 }
 
-static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen_t len)
+static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen_t len, enum sl_fb reason)
 {
 	int r = sl_sys.connect(s->fd, addr, len);
 
-	if (r == 0 || errno == EINPROGRESS || errno == EINTR)
-		become_plain(s);
+	if (r == 0 || errno == EINPROGRESS || errno == EINTR) {
+		int err = errno;
+
+		become_plain(s, reason, SL_FB_CONNECTOR);
+		errno = err;
+	} else {
+		sl_fb_take_hint(SL_FB_NONE); /* no connection, nothing fell back */
+	}
 	return r;
 }
 
@@ -337,6 +356,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct sl_sock *s = sl_sock_get(fd);
 	struct sl_key dst, src;
 	uint64_t peer_ring = 0;
+	enum sl_fb why = SL_FB_NONE;
 	int r, err;
 
 	if (!s)
@@ -348,12 +368,21 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return r;
 	}
 	pthread_mutex_lock(&s->ctl_lock);
+	sl_fb_take_hint(SL_FB_NONE);
 	if (key_from_sockaddr(addr, len, &dst) == 0)
 		unspecified_to_loopback(&dst);
-	if (!dst.family || !*sl_config()->rundir || !find_listener(s->domain, addr, len, &dst, &peer_ring) ||
-	    source_of(s, addr, len, &src) < 0 ||
-	    sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
-		r = connect_plain(s, addr, len);
+	if (!dst.family)
+		why = SL_FB_OTHER;
+	else if (!*sl_config()->rundir)
+		why = unusable_reason();
+	else if (!find_listener(s->domain, addr, len, &dst, &peer_ring))
+		why = SL_FB_NO_LISTENER;
+	else if (source_of(s, addr, len, &src) < 0)
+		why = sl_fb_of_errno(errno, SL_FB_OTHER);
+	else if (sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0)
+		why = sl_fb_of_errno(errno, SL_FB_OTHER);
+	if (why != SL_FB_NONE) {
+		r = connect_plain(s, addr, len, why);
 		err = errno;
 		pthread_mutex_unlock(&s->ctl_lock);
 		errno = err;
@@ -503,6 +532,9 @@ void sl_sock_release(int fd)
 		default:
 			break;
 		}
+		/* Listed as a fallback (fallback.c) until now, also one this close decided. */
+		if (sl_sock_state(s) == SL_PLAIN && s->stats_slot >= 0)
+			sl_stats_conn_close(s);
 		sl_sock_forget(s);
 	}
 }

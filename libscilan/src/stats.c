@@ -30,6 +30,8 @@ void sl_stats_read(struct sl_stats *out)
 	out->rx_bytes = atomic_load(&sl_totals.rx_bytes);
 	out->sleeps = atomic_load(&sl_totals.sleeps);
 	out->wakeups = atomic_load(&sl_totals.wakeups);
+	for (int i = 0; i < SL_FB_COUNT; i++)
+		out->fb[i] = atomic_load(&sl_totals.fb[i]);
 	summing = out;
 	sl_sock_any_fd(add_live);
 	summing = NULL;
@@ -52,13 +54,15 @@ void sl_stats_reset_in_child(void)
 	atomic_store(&sl_totals.rx_bytes, 0);
 	atomic_store(&sl_totals.sleeps, 0);
 	atomic_store(&sl_totals.wakeups, 0);
+	for (int i = 0; i < SL_FB_COUNT; i++)
+		atomic_store(&sl_totals.fb[i], 0);
 	sl_sock_any(zero_live);
 }
 
 void sl_stats_print(int fd)
 {
 	struct sl_stats st;
-	char line[256];
+	char line[1024];
 	int n;
 
 	if (fd == STDERR_FILENO && sl_log_stderr_muted())
@@ -69,6 +73,15 @@ void sl_stats_print(int fd)
 		     (int)getpid(), (unsigned long long)st.accelerated, (unsigned long long)st.fallback,
 		     (unsigned long long)st.tx_bytes, (unsigned long long)st.rx_bytes, (unsigned long long)st.sleeps,
 		     (unsigned long long)st.wakeups);
+	/* Why the fallbacks: "; fallback reasons: no-listener 2, bypass 1". */
+	for (int i = 1, first = 1; i < SL_FB_COUNT && n > 0 && n < (int)sizeof(line) - 64; i++) {
+		if (!st.fb[i])
+			continue;
+		n--; /* over the newline */
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s %llu\n", first ? "; fallback reasons: " : ", ",
+			      sl_fb_name((unsigned)i), (unsigned long long)st.fb[i]);
+		first = 0;
+	}
 	/* Not into the program's data: stderr may be a connection. */
 	if (sl_log_fd_is_network(fd))
 		return;

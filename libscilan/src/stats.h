@@ -10,6 +10,7 @@
 
 struct sl_stats {
 	uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
+	uint64_t fb[SL_FB_COUNT]; /* fallbacks per reason (fallback.h) */
 };
 
 void sl_stats_read(struct sl_stats *out);

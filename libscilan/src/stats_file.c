@@ -1,6 +1,7 @@
 /* stats_file.c — publishes this process's live per-connection counters in
  * <rundir>/stats/<pid>, a shared mapping that exists while the process has
- * accelerated connections; scilan_ctl stat maps it read-only.  The owner
+ * connections (accelerated, or kernel TCP with the reason why, fallback.c);
+ * scilan_ctl stat maps it read-only.  The owner
  * holds an OFD read lock on it, so a file nobody locks is a dead process's.
  */
 #include "stats_file.h"
@@ -183,7 +184,7 @@ static void kernel_key(int fd, bool peer, struct sl_key *key)
 	}
 }
 
-void sl_stats_conn_open(struct sl_sock *s)
+static void take_slot(struct sl_sock *s, bool accelerated)
 {
 	struct sl_stats_map *m;
 
@@ -195,6 +196,8 @@ void sl_stats_conn_open(struct sl_sock *s)
 		if (atomic_load(&slot->in_use))
 			continue;
 		slot->fd = s->fd;
+		slot->reason = accelerated ? SL_FB_NONE : (uint32_t)s->fb_reason;
+		slot->side = (uint32_t)s->fb_side;
 		kernel_key(s->fd, false, &slot->local);
 		kernel_key(s->fd, true, &slot->peer);
 		atomic_store(&slot->ctr.tx_bytes, atomic_load(&s->own_ctr.tx_bytes));
@@ -204,11 +207,24 @@ void sl_stats_conn_open(struct sl_sock *s)
 		atomic_store_explicit(&slot->in_use, 1, memory_order_release);
 		s->stats_slot = i;
 		s->ctr = &slot->ctr;
-		atomic_fetch_add(&m->hdr.accelerated, 1);
+		if (accelerated)
+			atomic_fetch_add(&m->hdr.accelerated, 1);
 		live_slots++;
 		break;
 	}
 	pthread_mutex_unlock(&map_lock);
+}
+
+void sl_stats_conn_open(struct sl_sock *s)
+{
+	take_slot(s, true);
+}
+
+void sl_stats_conn_plain(struct sl_sock *s)
+{
+	/* A downgraded connection's accelerated slot was given back first. */
+	if (s->stats_slot < 0)
+		take_slot(s, false);
 }
 
 void sl_stats_conn_close(struct sl_sock *s)

@@ -10,12 +10,14 @@
 
 #include "sock.h"
 
-#define SL_STATS_MAGIC 0x3154535320434c53ull /* "SLC SST1" */
+#define SL_STATS_MAGIC 0x3254535320434c53ull /* "SLC SST2" */
 #define SL_STATS_SLOTS 1024
 
 struct sl_stats_slot {
 	_Atomic uint32_t in_use;
 	int32_t fd;
+	uint32_t reason; /* enum sl_fb: SL_FB_NONE accelerated, else why kernel TCP carries it */
+	uint32_t side;   /* enum sl_fb_side */
 	struct sl_key local, peer;
 	struct sl_counters ctr;
 };
@@ -36,6 +38,9 @@ struct sl_stats_map {
 /* A connection became accelerated: count it in a slot of our stats file
  * (created on first use); without one it counts in the socket itself. */
 void sl_stats_conn_open(struct sl_sock *s);
+/* A connection is kernel TCP for s->fb_reason (fallback.c): listed in a
+ * slot of our stats file (created on first use) until it closes. */
+void sl_stats_conn_plain(struct sl_sock *s);
 /* It closes: its counters join the process totals, its slot is freed. */
 void sl_stats_conn_close(struct sl_sock *s);
 /* In a forked child: the file is the parent's; count privately again. */
