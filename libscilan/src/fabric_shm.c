@@ -498,7 +498,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
 		sl_info("cannot map the segment or wake-up FIFOs offered by pid %d (%s); connection uses kernel TCP",
 			(int)offer.pid, strerror(errno));
-		sl_fb_hint(sl_fb_of_errno(errno, SL_FB_OTHER));
+		sl_fb_hint(base == MAP_FAILED ? sl_fb_of_errno(errno, SL_FB_OTHER) : SL_FB_BAD_OFFER);
 		if (base != MAP_FAILED)
 			munmap(base, hdr.total_size);
 		refuse(fd, s->bell_tx);

@@ -92,7 +92,7 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 {
 	int o[2], r[2];
 	const char *args[64], *lib = e->preload ? hk_hook_lib() : NULL;
-	char *vars[4] = { NULL };
+	char *vars[5] = { NULL };
 	int n = 0;
 
 	memset(p, 0, sizeof(*p));
@@ -101,6 +101,8 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 		cr_assert(asprintf(&vars[1], "SCILAN_STATS=1") > 0);
 		cr_assert(asprintf(&vars[2], "SCILAN_RUNDIR=%s", e->rundir) > 0);
 		cr_assert(asprintf(&vars[3], "SCILAN_CONF=%s", e->conf ? e->conf : "/dev/null") > 0);
+		if (e->log)
+			cr_assert(asprintf(&vars[4], "SCILAN_LOG=%s", e->log) > 0);
 	}
 	if (e->netns) {
 		/* The settings go to the program through env(1), not to ip(8):
@@ -110,7 +112,7 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 		args[n++] = "exec";
 		args[n++] = e->netns;
 		args[n++] = "/usr/bin/env";
-		for (int i = 0; i < 4 && vars[i]; i++)
+		for (int i = 0; i < 5 && vars[i]; i++)
 			args[n++] = vars[i];
 	}
 	for (int i = 0; argv[i] && n < 63; i++)
@@ -143,14 +145,14 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 		unsetenv("SCILAN_STATS");
 		unsetenv("SCILAN_RUNDIR");
 		unsetenv("SCILAN_CONF");
-		for (int i = 0; !e->netns && i < 4 && vars[i]; i++)
+		for (int i = 0; !e->netns && i < 5 && vars[i]; i++)
 			putenv(vars[i]);
 		execv(args[0], (char *const *)args);
 		fprintf(stderr, "exec %s: %s\n", args[0], strerror(errno));
 		_exit(127);
 	}
 	setpgid(p->pid, p->pid); /* also here: no race with an early kill */
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		free(vars[i]);
 	close(o[1]);
 	close(r[1]);

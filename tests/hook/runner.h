@@ -14,6 +14,7 @@ struct hk_env {
 	const char *rundir;  /* SCILAN_RUNDIR (with preload) */
 	const char *conf;    /* SCILAN_CONF (with preload); NULL: an empty map */
 	const char *netns;   /* run through `ip netns exec NETNS` */
+	const char *log;     /* SCILAN_LOG (with preload); NULL: unset */
 };
 
 /* A running program. */

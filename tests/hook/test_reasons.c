@@ -1,0 +1,112 @@
+/* test_reasons.c — why a connection is kernel TCP, for the situations only an
+ * unmodified program under the hook creates (a plain or starved acceptor, a
+ * non-dumpable client, io_uring, seccomp, exec of a static image): the
+ * scenario's SCILAN_STATS lines count the reason, and SCILAN_LOG=info names
+ * it in one line per fallback.  (The native-API situations: tests/integration/
+ * test_fallback.c, which also checks scilan_ctl stat --all.) */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner.h"
+
+/* Sum over the stats lines of `name N` after "fallback reasons: ". */
+static long reason_sum(const char *err, const char *name)
+{
+	size_t len = strlen(name);
+	long sum = 0;
+
+	for (const char *line = err; line && *line;) {
+		const char *nl = strchr(line, '\n'), *at = strstr(line, "; fallback reasons: ");
+
+		if (strncmp(line, "scilan: pid ", 12) == 0 && at && (!nl || at < nl)) {
+			for (at += strlen("; fallback reasons: "); at && (!nl || at < nl);) {
+				if (strncmp(at, name, len) == 0 && at[len] == ' ')
+					sum += strtol(at + len + 1, NULL, 10);
+				at = strstr(at, ", ");
+				at = at ? at + 2 : NULL;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return sum;
+}
+
+/* Run prog scenario under the hook with SCILAN_LOG=info; each reason of the
+ * NULL-terminated list must be logged, and counted (when counted: a process
+ * that execs prints no stats line, its image is gone) at least once. */
+static void expect_reasons_counted(bool counted, const char *prog, const char *scenario, va_list ap)
+{
+	const char *argv[] = { hk_prog(prog), scenario, NULL };
+	struct hk_env pre = { .preload = true, .log = "info" };
+	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf), logged[96];
+	struct hk_out got;
+
+	pre.rundir = rundir;
+	pre.conf = conf;
+	hk_run(&pre, argv, &got, 30);
+	hk_rmtree(tmp);
+	cr_expect_eq(got.rc, 0, "%s %s under the hook: rc %d; stderr:\n%s", prog, scenario, got.rc, got.err);
+	for (const char *r = va_arg(ap, const char *); r; r = va_arg(ap, const char *)) {
+		if (counted)
+			cr_expect_gt(reason_sum(got.err, r), 0, "%s %s: no fallback counted as %s; stderr:\n%s", prog, scenario,
+			     r, got.err);
+		snprintf(logged, sizeof(logged), "kernel TCP, %s: ", r);
+		cr_expect(strstr(got.err, logged), "%s %s: no log line for %s; stderr:\n%s", prog, scenario, r,
+			  got.err);
+	}
+	hk_out_free(&got);
+	free(rundir);
+	free(conf);
+	free(tmp);
+}
+
+static void expect_reasons(const char *prog, const char *scenario, ...)
+{
+	va_list ap;
+
+	va_start(ap, scenario);
+	expect_reasons_counted(true, prog, scenario, ap);
+	va_end(ap);
+}
+
+static void expect_logged(const char *prog, const char *scenario, ...)
+{
+	va_list ap;
+
+	va_start(ap, scenario);
+	expect_reasons_counted(false, prog, scenario, ap);
+	va_end(ap);
+}
+
+/* io_uring accept: the client's offer is never confirmed. */
+Test(reasons, plain_acceptor_unconfirmed, .timeout = 120) { expect_reasons("agree", "uring_server", "unconfirmed", NULL); }
+/* EMFILE in the acceptor's accept: it cannot open the offer. */
+Test(reasons, starved_acceptor_resource, .timeout = 120)
+{
+	expect_reasons("agree", "starved_acceptor", "resource", "unconfirmed", NULL);
+}
+/* /proc/<pid>/fd refused (EACCES), as for a client of another user. */
+Test(reasons, undumpable_client_other_user, .timeout = 120)
+{
+	expect_reasons("agree", "undumpable_client", "other-user", "unconfirmed", NULL);
+}
+/* exec while the offer is out: decided by the exec, not by the acceptor. */
+Test(reasons, exec_while_offered_undecided, .timeout = 120)
+{
+	expect_logged("agree", "exec_while_offered", "undecided", NULL);
+}
+/* The client sends with io_uring after a hooked connect: the server leads. */
+Test(reasons, uring_client_bypass, .timeout = 120) { expect_reasons("agree", "uring_client", "bypass", NULL); }
+/* A forked holder confines itself with seccomp; its peer follows. */
+Test(reasons, seccomp_sandbox_and_peer_moved, .timeout = 120)
+{
+	expect_reasons("sandbox", "seccomp_child", "sandbox", "peer-moved", NULL);
+}
+/* The connection's holder execs a static image. */
+Test(reasons, exec_static_image, .timeout = 120)
+{
+	expect_logged("procs", "exec_static", "exec", "peer-moved", NULL);
+}
