@@ -62,9 +62,12 @@ bool sl_fb_downgrade(unsigned reason)
 
 static _Thread_local enum sl_fb hint;
 
+/* The first hint of a set-up stands: the exact destination's lookup says
+ * more than the wildcard's that follows it. */
 void sl_fb_hint(enum sl_fb reason)
 {
-	hint = reason;
+	if (hint == SL_FB_NONE)
+		hint = reason;
 }
 
 enum sl_fb sl_fb_take_hint(enum sl_fb dflt)

@@ -1,0 +1,516 @@
+/* test_fallback.c — why a connection is kernel TCP: each situation the native
+ * API can create (plain peers, no runtime directory, a bad map, the device
+ * fabric, a revoked, refused or undecided offer, a taken name, descriptors
+ * exhausted, a bypass) records its reason, which SCILAN_STATS counts,
+ * SCILAN_LOG=info names, and `scilan_ctl stat --all --json` lists.
+ * The hook-only situations are in tests/hook/test_reasons.c. */
+#include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "registry.h"
+#include "scilan.h"
+#include "shm_linger.h"
+#include "stats.h"
+#include "testutil.h"
+
+static int capture = -1;
+
+static void setup(void)
+{
+	setenv("SCILAN_LOG", "info", 1);
+	capture = tu_capture_begin();
+	cr_assert_geq(capture, 0);
+}
+
+TestSuite(fallback, .init = setup, .timeout = 60);
+
+static enum sl_fb reason_of(const char *name)
+{
+	for (unsigned i = 0; i < SL_FB_COUNT; i++)
+		if (strcmp(sl_fb_name(i), name) == 0)
+			return (enum sl_fb)i;
+	cr_assert_fail("no reason named %s", name);
+	return SL_FB_NONE;
+}
+
+/* The reason is counted (exactly n times), named in the SCILAN_STATS line and
+ * logged once per fallback.  Ends the capture of stderr. */
+static void expect_counted(const char *name, uint64_t n)
+{
+	struct sl_stats st;
+	char line[128], buf[1024], *err;
+	int fds[2];
+	ssize_t k;
+
+	sl_stats_read(&st);
+	cr_expect_eq(st.fb[reason_of(name)], n, "%s counted %llu times, expected %llu", name,
+		     (unsigned long long)st.fb[reason_of(name)], (unsigned long long)n);
+	cr_assert_eq(pipe(fds), 0);
+	sl_stats_print(fds[1]);
+	close(fds[1]);
+	k = read(fds[0], buf, sizeof(buf) - 1);
+	close(fds[0]);
+	buf[k > 0 ? k : 0] = '\0';
+	snprintf(line, sizeof(line), "%s %llu", name, (unsigned long long)n);
+	cr_expect(strstr(buf, "; fallback reasons: ") && strstr(buf, line), "stats line without '%s': %s", line, buf);
+	err = tu_capture_end(capture);
+	capture = -1;
+	snprintf(line, sizeof(line), "kernel TCP, %s: ", name);
+	cr_expect(strstr(err, line), "no log line '%s'; stderr:\n%s", line, err);
+	free(err);
+}
+
+/* `scilan_ctl stat --all --json` (of this build) lists our connection on fd
+ * with reason (and side); `stat --json` without --all does not. */
+static void expect_listed(int fd, const char *reason, const char *side)
+{
+	char self[PATH_MAX], cmd[PATH_MAX * 2], want[96], *out = NULL, *obj;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t cap = 0, len = 0;
+	bool found = false;
+	FILE *p;
+
+	cr_assert_gt(n, 0);
+	self[n] = '\0';
+	for (int all = 1; all >= 0; all--) {
+		snprintf(cmd, sizeof(cmd), "%s/../../bin/scilan_ctl stat %s--json 2>/dev/null", dirname(strdup(self)),
+			 all ? "--all " : "");
+		p = popen(cmd, "r");
+		cr_assert_not_null(p);
+		len = 0;
+		for (char buf[4096]; (n = (ssize_t)fread(buf, 1, sizeof(buf), p)) > 0;) {
+			if (len + (size_t)n + 1 > cap)
+				out = realloc(out, cap = (len + (size_t)n + 1) * 2);
+			memcpy(out + len, buf, (size_t)n);
+			len += (size_t)n;
+		}
+		cr_assert_eq(pclose(p), 0, "%s failed", cmd);
+		cr_assert_not_null(out);
+		out[len] = '\0';
+		snprintf(want, sizeof(want), "{\"pid\":%d,", (int)getpid());
+		found = false;
+		for (obj = strstr(out, want); obj; obj = strstr(obj + 1, want)) {
+			char *end = strchr(obj, '}'), field[64];
+
+			if (!end)
+				break;
+			*end = '\0';
+			snprintf(field, sizeof(field), "\"fd\":%d,", fd);
+			if (strstr(obj, field)) {
+				found = true;
+				if (all) {
+					snprintf(field, sizeof(field), "\"reason\":\"%s\"", reason);
+					cr_expect(strstr(obj, field), "fd %d listed without %s: %s}", fd, field, obj);
+					cr_expect(strstr(obj, "\"accelerated\":false"), "fd %d: %s}", fd, obj);
+					snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
+					cr_expect(strstr(obj, field), "fd %d listed without %s: %s}", fd, field, obj);
+				}
+			}
+			*end = '}';
+		}
+		if (all)
+			cr_expect(found, "fd %d (%s) not listed by stat --all --json: %s", fd, reason, out);
+		else
+			cr_expect(!found, "fd %d (%s) listed by stat --json without --all: %s", fd, reason, out);
+	}
+	free(out);
+}
+
+/* ---- the connecting side ------------------------------------------------------------------ */
+
+Test(fallback, plain_listener_is_no_listener)
+{
+	uint16_t port;
+	int l, c;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_plain_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(c), 0);
+	expect_listed(c, "no-listener", "connect");
+	expect_counted("no-listener", 1);
+	scilan_close(c);
+	close(l);
+}
+
+/* A hooked listener whose acceptor takes the connection with the kernel's
+ * accept (an io_uring or raw-syscall server) and speaks first. */
+Test(fallback, plain_acceptor_is_unconfirmed)
+{
+	uint16_t port;
+	int l, c, s;
+	char b[2];
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	s = accept(l, NULL, NULL);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(send(s, "hi", 2, 0), 2);
+	cr_assert_eq(tu_recv_all(c, b, 2), 2, "recv: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(c), 0);
+	expect_listed(c, "unconfirmed", "connect");
+	expect_counted("unconfirmed", 1);
+	scilan_close(c);
+	close(s);
+	scilan_close(l);
+}
+
+Test(fallback, close_before_accept_is_undecided)
+{
+	uint16_t port;
+	int l, c, s;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	cr_assert_eq(tu_send_all(c, "x", 1, 0), 1);
+	scilan_close(c); /* closed: nothing left to list */
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	expect_counted("undecided", 1);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* The offer's FIFOs are gone when the acceptor looks (as if swept): it
+ * refuses the offer, and the connecting side finds it refused. */
+Test(fallback, refused_offer_both_ends)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 300], b[1];
+	const char *rundir = tu_isolated_rundir();
+	struct dirent *de;
+	uint16_t port;
+	int l, c, s, gone = 0;
+	DIR *d;
+
+	cr_assert_not_null(rundir);
+	l = tu_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	snprintf(dir, sizeof(dir), "%s/offer", rundir);
+	d = opendir(dir);
+	cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d)))
+		if (strstr(de->d_name, ".bell")) {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			gone += unlink(path) == 0;
+		}
+	closedir(d);
+	cr_assert_eq(gone, 2, "the offer's two FIFOs");
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	cr_assert_eq(tu_send_all(s, "y", 1, 0), 1);
+	cr_assert_eq(tu_recv_all(c, b, 1), 1, "recv: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(c), 0);
+	expect_listed(s, "bad-offer", "accept");
+	expect_listed(c, "refused", "connect");
+	expect_counted("refused", 1);
+	{
+		struct sl_stats st;
+
+		sl_stats_read(&st);
+		cr_expect_eq(st.fb[SL_FB_BAD_OFFER], 1);
+	}
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* Another connection's offer with the same 4-tuple still has its names. */
+Test(fallback, offer_name_in_use_is_busy)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_storage dst;
+	struct sl_key to = { .family = AF_INET }, from = { .family = AF_INET };
+	char offer[SL_OFFER_PATH_SIZE], bell[SL_BELL_PATH_SIZE], suffix[48];
+	socklen_t len;
+	uint16_t port;
+	int l, c;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&me, sizeof(me)), 0);
+	memcpy(to.addr, &me.sin_addr, 4);
+	memcpy(from.addr, &me.sin_addr, 4);
+	to.port = port;
+	from.port = tu_local_port(c);
+	snprintf(suffix, sizeof(suffix), "-7f000001-%u", (unsigned)from.port);
+	cr_assert_eq(sl_key_path("offer", &to, suffix, offer, sizeof(offer)), 0);
+	cr_assert_eq(sl_shm_bell_path(offer, 0, bell, sizeof(bell)), 0);
+	cr_assert_eq(mkfifo(bell, 0600), 0, "%s: %s", bell, strerror(errno));
+	len = tu_loopback(AF_INET, port, &dst);
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&dst, len), 0, "connect: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(c), 0);
+	expect_listed(c, "busy", "connect");
+	expect_counted("busy", 1);
+	unlink(bell);
+	scilan_close(c);
+	scilan_close(l);
+}
+
+/* One descriptor left: the set-up's lookup gets it, its FIFOs do not. */
+Test(fallback, descriptors_exhausted_is_resource)
+{
+	struct sockaddr_storage dst;
+	struct rlimit old, lim;
+	uint16_t port, plain_port;
+	int l, pl, first, c, fillers[64], nf = 0, fd;
+	socklen_t len;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	/* A listed fallback first: the statistics file exists before the limit. */
+	pl = tu_plain_listen(AF_INET, 4, &plain_port);
+	first = tu_connect(AF_INET, plain_port);
+	cr_assert_geq(first, 0);
+	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(c, 0);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)c + 16;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while ((fd = dup(0)) >= 0 && nf < 64)
+		fillers[nf++] = fd;
+	cr_assert(nf > 0 && nf < 64);
+	close(fillers[--nf]);
+	len = tu_loopback(AF_INET, port, &dst);
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&dst, len), 0, "connect: %s", strerror(errno));
+	while (nf)
+		close(fillers[--nf]);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	cr_assert_eq(tu_accelerated(c), 0);
+	expect_listed(c, "resource", "connect");
+	expect_counted("resource", 1);
+	scilan_close(c);
+	scilan_close(first);
+	close(pl);
+	scilan_close(l);
+}
+
+/* A runtime directory others may write is refused. */
+Test(fallback, unsafe_rundir_is_no_rundir)
+{
+	const char *dir = tu_tmpdir();
+	uint16_t port;
+	int l, c;
+
+	cr_assert_not_null(dir);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	setenv("SCILAN_RUNDIR", dir, 1);
+	l = tu_plain_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	/* No runtime directory: nowhere to publish it for scilan_ctl. */
+	expect_counted("no-rundir", 1);
+	scilan_close(c);
+	close(l);
+}
+
+/* An unreadable cluster map turns scilan off in the process. */
+Test(fallback, bad_map_is_off)
+{
+	char conf[PATH_MAX];
+	uint16_t port;
+	int l, c;
+	FILE *f;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	snprintf(conf, sizeof(conf), "%s/bad.conf", tu_tmpdir());
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fputs("this is not a map line\n", f);
+	fclose(f);
+	setenv("SCILAN_CONF", conf, 1);
+	l = tu_plain_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	expect_counted("off", 1);
+	scilan_close(c);
+	close(l);
+}
+
+static void dev_fabric_with_map(const char *line)
+{
+	char conf[PATH_MAX];
+	FILE *f;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	snprintf(conf, sizeof(conf), "%s/cluster.conf", tu_tmpdir());
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fputs(line, f);
+	fclose(f);
+	setenv("SCILAN_CONF", conf, 1);
+	setenv("SCILAN_FABRIC", "dev", 1);
+}
+
+Test(fallback, device_fabric_not_in_map)
+{
+	uint16_t port;
+	int l, c;
+
+	dev_fabric_with_map("1 10.99.0.1 dev scilan0\n");
+	l = tu_plain_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	expect_listed(c, "not-in-map", "connect");
+	expect_counted("not-in-map", 1);
+	scilan_close(c);
+	close(l);
+}
+
+/* Mapped over a device that does not exist (or whose link is down). */
+Test(fallback, device_fabric_link_down)
+{
+	uint16_t port;
+	int l, c;
+
+	cr_assert(access("/dev/scilan9", F_OK) != 0);
+	dev_fabric_with_map("1 127.0.0.1 dev scilan9\n");
+	l = tu_plain_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	expect_listed(c, "link-down", "connect");
+	expect_counted("link-down", 1);
+	scilan_close(c);
+	close(l);
+}
+
+/* ---- the accepting side ------------------------------------------------------------------- */
+
+Test(fallback, plain_client_is_no_offer)
+{
+	uint16_t port;
+	int l, c, s;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	c = tu_plain_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(tu_accelerated(s), 0);
+	expect_listed(s, "no-offer", "accept");
+	expect_counted("no-offer", 1);
+	scilan_close(s);
+	close(c);
+	scilan_close(l);
+}
+
+/* The listener could not be registered (its registry is not a directory). */
+Test(fallback, unregistered_listener)
+{
+	const char *rundir = tu_isolated_rundir();
+	char path[PATH_MAX];
+	uint16_t port;
+	int l, c, s, fd;
+
+	cr_assert_not_null(rundir);
+	cr_assert(*sl_config()->rundir, "runtime directory %s refused", rundir);
+	snprintf(path, sizeof(path), "%s/listen", rundir);
+	rmdir(path);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	close(fd);
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	c = tu_plain_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	/* scilan_ctl refuses a runtime directory in that state. */
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	expect_listed(s, "unregistered", "accept");
+	expect_counted("unregistered", 1);
+	scilan_close(s);
+	close(c);
+	scilan_close(l);
+}
+
+/* The client was killed after its connect: its segment is gone when the
+ * acceptor looks (the offer file and the FIFOs were left behind). */
+Test(fallback, killed_client_is_revoked)
+{
+	struct tu_sync sync;
+	uint16_t port;
+	int l, s, status;
+	uint64_t v;
+	pid_t pid;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_eq(tu_sync_init(&sync), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int c = tu_connect(AF_INET, port);
+
+		tu_sync_put_child(&sync, c >= 0);
+		pause();
+		_exit(0);
+	}
+	close(sync.child_fd);
+	cr_assert_eq(tu_sync_get(&sync, &v), 0);
+	cr_assert_eq(v, 1, "the child's connect failed");
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	expect_listed(s, "revoked", "accept");
+	expect_counted("revoked", 1);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* ---- after the agreement ------------------------------------------------------------------ */
+
+/* The accepting side's program writes on the kernel socket (as io_uring
+ * would): the connecting side leads the move, the accepting side follows. */
+Test(fallback, kernel_bytes_bypass_and_peer_moved)
+{
+	int c, s;
+	char b[4];
+
+	cr_assert_not_null(tu_isolated_rundir());
+	cr_assert_eq(tu_pair(AF_INET, &c, &s), 0);
+	cr_assert_eq(tu_accelerated(c), 1);
+	cr_assert_eq(send(s, "raw", 3, 0), 3); /* libc's: past the rings */
+	cr_assert_eq(tu_recv_all(c, b, 3), 3, "recv: %s", strerror(errno));
+	cr_assert_arr_eq(b, "raw", 3);
+	cr_assert_eq(tu_send_all(s, "x", 1, 0), 1);
+	cr_assert_eq(tu_recv_all(c, b, 1), 1);
+	cr_assert_eq(tu_accelerated(c), 0);
+	cr_assert_eq(tu_accelerated(s), 0);
+	expect_listed(c, "bypass", "connect");
+	expect_listed(s, "peer-moved", "accept");
+	{
+		struct sl_stats st;
+
+		sl_stats_read(&st);
+		cr_expect_eq(st.fb[SL_FB_PEER_MOVED], 1);
+	}
+	expect_counted("bypass", 1);
+	scilan_close(c);
+	scilan_close(s);
+}
