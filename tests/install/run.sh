@@ -138,6 +138,9 @@ completion() {
 	local dir=$root$prefix/share/bash-completion/completions
 	# shellcheck disable=SC2016 # expanded by the inner bash
 	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_ctl --json map ""); COMP_CWORD=3; _scilan_ctl; echo "${COMPREPLY[*]}"' - "$dir/scilan_ctl")" = "list add del" ] &&
+	# The global options after the command too, and stat's --all.
+	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_ctl devices --j); COMP_CWORD=2; _scilan_ctl; echo "${COMPREPLY[*]}"' - "$dir/scilan_ctl")" = "--json" ] &&
+	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_ctl stat --json --a); COMP_CWORD=3; _scilan_ctl; echo "${COMPREPLY[*]}"' - "$dir/scilan_ctl")" = "--all" ] &&
 	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_run --log ""); COMP_CWORD=2; _scilan_run; echo "${COMPREPLY[*]}"' - "$dir/scilan_run")" = "error warn info debug" ]
 }
 do_uninstall() {

@@ -405,6 +405,44 @@ Test(ctl, usage)
 	cr_assert_eq(r->status, 2, "devices with an argument: exit %d", r->status);
 }
 
+/* The global options stand before or after the command (up to "--"). */
+Test(ctl, options_before_or_after_the_command)
+{
+	static const char *const lines[][4] = {
+		{ "--json", "devices", NULL }, { "devices", "--json", NULL }, { "-j", "devices", NULL },
+		{ "devices", "-j", NULL },     { "map", "list", "--json" },   { "map", "--json", "list" },
+		{ "stat", "--json", NULL },    { "stat", "--all", "--json" }, { "--json", "stat", "--all" },
+	};
+	struct run *r;
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		r = ctl(lines[i][0], lines[i][1], lines[i][2], NULL);
+		cr_expect_eq(r->status, 0, "%s %s %s: exit %d: %s", lines[i][0], lines[i][1], lines[i][2] ? lines[i][2] : "",
+			     r->status, r->err);
+		cr_expect(framed(r->out, "{", '}'), "%s %s %s: not JSON: %s", lines[i][0], lines[i][1],
+			  lines[i][2] ? lines[i][2] : "", r->out);
+	}
+	r = ctl("map", "list", NULL);
+	cr_expect_eq(r->status, 0);
+	cr_expect(strncmp(r->out, "NODE", 4) == 0, "without --json: %s", r->out);
+	for (int i = 0; i < 3; i++) {
+		r = i == 0 ? ctl("--version", NULL) : i == 1 ? ctl("stat", "--version", NULL) : ctl("-V", NULL);
+		cr_expect_eq(r->status, 0);
+		cr_expect(strncmp(r->out, "scilan_ctl ", 11) == 0 && strchr(r->out, '\n'), "version: %s", r->out);
+	}
+	r = ctl("devices", "--help", NULL);
+	cr_expect_eq(r->status, 0);
+	cr_expect(strstr(r->out, "usage: scilan_ctl"), "%s", r->out);
+	/* After "--" nothing is an option: stat takes no argument. */
+	r = ctl("stat", "--", "--json", NULL);
+	cr_expect_eq(r->status, 2, "stat -- --json: exit %d", r->status);
+	r = ctl("devices", "--frobnicate", NULL);
+	cr_expect_eq(r->status, 2, "unknown option after the command: exit %d", r->status);
+	r = ctl("--frobnicate", "devices", NULL);
+	cr_expect_eq(r->status, 2, "unknown option before the command: exit %d", r->status);
+	cr_expect(strstr(r->err, "frobnicate"), "%s", r->err);
+}
+
 /* ---- stat ----------------------------------------------------------------- */
 
 Test(ctl, stat_shows_live_connection_counters)
