@@ -22,6 +22,8 @@ static void usage(FILE *out)
 		"  -p, --poll-us N    spin N microseconds before sleeping (0: interrupt mode;\n"
 		"                     default: learnt per connection, at most 25)\n"
 		"  -r, --ring-kb N    receive ring size in KiB\n"
+		"  -P, --profile P    latency|balanced|low-cpu: a set of the settings above\n"
+		"                     (SCILAN_PROFILE; an option given with it wins)\n"
 		"  -s, --stats        print a statistics line per process at exit\n"
 		"  -l, --log LEVEL    log to stderr: error|warn|info|debug\n"
 		"  -c, --conf FILE    cluster map (default $SCILAN_CONF or /etc/scilan/cluster.conf)\n"
@@ -87,14 +89,24 @@ int main(int argc, char **argv)
 		{ "poll-us", required_argument, NULL, 'p' }, { "ring-kb", required_argument, NULL, 'r' },
 		{ "stats", no_argument, NULL, 's' },         { "log", required_argument, NULL, 'l' },
 		{ "conf", required_argument, NULL, 'c' },    { "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },      { NULL, 0, NULL, 0 },
+		{ "version", no_argument, NULL, 'V' },      { "profile", required_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
 	};
 	char lib[PATH_MAX], preload[2 * PATH_MAX];
 	const char *old;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+p:r:sl:c:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:r:sl:c:hVP:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'P':
+			/* The names of libscilan/src/profile.c, which holds the values. */
+			if (strcmp(optarg, "latency") && strcmp(optarg, "balanced") && strcmp(optarg, "low-cpu")) {
+				fprintf(stderr, "scilan_run: --profile wants latency|balanced|low-cpu, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			setenv("SCILAN_PROFILE", optarg, 1);
+			break;
 		case 'p':
 			if (check_uint("--poll-us", optarg, 1000000) < 0)
 				return 2;

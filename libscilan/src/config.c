@@ -1,5 +1,6 @@
-/* config.c — reads scilan's environment settings once per process, rejects
- * bad values with a message naming the variable, and resolves the runtime dir.
+/* config.c — reads scilan's environment settings once per process (their
+ * defaults from SCILAN_PROFILE), rejects bad values with a message naming
+ * the variable, and resolves the runtime dir.
  */
 #include "config.h"
 
@@ -10,6 +11,7 @@
 
 #include "layout.h"
 #include "log.h"
+#include "profile.h"
 #include "ring.h"
 #include "rundir.h"
 #include "sock.h"
@@ -62,15 +64,30 @@ static long long read_int_setting(const char *name, long long min, long long max
 	return out;
 }
 
+/* SCILAN_PROFILE: the defaults of the settings below (profile.c). */
+static const struct sl_profile *read_profile(void)
+{
+	const char *v = getenv("SCILAN_PROFILE");
+	const struct sl_profile *p;
+
+	if (!v || !*v)
+		return sl_profile_default();
+	p = sl_profile_find(v);
+	if (!p)
+		sl_err("SCILAN_PROFILE=%s is not one of %s; using %s", v, sl_profile_names(),
+		       sl_profile_default()->name);
+	return p ? p : sl_profile_default();
+}
+
 /* SCILAN_POLL_US: a forced spin in microseconds (0 = interrupt mode), or
- * "auto" (as when unset) for the learnt one. */
-static int read_poll_us(void)
+ * "auto" for the learnt one; unset, the profile's. */
+static int read_poll_us(int dflt)
 {
 	const char *v = getenv("SCILAN_POLL_US");
 
 	if (v && strcmp(v, "auto") == 0)
 		return SL_POLL_ADAPTIVE;
-	return (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, SL_DEFAULT_POLL_US);
+	return (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, dflt);
 }
 
 /* A bad map must never break the application: it is reported naming file
@@ -89,12 +106,15 @@ static void load_map(void)
 
 static void load_config(void)
 {
+	const struct sl_profile *profile;
+
 	pthread_atfork(sl_sock_count_fork, sl_sock_after_fork_parent, sl_sock_after_fork_child);
 	sl_lock_init_bias();
 	read_log_level();
-	config.poll_us = read_poll_us();
+	profile = read_profile();
+	config.poll_us = read_poll_us(profile->poll_us);
 	config.ring_bytes = sl_ring_cap_for(
-		(uint64_t)read_int_setting("SCILAN_RING_KB", SL_RING_MIN >> 10, SL_RING_MAX >> 10, SL_DEFAULT_RING_KB)
+		(uint64_t)read_int_setting("SCILAN_RING_KB", SL_RING_MIN >> 10, SL_RING_MAX >> 10, profile->ring_kb)
 		<< 10);
 	if (sl_rundir_prepare(config.rundir, sizeof(config.rundir)) < 0)
 		config.rundir[0] = '\0';

@@ -177,3 +177,67 @@ Test(io, env_ring_kb_rounds_up, .timeout = 30)
 	cr_assert_eq(get_int(fd, SOL_SCILAN, SCILAN_SO_RING_SIZE), 8192, "SCILAN_RING_KB=5 not rounded to 8 KiB");
 	scilan_close(fd);
 }
+
+/* ---- SCILAN_PROFILE: named sets of the settings above ------------------------------------ */
+
+/* The poll time and ring a fresh socket gets under the environment set. */
+static void expect_socket_settings(int poll_us, int ring)
+{
+	int fd = scilan_socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(get_int(fd, SOL_SCILAN, SCILAN_SO_POLL_US), poll_us, "poll time %d, expected %d",
+		     get_int(fd, SOL_SCILAN, SCILAN_SO_POLL_US), poll_us);
+	cr_expect_eq(get_int(fd, SOL_SCILAN, SCILAN_SO_RING_SIZE), ring, "ring %d, expected %d",
+		     get_int(fd, SOL_SCILAN, SCILAN_SO_RING_SIZE), ring);
+	scilan_close(fd);
+}
+
+Test(io, profile_latency_spins, .timeout = 30)
+{
+	unsetenv("SCILAN_POLL_US");
+	unsetenv("SCILAN_RING_KB");
+	setenv("SCILAN_PROFILE", "latency", 1);
+	expect_socket_settings(200, 256 * 1024);
+}
+
+Test(io, profile_low_cpu_sleeps_at_once, .timeout = 30)
+{
+	unsetenv("SCILAN_POLL_US");
+	unsetenv("SCILAN_RING_KB");
+	setenv("SCILAN_PROFILE", "low-cpu", 1);
+	expect_socket_settings(0, 256 * 1024);
+}
+
+Test(io, profile_balanced_is_the_default, .timeout = 30)
+{
+	unsetenv("SCILAN_POLL_US");
+	unsetenv("SCILAN_RING_KB");
+	setenv("SCILAN_PROFILE", "balanced", 1);
+	expect_socket_settings(-1, 256 * 1024);
+}
+
+/* A setting given by its own variable wins over the profile's. */
+Test(io, profile_yields_to_explicit_settings, .timeout = 30)
+{
+	setenv("SCILAN_PROFILE", "low-cpu", 1);
+	setenv("SCILAN_POLL_US", "7", 1);
+	setenv("SCILAN_RING_KB", "8", 1);
+	expect_socket_settings(7, 8192);
+}
+
+Test(io, profile_unknown_is_reported_and_balanced, .timeout = 30)
+{
+	int token;
+	char *err;
+
+	unsetenv("SCILAN_POLL_US");
+	unsetenv("SCILAN_RING_KB");
+	setenv("SCILAN_PROFILE", "turbo", 1);
+	token = tu_capture_begin();
+	cr_assert_geq(token, 0);
+	expect_socket_settings(-1, 256 * 1024);
+	err = tu_capture_end(token);
+	cr_expect(strstr(err, "SCILAN_PROFILE=turbo") && strstr(err, "latency|balanced|low-cpu"), "stderr: %s", err);
+	free(err);
+}
