@@ -377,10 +377,13 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		why = unusable_reason();
 	else if (!find_listener(s->domain, addr, len, &dst, &peer_ring))
 		why = SL_FB_NO_LISTENER;
-	else if (source_of(s, addr, len, &src) < 0)
-		why = sl_fb_of_errno(errno, SL_FB_OTHER);
-	else if (sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0)
-		why = sl_fb_of_errno(errno, SL_FB_OTHER);
+	if (why == SL_FB_NONE) {
+		/* Found, maybe through the wildcard: the exact address's hint is void. */
+		sl_fb_take_hint(SL_FB_NONE);
+		if (source_of(s, addr, len, &src) < 0 ||
+		    sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0)
+			why = sl_fb_of_errno(errno, SL_FB_OTHER);
+	}
 	if (why != SL_FB_NONE) {
 		r = connect_plain(s, addr, len, why);
 		err = errno;
