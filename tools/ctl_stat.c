@@ -2,8 +2,8 @@
  * connection of every live scilan process of this user (pid, program, fd,
  * endpoints, bytes each way, sleeps, wake-ups) and, with --all, every kernel
  * TCP one with the reason why (fallback.h), like smcss; once, as JSON, or
- * refreshed with rates until interrupted.  Files of dead processes (no live process
- * holds their lock) are removed, and each run sweeps some of what dead
+ * refreshed with rates until interrupted.  Files of dead processes (no live
+ * process holds their lock) are removed, and each run sweeps some of what dead
  * processes left elsewhere in the runtime directory.
  */
 #include "ctl_stat.h"
@@ -95,9 +95,15 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 	}
 	for (unsigned i = 0; i < SL_STATS_SLOTS; i++) {
 		const struct sl_stats_slot *s = &m->slot[i];
-		struct conn_row r = { .pid = m->hdr.pid, .fd = s->fd, .reason = s->reason, .side = s->side };
+		struct conn_row r = { .pid = m->hdr.pid, .fd = s->fd };
 
-		if (!atomic_load_explicit(&s->in_use, memory_order_acquire) || (r.reason != SL_FB_NONE && !all))
+		if (!atomic_load_explicit(&s->in_use, memory_order_acquire))
+			continue;
+		/* Read after in_use: the owner writes them before it. */
+		r.fd = s->fd;
+		r.reason = s->reason;
+		r.side = s->side;
+		if (r.reason != SL_FB_NONE && !all)
 			continue;
 		memcpy(r.comm, m->hdr.comm, sizeof(r.comm) - 1);
 		endpoint(&s->local, r.local, sizeof(r.local));
