@@ -33,6 +33,14 @@ static struct sl_stats_map *detached;
  * a program closing every descriptor must not drop it). */
 static int map_fd = -1;
 static int live_slots;
+/* Files made in the current second (CLOCK_MONOTONIC): a process that opens
+ * and closes connections one after another (a client of a plain server)
+ * would make and remove a file per connection, ~30 us each; from the
+ * KEEP_AFTER-th within a second it keeps its file, empty when idle, until it
+ * exits (sweeps remove it after a death). */
+#define KEEP_AFTER 4
+static unsigned made_this_second;
+static time_t made_second;
 static pid_t map_pid;
 static bool map_failed;
 static char map_path[4200];
@@ -145,6 +153,15 @@ static struct sl_stats_map *open_map(void)
 		return NULL;
 	}
 	map_fd = fd;
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec != made_second)
+			made_this_second = 0;
+		made_second = now.tv_sec;
+		made_this_second++;
+	}
 	m->hdr.pid = getpid();
 	m->hdr.slots = SL_STATS_SLOTS;
 	fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
@@ -236,8 +253,9 @@ void sl_stats_conn_close(struct sl_sock *s)
 	pthread_mutex_lock(&map_lock);
 	if (s->stats_slot >= 0 && map) {
 		atomic_store_explicit(&map->slot[s->stats_slot].in_use, 0, memory_order_release);
-		/* No connection left: the runtime directory keeps nothing of ours. */
-		if (--live_slots == 0) {
+		/* No connection left: the runtime directory keeps nothing of
+		 * ours, unless we churn (above). */
+		if (--live_slots == 0 && made_this_second < KEEP_AFTER) {
 			unlink(map_path);
 			sl_own_fd_close(map_fd);
 			map_fd = -1;
@@ -278,6 +296,7 @@ void sl_stats_file_after_fork_child(void)
 		sl_own_fd_close(map_fd);
 	map_fd = -1;
 	live_slots = 0;
+	made_this_second = 0;
 	map_failed = false;
 }
 
