@@ -222,7 +222,7 @@ static void take_slot(struct sl_sock *s, bool accelerated)
 			continue;
 		slot->fd = s->fd;
 		slot->reason = accelerated ? SL_FB_NONE : (uint32_t)s->fb_reason;
-		slot->side = (uint32_t)s->fb_side;
+		slot->side = (uint32_t)(accelerated ? s->own_area : (int)s->fb_side);
 		kernel_key(s->fd, false, &slot->local);
 		kernel_key(s->fd, true, &slot->peer);
 		atomic_store(&slot->ctr.tx_bytes, atomic_load(&s->own_ctr.tx_bytes));

@@ -130,6 +130,41 @@ static void expect_listed(int fd, const char *reason, const char *side)
 	free(out);
 }
 
+/* An accelerated connection is listed with and without --all, as such. */
+static void expect_accelerated_listed(int fd, const char *side)
+{
+	char self[PATH_MAX], cmd[PATH_MAX * 2], want[64], field[64], out[65536];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	size_t len = 0;
+	char *obj, *end;
+	FILE *p;
+
+	cr_assert_gt(n, 0);
+	self[n] = '\0';
+	snprintf(cmd, sizeof(cmd), "%s/../../bin/scilan_ctl stat --all --json 2>/dev/null", dirname(self));
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (len + 1 < sizeof(out) && (n = (ssize_t)fread(out + len, 1, sizeof(out) - 1 - len, p)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+	cr_assert_eq(pclose(p), 0);
+	snprintf(want, sizeof(want), "{\"pid\":%d,", (int)getpid());
+	snprintf(field, sizeof(field), "\"fd\":%d,", fd);
+	for (obj = strstr(out, want); obj; obj = strstr(end + 1, want)) {
+		end = strchr(obj, '}');
+		cr_assert_not_null(end);
+		*end = '\0';
+		if (strstr(obj, field)) {
+			snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
+			cr_expect(strstr(obj, "\"accelerated\":true") && strstr(obj, "\"reason\":\"\"") &&
+					  strstr(obj, field),
+				  "fd %d: %s}", fd, obj);
+			return;
+		}
+	}
+	cr_expect_fail("accelerated fd %d not listed: %s", fd, out);
+}
+
 /* ---- the connecting side ------------------------------------------------------------------ */
 
 Test(fallback, plain_listener_is_no_listener)
@@ -495,6 +530,8 @@ Test(fallback, kernel_bytes_bypass_and_peer_moved)
 	cr_assert_not_null(tu_isolated_rundir());
 	cr_assert_eq(tu_pair(AF_INET, &c, &s), 0);
 	cr_assert_eq(tu_accelerated(c), 1);
+	expect_accelerated_listed(c, "connect");
+	expect_accelerated_listed(s, "accept");
 	cr_assert_eq(send(s, "raw", 3, 0), 3); /* libc's: past the rings */
 	cr_assert_eq(tu_recv_all(c, b, 3), 3, "recv: %s", strerror(errno));
 	cr_assert_arr_eq(b, "raw", 3);
