@@ -11,12 +11,15 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,95 +77,65 @@ static void expect_counted(const char *name, uint64_t n)
 	free(err);
 }
 
-/* `scilan_ctl stat --all --json` (of this build) lists our connection on fd
- * with reason (and side); `stat --json` without --all does not. */
-static void expect_listed(int fd, const char *reason, const char *side)
+/* Our connection on fd as `scilan_ctl stat [--all] --json` (of this build)
+ * lists it, copied into obj ("" if not listed). */
+static void ctl_entry(bool all, int fd, char *obj, size_t size)
 {
-	char self[PATH_MAX], cmd[PATH_MAX * 2], want[96], *out = NULL, *obj;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	size_t cap = 0, len = 0;
-	bool found = false;
-	FILE *p;
-
-	cr_assert_gt(n, 0);
-	self[n] = '\0';
-	for (int all = 1; all >= 0; all--) {
-		snprintf(cmd, sizeof(cmd), "%s/../../bin/scilan_ctl stat %s--json 2>/dev/null", dirname(strdup(self)),
-			 all ? "--all " : "");
-		p = popen(cmd, "r");
-		cr_assert_not_null(p);
-		len = 0;
-		for (char buf[4096]; (n = (ssize_t)fread(buf, 1, sizeof(buf), p)) > 0;) {
-			if (len + (size_t)n + 1 > cap)
-				out = realloc(out, cap = (len + (size_t)n + 1) * 2);
-			memcpy(out + len, buf, (size_t)n);
-			len += (size_t)n;
-		}
-		cr_assert_eq(pclose(p), 0, "%s failed", cmd);
-		cr_assert_not_null(out);
-		out[len] = '\0';
-		snprintf(want, sizeof(want), "{\"pid\":%d,", (int)getpid());
-		found = false;
-		for (obj = strstr(out, want); obj; obj = strstr(obj + 1, want)) {
-			char *end = strchr(obj, '}'), field[64];
-
-			if (!end)
-				break;
-			*end = '\0';
-			snprintf(field, sizeof(field), "\"fd\":%d,", fd);
-			if (strstr(obj, field)) {
-				found = true;
-				if (all) {
-					snprintf(field, sizeof(field), "\"reason\":\"%s\"", reason);
-					cr_expect(strstr(obj, field), "fd %d listed without %s: %s}", fd, field, obj);
-					cr_expect(strstr(obj, "\"accelerated\":false"), "fd %d: %s}", fd, obj);
-					snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
-					cr_expect(strstr(obj, field), "fd %d listed without %s: %s}", fd, field, obj);
-				}
-			}
-			*end = '}';
-		}
-		if (all)
-			cr_expect(found, "fd %d (%s) not listed by stat --all --json: %s", fd, reason, out);
-		else
-			cr_expect(!found, "fd %d (%s) listed by stat --json without --all: %s", fd, reason, out);
-	}
-	free(out);
-}
-
-/* An accelerated connection is listed with and without --all, as such. */
-static void expect_accelerated_listed(int fd, const char *side)
-{
-	char self[PATH_MAX], cmd[PATH_MAX * 2], want[64], field[64], out[65536];
+	static char out[1 << 18];
+	char self[PATH_MAX], cmd[PATH_MAX * 2], want[64], field[32], *at, *end;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	size_t len = 0;
-	char *obj, *end;
 	FILE *p;
 
 	cr_assert_gt(n, 0);
 	self[n] = '\0';
-	snprintf(cmd, sizeof(cmd), "%s/../../bin/scilan_ctl stat --all --json 2>/dev/null", dirname(self));
+	snprintf(cmd, sizeof(cmd), "%s/../../bin/scilan_ctl stat %s--json 2>/dev/null", dirname(self),
+		 all ? "--all " : "");
 	p = popen(cmd, "r");
 	cr_assert_not_null(p);
 	while (len + 1 < sizeof(out) && (n = (ssize_t)fread(out + len, 1, sizeof(out) - 1 - len, p)) > 0)
 		len += (size_t)n;
 	out[len] = '\0';
-	cr_assert_eq(pclose(p), 0);
+	cr_assert_eq(pclose(p), 0, "%s failed", cmd);
 	snprintf(want, sizeof(want), "{\"pid\":%d,", (int)getpid());
 	snprintf(field, sizeof(field), "\"fd\":%d,", fd);
-	for (obj = strstr(out, want); obj; obj = strstr(end + 1, want)) {
-		end = strchr(obj, '}');
-		cr_assert_not_null(end);
+	obj[0] = '\0';
+	for (at = strstr(out, want); at && (end = strchr(at, '}')); at = strstr(end, want)) {
 		*end = '\0';
-		if (strstr(obj, field)) {
-			snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
-			cr_expect(strstr(obj, "\"accelerated\":true") && strstr(obj, "\"reason\":\"\"") &&
-					  strstr(obj, field),
-				  "fd %d: %s}", fd, obj);
+		if (strstr(at, field)) {
+			snprintf(obj, size, "%s}", at);
 			return;
 		}
+		*end = '}';
 	}
-	cr_expect_fail("accelerated fd %d not listed: %s", fd, out);
+}
+
+/* `scilan_ctl stat --all --json` lists our fallback connection on fd with
+ * its reason and side; `stat --json` without --all does not. */
+static void expect_listed(int fd, const char *reason, const char *side)
+{
+	char obj[1024], field[64];
+
+	ctl_entry(true, fd, obj, sizeof(obj));
+	cr_assert(*obj, "fd %d (%s) not listed by stat --all --json", fd, reason);
+	snprintf(field, sizeof(field), "\"reason\":\"%s\"", reason);
+	cr_expect(strstr(obj, field), "fd %d listed without %s: %s", fd, field, obj);
+	cr_expect(strstr(obj, "\"accelerated\":false"), "fd %d: %s", fd, obj);
+	snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
+	cr_expect(strstr(obj, field), "fd %d listed without %s: %s", fd, field, obj);
+	ctl_entry(false, fd, obj, sizeof(obj));
+	cr_expect(!*obj, "fd %d (%s) listed by stat --json without --all: %s", fd, reason, obj);
+}
+
+/* An accelerated connection is listed as such (with --all too). */
+static void expect_accelerated_listed(int fd, const char *side)
+{
+	char obj[1024], field[64];
+
+	ctl_entry(true, fd, obj, sizeof(obj));
+	snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
+	cr_expect(strstr(obj, "\"accelerated\":true") && strstr(obj, "\"reason\":\"\"") && strstr(obj, field),
+		  "accelerated fd %d: '%s'", fd, obj);
 }
 
 /* ---- the connecting side ------------------------------------------------------------------ */
@@ -433,6 +406,33 @@ Test(fallback, device_fabric_link_down)
 
 /* ---- the accepting side ------------------------------------------------------------------- */
 
+/* A child that connected and waits (its offer stays out); its pid. */
+static pid_t connecting_child(uint16_t port, bool undumpable)
+{
+	struct tu_sync sync;
+	uint64_t v;
+	pid_t pid;
+
+	cr_assert_eq(tu_sync_init(&sync), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int c;
+
+		if (undumpable)
+			prctl(PR_SET_DUMPABLE, 0);
+		c = tu_connect(AF_INET, port);
+		tu_sync_put_child(&sync, c >= 0);
+		pause();
+		_exit(0);
+	}
+	close(sync.child_fd);
+	cr_assert_eq(tu_sync_get(&sync, &v), 0);
+	cr_assert_eq(v, 1, "the child's connect failed");
+	return pid;
+}
+
+
 Test(fallback, plain_client_is_no_offer)
 {
 	uint16_t port;
@@ -486,27 +486,13 @@ Test(fallback, unregistered_listener)
  * acceptor looks (the offer file and the FIFOs were left behind). */
 Test(fallback, killed_client_is_revoked)
 {
-	struct tu_sync sync;
 	uint16_t port;
 	int l, s, status;
-	uint64_t v;
 	pid_t pid;
 
 	cr_assert_not_null(tu_isolated_rundir());
 	l = tu_listen(AF_INET, 4, &port);
-	cr_assert_eq(tu_sync_init(&sync), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int c = tu_connect(AF_INET, port);
-
-		tu_sync_put_child(&sync, c >= 0);
-		pause();
-		_exit(0);
-	}
-	close(sync.child_fd);
-	cr_assert_eq(tu_sync_get(&sync, &v), 0);
-	cr_assert_eq(v, 1, "the child's connect failed");
+	pid = connecting_child(port, false);
 	kill(pid, SIGKILL);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	s = tu_accept(l);
@@ -515,6 +501,74 @@ Test(fallback, killed_client_is_revoked)
 	expect_listed(s, "revoked", "accept");
 	expect_counted("revoked", 1);
 	scilan_close(s);
+	scilan_close(l);
+}
+
+/* /proc/<pid>/fd of a non-dumpable client is refused (EACCES), as a client
+ * of another user's is; root may open it anyway, so we give up
+ * CAP_SYS_PTRACE first. */
+Test(fallback, undumpable_client_is_other_user)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+	uint16_t port;
+	int l, s;
+	pid_t pid;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	pid = connecting_child(port, true);
+	cr_assert_eq(syscall(SYS_capget, &hdr, data), 0);
+	data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	cr_assert_eq(syscall(SYS_capset, &hdr, data), 0);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	expect_listed(s, "other-user", "accept");
+	expect_counted("other-user", 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* The accepting process has a descriptor for the connection and none to
+ * open the offer with. */
+Test(fallback, starved_acceptor_is_resource)
+{
+	struct rlimit old, lim;
+	uint16_t port;
+	int l, pc, first, s, fillers[64], nf = 0, fd;
+	pid_t pid;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 8, &port);
+	/* A listed fallback first: the statistics file exists before the limit. */
+	pc = tu_plain_connect(AF_INET, port);
+	first = tu_accept(l);
+	cr_assert_geq(first, 0);
+	pid = connecting_child(port, false);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = (rlim_t)first + 16;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	while ((fd = dup(0)) >= 0 && nf < 64)
+		fillers[nf++] = fd;
+	cr_assert(nf > 0 && nf < 64);
+	close(fillers[--nf]); /* for the accepted connection */
+	s = tu_accept(l);
+	while (nf)
+		close(fillers[--nf]);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	expect_listed(s, "resource", "accept");
+	expect_counted("resource", 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	scilan_close(s);
+	scilan_close(first);
+	close(pc);
 	scilan_close(l);
 }
 
