@@ -1,7 +1,8 @@
 /* test_fallback.c — why a connection is kernel TCP: each situation the native
  * API can create (plain peers, no runtime directory, a bad map, the device
- * fabric, a revoked, refused or undecided offer, a taken name, descriptors
- * exhausted, a bypass) records its reason, which SCILAN_STATS counts,
+ * fabric, a revoked, refused or undecided offer, a non-dumpable client, a
+ * taken name, descriptors exhausted, a bypass) records its reason, which
+ * SCILAN_STATS counts,
  * SCILAN_LOG=info names, and `scilan_ctl stat --all --json` lists.
  * The hook-only situations are in tests/hook/test_reasons.c. */
 #include <criterion/criterion.h>
