@@ -2,8 +2,8 @@
  * API can create (plain peers, no runtime directory, a bad map, the device
  * fabric, a revoked, refused or undecided offer, a non-dumpable client, a
  * taken name, descriptors exhausted, a bypass) records its reason, which
- * SCILAN_STATS counts,
- * SCILAN_LOG=info names, and `scilan_ctl stat --all --json` lists.
+ * SCILAN_STATS counts, SCILAN_LOG=info names, and `scilan_ctl stat --all
+ * --json` lists.
  * The hook-only situations are in tests/hook/test_reasons.c. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
