@@ -9,6 +9,6 @@
 bench-apps-deps:
 	@perf/apps/deps.sh || echo "bench-apps: packages missing; their rows will say skipped" >&2
 
-# BENCH_SECS (default 10) and the other settings: perf/apps/servers.sh.
+# BENCH_SECS (default 12) and the other settings: perf/apps/servers.sh.
 bench-apps: hook bench-apps-deps
 	@SCILAN_BUILD=$(BUILD) perf/apps/servers.sh

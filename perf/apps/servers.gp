@@ -13,6 +13,7 @@ set style fill solid 0.8 border -1
 set boxwidth 0.7
 set xtics rotate by -30 scale 0 left
 set bmargin 11
+set rmargin 14
 set xrange [-0.7:*]
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5 lc rgb "#444444"
 plot dat using 1:($4 == 1 ? $3 : 1/0):xtic(2) with boxes lc rgb "#3b7dd8" title "throughput (above 1: scilan faster)", \

@@ -4,7 +4,7 @@
 # alternating in one run; writes apps.md, apps.csv and apps.png to $BUILD/perf/apps.
 set -euo pipefail
 # Settings (environment):
-#   BENCH_SECS      seconds of each measured run (default 10; 2 for a smoke run)
+#   BENCH_SECS      seconds of each measured run (default 12; 2 for a smoke run)
 #   BENCH_CPU_SECS  seconds of each sockperf CPU-cost run (default BENCH_SECS)
 #   BENCH_REPS      runs per row and transport; the table gives medians (1)
 #   BENCH_ONLY      programs, comma-separated, from: pgbench redis memcached
@@ -20,7 +20,7 @@ uint() { # NAME VALUE MIN: VALUE, an integer >= MIN, else exit
 	[[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge "$3" ] || { echo "bench-apps: $1 must be an integer >= $3, not '$2'" >&2; exit 2; }
 	echo "$2"
 }
-SECS=$(uint BENCH_SECS "${BENCH_SECS:-10}" 1)
+SECS=$(uint BENCH_SECS "${BENCH_SECS:-12}" 1)
 CPU_SECS=$(uint BENCH_CPU_SECS "${BENCH_CPU_SECS:-$SECS}" 1)
 REPS=$(uint BENCH_REPS "${BENCH_REPS:-1}" 1)
 MC_CONC=$(uint BENCH_MC_CONC "${BENCH_MC_CONC:-16}" 4)
