@@ -104,7 +104,8 @@ bench() {
 }
 
 echo "bench-apps: kernel TCP vs scilan (both ends under scilan_run, default settings); $PIN;"
-echo "  ${SECS} s per run (BENCH_SECS), CPU runs ${CPU_SECS} s, $REPS run(s) per row and transport; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "  ${SECS} s per run (BENCH_SECS), CPU runs ${CPU_SECS} s, $REPS run(s) per row and transport; load before: $LOAD0"
 T0=$SECONDS
 # A cluster that could not be made fails its rows once, not once per run.
 PG_OK=0

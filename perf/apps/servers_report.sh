@@ -58,7 +58,7 @@ servers_report() {
 		echo "# bench-apps: server programs, kernel TCP vs scilan"
 		echo
 		echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $PIN, ${SECS} s per run (CPU rows ${CPU_SECS} s),"
-		echo "$REPS run(s) per row and transport (medians), load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)."
+		echo "$REPS run(s) per row and transport (medians), load average before the runs: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg)."
 		echo "Both ends under \`scilan_run --stats\` (default settings) vs plain programs, alternating in one run."
 		echo "scilan/kernel: above 1 is better for throughput (higher), worse for CPU (lower)."
 		echo
@@ -88,7 +88,10 @@ servers_report() {
 			bad=1
 		fi
 		echo "$key,$prog,$metric,$unit,$better,$k,$s,$ratio,$verdict,$ca,$cf,$sa,$sf,$status" >>"$csv"
-		[ "$status" = ok ] || verdict="$([ "$verdict" = - ] || echo "$verdict; ")$status"
+		case $status in
+		ok | "NOT accelerated") ;;
+		*) verdict="$([ "$verdict" = - ] || echo "$verdict; ")$status" ;;
+		esac
 		echo "| $prog | $metric | $unit | $(num "$k") | $(num "$s") | **$ratio** | $better | $verdict |" >>"$md"
 		if [ "$ratio" != nan ]; then
 			echo "$i \"$prog\" $ratio $([ "$better" = higher ] && echo 1 || echo 0)" >>"$dat"
@@ -101,9 +104,11 @@ servers_report() {
 	printf "$fmt" program unit kernel scilan s/k "scilan run accelerated"
 	# shellcheck disable=SC2034 # (the CSV's other columns)
 	tail -n +2 "$csv" | while IFS=, read -r key prog metric unit better k s ratio verdict ca cf sa sf status; do
-		if [ "$status" != ok ]; then
-			case $verdict in "" | -) verdict=$status ;; *) verdict="$verdict; $status" ;; esac
-		fi
+		case $status:$verdict in
+		ok:* | "NOT accelerated":*) ;;
+		*: | *:-) verdict=$status ;;
+		*) verdict="$verdict; $status" ;;
+		esac
 		# shellcheck disable=SC2059
 		printf "$fmt" "$prog" "$unit" "$(num "$k")" "$(num "$s")" "${ratio:--}" "$verdict"
 	done
