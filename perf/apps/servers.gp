@@ -2,7 +2,7 @@
 # apps.csv (log scale), throughput rows (higher is better) and CPU rows (lower is better).
 #   gnuplot -e "dat='build/perf/apps/apps.plot.dat'; png='build/perf/apps/apps.png'; sub='...'" perf/apps/servers.gp
 # dat: one line per row measured on both transports: index "program" ratio higher(1/0)
-set terminal pngcairo size 1100,600 font ",10" noenhanced
+set terminal pngcairo size 1200,650 font ",10" noenhanced
 set output png
 set title "Server programs: scilan / kernel TCP, same run\n".sub
 set ylabel "scilan / kernel TCP (log scale)"
@@ -11,9 +11,9 @@ set grid ytics
 set key top left
 set style fill solid 0.8 border -1
 set boxwidth 0.7
-set xtics rotate by -30 scale 0 left
+set xtics rotate by 30 right scale 0
 set bmargin 11
-set rmargin 14
+set lmargin 24
 set xrange [-0.7:*]
 set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lw 1.5 lc rgb "#444444"
 plot dat using 1:($4 == 1 ? $3 : 1/0):xtic(2) with boxes lc rgb "#3b7dd8" title "throughput (above 1: scilan faster)", \
