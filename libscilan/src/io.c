@@ -176,6 +176,20 @@ static int send_blocker(struct sl_sock *s, bool sent)
 	return 0;
 }
 
+/* Nothing asks sl_agree_plain or send_blocker for a look: the agreement
+ * settled (s->agree), and neither end reset, closed or moved to kernel TCP.
+ * One load of the peer's state word serves every peer-side condition. */
+static inline bool send_clear(struct sl_sock *s)
+{
+	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+
+	return !atomic_load_explicit(&s->agree, memory_order_relaxed) &&
+	       !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) && !sl_agree_moved(s, 0) &&
+	       !atomic_load_explicit(&s->reset, memory_order_relaxed) &&
+	       !atomic_load_explicit(&s->sent_after_close, memory_order_relaxed) &&
+	       !atomic_load_explicit(&s->peer_gone, memory_order_relaxed);
+}
+
 /* A position in an iovec array, advanced as bytes are copied; or, with
  * fill set, a source that writes straight into the ring (sl_send_fill). */
 struct iov_cursor {
@@ -202,6 +216,11 @@ static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size
 
 	if (c->fill)
 		return c->fill(tx, n, c->arg);
+	if (c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer holds it all */
+		sl_ring_tx_copy(tx, (const unsigned char *)c->iov[c->i].iov_base + c->off, n, 0);
+		c->off += n;
+		return n;
+	}
 	while (done < n) {
 		size_t k;
 
@@ -249,9 +268,16 @@ static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t 
 static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
 			      bool consume)
 {
-	struct iov_cursor at = *c;
+	struct iov_cursor at;
 	uint64_t done = 0;
 
+	if (c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer takes it all */
+		sl_ring_rx_peek(rx, (unsigned char *)c->iov[c->i].iov_base + c->off, n, skip);
+		if (consume)
+			c->off += n;
+		return;
+	}
+	at = *c;
 	while (done < n) {
 		size_t k;
 
@@ -281,17 +307,19 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		 * holder that revoked it) must not find more bytes in the ring, and
 		 * a client that keeps sending to a plain server moves there once
 		 * the deadline passed, without waiting to block. */
-		if (sl_agree_plain(s, SL_AGREE_POLL)) {
-			*plain = true;
-			return (ssize_t)sent;
-		}
-		err = send_blocker(s, sent != 0);
-		if (err == SEND_TO_CLOSED)
-			return send_to_closed(s, cur, len, flags);
-		if (err) {
-			if (sent)
-				break;
-			return err == EPIPE ? broken_pipe(flags) : fail(err);
+		if (__builtin_expect(!send_clear(s), 0)) {
+			if (sl_agree_plain(s, SL_AGREE_POLL)) {
+				*plain = true;
+				return (ssize_t)sent;
+			}
+			err = send_blocker(s, sent != 0);
+			if (err == SEND_TO_CLOSED)
+				return send_to_closed(s, cur, len, flags);
+			if (err) {
+				if (sent)
+					break;
+				return err == EPIPE ? broken_pipe(flags) : fail(err);
+			}
 		}
 		sl_lock(&s->tx_lock);
 		if (atomic_load_explicit(&s->fell_back, memory_order_relaxed)) {
@@ -543,10 +571,12 @@ static struct sl_sock *connected(int fd);
 
 /* Total length of an iovec array as the kernel checks it: EINVAL for a bad
  * count or a total beyond SSIZE_MAX, EFAULT for a missing buffer. */
-static ssize_t iov_total(const struct iovec *iov, int cnt)
+static inline ssize_t iov_total(const struct iovec *iov, int cnt)
 {
 	size_t total = 0;
 
+	if (cnt == 1 && iov && iov->iov_len <= (size_t)SSIZE_MAX && (iov->iov_base || !iov->iov_len))
+		return (ssize_t)iov->iov_len; /* send, recv, read, write: the checks below pass */
 	if (cnt < 0 || cnt > IOV_MAX)
 		return fail(EINVAL);
 	if (cnt && !iov)

@@ -70,7 +70,8 @@ void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, u
 	if (first > tx->cap - off)
 		first = tx->cap - off;
 	memcpy(tx->data + off, buf, first);
-	memcpy(tx->data, (const unsigned char *)buf + first, len - first);
+	if (first < len) /* the wrap: rare, and an empty memcpy is still a call */
+		memcpy(tx->data, (const unsigned char *)buf + first, len - first);
 }
 
 void sl_ring_tx_commit(struct sl_ring_tx *tx, size_t len)
@@ -122,7 +123,8 @@ void sl_ring_rx_peek(const struct sl_ring_rx *rx, void *buf, size_t len, uint64_
 	if (first > rx->cap - off)
 		first = rx->cap - off;
 	memcpy(buf, rx->data + off, first);
-	memcpy((unsigned char *)buf + first, rx->data, len - first);
+	if (first < len)
+		memcpy((unsigned char *)buf + first, rx->data, len - first);
 }
 
 void sl_ring_rx_publish(struct sl_ring_rx *rx)

@@ -111,10 +111,12 @@ struct sl_sock {
 	int memfd;              /* connecting side until the peer attached, else -1 */
 	/* agreement (agree.c): the connecting side's offer until it is decided */
 	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
-	_Atomic bool agree_pending;   /* our offer is out and undecided (connecting side) */
-	_Atomic bool kernel_stirred;  /* a sleep saw the kernel socket readable while pending */
+	_Atomic uint32_t agree;       /* SL_AGREE_* bits (agree.h): zero while nothing but the peer's
+				       * words can take the connection off the rings, so that the data
+				       * path guards the agreement with one load of private memory */
 	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
-	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close */
+	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close
+				       * (SL_AGREE_PLAIN says the same to the data path: set both, sl_agree_mark_plain) */
 	char offer_path[SL_OFFER_PATH_SIZE];
 
 	_Atomic bool shut_rd, shut_wr;
@@ -222,8 +224,41 @@ static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 	return (enum sl_state)atomic_load_explicit(&s->state, memory_order_acquire);
 }
 
-void sl_lock(struct sl_lock *l);
-void sl_unlock(struct sl_lock *l);
+/* The calling thread's tid once a ring lock learnt it (0 before, and in a
+ * fork child).  Initial-exec: the lock's fast path reads it without calling
+ * into the dynamic linker, as the general model would in a shared library. */
+extern __thread int sl_lock_tid __attribute__((tls_model("initial-exec")));
+/* Everything but the biased owner's re-entry (sock_table.c). */
+void sl_lock_slow(struct sl_lock *l);
+
+/* The bias owner enters with plain stores (see struct sl_lock); inline, so
+ * that the data path's lock costs no call. */
+static inline void sl_lock(struct sl_lock *l)
+{
+	int me = sl_lock_tid;
+
+	if (me && atomic_load_explicit(&l->owner, memory_order_relaxed) == me) {
+		/* The owner's half of an asymmetric Dekker: store busy, then
+		 * load owner, with only a compiler barrier between; a revoker's
+		 * membarrier supplies the fence (sleep protocol, same argument). */
+		atomic_store_explicit(&l->busy, me, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&l->owner, memory_order_acquire) == me)
+			return;
+		atomic_store_explicit(&l->busy, 0, memory_order_release);
+	}
+	sl_lock_slow(l);
+}
+
+static inline void sl_unlock(struct sl_lock *l)
+{
+	int me = sl_lock_tid;
+
+	if (me && atomic_load_explicit(&l->busy, memory_order_relaxed) == me)
+		atomic_store_explicit(&l->busy, 0, memory_order_release);
+	else
+		atomic_store_explicit(&l->held, 0, memory_order_release);
+}
 
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */
 struct sl_totals {

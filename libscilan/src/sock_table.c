@@ -60,7 +60,8 @@ struct sl_sock *sl_sock_get(int fd)
 
 	if (fd < 0 || (unsigned)fd >= CHUNKS * CHUNK_SIZE)
 		return NULL;
-	chunk = chunk_for((unsigned)fd, false);
+	/* chunk_for without its allocation: the data path's lookup is two loads. */
+	chunk = atomic_load_explicit(&chunks[(unsigned)fd >> CHUNK_BITS], memory_order_acquire);
 	if (!chunk)
 		return NULL;
 	s = atomic_load_explicit(&chunk[fd & (CHUNK_SIZE - 1)], memory_order_acquire);
@@ -144,8 +145,7 @@ reset:
 	s->state_to_peer = 0;
 	s->memfd = -1;
 	s->offer_path[0] = '\0';
-	atomic_store(&s->agree_pending, false);
-	atomic_store(&s->kernel_stirred, false);
+	atomic_store(&s->agree, 0);
 	atomic_store(&s->fell_back, false);
 	s->agree_deadline_ns = 0;
 	atomic_store(&s->shut_rd, false);
@@ -222,13 +222,13 @@ bool sl_sock_unalias(int fd, struct sl_sock *s)
 }
 
 static bool bias_ok;
-static __thread int cached_tid;
+__thread int sl_lock_tid __attribute__((tls_model("initial-exec")));
 
 static int my_tid(void)
 {
-	if (!cached_tid)
-		cached_tid = (int)syscall(SYS_gettid);
-	return cached_tid;
+	if (!sl_lock_tid)
+		sl_lock_tid = (int)syscall(SYS_gettid);
+	return sl_lock_tid;
 }
 
 void sl_lock_init_bias(void)
@@ -236,7 +236,7 @@ void sl_lock_init_bias(void)
 	bias_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-void sl_lock(struct sl_lock *l)
+void sl_lock_slow(struct sl_lock *l)
 {
 	int me = my_tid(), owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
 
@@ -273,14 +273,6 @@ void sl_lock(struct sl_lock *l)
 	}
 }
 
-void sl_unlock(struct sl_lock *l)
-{
-	if (atomic_load_explicit(&l->busy, memory_order_relaxed) == my_tid())
-		atomic_store_explicit(&l->busy, 0, memory_order_release);
-	else
-		atomic_store_explicit(&l->held, 0, memory_order_release);
-}
-
 static void reset_lock(struct sl_lock *l)
 {
 	atomic_store(&l->owner, -1);
@@ -308,7 +300,7 @@ void sl_sock_after_fork_child(void)
 {
 	/* One thread now, with a new tid: no lock may stay biased to (or held
 	 * by) a thread of the parent. */
-	cached_tid = 0;
+	sl_lock_tid = 0;
 	sl_self_pid = getpid();
 	pthread_mutex_init(&spare_lock, NULL);
 	sl_own_fd_fork_unlock(true);
