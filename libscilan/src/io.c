@@ -510,7 +510,8 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				/* Shared with a forked process: publish at once, so
 				 * whichever reads next starts exactly here. */
 				sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
-				sl_urg_passed(s);
+				if (s->urg.state != SL_URG_NONE)
+					sl_urg_passed(s);
 				sl_stat_add(&s->ctr->rx_bytes, n);
 				got += n;
 			}

@@ -158,15 +158,24 @@ ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
 /* The state of fd if its data goes through rings, else NULL. */
 struct sl_sock *sl_sock_connected(int fd);
 
-/* This process's pid, kept current across fork (one load on the data path). */
-extern pid_t sl_self_pid;
-
 /* Before using a direction (under its ring lock): if another process of our
  * side (forked) used it last, take over its published indices.  While the
  * side is shared, a reader publishes its index at once, so the hand-over is
  * exact; at most one process may use a direction at a time. */
-void sl_claim_rx(struct sl_sock *s);
-void sl_claim_tx(struct sl_sock *s);
+void sl_claim_rx_take(struct sl_sock *s);
+void sl_claim_tx_take(struct sl_sock *s);
+/* This process's pid, kept current across fork (one load on the data path). */
+extern pid_t sl_self_pid;
+static inline void sl_claim_rx(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) != sl_self_pid)
+		sl_claim_rx_take(s);
+}
+static inline void sl_claim_tx(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->users[SL_USE_TX], memory_order_relaxed) != sl_self_pid)
+		sl_claim_tx_take(s);
+}
 /* Readiness views that take nothing over: bytes waiting in our ring and
  * room in the peer's, whichever process of our side uses the direction
  * (with its rx_lock / tx_lock held); -1 if the peer's index is impossible. */
