@@ -208,19 +208,13 @@ static void cursor_skip_empty(struct iov_cursor *c)
 	}
 }
 
-/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
- * fewer only when a fill source ended. */
-static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+/* gather_into_ring's general case: a fill source, or n spread over buffers. */
+static size_t gather_pieces(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
 {
 	uint64_t done = 0;
 
 	if (c->fill)
 		return c->fill(tx, n, c->arg);
-	if (c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer holds it all */
-		sl_ring_tx_copy(tx, (const unsigned char *)c->iov[c->i].iov_base + c->off, n, 0);
-		c->off += n;
-		return n;
-	}
 	while (done < n) {
 		size_t k;
 
@@ -233,6 +227,18 @@ static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size
 		done += k;
 	}
 	return n;
+}
+
+/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
+ * fewer only when a fill source ended. */
+static inline size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+{
+	if (!c->fill && c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer holds it all */
+		sl_ring_tx_copy(tx, (const unsigned char *)c->iov[c->i].iov_base + c->off, n, 0);
+		c->off += n;
+		return n;
+	}
+	return gather_pieces(tx, c, n);
 }
 
 /* A send to a peer that closed in order: TCP accepts it (the bytes go out,
@@ -263,21 +269,13 @@ static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t 
 }
 
 
-/* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
- * the cursor advances only if consume is set (MSG_PEEK leaves it). */
-static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
-			      bool consume)
+/* scatter_from_ring's general case: n spread over several buffers. */
+static void scatter_pieces(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
+			   bool consume)
 {
-	struct iov_cursor at;
+	struct iov_cursor at = *c;
 	uint64_t done = 0;
 
-	if (c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer takes it all */
-		sl_ring_rx_peek(rx, (unsigned char *)c->iov[c->i].iov_base + c->off, n, skip);
-		if (consume)
-			c->off += n;
-		return;
-	}
-	at = *c;
 	while (done < n) {
 		size_t k;
 
@@ -291,6 +289,20 @@ static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c,
 	}
 	if (consume)
 		*c = at;
+}
+
+/* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
+ * the cursor advances only if consume is set (MSG_PEEK leaves it). */
+static inline void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
+				     bool consume)
+{
+	if (c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer takes it all */
+		sl_ring_rx_peek(rx, (unsigned char *)c->iov[c->i].iov_base + c->off, n, skip);
+		if (consume)
+			c->off += n;
+		return;
+	}
+	scatter_pieces(rx, c, n, skip, consume);
 }
 
 static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
@@ -568,7 +580,18 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	return (ssize_t)got;
 }
 
-static struct sl_sock *connected(int fd);
+static struct sl_sock *connecting(struct sl_sock *s);
+
+/* The state of fd if its data goes through rings, completing a pending
+ * non-blocking connect first; NULL means "let the kernel handle it". */
+static inline struct sl_sock *connected(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	if (s && sl_sock_state(s) == SL_CONNECTED)
+		return s;
+	return s ? connecting(s) : NULL;
+}
 
 /* Total length of an iovec array as the kernel checks it: EINVAL for a bad
  * count or a total beyond SSIZE_MAX, EFAULT for a missing buffer. */
@@ -784,14 +807,9 @@ ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 	return n;
 }
 
-/* The state of fd if its data goes through rings, completing a pending
- * non-blocking connect first; NULL means "let the kernel handle it". */
-static struct sl_sock *connected(int fd)
+/* connected()'s rare case: s is not (yet) a ring connection. */
+static struct sl_sock *connecting(struct sl_sock *s)
 {
-	struct sl_sock *s = sl_sock_get(fd);
-
-	if (!s)
-		return NULL;
 	if (sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
 	return sl_sock_state(s) == SL_CONNECTED ? s : NULL;

@@ -189,8 +189,6 @@ static inline bool sl_side_shared(const struct sl_sock *s)
 	       atomic_load_explicit(&sl_publish_at_once, memory_order_relaxed);
 }
 
-/* Table: the state for a kernel fd, or NULL if scilan does not know the fd. */
-struct sl_sock *sl_sock_get(int fd);
 /* A zeroed, reset state for fd (reusing the slot the fd had). */
 struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
 /* Forget fd (the slot stays allocated for the next socket on that number). */
@@ -231,6 +229,31 @@ bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s));
 static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 {
 	return (enum sl_state)atomic_load_explicit(&s->state, memory_order_acquire);
+}
+
+/* The fd table (sock_table.c): chunks of slots, each allocated on first use
+ * and never freed, and slots reused, never freed, so that a racing lookup
+ * never touches freed memory.  Up to 1M descriptors. */
+#define SL_FD_CHUNK_BITS 10
+#define SL_FD_CHUNKS 1024u
+extern struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
+
+/* Table: the state for a kernel fd, or NULL if scilan does not know the fd.
+ * Inline: every interposed call asks, whatever the fd is. */
+static inline struct sl_sock *sl_sock_get(int fd)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *s;
+
+	if (fd < 0 || (unsigned)fd >= SL_FD_CHUNKS << SL_FD_CHUNK_BITS)
+		return NULL;
+	chunk = atomic_load_explicit(&sl_fd_chunks[(unsigned)fd >> SL_FD_CHUNK_BITS], memory_order_acquire);
+	if (!chunk)
+		return NULL;
+	s = atomic_load_explicit(&chunk[fd & ((1u << SL_FD_CHUNK_BITS) - 1)], memory_order_acquire);
+	if (!s || sl_sock_state(s) == SL_UNUSED)
+		return NULL;
+	return s;
 }
 
 /* The calling thread's tid once a ring lock learnt it (0 before, and in a

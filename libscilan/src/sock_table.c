@@ -1,6 +1,7 @@
-/* sock_table.c — maps kernel fd numbers to scilan state with lock-free lookups
- * (two-level array; slots are reused, never freed, so a racing lookup can
- * never touch freed memory), plus the ring locks.
+/* sock_table.c — maps kernel fd numbers to scilan state (two-level array;
+ * slots are reused, never freed, so a racing lookup can never touch freed
+ * memory; the lock-free lookup is sl_sock_get, inline in sock.h), plus the
+ * ring locks' slow path.
  */
 #include "sock.h"
 
@@ -17,11 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHUNK_BITS 10
+#define CHUNK_BITS SL_FD_CHUNK_BITS
 #define CHUNK_SIZE (1u << CHUNK_BITS)
-#define CHUNKS 1024u /* up to 1M descriptors */
+#define CHUNKS SL_FD_CHUNKS
 
-static struct sl_sock *_Atomic *_Atomic chunks[CHUNKS];
+struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
 struct sl_totals sl_totals;
 pid_t sl_self_pid;
 
@@ -38,7 +39,7 @@ static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct sl_sock *_Atomic *chunk_for(unsigned fd, bool create)
 {
-	struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[fd >> CHUNK_BITS], memory_order_acquire);
+	struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[fd >> CHUNK_BITS], memory_order_acquire);
 	struct sl_sock *_Atomic *expected = NULL;
 
 	if (chunk || !create)
@@ -46,28 +47,11 @@ static struct sl_sock *_Atomic *chunk_for(unsigned fd, bool create)
 	chunk = calloc(CHUNK_SIZE, sizeof(*chunk));
 	if (!chunk)
 		return NULL;
-	if (!atomic_compare_exchange_strong(&chunks[fd >> CHUNK_BITS], &expected, chunk)) {
+	if (!atomic_compare_exchange_strong(&sl_fd_chunks[fd >> CHUNK_BITS], &expected, chunk)) {
 		free(chunk);
 		chunk = expected;
 	}
 	return chunk;
-}
-
-struct sl_sock *sl_sock_get(int fd)
-{
-	struct sl_sock *_Atomic *chunk;
-	struct sl_sock *s;
-
-	if (fd < 0 || (unsigned)fd >= CHUNKS * CHUNK_SIZE)
-		return NULL;
-	/* chunk_for without its allocation: the data path's lookup is two loads. */
-	chunk = atomic_load_explicit(&chunks[(unsigned)fd >> CHUNK_BITS], memory_order_acquire);
-	if (!chunk)
-		return NULL;
-	s = atomic_load_explicit(&chunk[fd & (CHUNK_SIZE - 1)], memory_order_acquire);
-	if (!s || sl_sock_state(s) == SL_UNUSED)
-		return NULL;
-	return s;
 }
 
 struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
@@ -207,7 +191,7 @@ bool sl_sock_unalias(int fd, struct sl_sock *s)
 		int alias_found = -1;
 
 		for (unsigned c = 0; c < CHUNKS && alias_found < 0; c++) {
-			struct sl_sock *_Atomic *ch = atomic_load_explicit(&chunks[c], memory_order_acquire);
+			struct sl_sock *_Atomic *ch = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 			for (unsigned i = 0; ch && i < CHUNK_SIZE; i++)
 				if (atomic_load(&ch[i]) == s && (int)(c * CHUNK_SIZE + i) != fd) {
@@ -307,7 +291,7 @@ void sl_sock_after_fork_child(void)
 	for (unsigned i = 0; i < spares; i++)
 		reset_in_child(spare[i]);
 	for (unsigned c = 0; c < CHUNKS; c++) {
-		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
 			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
@@ -324,7 +308,7 @@ void sl_sock_after_fork_child(void)
 bool sl_sock_any(bool (*fn)(struct sl_sock *s))
 {
 	for (unsigned c = 0; c < CHUNKS; c++) {
-		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
 			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
@@ -339,7 +323,7 @@ bool sl_sock_any(bool (*fn)(struct sl_sock *s))
 bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s))
 {
 	for (unsigned c = 0; c < CHUNKS; c++) {
-		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
 			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
