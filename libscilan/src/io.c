@@ -249,6 +249,7 @@ static inline size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *
  * a caller's buffer; a fill source (sendfile) is read as the kernel's would
  * be, into ring space the closed peer never reads, so the count and the
  * file position are what the kernel would report. */
+__attribute__((cold, noinline))
 static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
 {
 	if (atomic_load(&s->shut_wr))
@@ -616,7 +617,10 @@ static inline ssize_t iov_total(const struct iovec *iov, int cnt)
 }
 
 /* The rest of a call on the kernel socket, after the connection fell back
- * (agree.c); done bytes went through the ring (and were moved on). */
+ * (agree.c); done bytes went through the ring (and were moved on).  Cold,
+ * like the other rare ends of a call: inlined, its iovec array would widen
+ * every send's and recv's frame. */
+__attribute__((cold, noinline))
 static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t done, int flags, bool sending)
 {
 	struct iovec stack[8], *rest = stack;
@@ -662,6 +666,7 @@ ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 }
 
 /* recv(MSG_OOB): TCP's one urgent byte; never blocks. */
+__attribute__((cold, noinline))
 static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags)
 {
 	unsigned char byte;
