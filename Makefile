@@ -7,7 +7,8 @@ OPT      ?= -O2 -g
 WARN     := -std=gnu11 -Wall -Wextra -Werror
 SAN      ?=
 BUILD    ?= build
-CPPFLAGS += -D_GNU_SOURCE -Ilibscilan/include -Ilibscilan/src
+# -Idriver: the device fabric includes the driver's ABI as "uapi/scilan.h".
+CPPFLAGS += -D_GNU_SOURCE -Ilibscilan/include -Ilibscilan/src -Idriver
 PTHREAD  := -pthread
 
 ifeq ($(SAN),asan)
@@ -30,6 +31,11 @@ LIB_A    := $(BUILD)/lib/libscilan.a
 HOOK_SRC := $(wildcard hook/*.c)
 HOOK_OBJ := $(HOOK_SRC:%.c=$(BUILD)/obj/%.o)
 HOOK_SO  := $(BUILD)/lib/libscilan_preload.so
+# What each shared library exports (tests/exports/check.sh): the objects are
+# also built hidden by default, but the version scripts decide, whatever
+# CFLAGS a command line gives.
+LIB_MAP  := libscilan/libscilan.map
+HOOK_MAP := hook/preload.map
 RUN_BIN  := $(BUILD)/bin/scilan_run
 
 CTL_SRC  := $(filter-out tools/scilan_run.c,$(wildcard tools/*.c))
@@ -68,20 +74,22 @@ bench-bin: $(BENCH_BIN)
 tests: $(TEST_BIN) $(THREAD_BIN) $(CTL_BIN)
 thread-tests: $(THREAD_BIN)
 
-$(BUILD)/obj/libscilan/%.o: CFLAGS += -fvisibility=hidden
-$(BUILD)/obj/hook/%.o: CFLAGS += -fvisibility=hidden
+# Not through CFLAGS, which `make CFLAGS=...` replaces: hidden symbols also
+# make the libraries' internal calls direct.
+$(BUILD)/obj/libscilan/%.o: VISIBILITY := -fvisibility=hidden
+$(BUILD)/obj/hook/%.o: VISIBILITY := -fvisibility=hidden
 $(HOOK_OBJ): hook/hook.h hook/epoll_set.h
 $(BUILD)/obj/tools/%.o: CFLAGS += $(CTL_CFLAGS)
 $(CTL_OBJ): $(wildcard tools/*.h)
 
-$(BUILD)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h perf/*.h tests/common/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h driver/uapi/*.h perf/*.h tests/common/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -c $< -o $@
+	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(VISIBILITY) -c $< -o $@
 
-$(LIB_SO): $(LIB_OBJ)
+$(LIB_SO): $(LIB_OBJ) $(LIB_MAP)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(LDFLAGS_ALL) -o $(BUILD)/lib/$(SONAME) $^
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(LIB_MAP) $(LDFLAGS_ALL) -o $(BUILD)/lib/$(SONAME) $(LIB_OBJ)
 	ln -sf $(SONAME) $@
 
 $(LIB_A): $(LIB_OBJ)
@@ -90,10 +98,10 @@ $(LIB_A): $(LIB_OBJ)
 
 # The hook carries its own copy of libscilan: a program must not need
 # libscilan.so on its library path to be preloaded.
-$(HOOK_SO): $(LIB_OBJ) $(HOOK_OBJ)
+$(HOOK_SO): $(LIB_OBJ) $(HOOK_OBJ) $(HOOK_MAP)
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
-	@$(CC) -shared $(LDFLAGS_ALL) -o $@ $^ -ldl
+	@$(CC) -shared -Wl,--version-script=$(HOOK_MAP) $(LDFLAGS_ALL) -o $@ $(LIB_OBJ) $(HOOK_OBJ) -ldl
 
 $(RUN_BIN): $(BUILD)/obj/tools/scilan_run.o
 	@mkdir -p $(dir $@)

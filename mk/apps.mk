@@ -1,5 +1,6 @@
 # apps.mk — unmodified Debian programs on scilan (issue 3): `make test-apps`
-# (tests/apps), `make bench-apps` and `make run-apps` (perf/apps, also in `make run`).
+# (tests/apps), `make bench-apps-pairs` and `make run-apps` (perf/apps/bench.sh,
+# the latter also in `make run`).  `make bench-apps`: mk/bench_apps.mk.
 
 APPS_RPC_DIR  := $(BUILD)/apps/rpc
 APPS_RPC_GEN  := $(APPS_RPC_DIR)/gen
@@ -12,7 +13,7 @@ APPS_CFLAGS   := -D_GNU_SOURCE $(WARN) $(OPT)
 # main's argc/argv and an xdr buffer unused: those warnings only, there.
 APPS_GEN_CFLAGS := $(APPS_CFLAGS) -Wno-cast-function-type -Wno-unused-parameter -Wno-unused-variable
 
-.PHONY: apps-deps test-apps bench-apps run-apps
+.PHONY: apps-deps test-apps bench-apps-pairs run-apps
 
 # Missing Debian packages of the programs (as root; else the apt-get line).
 apps-deps:
@@ -49,7 +50,8 @@ test-apps: hook apps-deps $(APPS_RPC_BIN)
 	@echo "== [apps] unmodified programs, kernel TCP and scilan (tests/apps)"
 	@tests/apps/run-all.sh $(BUILD) $(BUILD)/results $(APPS_TEST_SOFT)
 
-bench-apps: hook apps-deps
+# One connection per program pair (latency, redis, nginx+wrk, iperf3).
+bench-apps-pairs: hook apps-deps
 	@perf/apps/bench.sh
 
 run-apps: hook apps-deps

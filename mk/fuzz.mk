@@ -7,7 +7,7 @@
 FUZZ_CC     ?= clang-14
 FUZZ_DIR    := $(BUILD)/fuzz
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS := -D_GNU_SOURCE -Ilibscilan/include -Ilibscilan/src -Itests/fuzz $(WARN) -O1 -g $(FUZZ_SAN) -pthread
+FUZZ_CFLAGS := -D_GNU_SOURCE -Ilibscilan/include -Ilibscilan/src -Idriver -Itests/fuzz $(WARN) -O1 -g $(FUZZ_SAN) -pthread
 FUZZ_OBJ    := $(LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/bin/%,$(FUZZ_SRC))
@@ -15,7 +15,7 @@ FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/bin/%,$(FUZZ_SRC))
 FUZZ_SHORT  ?= -max_total_time=4
 FUZZ_LONG   ?= -runs=10000000
 
-$(FUZZ_DIR)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h)
+$(FUZZ_DIR)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h driver/uapi/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC  $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@

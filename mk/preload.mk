@@ -1,5 +1,6 @@
 # preload.mk — test-preload: the unmodified echo_pair program run with and
-# without the hook in every combination (tests/preload), native build only
+# without the hook in every combination, and native_pair (the native API of
+# libscilan.so) with and without it (tests/preload), native build only
 # (the hook is preloaded into programs that are not sanitizer-built).
 
 PRELOAD_TEST_DIR := $(BUILD)/preloadtests
@@ -9,13 +10,19 @@ $(PRELOAD_TEST_DIR)/echo_pair: tests/preload/echo_pair.c
 	@echo "  LINK    $@"
 	@$(CC) $(CPPFLAGS) $(WARN) $(OPT) -o $@ $<
 
+# Linked with libscilan.so, found beside the hook in $(BUILD)/lib.
+$(PRELOAD_TEST_DIR)/native_pair: tests/preload/native_pair.c $(LIB_SO)
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(CPPFLAGS) $(WARN) $(OPT) -o $@ $< -L$(BUILD)/lib -Wl,-rpath,'$$ORIGIN/../lib' -lscilan
+
 $(PRELOAD_TEST_DIR)/test_preload: tests/preload/test_preload.c
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
 	@$(CC) $(CPPFLAGS) $(WARN) $(OPT) -o $@ $< -lcriterion
 
 .PHONY: test-preload
-test-preload: hook $(PRELOAD_TEST_DIR)/echo_pair $(PRELOAD_TEST_DIR)/test_preload
+test-preload: hook $(PRELOAD_TEST_DIR)/echo_pair $(PRELOAD_TEST_DIR)/native_pair $(PRELOAD_TEST_DIR)/test_preload
 	@mkdir -p $(BUILD)/results
 	@echo "== [preload] test_preload"
 	@$(PRELOAD_TEST_DIR)/test_preload --jobs 1 --verbose=0 >$(BUILD)/results/preload.log 2>&1; \

@@ -43,6 +43,7 @@ extern const struct transport_desc bench_transports[T_COUNT];
 struct bench_opts {
 	bool do_pingpong, do_stream, do_xmax;
 	bool do_pollsweep, do_ringsweep; /* the tuning modes: sweep.c instead of the transport table */
+	bool do_pathcount; /* pathcount.c: both ends in this process, for an instruction counter */
 	bool quick;
 	const char *mode; /* as given on the command line, for the report heading */
 	const char *out_dir;
@@ -179,5 +180,8 @@ int report_gnuplot(const struct bench_opts *o, const char *base);
 
 /* ---- main.c ---- */
 void bench_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* pathcount.c: `scilan-bench pathcount`. */
+int pathcount(const struct bench_opts *o);
 
 #endif

@@ -61,6 +61,9 @@ static void usage(FILE *f)
 		"                  request of both processes; recommends SCILAN_POLL_US (about 30 s)\n"
 		"        ringsweep stream MB/s of scilan-poll and the bare ring per ring size at send\n"
 		"                  sizes 1K,64K,1M, memory per connection; recommends SCILAN_RING_KB (~40 s)\n"
+		"        pathcount both ends of a scilan connection and of the bare ring in this process,\n"
+		"                  taking turns (default 64 B, at most 20000 round trips): the loops to\n"
+		"                  count instructions in, see scripts/pathcount.sh\n"
 		"options:\n"
 		"  --out DIR          CSV, gnuplot scripts and PNGs go here (default build/perf)\n"
 		"  --sizes LIST       message sizes, e.g. 64,1K,64KiB,1M (default per mode)\n"
@@ -360,7 +363,7 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		}
 	}
 	if (optind >= argc)
-		bad_usage("missing MODE (quick, all, pingpong, stream, xmax, pollsweep or ringsweep)");
+		bad_usage("missing MODE (quick, all, pingpong, stream, xmax, pollsweep, ringsweep or pathcount)");
 	if (optind + 1 < argc)
 		bad_usage("unexpected argument '%s' after the mode", argv[optind + 1]);
 	const char *mode = argv[optind];
@@ -378,8 +381,11 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		o->do_pollsweep = true;
 	} else if (!strcmp(mode, "ringsweep")) {
 		o->do_ringsweep = true;
+	} else if (!strcmp(mode, "pathcount")) {
+		o->do_pathcount = true;
 	} else {
-		bad_usage("unknown mode '%s' (quick, all, pingpong, stream, xmax, pollsweep or ringsweep)", mode);
+		bad_usage("unknown mode '%s' (quick, all, pingpong, stream, xmax, pollsweep, ringsweep or pathcount)",
+			  mode);
 	}
 	/* An option the mode does not use is a mistake worth saying, not ignoring. */
 	if ((think || polls) && !o->do_pollsweep)
@@ -407,6 +413,8 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 	}
 	if (o->do_ringsweep) {
 		set_sizes(o->st_sizes, &o->n_st, ring_sends, 3);
+	} else if (o->do_pathcount) {
+		set_sizes(o->pp_sizes, &o->n_pp, pp_quick + 1, 1); /* 64 B */
 	} else if (o->quick) {
 		set_sizes(o->pp_sizes, &o->n_pp, pp_quick, 4);
 		set_sizes(o->st_sizes, &o->n_st, st_quick, 4);
@@ -573,6 +581,8 @@ int main(int argc, char **argv)
 		return 1;
 	/* The children inherit stdio buffers: flush before every fork happens. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (o.do_pathcount)
+		return pathcount(&o) == 0 ? 0 : 1;
 	if (o.do_pollsweep || o.do_ringsweep) {
 		int points = o.do_pollsweep ? o.n_think * (o.n_polls + 1) : o.n_rings * o.n_st * RS_TP;
 		fprintf(stderr, "%s %s: %d points x %.3g s (about %.0f s), ", BENCH_PROG, o.mode, points, o.seconds,

@@ -33,9 +33,8 @@ void sl_agree_start(struct sl_sock *s, _Atomic uint32_t *word)
 {
 	s->offer_word = word;
 	s->agree_deadline_ns = now_ns() + (int64_t)SL_AGREE_WAIT_MS * 1000000;
-	atomic_store(&s->kernel_stirred, false);
 	atomic_store(&s->fell_back, false);
-	atomic_store_explicit(&s->agree_pending, true, memory_order_release);
+	atomic_store_explicit(&s->agree, SL_AGREE_PENDING, memory_order_release);
 }
 
 short sl_agree_kernel_ready(struct sl_sock *s, short events)
@@ -56,7 +55,7 @@ static bool due(struct sl_sock *s, enum sl_agree_mode mode)
 {
 	if (mode == SL_AGREE_FORCE)
 		return true;
-	if (atomic_load(&s->kernel_stirred) || now_ns() >= s->agree_deadline_ns)
+	if ((atomic_load(&s->agree) & SL_AGREE_STIRRED) || now_ns() >= s->agree_deadline_ns)
 		return true;
 	return mode == SL_AGREE_WAIT && kernel_readable(s);
 }
@@ -151,12 +150,12 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 	sl_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
 	word = s->offer_word;
-	if (!atomic_load(&s->agree_pending) || !word || !s->seg) {
+	if (!(atomic_load(&s->agree) & SL_AGREE_PENDING) || !word || !s->seg) {
 		plain = atomic_load(&s->fell_back);
 		goto out;
 	}
 	w = settle_locked(s, word);
-	atomic_store(&s->agree_pending, false);
+	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
 	plain = w != SL_OFFER_ATTACHED;
 	if (w == SL_OFFER_REVOKED) {
 		sl_warn("fd %d: connection reset: another process holding it never finished moving it to kernel TCP",
@@ -166,7 +165,7 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 		plain = false;
 	}
 	if (plain) {
-		atomic_store(&s->fell_back, true);
+		sl_agree_mark_plain(s);
 		sl_fabric()->offer_settle(s);
 		sl_stats_conn_close(s);
 		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
@@ -190,14 +189,14 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 	_Atomic uint32_t *word;
 	uint32_t w;
 
-	if (!atomic_load_explicit(&s->agree_pending, memory_order_acquire))
+	if (!(atomic_load_explicit(&s->agree, memory_order_acquire) & SL_AGREE_PENDING))
 		return atomic_load_explicit(&s->fell_back, memory_order_relaxed);
 	word = s->offer_word;
 	if (!word)
 		return atomic_load(&s->fell_back);
 	w = atomic_load_explicit(word, memory_order_acquire);
 	if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED) {
-		atomic_store(&s->agree_pending, false);
+		atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
 		return false;
 	}
 	if (w == SL_OFFER_OFFERED && !due(s, mode))
@@ -206,4 +205,18 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 	return fall_back(s, w == SL_OFFER_REFUSED                          ? SL_FB_REFUSED
 			    : mode != SL_AGREE_FORCE || due(s, SL_AGREE_WAIT) ? SL_FB_UNCONFIRMED
 									   : SL_FB_UNDECIDED);
+}
+
+bool sl_agree_plain_slow(struct sl_sock *s, enum sl_agree_mode mode)
+{
+	uint32_t a = atomic_load_explicit(&s->agree, memory_order_acquire);
+
+	if (a & SL_AGREE_PLAIN)
+		return true;
+	if ((a & SL_AGREE_PENDING) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
+		return atomic_load_explicit(&s->fell_back, memory_order_relaxed);
+	if ((atomic_load_explicit(&s->agree, memory_order_relaxed) & SL_AGREE_STIRRED) ||
+	    sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed)))
+		return sl_bypass(s);
+	return false;
 }

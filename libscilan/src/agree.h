@@ -25,10 +25,31 @@ enum sl_agree_mode {
 /* Connecting side: the offer word (OFFERED already stored) starts the clock. */
 void sl_agree_start(struct sl_sock *s, _Atomic uint32_t *word);
 
-/* Is our offer still undecided?  One relaxed load: the data path's guard. */
+/* s->agree: the agreement and bypass state the data path must look at,
+ * in one word so that its guard is one relaxed load of private memory. */
+#define SL_AGREE_PENDING 1u /* our offer is out and undecided (connecting side) */
+#define SL_AGREE_STIRRED 2u /* the kernel socket was seen readable: a plain acceptor
+			     * spoke, or (agreed) the peer's bytes bypassed the rings */
+#define SL_AGREE_PLAIN 4u   /* the connection moved to kernel TCP (fell_back) */
+
+/* Is our offer still undecided? */
 static inline bool sl_agree_pending(const struct sl_sock *s)
 {
-	return atomic_load_explicit(&s->agree_pending, memory_order_relaxed);
+	return atomic_load_explicit(&s->agree, memory_order_relaxed) & SL_AGREE_PENDING;
+}
+
+/* The kernel socket of s turned readable while rings carry it (or the
+ * offer is out): the next guard looks (agree.c, bypass.c). */
+static inline void sl_agree_stir(struct sl_sock *s)
+{
+	atomic_fetch_or(&s->agree, SL_AGREE_STIRRED);
+}
+
+/* The connection is kernel TCP from now on (with its locks held). */
+static inline void sl_agree_mark_plain(struct sl_sock *s)
+{
+	atomic_store(&s->fell_back, true);
+	atomic_fetch_or(&s->agree, SL_AGREE_PLAIN);
 }
 
 /* Decide if mode allows: true if the connection is (now) kernel TCP, the
@@ -47,19 +68,26 @@ bool sl_bypass(struct sl_sock *s);
  * re-send.  true if it is kernel TCP now; false if reset (or undecidable). */
 bool sl_bypass_leave(struct sl_sock *s, enum sl_fb why);
 
+/* The rare half of sl_agree_plain (agree.c). */
+bool sl_agree_plain_slow(struct sl_sock *s, enum sl_agree_mode mode);
+
+/* Did the peer, or another process of our side, move an agreed connection
+ * to kernel TCP (bypass.c)?  Two loads of words only they write. */
+static inline bool sl_agree_moved(const struct sl_sock *s, uint32_t peer_state)
+{
+	return (peer_state & SL_PEER_PLAIN) ||
+	       (s->offer_word && atomic_load_explicit(s->offer_word, memory_order_relaxed) >= SL_OFFER_LED);
+}
+
 /* Has the connection become kernel TCP (deciding what mode allows)?  The
- * guard of every would-block path, of poll, and of each send iteration. */
+ * guard of every would-block path, of poll, and of each send iteration:
+ * one load of s->agree and the peer's words; the rest is the slow half's. */
 static inline bool sl_agree_plain(struct sl_sock *s, enum sl_agree_mode mode)
 {
-	if (atomic_load_explicit(&s->fell_back, memory_order_relaxed))
-		return true;
-	if (sl_agree_pending(s) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
-		return atomic_load_explicit(&s->fell_back, memory_order_relaxed);
-	if (atomic_load_explicit(&s->kernel_stirred, memory_order_relaxed) ||
-	    (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_PLAIN) ||
-	    (s->offer_word && atomic_load_explicit(s->offer_word, memory_order_relaxed) >= SL_OFFER_LED))
-		return sl_bypass(s);
-	return false;
+	if (!atomic_load_explicit(&s->agree, memory_order_relaxed) &&
+	    !sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed)))
+		return false;
+	return sl_agree_plain_slow(s, mode);
 }
 
 /* Kernel readiness of a connection that fell back (poll bits of events). */

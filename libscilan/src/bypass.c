@@ -291,14 +291,14 @@ static bool move(struct sl_sock *s, enum sl_fb leave)
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
-	atomic_store(&s->kernel_stirred, false);
+	atomic_fetch_and(&s->agree, ~SL_AGREE_STIRRED);
 	if (atomic_load(&s->fell_back) || !s->seg || atomic_load(&s->reset)) {
 		plain = atomic_load(&s->fell_back);
 		goto out;
 	}
 	why = decide_locked(s, &plain, leaving, &fb);
 	if (plain) {
-		atomic_store(&s->fell_back, true);
+		sl_agree_mark_plain(s);
 		sl_stats_conn_close(s);
 		/* Not below 0: a forked child counts from 0 what its parent accelerated. */
 		for (uint64_t a = atomic_load(&sl_totals.accelerated);

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../driver/uapi/scilan.h"
+#include "uapi/scilan.h" /* the driver's ABI (-Idriver) */
 #include "config.h"
 #include "conn.h"
 #include "fabric.h"

@@ -339,7 +339,7 @@ static void shm_offer_withdraw(struct sl_sock *s)
 	char path[sizeof(s->offer_path)];
 
 	memcpy(path, s->offer_path, sizeof(path));
-	atomic_store(&s->agree_pending, false); /* no connection: nothing to agree on */
+	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING); /* no connection: nothing to agree on */
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	sl_shm_unmap(seg, len, fds, path);
 }
@@ -575,7 +575,7 @@ static bool shm_peer_gone(struct sl_sock *s)
 		n = sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
-		atomic_store(&s->kernel_stirred, true);
+		sl_agree_stir(s);
 		return false;
 	}
 	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);

@@ -176,6 +176,20 @@ static int send_blocker(struct sl_sock *s, bool sent)
 	return 0;
 }
 
+/* Nothing asks sl_agree_plain or send_blocker for a look: the agreement
+ * settled (s->agree), and neither end reset, closed or moved to kernel TCP.
+ * One load of the peer's state word serves every peer-side condition. */
+static inline bool send_clear(struct sl_sock *s)
+{
+	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+
+	return !atomic_load_explicit(&s->agree, memory_order_relaxed) &&
+	       !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) && !sl_agree_moved(s, 0) &&
+	       !atomic_load_explicit(&s->reset, memory_order_relaxed) &&
+	       !atomic_load_explicit(&s->sent_after_close, memory_order_relaxed) &&
+	       !atomic_load_explicit(&s->peer_gone, memory_order_relaxed);
+}
+
 /* A position in an iovec array, advanced as bytes are copied; or, with
  * fill set, a source that writes straight into the ring (sl_send_fill). */
 struct iov_cursor {
@@ -194,9 +208,8 @@ static void cursor_skip_empty(struct iov_cursor *c)
 	}
 }
 
-/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
- * fewer only when a fill source ended. */
-static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+/* gather_into_ring's general case: a fill source, or n spread over buffers. */
+static size_t gather_pieces(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
 {
 	uint64_t done = 0;
 
@@ -216,6 +229,18 @@ static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size
 	return n;
 }
 
+/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
+ * fewer only when a fill source ended. */
+static inline size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
+{
+	if (!c->fill && c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer holds it all */
+		sl_ring_tx_copy(tx, (const unsigned char *)c->iov[c->i].iov_base + c->off, n, 0);
+		c->off += n;
+		return n;
+	}
+	return gather_pieces(tx, c, n);
+}
+
 /* A send to a peer that closed in order: TCP accepts it (the bytes go out,
  * the peer's kernel answers with RST) and a later call learns of the reset,
  * with EPIPE since the peer's FIN came first.  So this one succeeds as far
@@ -224,6 +249,7 @@ static size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size
  * a caller's buffer; a fill source (sendfile) is read as the kernel's would
  * be, into ring space the closed peer never reads, so the count and the
  * file position are what the kernel would report. */
+__attribute__((cold, noinline))
 static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
 {
 	if (atomic_load(&s->shut_wr))
@@ -244,10 +270,9 @@ static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t 
 }
 
 
-/* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
- * the cursor advances only if consume is set (MSG_PEEK leaves it). */
-static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
-			      bool consume)
+/* scatter_from_ring's general case: n spread over several buffers. */
+static void scatter_pieces(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
+			   bool consume)
 {
 	struct iov_cursor at = *c;
 	uint64_t done = 0;
@@ -267,6 +292,20 @@ static void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c,
 		*c = at;
 }
 
+/* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
+ * the cursor advances only if consume is set (MSG_PEEK leaves it). */
+static inline void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
+				     bool consume)
+{
+	if (c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer takes it all */
+		sl_ring_rx_peek(rx, (unsigned char *)c->iov[c->i].iov_base + c->off, n, skip);
+		if (consume)
+			c->off += n;
+		return;
+	}
+	scatter_pieces(rx, c, n, skip, consume);
+}
+
 static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
 {
 	size_t sent = 0;
@@ -281,17 +320,19 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		 * holder that revoked it) must not find more bytes in the ring, and
 		 * a client that keeps sending to a plain server moves there once
 		 * the deadline passed, without waiting to block. */
-		if (sl_agree_plain(s, SL_AGREE_POLL)) {
-			*plain = true;
-			return (ssize_t)sent;
-		}
-		err = send_blocker(s, sent != 0);
-		if (err == SEND_TO_CLOSED)
-			return send_to_closed(s, cur, len, flags);
-		if (err) {
-			if (sent)
-				break;
-			return err == EPIPE ? broken_pipe(flags) : fail(err);
+		if (__builtin_expect(!send_clear(s), 0)) {
+			if (sl_agree_plain(s, SL_AGREE_POLL)) {
+				*plain = true;
+				return (ssize_t)sent;
+			}
+			err = send_blocker(s, sent != 0);
+			if (err == SEND_TO_CLOSED)
+				return send_to_closed(s, cur, len, flags);
+			if (err) {
+				if (sent)
+					break;
+				return err == EPIPE ? broken_pipe(flags) : fail(err);
+			}
 		}
 		sl_lock(&s->tx_lock);
 		if (atomic_load_explicit(&s->fell_back, memory_order_relaxed)) {
@@ -482,7 +523,8 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				/* Shared with a forked process: publish at once, so
 				 * whichever reads next starts exactly here. */
 				sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
-				sl_urg_passed(s);
+				if (s->urg.state != SL_URG_NONE)
+					sl_urg_passed(s);
 				sl_stat_add(&s->ctr->rx_bytes, n);
 				got += n;
 			}
@@ -539,14 +581,27 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	return (ssize_t)got;
 }
 
-static struct sl_sock *connected(int fd);
+static struct sl_sock *connecting(struct sl_sock *s);
+
+/* The state of fd if its data goes through rings, completing a pending
+ * non-blocking connect first; NULL means "let the kernel handle it". */
+static inline struct sl_sock *connected(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	if (s && sl_sock_state(s) == SL_CONNECTED)
+		return s;
+	return s ? connecting(s) : NULL;
+}
 
 /* Total length of an iovec array as the kernel checks it: EINVAL for a bad
  * count or a total beyond SSIZE_MAX, EFAULT for a missing buffer. */
-static ssize_t iov_total(const struct iovec *iov, int cnt)
+static inline ssize_t iov_total(const struct iovec *iov, int cnt)
 {
 	size_t total = 0;
 
+	if (cnt == 1 && iov && iov->iov_len <= (size_t)SSIZE_MAX && (iov->iov_base || !iov->iov_len))
+		return (ssize_t)iov->iov_len; /* send, recv, read, write: the checks below pass */
 	if (cnt < 0 || cnt > IOV_MAX)
 		return fail(EINVAL);
 	if (cnt && !iov)
@@ -562,7 +617,10 @@ static ssize_t iov_total(const struct iovec *iov, int cnt)
 }
 
 /* The rest of a call on the kernel socket, after the connection fell back
- * (agree.c); done bytes went through the ring (and were moved on). */
+ * (agree.c); done bytes went through the ring (and were moved on).  Cold,
+ * like the other rare ends of a call: inlined, its iovec array would widen
+ * every send's and recv's frame. */
+__attribute__((cold, noinline))
 static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t done, int flags, bool sending)
 {
 	struct iovec stack[8], *rest = stack;
@@ -608,6 +666,7 @@ ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 }
 
 /* recv(MSG_OOB): TCP's one urgent byte; never blocks. */
+__attribute__((cold, noinline))
 static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags)
 {
 	unsigned char byte;
@@ -753,14 +812,9 @@ ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 	return n;
 }
 
-/* The state of fd if its data goes through rings, completing a pending
- * non-blocking connect first; NULL means "let the kernel handle it". */
-static struct sl_sock *connected(int fd)
+/* connected()'s rare case: s is not (yet) a ring connection. */
+static struct sl_sock *connecting(struct sl_sock *s)
 {
-	struct sl_sock *s = sl_sock_get(fd);
-
-	if (!s)
-		return NULL;
 	if (sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
 	return sl_sock_state(s) == SL_CONNECTED ? s : NULL;

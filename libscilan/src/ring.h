@@ -1,6 +1,7 @@
 /* ring.h — the single-producer/single-consumer byte ring of one direction:
  * the sender's view (writes into the peer's area) and the receiver's view
- * (reads its own area, publishes its read index into the peer's area).
+ * (reads its own area, publishes its read index into the peer's area).  The
+ * per-call operations are inline: they are most of the data path.
  */
 #ifndef SCILAN_RING_H
 #define SCILAN_RING_H
@@ -8,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "layout.h"
 
@@ -44,27 +46,122 @@ void sl_ring_rx_init(struct sl_ring_rx *rx, const struct sl_area_ctl *own_area, 
  * impossible (ahead of our writes or further behind than the capacity).
  * The shared index is read only when the cached one shows less than want
  * bytes free: like the bare ring, a stream touches the peer's line rarely. */
-int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want);
+static inline int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want)
+{
+	uint64_t read, used = tx->write - tx->read_seen;
+
+	/* The cached index is trusted only while it is possible: a process
+	 * taking the ring over (sl_claim_tx, the exec hand-over) copies it
+	 * straight from the peer's words. */
+	if (want && used <= tx->room && tx->room - used >= want)
+		return (int64_t)(tx->room - used);
+	read = atomic_load_explicit(tx->read_copy, memory_order_acquire);
+	used = tx->write - read; /* wraps to a huge value if read > write */
+	if (used > tx->cap)
+		return -1;
+	tx->read_seen = read;
+	return used >= tx->room ? 0 : (int64_t)(tx->room - used);
+}
+
 /* Copy len bytes (len <= space) into the ring and publish the new write
  * index; unless write_combining or unfenced, the publication is also a full
  * fence. */
 void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len);
 /* The two halves of put, for gathering several pieces into one publication:
  * copy at write+offset (not yet visible), then publish len bytes. */
-void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset);
-void sl_ring_tx_commit(struct sl_ring_tx *tx, size_t len);
+static inline void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset)
+{
+	uint64_t off = (tx->write + offset) & (tx->cap - 1);
+	size_t first = len;
 
-/* Bytes waiting in our ring, or -1 if the sender's write index is impossible;
- * the shared index is read only when the cached one shows no data. */
-int64_t sl_ring_rx_avail(struct sl_ring_rx *rx);
-/* The same, always reading the shared index (state checks, poll). */
-int64_t sl_ring_rx_avail_fresh(struct sl_ring_rx *rx);
+	if (first > tx->cap - off)
+		first = tx->cap - off;
+	memcpy(tx->data + off, buf, first);
+	if (first < len) /* the wrap: rare, and an empty memcpy is still a call */
+		memcpy(tx->data, (const unsigned char *)buf + first, len - first);
+}
+
+static inline void sl_ring_tx_commit(struct sl_ring_tx *tx, size_t len)
+{
+	tx->write += len;
+	if (tx->write_combining) {
+		/* Locked operations are not for MMIO: flush the WC buffers, then
+		 * a plain store; the caller fences before reading the arm word. */
+		__builtin_ia32_sfence();
+		atomic_store_explicit(tx->remote_write, tx->write, memory_order_release);
+	} else if (tx->unfenced) {
+		atomic_store_explicit(tx->remote_write, tx->write, memory_order_release);
+	} else {
+		/* xchg: the store and the full fence the sleep protocol needs
+		 * before the arm-word load, in one locked instruction. */
+		atomic_exchange_explicit(tx->remote_write, tx->write, memory_order_seq_cst);
+	}
+}
+
+/* Bytes waiting in our ring, or -1 if the sender's write index is
+ * impossible, always reading the shared index (state checks, poll). */
+static inline int64_t sl_ring_rx_avail_fresh(struct sl_ring_rx *rx)
+{
+	uint64_t write = atomic_load_explicit(rx->write_idx, memory_order_acquire);
+	uint64_t avail = write - rx->read;
+
+	if (avail > rx->cap)
+		return -1;
+	rx->write_seen = write;
+	return (int64_t)avail;
+}
+
+/* The same, reading the shared index only when the cached one shows no data. */
+static inline int64_t sl_ring_rx_avail(struct sl_ring_rx *rx)
+{
+	if (rx->write_seen != rx->read)
+		return (int64_t)(rx->write_seen - rx->read);
+	return sl_ring_rx_avail_fresh(rx);
+}
+
 /* Copy len bytes starting offset bytes past the read index (len+offset <= avail). */
-void sl_ring_rx_peek(const struct sl_ring_rx *rx, void *buf, size_t len, uint64_t offset);
+static inline void sl_ring_rx_peek(const struct sl_ring_rx *rx, void *buf, size_t len, uint64_t offset)
+{
+	uint64_t off = (rx->read + offset) & (rx->cap - 1);
+	size_t first = len;
+
+	if (first > rx->cap - off)
+		first = rx->cap - off;
+	memcpy(buf, rx->data + off, first);
+	if (first < len)
+		memcpy((unsigned char *)buf + first, rx->data, len - first);
+}
+
+/* Store our read index into the sender's area, if it moved. */
+static inline void sl_ring_rx_publish(struct sl_ring_rx *rx)
+{
+	if (rx->published == rx->read)
+		return;
+	rx->published = rx->read;
+	atomic_store_explicit(rx->remote_read, rx->read, memory_order_release);
+}
+
 /* Advance the read index by len; publishes it to the sender when a quarter
  * ring is unpublished or when force is set. */
-void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool force_publish);
-void sl_ring_rx_publish(struct sl_ring_rx *rx);
+static inline void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool force_publish)
+{
+	rx->read += len;
+	/* Batched like a TCP window update: a sender that finds the ring full
+	 * sees at least a quarter ring freed at once, and a sleeping sender is
+	 * given the index immediately by the caller (force). */
+	/* The first consume is published at once: a published 0 then means
+	 * "nothing consumed", which bypass.c relies on. */
+	/* A sender whose SO_SNDBUF keeps less than the ring in flight sees
+	 * "full" sooner: half its room is then the batch, so a full sender
+	 * still always leaves unread data whose consume publishes.  The word is
+	 * the peer's: garbage only changes how often we publish. */
+	uint64_t batch = rx->cap / 4, room = atomic_load_explicit(rx->sender_room, memory_order_relaxed);
+
+	if (room && room / 2 < batch)
+		batch = room / 2;
+	if (force_publish || rx->read - rx->published >= batch || rx->published == 0)
+		sl_ring_rx_publish(rx);
+}
 
 /* Round a requested ring size to the capacity actually used (power of two in
  * [SL_RING_MIN, SL_RING_MAX]). */

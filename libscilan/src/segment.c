@@ -114,21 +114,17 @@ void sl_segment_unbind(struct sl_sock *s)
 	sl_ring_tx_init(&s->tx, &closed_sink, NULL, &closed_own, 0);
 }
 
-void sl_claim_rx(struct sl_sock *s)
+void sl_claim_rx_take(struct sl_sock *s)
 {
 	uint64_t read;
 
-	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) == sl_self_pid)
-		return;
 	read = atomic_load_explicit(s->rx.remote_read, memory_order_acquire);
 	s->rx.read = s->rx.published = s->rx.write_seen = read;
 	atomic_store_explicit(&s->users[SL_USE_RX], sl_self_pid, memory_order_relaxed);
 }
 
-void sl_claim_tx(struct sl_sock *s)
+void sl_claim_tx_take(struct sl_sock *s)
 {
-	if (atomic_load_explicit(&s->users[SL_USE_TX], memory_order_relaxed) == sl_self_pid)
-		return;
 	s->tx.write = atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
 	s->tx.read_seen = atomic_load_explicit(s->tx.read_copy, memory_order_acquire);
 	atomic_store_explicit(&s->users[SL_USE_TX], sl_self_pid, memory_order_relaxed);

@@ -112,10 +112,12 @@ struct sl_sock {
 	int memfd;              /* connecting side until the peer attached, else -1 */
 	/* agreement (agree.c): the connecting side's offer until it is decided */
 	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
-	_Atomic bool agree_pending;   /* our offer is out and undecided (connecting side) */
-	_Atomic bool kernel_stirred;  /* a sleep saw the kernel socket readable while pending */
+	_Atomic uint32_t agree;       /* SL_AGREE_* bits (agree.h): zero while nothing but the peer's
+				       * words can take the connection off the rings, so that the data
+				       * path guards the agreement with one load of private memory */
 	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
-	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close */
+	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close
+				       * (SL_AGREE_PLAIN says the same to the data path: set both, sl_agree_mark_plain) */
 	char offer_path[SL_OFFER_PATH_SIZE];
 
 	_Atomic bool shut_rd, shut_wr;
@@ -160,15 +162,24 @@ ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
 /* The state of fd if its data goes through rings, else NULL. */
 struct sl_sock *sl_sock_connected(int fd);
 
-/* This process's pid, kept current across fork (one load on the data path). */
-extern pid_t sl_self_pid;
-
 /* Before using a direction (under its ring lock): if another process of our
  * side (forked) used it last, take over its published indices.  While the
  * side is shared, a reader publishes its index at once, so the hand-over is
  * exact; at most one process may use a direction at a time. */
-void sl_claim_rx(struct sl_sock *s);
-void sl_claim_tx(struct sl_sock *s);
+void sl_claim_rx_take(struct sl_sock *s);
+void sl_claim_tx_take(struct sl_sock *s);
+/* This process's pid, kept current across fork (one load on the data path). */
+extern pid_t sl_self_pid;
+static inline void sl_claim_rx(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) != sl_self_pid)
+		sl_claim_rx_take(s);
+}
+static inline void sl_claim_tx(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->users[SL_USE_TX], memory_order_relaxed) != sl_self_pid)
+		sl_claim_tx_take(s);
+}
 /* Readiness views that take nothing over: bytes waiting in our ring and
  * room in the peer's, whichever process of our side uses the direction
  * (with its rx_lock / tx_lock held); -1 if the peer's index is impossible. */
@@ -182,8 +193,6 @@ static inline bool sl_side_shared(const struct sl_sock *s)
 	       atomic_load_explicit(&sl_publish_at_once, memory_order_relaxed);
 }
 
-/* Table: the state for a kernel fd, or NULL if scilan does not know the fd. */
-struct sl_sock *sl_sock_get(int fd);
 /* A zeroed, reset state for fd (reusing the slot the fd had). */
 struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
 /* Forget fd (the slot stays allocated for the next socket on that number). */
@@ -226,8 +235,66 @@ static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 	return (enum sl_state)atomic_load_explicit(&s->state, memory_order_acquire);
 }
 
-void sl_lock(struct sl_lock *l);
-void sl_unlock(struct sl_lock *l);
+/* The fd table (sock_table.c): chunks of slots, each allocated on first use
+ * and never freed, and slots reused, never freed, so that a racing lookup
+ * never touches freed memory.  Up to 1M descriptors. */
+#define SL_FD_CHUNK_BITS 10
+#define SL_FD_CHUNKS 1024u
+extern struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
+
+/* Table: the state for a kernel fd, or NULL if scilan does not know the fd.
+ * Inline: every interposed call asks, whatever the fd is. */
+static inline struct sl_sock *sl_sock_get(int fd)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *s;
+
+	if (fd < 0 || (unsigned)fd >= SL_FD_CHUNKS << SL_FD_CHUNK_BITS)
+		return NULL;
+	chunk = atomic_load_explicit(&sl_fd_chunks[(unsigned)fd >> SL_FD_CHUNK_BITS], memory_order_acquire);
+	if (!chunk)
+		return NULL;
+	s = atomic_load_explicit(&chunk[fd & ((1u << SL_FD_CHUNK_BITS) - 1)], memory_order_acquire);
+	if (!s || sl_sock_state(s) == SL_UNUSED)
+		return NULL;
+	return s;
+}
+
+/* The calling thread's tid once a ring lock learnt it (0 before, and in a
+ * fork child).  Initial-exec: the lock's fast path reads it without calling
+ * into the dynamic linker, as the general model would in a shared library. */
+extern __thread int sl_lock_tid __attribute__((tls_model("initial-exec")));
+/* Everything but the biased owner's re-entry (sock_table.c). */
+void sl_lock_slow(struct sl_lock *l);
+
+/* The bias owner enters with plain stores (see struct sl_lock); inline, so
+ * that the data path's lock costs no call. */
+static inline void sl_lock(struct sl_lock *l)
+{
+	int me = sl_lock_tid;
+
+	if (me && atomic_load_explicit(&l->owner, memory_order_relaxed) == me) {
+		/* The owner's half of an asymmetric Dekker: store busy, then
+		 * load owner, with only a compiler barrier between; a revoker's
+		 * membarrier supplies the fence (sleep protocol, same argument). */
+		atomic_store_explicit(&l->busy, me, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&l->owner, memory_order_acquire) == me)
+			return;
+		atomic_store_explicit(&l->busy, 0, memory_order_release);
+	}
+	sl_lock_slow(l);
+}
+
+static inline void sl_unlock(struct sl_lock *l)
+{
+	int me = sl_lock_tid;
+
+	if (me && atomic_load_explicit(&l->busy, memory_order_relaxed) == me)
+		atomic_store_explicit(&l->busy, 0, memory_order_release);
+	else
+		atomic_store_explicit(&l->held, 0, memory_order_release);
+}
 
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */
 struct sl_totals {

@@ -1,6 +1,7 @@
-/* sock_table.c — maps kernel fd numbers to scilan state with lock-free lookups
- * (two-level array; slots are reused, never freed, so a racing lookup can
- * never touch freed memory), plus the ring locks.
+/* sock_table.c — maps kernel fd numbers to scilan state (two-level array;
+ * slots are reused, never freed, so a racing lookup can never touch freed
+ * memory; the lock-free lookup is sl_sock_get, inline in sock.h), plus the
+ * ring locks' slow path.
  */
 #include "sock.h"
 
@@ -17,11 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHUNK_BITS 10
+#define CHUNK_BITS SL_FD_CHUNK_BITS
 #define CHUNK_SIZE (1u << CHUNK_BITS)
-#define CHUNKS 1024u /* up to 1M descriptors */
+#define CHUNKS SL_FD_CHUNKS
 
-static struct sl_sock *_Atomic *_Atomic chunks[CHUNKS];
+struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
 struct sl_totals sl_totals;
 pid_t sl_self_pid;
 
@@ -38,7 +39,7 @@ static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct sl_sock *_Atomic *chunk_for(unsigned fd, bool create)
 {
-	struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[fd >> CHUNK_BITS], memory_order_acquire);
+	struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[fd >> CHUNK_BITS], memory_order_acquire);
 	struct sl_sock *_Atomic *expected = NULL;
 
 	if (chunk || !create)
@@ -46,27 +47,11 @@ static struct sl_sock *_Atomic *chunk_for(unsigned fd, bool create)
 	chunk = calloc(CHUNK_SIZE, sizeof(*chunk));
 	if (!chunk)
 		return NULL;
-	if (!atomic_compare_exchange_strong(&chunks[fd >> CHUNK_BITS], &expected, chunk)) {
+	if (!atomic_compare_exchange_strong(&sl_fd_chunks[fd >> CHUNK_BITS], &expected, chunk)) {
 		free(chunk);
 		chunk = expected;
 	}
 	return chunk;
-}
-
-struct sl_sock *sl_sock_get(int fd)
-{
-	struct sl_sock *_Atomic *chunk;
-	struct sl_sock *s;
-
-	if (fd < 0 || (unsigned)fd >= CHUNKS * CHUNK_SIZE)
-		return NULL;
-	chunk = chunk_for((unsigned)fd, false);
-	if (!chunk)
-		return NULL;
-	s = atomic_load_explicit(&chunk[fd & (CHUNK_SIZE - 1)], memory_order_acquire);
-	if (!s || sl_sock_state(s) == SL_UNUSED)
-		return NULL;
-	return s;
 }
 
 struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
@@ -144,8 +129,7 @@ reset:
 	s->state_to_peer = 0;
 	s->memfd = -1;
 	s->offer_path[0] = '\0';
-	atomic_store(&s->agree_pending, false);
-	atomic_store(&s->kernel_stirred, false);
+	atomic_store(&s->agree, 0);
 	atomic_store(&s->fell_back, false);
 	s->agree_deadline_ns = 0;
 	atomic_store(&s->shut_rd, false);
@@ -208,7 +192,7 @@ bool sl_sock_unalias(int fd, struct sl_sock *s)
 		int alias_found = -1;
 
 		for (unsigned c = 0; c < CHUNKS && alias_found < 0; c++) {
-			struct sl_sock *_Atomic *ch = atomic_load_explicit(&chunks[c], memory_order_acquire);
+			struct sl_sock *_Atomic *ch = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 			for (unsigned i = 0; ch && i < CHUNK_SIZE; i++)
 				if (atomic_load(&ch[i]) == s && (int)(c * CHUNK_SIZE + i) != fd) {
@@ -223,13 +207,13 @@ bool sl_sock_unalias(int fd, struct sl_sock *s)
 }
 
 static bool bias_ok;
-static __thread int cached_tid;
+__thread int sl_lock_tid __attribute__((tls_model("initial-exec")));
 
 static int my_tid(void)
 {
-	if (!cached_tid)
-		cached_tid = (int)syscall(SYS_gettid);
-	return cached_tid;
+	if (!sl_lock_tid)
+		sl_lock_tid = (int)syscall(SYS_gettid);
+	return sl_lock_tid;
 }
 
 void sl_lock_init_bias(void)
@@ -237,7 +221,7 @@ void sl_lock_init_bias(void)
 	bias_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-void sl_lock(struct sl_lock *l)
+void sl_lock_slow(struct sl_lock *l)
 {
 	int me = my_tid(), owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
 
@@ -274,14 +258,6 @@ void sl_lock(struct sl_lock *l)
 	}
 }
 
-void sl_unlock(struct sl_lock *l)
-{
-	if (atomic_load_explicit(&l->busy, memory_order_relaxed) == my_tid())
-		atomic_store_explicit(&l->busy, 0, memory_order_release);
-	else
-		atomic_store_explicit(&l->held, 0, memory_order_release);
-}
-
 static void reset_lock(struct sl_lock *l)
 {
 	atomic_store(&l->owner, -1);
@@ -309,14 +285,14 @@ void sl_sock_after_fork_child(void)
 {
 	/* One thread now, with a new tid: no lock may stay biased to (or held
 	 * by) a thread of the parent. */
-	cached_tid = 0;
+	sl_lock_tid = 0;
 	sl_self_pid = getpid();
 	pthread_mutex_init(&spare_lock, NULL);
 	sl_own_fd_fork_unlock(true);
 	for (unsigned i = 0; i < spares; i++)
 		reset_in_child(spare[i]);
 	for (unsigned c = 0; c < CHUNKS; c++) {
-		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
 			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
@@ -333,7 +309,7 @@ void sl_sock_after_fork_child(void)
 bool sl_sock_any(bool (*fn)(struct sl_sock *s))
 {
 	for (unsigned c = 0; c < CHUNKS; c++) {
-		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
 			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
@@ -348,7 +324,7 @@ bool sl_sock_any(bool (*fn)(struct sl_sock *s))
 bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s))
 {
 	for (unsigned c = 0; c < CHUNKS; c++) {
-		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&chunks[c], memory_order_acquire);
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
 
 		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
 			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);

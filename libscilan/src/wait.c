@@ -222,7 +222,7 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 		if (kfds[m + 1].revents && sl_agree_pending(socks[i]))
 			/* Our offer is out: a plain acceptor spoke or closed.  The
 			 * bytes are the stream's; the scan decides (agree.c). */
-			atomic_store(&socks[i]->kernel_stirred, true);
+			sl_agree_stir(socks[i]);
 		else if ((kfds[m + 1].revents || (kfds[m].revents & (POLLHUP | POLLERR))) &&
 			 sl_fabric()->peer_gone(socks[i]))
 			atomic_store(&socks[i]->peer_gone, true);

@@ -1,4 +1,4 @@
-# perf/apps/apps.gp — the bench-apps plot: per row of apps.csv, how many times
+# perf/apps/apps.gp — the bench-apps-pairs plot: per row of apps.csv, how many times
 # better scilan is than kernel TCP (log scale), with the target where there is one.
 #   gnuplot -e "csv='build/perf/apps.csv'; png='build/perf/apps.png'" perf/apps/apps.gp
 set terminal pngcairo size 1000,560 font ",10" noenhanced

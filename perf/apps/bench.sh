@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# perf/apps/bench.sh [--quick] — make bench-apps / run-apps: unmodified programs
+# perf/apps/bench.sh [--quick] — make bench-apps-pairs / run-apps: unmodified programs
 # on kernel TCP vs scilan, ends pinned apart; table, apps.csv, apps.png.
 set -euo pipefail
 # sockperf ping-pong 64 B one-way latency (p50, p99), redis-benchmark -c 1 and

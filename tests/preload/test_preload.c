@@ -1,7 +1,8 @@
 /* test_preload.c — runs the unmodified echo_pair program under the preload
  * hook and without it, in every combination, and checks that it observes the
  * same thing as over kernel TCP and that SCILAN_STATS shows which path the
- * bytes took (both ends preloaded: scilan; either end plain: the kernel).
+ * bytes took (both ends preloaded: scilan; either end plain: the kernel);
+ * and native_pair, a native-API program, with and without the hook.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -31,14 +32,16 @@ struct run {
 	int out; /* stdout and stderr of the process */
 };
 
-/* Start echo_pair with args, preloaded or not, output into a pipe. */
-static struct run start(bool preload, const char *rundir, const char *a1, const char *a2, const char *a3)
+/* Start program name (beside this one) with args, preloaded or not, output
+ * into a pipe. */
+static struct run start_prog(const char *name, bool preload, const char *rundir, const char *a1, const char *a2,
+			     const char *a3)
 {
 	char prog[PATH_MAX + 32], lib[PATH_MAX + 64];
 	int p[2];
 	struct run r;
 
-	snprintf(prog, sizeof(prog), "%s/echo_pair", dir);
+	snprintf(prog, sizeof(prog), "%s/%s", dir, name);
 	snprintf(lib, sizeof(lib), "%s/../lib/libscilan_preload.so", dir);
 	cr_assert(pipe(p) == 0);
 	r.pid = fork();
@@ -59,6 +62,11 @@ static struct run start(bool preload, const char *rundir, const char *a1, const 
 	close(p[1]);
 	r.out = p[0];
 	return r;
+}
+
+static struct run start(bool preload, const char *rundir, const char *a1, const char *a2, const char *a3)
+{
+	return start_prog("echo_pair", preload, rundir, a1, a2, a3);
 }
 
 static void read_line(int fd, char *buf, size_t size)
@@ -218,4 +226,31 @@ Test(preload, split_reader_writer_processes_match_kernel_tcp, .timeout = 120)
 	cr_assert_str_eq(got, ref);
 	cr_assert_eq(stat_of(accel.client, "accelerated"), 1, "%s", accel.client);
 	cr_assert_eq(stat_of(accel.client, "rx"), 3000000, "%s", accel.client);
+}
+
+/* A program linked with libscilan.so, under the hook: its scilan_* calls
+ * reach the hook's copy of the library (the preload interposes them), so
+ * one library carries the connection, as without the hook. */
+Test(preload, native_api_program_uses_the_hooks_library, .timeout = 60)
+{
+	char rundir[] = "/tmp/scilan-preload-test-XXXXXX", out[4096], got[4096];
+
+	where_am_i();
+	cr_assert(mkdtemp(rundir));
+	for (int preload = 0; preload < 2; preload++) {
+		struct run r = start_prog("native_pair", preload, rundir, NULL, NULL, NULL);
+		int rc = finish(r, out, sizeof(out));
+
+		transcript(out, got, sizeof(got));
+		cr_assert_eq(rc, 0, "preload %d: %s", preload, out);
+		cr_assert_str_eq(got, "ping pong accelerated 1\n", "preload %d: %s", preload, out);
+		cr_assert(!strstr(out, "warning"), "preload %d: %s", preload, out);
+		if (!preload)
+			continue;
+		/* The hook's SCILAN_STATS: its copy made both ends, and no
+		 * second copy's offer made the hook fall back. */
+		cr_assert_eq(stat_of(out, "accelerated"), 2, "%s", out);
+		cr_assert_eq(stat_of(out, "fallback"), 0, "%s", out);
+	}
+	rmdir(rundir);
 }
