@@ -94,6 +94,7 @@ struct sl_sock {
 	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */
 	char reg_path[SL_MAX_REG][256]; /* [0] as bound, [1] the IPv4 alias of a dual-stack IPv6
 					 * listener, then the cluster-map addresses of a wildcard one */
+	int rdv_fd[SL_MAX_REG];  /* the rendezvous sockets for the same addresses (rendezvous.c), -1 if none */
 
 	/* connection */
 	void *seg;
@@ -109,6 +110,7 @@ struct sl_sock {
 	struct sl_ring_rx rx;
 	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
 	int memfd;              /* connecting side until the peer attached, else -1 */
+	int rdv_conn;           /* connecting side, between lookup and offer: the listener's rendezvous */
 	/* agreement (agree.c): the connecting side's offer until it is decided */
 	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
 	_Atomic bool agree_pending;   /* our offer is out and undecided (connecting side) */

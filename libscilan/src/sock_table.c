@@ -138,11 +138,13 @@ reset:
 	for (int i = 0; i < SL_MAX_REG; i++) {
 		s->reg_fd[i] = -1;
 		s->reg_path[i][0] = '\0';
+		s->rdv_fd[i] = -1;
 	}
 	s->own_area = 0;
 	sl_segment_unbind(s);
 	s->state_to_peer = 0;
 	s->memfd = -1;
+	s->rdv_conn = -1;
 	s->offer_path[0] = '\0';
 	atomic_store(&s->agree_pending, false);
 	atomic_store(&s->kernel_stirred, false);

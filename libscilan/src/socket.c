@@ -200,7 +200,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	atomic_store(&ns->poll_us, atomic_load(&s->poll_us));
 	atomic_store(&ns->nonblock_hint, (flags & SOCK_NONBLOCK) != 0);
 	ns->ring_bytes = s->ring_bytes;
-	if (s->reg_fd[0] < 0 || kernel_name(nfd, false, &local) < 0 || kernel_name(nfd, true, &peer) < 0) {
+	if ((s->reg_fd[0] < 0 && s->rdv_fd[0] < 0) || kernel_name(nfd, false, &local) < 0 || kernel_name(nfd, true, &peer) < 0) {
 		become_plain(ns);
 		return nfd;
 	}
@@ -275,14 +275,22 @@ static bool address_is_local(int domain, const struct sockaddr *addr, socklen_t 
 /* A scilan listener reachable at dst: exact address first, then a wildcard
  * listener, which only this node's own addresses reach: the kernel connects
  * anything else to another host, whose port a listener here merely shares. */
-static int find_listener(int domain, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst,
+static int find_listener(struct sl_sock *s, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst,
 			 uint64_t *peer_ring)
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
 
-	if (sl_fabric()->lookup(dst, peer_ring))
+	if (sl_fabric()->lookup(s, dst, peer_ring))
 		return 1;
-	return sl_fabric()->lookup(&any, peer_ring) && address_is_local(domain, addr, len, dst);
+	return sl_fabric()->lookup(s, &any, peer_ring) && address_is_local(s->domain, addr, len, dst);
+}
+
+/* A way to a listener that lookup kept and offer did not use. */
+static void drop_rendezvous(struct sl_sock *s)
+{
+	if (s->rdv_conn >= 0)
+		sl_sys.close(s->rdv_conn);
+	s->rdv_conn = -1;
 }
 
 /* The offer is keyed by the whole 4-tuple, so our end must be known before
@@ -350,9 +358,10 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	pthread_mutex_lock(&s->ctl_lock);
 	if (key_from_sockaddr(addr, len, &dst) == 0)
 		unspecified_to_loopback(&dst);
-	if (!dst.family || !*sl_config()->rundir || !find_listener(s->domain, addr, len, &dst, &peer_ring) ||
+	if (!dst.family || !*sl_config()->rundir || !find_listener(s, addr, len, &dst, &peer_ring) ||
 	    source_of(s, addr, len, &src) < 0 ||
 	    sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
+		drop_rendezvous(s);
 		r = connect_plain(s, addr, len);
 		err = errno;
 		pthread_mutex_unlock(&s->ctl_lock);
