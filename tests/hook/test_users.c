@@ -32,3 +32,11 @@ Test(users, client_killed_before_accept_loses_nothing, .timeout = 120)
 {
 	hk_scenario("users", "killed_before_accept", 1, 1, 30);
 }
+
+/* The listener passed to the process that accepts (Node.js's cluster without
+ * round-robin, a hot reload): its rendezvous travels with it, so the offers
+ * reach that process as descriptors too. */
+Test(users, client_killed_before_passed_listener_accepts_loses_nothing, .timeout = 120)
+{
+	hk_scenario("users", "killed_before_passed_accept", 1, 1, 30);
+}

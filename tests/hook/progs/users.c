@@ -138,12 +138,52 @@ static int sc_killed_before_accept(void)
 	return 0;
 }
 
+/* ---- the same, the listener passed to the worker that accepts (SCM_RIGHTS) --- */
+
+static int passed_worker(void *arg)
+{
+	int *chan = arg, l, s;
+	char *buf = malloc(KILLED_LEN + 1);
+	ssize_t got;
+
+	l = scen_recv_fd(chan[1]);
+	if (l < 0)
+		fatal("no listener received");
+	chan_put(chan[1], 'r');
+	if (chan_get(chan[1]) != 'k')
+		fatal("no go");
+	s = MUST(accept(l, NULL, NULL));
+	got = recv_all(s, buf, KILLED_LEN + 1);
+	say("received %zd, intact %d", got, got == KILLED_LEN && stream_check(3, 0, buf, KILLED_LEN));
+	close(s);
+	return 0;
+}
+
+static int sc_killed_before_passed_accept(void)
+{
+	struct kid w, c;
+	int chan[2];
+
+	lfd = tcp_listener(&port);
+	chan_open(chan);
+	kid_start(&w, "worker", passed_worker, chan);
+	MUST(scen_send_fd(chan[0], lfd));
+	if (chan_get(chan[0]) != 'r')
+		fatal("worker did not start");
+	kid_start(&c, "client", killed_client, NULL);
+	kid_join(&c);
+	chan_put(chan[0], 'k');
+	kid_join(&w);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "other_uid_client", sc_other_uid_client },
 		{ "worker_drops_uid", sc_worker_drops_uid },
 		{ "killed_before_accept", sc_killed_before_accept },
+		{ "killed_before_passed_accept", sc_killed_before_passed_accept },
 		{ NULL, NULL },
 	};
 
