@@ -441,6 +441,22 @@ static void shm_offer_withdraw(struct sl_sock *s)
 	sl_shm_unmap(seg, len, fds, path);
 }
 
+/* An offer that no acceptor ever attached (refused, or revoked and moved
+ * onto the kernel socket) was mapped by our side only, but its descriptor
+ * may wait in a listener's rendezvous queue that no hooked accept drains (an
+ * io_uring acceptor): once our last process lets go, its pages are freed,
+ * and what waits there is an empty file whose offer word reads decided. */
+static void punch_unattached(struct sl_sock *s)
+{
+	uint32_t w;
+
+	if (s->own_area != 0 || !s->offer_word || sl_holders_others(s))
+		return;
+	w = atomic_load(s->offer_word);
+	if (w == SL_OFFER_REFUSED || w == SL_OFFER_REVOKED || w == SL_OFFER_PLAIN)
+		madvise(s->seg, s->seg_len, MADV_REMOVE);
+}
+
 /* The last of our processes closes: an offer still out was revoked by
  * close (agree.c), so nothing here waits for a late acceptor. */
 static void shm_release(struct sl_sock *s)
@@ -456,6 +472,7 @@ static void shm_release(struct sl_sock *s)
 	fds[2] = s->bell_tx;
 	seg = s->seg;
 	len = s->seg_len;
+	punch_unattached(s);
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	/* The names were removed by the acceptor that attached or by whoever
 	 * decided against the offer; while undecided, another process of our

@@ -1,7 +1,9 @@
 /* test_rdv_trust.c — the rendezvous treats what reaches the listener's
  * abstract socket as untrusted (rendezvous.c): a process of another user
  * cannot slip its ring into someone else's connection, nor collect segments
- * by binding the rendezvous name first.  Needs root (uid 65534 strangers). */
+ * by binding the rendezvous name first (needs root: uid 65534 strangers);
+ * and an offer queued where no hooked accept takes it holds no memory once
+ * its client went plain. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -11,11 +13,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "layout.h"
 #include "rendezvous.h"
 #include "segment.h"
+#include "sock.h"
 #include "testutil.h"
 
 #define NOBODY 65534
@@ -186,5 +191,52 @@ Test(rdv_trust, squatter_gets_no_segment, .timeout = 60)
 	cr_assert(tu_exited_with(&kid, 0), "squatter:\n%s", kid.output);
 	scilan_close(c);
 	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A listener whose accepts bypass the hook (a raw accept4, as io_uring's)
+ * never drains its rendezvous queue: the offer waits there with the
+ * segment.  Once the client revoked it and closed, its pages are freed. */
+Test(rdv_trust, revoked_offer_left_queued_holds_no_pages, .timeout = 60)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SL_RDV_FDS)];
+	} ctl;
+	char msg[256], buf[8] = { 0 };
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct sl_sock *ls;
+	struct stat st;
+	uint16_t port;
+	int l, c, ps, e, fds[SL_RDV_FDS];
+
+	tu_watchdog(50, "queued offer");
+	l = tu_listen(AF_INET, 8, &port);
+	cr_assert_geq(l, 0);
+	ls = sl_sock_get(l);
+	cr_assert(ls && ls->rdv_fd[0] >= 0, "the listener has no rendezvous");
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	ps = (int)syscall(SYS_accept4, l, NULL, NULL, 0);
+	cr_assert_geq(ps, 0, "raw accept: %s", strerror(errno));
+	/* Written into the ring, then moved onto the kernel socket by the close
+	 * (the offer is revoked): the plain server reads it there. */
+	cr_assert_eq(scilan_send(c, "hello", 5, 0), 5);
+	cr_assert_eq(scilan_close(c), 0);
+	cr_assert_eq(recv(ps, buf, 5, MSG_WAITALL), 5);
+	cr_assert_str_eq(buf, "hello");
+	/* The offer is still queued; its segment must be empty now. */
+	e = accept4(ls->rdv_fd[0], NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(e, 0, "no offer queued: %s", strerror(errno));
+	cr_assert_gt(recvmsg(e, &m, 0), 0);
+	cr_assert_eq(CMSG_FIRSTHDR(&m)->cmsg_len, CMSG_LEN(sizeof(int) * SL_RDV_FDS));
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(fds));
+	cr_assert_eq(fstat(fds[0], &st), 0);
+	cr_assert_eq(st.st_blocks, 0, "the revoked segment still holds %lld KiB", (long long)st.st_blocks / 2);
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		close(fds[i]);
+	close(e);
+	close(ps);
 	scilan_close(l);
 }
