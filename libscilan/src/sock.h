@@ -118,6 +118,9 @@ struct sl_sock {
 	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
 	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close */
 	char offer_path[SL_OFFER_PATH_SIZE];
+	/* stall.c: since when the peer took nothing of ours (0: not stalled), and its read index then */
+	_Atomic int64_t stall_since_ns;
+	_Atomic uint64_t stall_read;
 
 	_Atomic bool shut_rd, shut_wr;
 	_Atomic bool peer_gone;  /* companion socket reached EOF or error */

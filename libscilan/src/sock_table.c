@@ -150,6 +150,8 @@ reset:
 	atomic_store(&s->kernel_stirred, false);
 	atomic_store(&s->fell_back, false);
 	s->agree_deadline_ns = 0;
+	atomic_store(&s->stall_since_ns, 0);
+	atomic_store(&s->stall_read, 0);
 	atomic_store(&s->shut_rd, false);
 	atomic_store(&s->shut_wr, false);
 	atomic_store(&s->peer_gone, false);
