@@ -1,7 +1,8 @@
 /* cred_calls.c — the user-id changes of privilege-dropping servers (a root
  * master whose forked workers become another user, as nginx and vsftpd do):
- * before the change, the process withdraws its scilan listeners, since the
- * new user may not open the offers in the old user's runtime directory.
+ * before the change, the process withdraws its listeners' registry entries,
+ * since the new user may not open the offer files in the old user's runtime
+ * directory.  Their rendezvous stays: offers reach it as descriptors.
  */
 #include <sys/types.h>
 #include <unistd.h>

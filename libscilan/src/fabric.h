@@ -18,8 +18,8 @@ struct sl_fabric_ops {
 	/* Withdraw the listener for every process holding it (we change user). */
 	void (*listen_withdraw)(struct sl_sock *s);
 	/* Is a live scilan listener reachable at dst?  1 yes (peer ring size in
-	 * *peer_ring), 0 no. */
-	int (*lookup)(const struct sl_key *dst, uint64_t *peer_ring);
+	 * *peer_ring, 0 if unknown), 0 no.  May keep a way to it in s for offer. */
+	int (*lookup)(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring);
 	/* Connecting side, before the kernel connect: create the segment and
 	 * publish the offer keyed by the 4-tuple (dst, src).  0, or -1 with errno. */
 	int (*offer)(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring);

@@ -184,12 +184,13 @@ static void dev_listen_unregister(struct sl_sock *s)
 	}
 }
 
-static int dev_lookup(const struct sl_key *dst, uint64_t *peer_ring)
+static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
 {
 	const struct sl_map_entry *e = dev_entry(dst);
 	struct scilan_info in;
 	int fd, ok;
 
+	(void)s;
 	if (!e) {
 		sl_fb_hint(SL_FB_NOT_IN_MAP);
 		return 0;

@@ -26,6 +26,7 @@
 #include "offer.h"
 #include "own_fd.h"
 #include "registry.h"
+#include "rendezvous.h"
 #include "rundir_sweep.h"
 #include "segment.h"
 #include "shm_linger.h"
@@ -50,6 +51,23 @@ static int open_bell(const char *offer_path, int which, bool create)
 		return -1;
 	/* O_RDWR: neither end blocks in open, and the pipe never reports EOF. */
 	return sl_own_fd(open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+}
+
+/* A bell for a passed offer: a pipe reopened O_RDWR through /proc/self, one
+ * descriptor for both ends as a FIFO opened O_RDWR is, so it behaves as the
+ * named bells do (never EOF, no blocking open) without a name. */
+static int anon_bell(void)
+{
+	char path[48];
+	int p[2], fd;
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	sl_sys.close(p[0]);
+	sl_sys.close(p[1]);
+	return sl_own_fd(fd);
 }
 
 /* Offers are named by the TCP 4-tuple as both ends see it: the listener's
@@ -78,9 +96,11 @@ static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key 
 }
 
 /* The process is about to run under another user: this user's runtime
- * directory and the offers in it will be closed to it, so its listeners
- * must stop inviting scilan peers (other holders of the entry included: a
- * forked server whose workers drop privileges accepts only in them). */
+ * directory and the offer files in it will be closed to it, so its registry
+ * entries must stop inviting connectors to write offers there (other
+ * holders of the entry included: a forked server whose workers drop
+ * privileges accepts only in them).  The rendezvous stays: offers come
+ * through it as descriptors, whatever our user. */
 static void shm_listen_withdraw(struct sl_sock *s)
 {
 	for (int i = 0; i < SL_MAX_REG; i++) {
@@ -96,7 +116,24 @@ static void shm_listen_unregister(struct sl_sock *s)
 		if (s->reg_fd[i] >= 0)
 			sl_registry_remove(s->reg_fd[i], s->reg_path[i]);
 		s->reg_fd[i] = -1;
+		sl_own_fd_close(s->rdv_fd[i]);
+		s->rdv_fd[i] = -1;
 	}
+}
+
+/* Publish one address: its rendezvous socket, which any user of this network
+ * namespace can reach, and its registry entry, which tells the user's own
+ * connectors the ring size we want and is what other namespaces of the same
+ * node find (emulated nodes: an abstract name does not cross namespaces).
+ * Either will do. */
+static int register_key(struct sl_sock *s, int slot, const struct sl_key *key)
+{
+	s->rdv_fd[slot] = sl_rdv_listen(key);
+	if (s->rdv_fd[slot] < 0 && errno == EADDRINUSE)
+		sl_info("fd %d: another listener holds the scilan rendezvous for port %u; only connections "
+			"of this user reach this one", s->fd, (unsigned)key->port);
+	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, s->reg_path[slot], sizeof(s->reg_path[slot]));
+	return s->rdv_fd[slot] >= 0 || s->reg_fd[slot] >= 0 ? 0 : -1;
 }
 
 /* Is addr assigned to an interface of our network namespace? */
@@ -137,8 +174,7 @@ static int register_map_aliases(struct sl_sock *s, const struct sl_key *local, b
 		    !address_is_ours(&alias))
 			continue;
 		alias.port = local->port;
-		s->reg_fd[slot] = sl_registry_add(&alias, s->ring_bytes, s->reg_path[slot], sizeof(s->reg_path[slot]));
-		if (s->reg_fd[slot] < 0)
+		if (register_key(s, slot, &alias) < 0)
 			return -1;
 		slot++;
 	}
@@ -154,13 +190,11 @@ static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 	/* Listening is rare and slow anyway: a place to tidy up after the dead. */
 	sl_rundir_sweep(SL_SWEEP_BUDGET);
 
-	s->reg_fd[0] = sl_registry_add(local, s->ring_bytes, s->reg_path[0], sizeof(s->reg_path[0]));
-	if (s->reg_fd[0] < 0)
+	if (register_key(s, 0, local) < 0)
 		return -1;
 	/* A dual-stack [::] listener also takes IPv4 connections. */
 	if (dual_stack) {
-		s->reg_fd[1] = sl_registry_add(&v4_any, s->ring_bytes, s->reg_path[1], sizeof(s->reg_path[1]));
-		if (s->reg_fd[1] < 0) {
+		if (register_key(s, 1, &v4_any) < 0) {
 			shm_listen_unregister(s);
 			return -1;
 		}
@@ -172,9 +206,22 @@ static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 	return 0;
 }
 
-static int shm_lookup(const struct sl_key *dst, uint64_t *peer_ring)
+/* The rendezvous first: it reaches listeners of any user.  The registry
+ * then only says which ring size our own user's listener wants (else it
+ * gets ours); without a rendezvous (another namespace of this node), the
+ * registry's offer file and /proc are the way. */
+static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
 {
-	return sl_registry_find(dst, peer_ring);
+	int conn = sl_rdv_connect(dst);
+
+	if (conn < 0)
+		return sl_registry_find(dst, peer_ring);
+	if (s->rdv_conn >= 0)
+		sl_sys.close(s->rdv_conn);
+	s->rdv_conn = conn;
+	if (!sl_registry_find(dst, peer_ring) || !*peer_ring)
+		*peer_ring = s->ring_bytes;
+	return 1;
 }
 
 static int create_memfd(size_t size)
@@ -260,6 +307,22 @@ static void close_bells(struct sl_sock *s)
 	errno = err;
 }
 
+/* Only the FIFOs we made are ours to remove: the offer name was not taken. */
+static void unlink_own_bells(struct sl_sock *s)
+{
+	int err = errno;
+
+	for (int i = 0; i < 2; i++) {
+		char bell[SL_BELL_PATH_SIZE];
+
+		if ((i == 0 ? s->bell_rx : s->bell_tx) < 0)
+			continue;
+		if (sl_shm_bell_path(s->offer_path, i, bell, sizeof(bell)) == 0)
+			unlink(bell);
+	}
+	errno = err;
+}
+
 static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
 {
 	struct sl_seg_header hdr;
@@ -267,9 +330,18 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	struct stat st;
 	void *base;
 	int fd, err;
+	/* Named (an offer file and FIFOs in our runtime directory) when we have
+	 * one: a process of our user that holds the listener but not its
+	 * rendezvous (received with SCM_RIGHTS, or accepting where another
+	 * process made it listen) finds the offer there.  Passed through the
+	 * rendezvous as well when the listener has one: that reaches any user.
+	 * Whichever way the acceptor comes, the offer word decides once. */
+	bool named = offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
 
-	if (offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) < 0)
+	if (!named && s->rdv_conn < 0)
 		return -1;
+	if (!named)
+		s->offer_path[0] = '\0';
 	sl_rundir_sweep_tick();
 	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
 	fd = sl_own_fd(create_memfd(hdr.total_size));
@@ -286,29 +358,46 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	offer.memfd = fd;
 	offer.ino = st.st_ino;
 	offer.dev = st.st_dev;
-	s->bell_rx = open_bell(s->offer_path, 0, true);
-	if (s->bell_rx < 0)
-		goto fail_map;
-	s->bell_tx = open_bell(s->offer_path, 1, true);
-	if (s->bell_tx < 0 || write_offer(s->offer_path, &offer) < 0)
-		goto fail_bells;
+	if (named) {
+		s->bell_rx = open_bell(s->offer_path, 0, true);
+		if (s->bell_rx >= 0)
+			s->bell_tx = open_bell(s->offer_path, 1, true);
+		if (s->bell_rx < 0 || s->bell_tx < 0 || write_offer(s->offer_path, &offer) < 0) {
+			/* The directory is not ours to write any more (we changed
+			 * user since it was chosen), or the name is taken: the
+			 * rendezvous alone, if there is one. */
+			if (s->rdv_conn < 0)
+				goto fail_bells;
+			unlink_own_bells(s);
+			close_bells(s);
+			s->offer_path[0] = '\0';
+			named = false;
+		}
+	}
+	if (!named) {
+		s->bell_rx = anon_bell();
+		s->bell_tx = anon_bell();
+		if (s->bell_rx < 0 || s->bell_tx < 0)
+			goto fail_map;
+	}
+	if (s->rdv_conn >= 0) {
+		int fds[SL_RDV_FDS] = { fd, s->bell_rx, s->bell_tx };
+
+		/* Refused (a listener we do not trust, a full queue): the offer
+		 * file alone, for our own user's acceptors. */
+		if (sl_rdv_send(s->rdv_conn, dst, src, fds) < 0 && !named)
+			goto fail_map;
+		/* The offer waits in the listener's queue, not in our socket. */
+		sl_sys.close(s->rdv_conn);
+		s->rdv_conn = -1;
+	}
 	s->memfd = fd;
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
 	sl_agree_start(s, offer_word(base));
 	publish_unfenced(s, 0);
 	return 0;
 fail_bells:
-	/* Only the FIFOs are ours to remove: the offer name was not taken. */
-	err = errno;
-	for (int i = 0; i < 2; i++) {
-		char bell[SL_BELL_PATH_SIZE];
-
-		if ((i == 0 ? s->bell_rx : s->bell_tx) < 0)
-			continue;
-		if (sl_shm_bell_path(s->offer_path, i, bell, sizeof(bell)) == 0)
-			unlink(bell);
-	}
-	errno = err;
+	unlink_own_bells(s);
 fail_map:
 	close_bells(s);
 	err = errno;
@@ -319,7 +408,8 @@ fail_fd:
 	sl_own_fd_close(fd);
 	errno = err;
 fail_path:
-	sl_warn("cannot offer a shared segment (%s); connection uses kernel TCP", strerror(errno));
+	if (errno != EPERM) /* EPERM: a listener we do not trust, said already */
+		sl_warn("cannot offer a shared segment (%s); connection uses kernel TCP", strerror(errno));
 	s->offer_path[0] = '\0';
 	return -1;
 }
@@ -340,8 +430,31 @@ static void shm_offer_withdraw(struct sl_sock *s)
 
 	memcpy(path, s->offer_path, sizeof(path));
 	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING); /* no connection: nothing to agree on */
+	/* A passed offer waits in the listener's queue: marked decided, it is
+	 * dropped there instead of travelling on (rendezvous.c). */
+	if (s->offer_word) {
+		uint32_t offered = SL_OFFER_OFFERED;
+
+		atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED);
+	}
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	sl_shm_unmap(seg, len, fds, path);
+}
+
+/* An offer that no acceptor ever attached (refused, or revoked and moved
+ * onto the kernel socket) was mapped by our side only, but its descriptor
+ * may wait in a listener's rendezvous queue that no hooked accept drains (an
+ * io_uring acceptor): once our last process lets go, its pages are freed,
+ * and what waits there is an empty file whose offer word reads decided. */
+static void punch_unattached(struct sl_sock *s)
+{
+	uint32_t w;
+
+	if (s->own_area != 0 || !s->offer_word || sl_holders_others(s))
+		return;
+	w = atomic_load(s->offer_word);
+	if (w == SL_OFFER_REFUSED || w == SL_OFFER_REVOKED || w == SL_OFFER_PLAIN)
+		madvise(s->seg, s->seg_len, MADV_REMOVE);
 }
 
 /* The last of our processes closes: an offer still out was revoked by
@@ -359,6 +472,7 @@ static void shm_release(struct sl_sock *s)
 	fds[2] = s->bell_tx;
 	seg = s->seg;
 	len = s->seg_len;
+	punch_unattached(s);
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	/* The names were removed by the acceptor that attached or by whoever
 	 * decided against the offer; while undecided, another process of our
@@ -379,7 +493,12 @@ static void shm_offer_settle(struct sl_sock *s)
 	if (w == SL_OFFER_ATTACHED) {
 		sl_own_fd_close(s->memfd);
 		s->memfd = -1;
-		s->offer_path[0] = '\0'; /* the attacher removed it */
+		/* An acceptor of another user, or one that came through the
+		 * rendezvous, left the names: they are ours (our socket holds
+		 * the 4-tuple, so no other connection can have them meanwhile). */
+		if (s->offer_path[0])
+			sl_shm_unlink_offer(s->offer_path);
+		s->offer_path[0] = '\0';
 	} else if (w == SL_OFFER_PLAIN) {
 		sl_own_fd_close(s->memfd);
 		s->memfd = -1;
@@ -387,6 +506,22 @@ static void shm_offer_settle(struct sl_sock *s)
 			sl_shm_unlink_offer(s->offer_path);
 		s->offer_path[0] = '\0';
 	}
+}
+
+/* Is fd a segment as we make them: a regular (memfd) file sealed against
+ * resizing?  Seals first: once F_SEAL_SHRINK is on, the size fstat reports
+ * is final.  -1 with errno otherwise. */
+static int check_segment_fd(int fd, struct stat *st)
+{
+	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
+		errno = EPERM;
+		return -1;
+	}
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
 }
 
 /* Open the offered memfd through /proc; -1 with errno ESRCH if the offer is stale. */
@@ -402,14 +537,11 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 			errno = ESRCH;
 		return -1;
 	}
-	/* Seals first: once F_SEAL_SHRINK is on, the size fstat reports is final. */
-	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
+	if (check_segment_fd(fd, st) < 0) {
 		sl_sys.close(fd);
-		errno = EPERM;
 		return -1;
 	}
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_ino != offer->ino || st->st_dev != offer->dev ||
-	    st->st_uid != geteuid()) {
+	if (st->st_ino != offer->ino || st->st_dev != offer->dev || st->st_uid != geteuid()) {
 		sl_sys.close(fd);
 		errno = ESRCH;
 		return -1;
@@ -420,12 +552,15 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 /* We cannot use an offer we could open: say so in its offer word, so the
  * connecting side moves its bytes to the kernel socket at once instead of
  * finding out by itself (agree.c), and wake it. */
-static void refuse(int fd, int bell_to_connector)
+static void refuse(int fd, const struct stat *st, int bell_to_connector)
 {
-	void *page = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *page;
 	uint32_t offered = SL_OFFER_OFFERED;
 	char token = SL_TOKEN_LOCAL;
 
+	if (st->st_size < SL_PAGE) /* not ours: the word would be beyond its end (SIGBUS) */
+		return;
+	page = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (page == MAP_FAILED)
 		return;
 	atomic_compare_exchange_strong(offer_word(page), &offered, SL_OFFER_REFUSED);
@@ -434,23 +569,105 @@ static void refuse(int fd, int bell_to_connector)
 		sl_sys.write(bell_to_connector, &token, 1);
 }
 
+/* The offered segment fd (closed here), checked by check_segment_fd, with
+ * the bells already in s: validate the header, map, and commit.  1 if the
+ * rings carry the connection; 0 if it stays kernel TCP. */
+static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, const char *who)
+{
+	struct sl_seg_header hdr;
+	uint32_t offered = SL_OFFER_OFFERED;
+	void *base;
+
+	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st->st_size)) {
+		sl_warn("segment offered by %s has a bad header; connection uses kernel TCP", who);
+		sl_fb_hint(SL_FB_BAD_OFFER);
+		refuse(fd, st, s->bell_tx);
+		sl_sys.close(fd);
+		close_bells(s);
+		return 0;
+	}
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
+		sl_info("cannot map the segment or wake-up FIFOs offered by %s (%s); connection uses kernel TCP", who,
+			strerror(errno));
+		sl_fb_hint(base == MAP_FAILED ? sl_fb_of_errno(errno, SL_FB_OTHER) : SL_FB_BAD_OFFER);
+		if (base != MAP_FAILED)
+			munmap(base, hdr.total_size);
+		refuse(fd, st, s->bell_tx);
+		sl_sys.close(fd);
+		close_bells(s);
+		return 0;
+	}
+	sl_sys.close(fd);
+	/* The commitment: from here the rings carry the connection, unless the
+	 * connecting side revoked first; then its bytes come on the kernel socket. */
+	if (!atomic_compare_exchange_strong(offer_word(base), &offered, SL_OFFER_ATTACHED)) {
+		sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
+		sl_fb_hint(SL_FB_REVOKED);
+		munmap(base, hdr.total_size);
+		close_bells(s);
+		return 0;
+	}
+	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
+	s->offer_word = offer_word(base); /* a later bypass is agreed on here too */
+	publish_unfenced(s, SL_PEER_ATTACHED);
+	return 1;
+}
+
+/* The offer came through the rendezvous (checked there: made for this
+ * connection by the owner of its other end): fds are the segment, the
+ * connector's bell and ours.  They came from another process, maybe another
+ * user: the bells must never block us, and the segment must be one. */
+static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
+{
+	struct stat st;
+
+	s->bell_rx = fds[2];
+	s->bell_tx = fds[1];
+	for (int i = 1; i < SL_RDV_FDS; i++) {
+		int fl = sl_sys.fcntl(fds[i], F_GETFL);
+
+		if (fl < 0 || sl_sys.fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0) {
+			sl_fb_hint(SL_FB_BAD_OFFER);
+			sl_own_fd_close(fds[0]);
+			close_bells(s);
+			return 0;
+		}
+	}
+	if (check_segment_fd(fds[0], &st) < 0) {
+		sl_warn("fd %d: the segment passed with the offer is not one (%s); connection uses kernel TCP",
+			s->fd, strerror(errno));
+		sl_fb_hint(SL_FB_BAD_OFFER);
+		sl_own_fd_close(fds[0]);
+		close_bells(s);
+		return 0;
+	}
+	return attach_segment(s, fds[0], &st, "the connector");
+}
+
 /* Every way out but a won compare-and-swap leaves the connection plain:
  * the connecting side revokes its offer (or finds it refused) and moves its
  * bytes onto the kernel socket, which we read as any TCP server would. */
 static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
 		      const struct sl_key *peer)
 {
-	struct sl_seg_header hdr;
 	struct offer offer;
 	unsigned char raw[sizeof(offer) + 1];
 	struct stat st;
 	char path[SL_OFFER_PATH_SIZE]; /* a longer name was never offered */
-	void *base;
-	int ofd, fd;
+	char who[32];
+	int ofd, fd, passed[SL_RDV_FDS];
 	ssize_t got;
-	uint32_t offered = SL_OFFER_OFFERED;
 
-	(void)listener; /* the offer file is found by the 4-tuple alone */
+	if (sl_rdv_take(listener->rdv_fd, SL_MAX_REG, local, peer, passed)) {
+		/* The names of the same offer (our user's connector) are not
+		 * needed any more; another user's are not ours to see. */
+		if (offer_path(local, peer, path, sizeof(path)) == 0)
+			sl_shm_unlink_offer(path);
+		return attach_passed(s, passed);
+	}
+	/* A connector of this user in another namespace of the node (emulated
+	 * nodes) leaves its offer as a file, found by the 4-tuple alone. */
 	if (offer_path(local, peer, path, sizeof(path)) < 0)
 		return 0;
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -486,41 +703,8 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 		close_bells(s);
 		return 0;
 	}
-	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
-		sl_warn("segment offered by pid %d has a bad header; connection uses kernel TCP", (int)offer.pid);
-		sl_fb_hint(SL_FB_BAD_OFFER);
-		refuse(fd, s->bell_tx);
-		sl_sys.close(fd);
-		close_bells(s);
-		return 0;
-	}
-	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
-		sl_info("cannot map the segment or wake-up FIFOs offered by pid %d (%s); connection uses kernel TCP",
-			(int)offer.pid, strerror(errno));
-		sl_fb_hint(base == MAP_FAILED ? sl_fb_of_errno(errno, SL_FB_OTHER) : SL_FB_BAD_OFFER);
-		if (base != MAP_FAILED)
-			munmap(base, hdr.total_size);
-		refuse(fd, s->bell_tx);
-		sl_sys.close(fd);
-		close_bells(s);
-		return 0;
-	}
-	sl_sys.close(fd);
-	/* The commitment: from here the rings carry the connection, unless the
-	 * connecting side revoked first; then its bytes come on the kernel socket. */
-	if (!atomic_compare_exchange_strong(offer_word(base), &offered, SL_OFFER_ATTACHED)) {
-		sl_debug("offer of pid %d was withdrawn before this accept; connection uses kernel TCP",
-			 (int)offer.pid);
-		sl_fb_hint(SL_FB_REVOKED);
-		munmap(base, hdr.total_size);
-		close_bells(s);
-		return 0;
-	}
-	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
-	s->offer_word = offer_word(base); /* a later bypass is agreed on here too */
-	publish_unfenced(s, SL_PEER_ATTACHED);
-	return 1;
+	snprintf(who, sizeof(who), "pid %d", (int)offer.pid);
+	return attach_segment(s, fd, &st, who);
 }
 
 static void ring_bell(struct sl_sock *s, int bell, int token)

@@ -42,6 +42,9 @@ static const struct {
 	[SL_FB_PEER_MOVED] = { "peer-moved", "downgraded: the peer moved the connection to kernel TCP" },
 	[SL_FB_SANDBOX] = { "sandbox", "downgraded: this process installed a seccomp filter" },
 	[SL_FB_EXEC] = { "exec", "downgraded: exec or spawn of an image that does not load the hook" },
+	[SL_FB_STALLED] = { "stalled",
+			    "downgraded: the peer took nothing from its ring for 3 s while this end waited "
+			    "(a reader that bypasses the hook)" },
 	[SL_FB_OTHER] = { "other", "another failure (see the warning before this line)" },
 };
 

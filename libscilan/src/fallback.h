@@ -29,6 +29,7 @@ enum sl_fb {
 	SL_FB_PEER_MOVED,   /* downgraded: the peer moved the connection to kernel TCP */
 	SL_FB_SANDBOX,      /* downgraded: this process installed a seccomp filter */
 	SL_FB_EXEC,         /* downgraded: exec (or spawn) of an image without the hook */
+	SL_FB_STALLED,      /* downgraded: the peer took nothing from its ring while we waited */
 	SL_FB_OTHER,        /* anything else (a warning says what) */
 	SL_FB_COUNT
 };

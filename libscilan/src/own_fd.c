@@ -123,7 +123,7 @@ static bool renumber_sock(struct sl_sock *s)
 	renumber(&s->bell_tx);
 	renumber(&s->memfd);
 	for (int i = 0; i < SL_MAX_REG; i++)
-		renumber(&s->reg_fd[i]);
+		renumber(&s->reg_fd[i]), renumber(&s->rdv_fd[i]);
 	return false;
 }
 

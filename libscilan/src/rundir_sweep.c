@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "offer.h"
 #include "registry.h"
 #include "shm_linger.h"
 #include "stats_file.h"
@@ -78,15 +79,51 @@ static int fifo_held(const char *path)
 	return errno == ENXIO ? 0 : -1;
 }
 
+/* Is the memfd an offer file names gone from its process (which exited or
+ * was killed)?  Not judged by the pid alone, which another process may have
+ * now: by the descriptor's inode.  A process we may not look into (EACCES)
+ * counts as alive. */
+static bool offer_memfd_gone(const char *path)
+{
+	unsigned char raw[sizeof(struct offer) + 1];
+	struct offer o;
+	struct stat st;
+	char fdpath[64];
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return false;
+	got = sl_sys.read(fd, raw, sizeof(raw));
+	sl_sys.close(fd);
+	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &o))
+		return false;
+	snprintf(fdpath, sizeof(fdpath), "/proc/%d/fd/%d", (int)o.pid, (int)o.memfd);
+	if (stat(fdpath, &st) < 0)
+		return errno == ENOENT || errno == ESRCH;
+	return st.st_ino != o.ino || st.st_dev != o.dev;
+}
+
 /* Names in offer/ (fabric_shm.c, shm_linger.c): <offer>, <offer>.bell0 and
- * .bell1, and <offer>.<n>.tmp while the offer is written. */
+ * .bell1, and <offer>.<n>.tmp while the offer is written.  A bell may be
+ * held by others than its connector: its descriptor also travels with the
+ * offer through the listener's rendezvous (rendezvous.c), where it waits
+ * until an acceptor looks, also after the connector died.  So an offer
+ * also goes when its memfd is gone from its process, and a bell when its
+ * offer is gone. */
 static void sweep_offer_entry(const char *path, const char *name)
 {
 	char bell[SL_BELL_PATH_SIZE];
 	bool held = false;
 
 	if (ends_with(name, ".bell0") || ends_with(name, ".bell1")) {
-		if (fifo_held(path) == 0 && older_than_grace(path))
+		char offer[SL_BELL_PATH_SIZE];
+		size_t len = strlen(path) - strlen(".bell0");
+		struct stat st;
+
+		memcpy(offer, path, len);
+		offer[len] = '\0';
+		if (older_than_grace(path) && (fifo_held(path) == 0 || (lstat(offer, &st) < 0 && errno == ENOENT)))
 			unlink(path);
 		return;
 	}
@@ -101,7 +138,7 @@ static void sweep_offer_entry(const char *path, const char *name)
 		/* A name too long for a bell was never offered: none is held. */
 		held = sl_shm_bell_path(path, i, bell, sizeof(bell)) == 0 && fifo_held(bell) == 1;
 	}
-	if (!held && older_than_grace(path)) {
+	if ((!held || offer_memfd_gone(path)) && older_than_grace(path)) {
 		sl_debug("removing the offer %s of a process that is gone", path);
 		sl_shm_unlink_offer(path);
 	}

@@ -5,6 +5,7 @@
  * message.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "handover.h"
 #include "holders.h"
 #include "log.h"
+#include "own_fd.h"
 #include "scilan.h"
 #include "scm.h"
 #include "segment.h"
@@ -70,6 +72,18 @@ static int prepare(struct passing *p)
 {
 	struct sl_sock *s = p->s;
 
+	if (sl_sock_state(s) == SL_LISTENING) {
+		/* Its rendezvous travels with it: the receiver's accepts then
+		 * take the offers clients send there (the sender may never
+		 * accept again: Node.js's cluster primary). */
+		for (int i = 0; i < 3; i++)
+			p->fds[i] = sl_sys.fcntl(s->rdv_fd[i] >= 0 ? s->rdv_fd[i] : s->rdv_fd[0], F_DUPFD_CLOEXEC, 3);
+		if (p->fds[0] < 0 || p->fds[1] < 0 || p->fds[2] < 0) {
+			close_copies(p);
+			return -1;
+		}
+		return 0;
+	}
 	p->fds[0] = sl_handover_segment_fd(s);
 	p->fds[1] = sl_sys.fcntl(s->bell_rx, F_DUPFD_CLOEXEC, 3);
 	p->fds[2] = sl_sys.fcntl(s->bell_tx, F_DUPFD_CLOEXEC, 3);
@@ -116,6 +130,17 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 
 			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			s = sl_sock_connected(pfd);
+			if (!s && (s = sl_sock_get(pfd)) &&
+			    (sl_sock_state(s) != SL_LISTENING || s->rdv_fd[0] < 0))
+				s = NULL;
+			if (s && sl_sock_state(s) == SL_LISTENING) {
+				if (app_fds + 3 * (n + 1) + 1 > SCM_MAX_FDS)
+					continue; /* the receiver finds the offer files instead */
+				pass[n].s = s;
+				man->e[n] = (struct manifest_entry){ (int32_t)app_fds, s->domain, SCM_OWN_LISTENER };
+				n++;
+				continue;
+			}
 			/* An offer still out is decided first: the receiver could
 			 * not tell which transport it holds. */
 			if (s && sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
@@ -137,7 +162,8 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 		return sl_sys.sendmsg(fd, msg, flags);
 	for (unsigned i = 0; i < n; i++)
 		if (prepare(&pass[i]) < 0) {
-			sl_conn_reset(pass[i].s, "its rings cannot be passed with SCM_RIGHTS");
+			if (man->e[i].own != SCM_OWN_LISTENER)
+				sl_conn_reset(pass[i].s, "its rings cannot be passed with SCM_RIGHTS");
 			pass[i].s = NULL;
 		}
 	/* Entries whose rings could not be copied are dropped (they are reset). */
@@ -180,7 +206,7 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 		r = -2;
 	for (unsigned i = 0; i < n; i++) {
 		close_copies(&pass[i]);
-		if (r < 0) /* not passed: the receiver will never hold it */
+		if (r < 0 && man->e[i].own != SCM_OWN_LISTENER) /* not passed: the receiver will never hold it */
 			sl_holders_unexpect(pass[i].s);
 	}
 	if (mfd >= 0)
@@ -239,7 +265,8 @@ bool sl_scm_manifest_valid(const struct manifest *m, size_t got, uint32_t nfds)
 	    (uint64_t)m->app_fds + 3ull * m->count + 1 != nfds)
 		return false;
 	for (uint32_t i = 0; i < m->count; i++)
-		if (m->e[i].index < 0 || (uint32_t)m->e[i].index >= m->app_fds || (m->e[i].own != 0 && m->e[i].own != 1) ||
+		if (m->e[i].index < 0 || (uint32_t)m->e[i].index >= m->app_fds ||
+		    (m->e[i].own != 0 && m->e[i].own != 1 && m->e[i].own != SCM_OWN_LISTENER) ||
 		    (m->e[i].domain != AF_INET && m->e[i].domain != AF_INET6))
 			return false;
 	return true;
@@ -317,6 +344,36 @@ static void adopt_listener(int fd)
 	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
 	    (domain == AF_INET || domain == AF_INET6) && sl_listener_adopt(fd, domain) == 0)
 		sl_debug("fd %d: listener received with SCM_RIGHTS, registered", fd);
+}
+
+/* A listener received with its rendezvous sockets (copies, ours to close):
+ * registered here, and taking the offers from the sender's rendezvous where
+ * its own could not be made (the name is the sender's while it lives). */
+static void adopt_listener_rdv(int fd, const int copies[3])
+{
+	struct sl_sock *s;
+	int listening = 0;
+	socklen_t len;
+
+	adopt_listener(fd);
+	s = sl_sock_get(fd);
+	for (int i = 0; i < 3; i++) {
+		bool again = false;
+		struct stat a, b;
+
+		len = sizeof(listening);
+		/* Only what really is a listening Unix socket, once each. */
+		for (int j = 0; j < i && !again; j++)
+			again = fstat(copies[i], &a) == 0 && fstat(copies[j], &b) == 0 && a.st_ino == b.st_ino;
+		if (s && sl_sock_state(s) == SL_LISTENING && s->rdv_fd[i] < 0 && !again &&
+		    sl_sys.getsockopt(copies[i], SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening) {
+			pthread_mutex_lock(&s->ctl_lock);
+			s->rdv_fd[i] = sl_own_fd(copies[i]);
+			pthread_mutex_unlock(&s->ctl_lock);
+		} else {
+			sl_sys.close(copies[i]);
+		}
+	}
 }
 
 /* Copy the received control data into the application's buffer as the
@@ -403,8 +460,12 @@ ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 	if (nfds && read_manifest(fds[nfds - 1], man, nfds)) {
 		/* A peek hands out descriptors the application will close; only
 		 * the real receive takes the connection over. */
-		for (uint32_t i = 0; i < man->count && !(flags & MSG_PEEK); i++)
-			adopt(fds[man->e[i].index], &man->e[i], fds + man->app_fds + 3 * i);
+		for (uint32_t i = 0; i < man->count && !(flags & MSG_PEEK); i++) {
+			if (man->e[i].own == SCM_OWN_LISTENER)
+				adopt_listener_rdv(fds[man->e[i].index], fds + man->app_fds + 3 * i);
+			else
+				adopt(fds[man->e[i].index], &man->e[i], fds + man->app_fds + 3 * i);
+		}
 		if (flags & MSG_PEEK)
 			for (unsigned i = man->app_fds; i < nfds - 1; i++)
 				sl_sys.close(fds[i]);

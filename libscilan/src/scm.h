@@ -15,7 +15,10 @@
 
 /* One passed connection: the application's descriptor at index `index` of
  * the message's list; its segment and bells follow the application's
- * descriptors at app_fds + 3 * k (segment, our bell, the peer's bell). */
+ * descriptors at app_fds + 3 * k (segment, our bell, the peer's bell).
+ * own SCM_OWN_LISTENER: a listener, followed by its first three rendezvous
+ * sockets (rendezvous.c; the first repeated where it has fewer). */
+#define SCM_OWN_LISTENER 2
 struct manifest_entry {
 	int32_t index, domain, own;
 };

@@ -95,6 +95,7 @@ struct sl_sock {
 	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */
 	char reg_path[SL_MAX_REG][256]; /* [0] as bound, [1] the IPv4 alias of a dual-stack IPv6
 					 * listener, then the cluster-map addresses of a wildcard one */
+	int rdv_fd[SL_MAX_REG];  /* the rendezvous sockets for the same addresses (rendezvous.c), -1 if none */
 
 	/* connection */
 	void *seg;
@@ -110,6 +111,7 @@ struct sl_sock {
 	struct sl_ring_rx rx;
 	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
 	int memfd;              /* connecting side until the peer attached, else -1 */
+	int rdv_conn;           /* connecting side, between lookup and offer: the listener's rendezvous */
 	/* agreement (agree.c): the connecting side's offer until it is decided */
 	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
 	_Atomic uint32_t agree;       /* SL_AGREE_* bits (agree.h): zero while nothing but the peer's
@@ -119,6 +121,9 @@ struct sl_sock {
 	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close
 				       * (SL_AGREE_PLAIN says the same to the data path: set both, sl_agree_mark_plain) */
 	char offer_path[SL_OFFER_PATH_SIZE];
+	/* stall.c: since when the peer took nothing of ours (0: not stalled), and its read index then */
+	_Atomic int64_t stall_since_ns;
+	_Atomic uint64_t stall_read;
 
 	_Atomic bool shut_rd, shut_wr;
 	_Atomic bool peer_gone;  /* companion socket reached EOF or error */

@@ -123,15 +123,19 @@ reset:
 	for (int i = 0; i < SL_MAX_REG; i++) {
 		s->reg_fd[i] = -1;
 		s->reg_path[i][0] = '\0';
+		s->rdv_fd[i] = -1;
 	}
 	s->own_area = 0;
 	sl_segment_unbind(s);
 	s->state_to_peer = 0;
 	s->memfd = -1;
+	s->rdv_conn = -1;
 	s->offer_path[0] = '\0';
 	atomic_store(&s->agree, 0);
 	atomic_store(&s->fell_back, false);
 	s->agree_deadline_ns = 0;
+	atomic_store(&s->stall_since_ns, 0);
+	atomic_store(&s->stall_read, 0);
 	atomic_store(&s->shut_rd, false);
 	atomic_store(&s->shut_wr, false);
 	atomic_store(&s->peer_gone, false);

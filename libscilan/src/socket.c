@@ -209,7 +209,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	atomic_store(&ns->nonblock_hint, (flags & SOCK_NONBLOCK) != 0);
 	ns->ring_bytes = s->ring_bytes;
 	sl_fb_take_hint(SL_FB_NONE);
-	if (s->reg_fd[0] < 0) {
+	if (s->reg_fd[0] < 0 && s->rdv_fd[0] < 0) {
 		become_plain(ns, *sl_config()->rundir ? SL_FB_UNREGISTERED : unusable_reason(), SL_FB_ACCEPTOR);
 		return nfd;
 	}
@@ -288,14 +288,22 @@ static bool address_is_local(int domain, const struct sockaddr *addr, socklen_t 
 /* A scilan listener reachable at dst: exact address first, then a wildcard
  * listener, which only this node's own addresses reach: the kernel connects
  * anything else to another host, whose port a listener here merely shares. */
-static int find_listener(int domain, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst,
+static int find_listener(struct sl_sock *s, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst,
 			 uint64_t *peer_ring)
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
 
-	if (sl_fabric()->lookup(dst, peer_ring))
+	if (sl_fabric()->lookup(s, dst, peer_ring))
 		return 1;
-	return sl_fabric()->lookup(&any, peer_ring) && address_is_local(domain, addr, len, dst);
+	return sl_fabric()->lookup(s, &any, peer_ring) && address_is_local(s->domain, addr, len, dst);
+}
+
+/* A way to a listener that lookup kept and offer did not use. */
+static void drop_rendezvous(struct sl_sock *s)
+{
+	if (s->rdv_conn >= 0)
+		sl_sys.close(s->rdv_conn);
+	s->rdv_conn = -1;
 }
 
 /* The offer is keyed by the whole 4-tuple, so our end must be known before
@@ -375,7 +383,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		why = SL_FB_OTHER;
 	else if (!*sl_config()->rundir)
 		why = unusable_reason();
-	else if (!find_listener(s->domain, addr, len, &dst, &peer_ring))
+	else if (!find_listener(s, addr, len, &dst, &peer_ring))
 		why = SL_FB_NO_LISTENER;
 	if (why == SL_FB_NONE) {
 		/* Found, maybe through the wildcard: the exact address's hint is void. */
@@ -385,6 +393,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 			why = sl_fb_of_errno(errno, SL_FB_OTHER);
 	}
 	if (why != SL_FB_NONE) {
+		drop_rendezvous(s);
 		r = connect_plain(s, addr, len, why);
 		err = errno;
 		pthread_mutex_unlock(&s->ctl_lock);

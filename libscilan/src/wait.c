@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "agree.h"
+#include "stall.h"
 #include "barrier.h"
 #include "conn.h"
 #include "fabric.h"
@@ -273,7 +274,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 		return -1;
 	}
 	for (;;) {
-		bool capped = false;
+		bool capped = false, stall = false;
 
 		for (nfds_t i = 0; i < n; i++) {
 			if (!socks[i])
@@ -287,6 +288,9 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 			capped |= h[i] != dirs_of(fds[i].events) || sl_side_shared(socks[i]);
 			/* Our offer out: a refusal or the deadline must be seen. */
 			capped |= sl_agree_pending(socks[i]);
+			/* Our bytes unread in its ring: the peer's progress must be
+			 * seen (stall.c). */
+			stall |= sl_stall_watch(socks[i]);
 			arm(socks[i], h[i]);
 		}
 		for (nfds_t i = 0; i < n; i++)
@@ -303,6 +307,8 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 			timeout = remaining_ms(deadline);
 			if (capped && (timeout < 0 || timeout > SHARED_WAIT_CAP_MS))
 				timeout = SHARED_WAIT_CAP_MS;
+			if (stall && (timeout < 0 || timeout > SL_STALL_CHECK_MS))
+				timeout = SL_STALL_CHECK_MS;
 			kready = kernel_poll(fds, n, socks, kfds, timeout, true);
 		}
 		for (nfds_t i = 0; i < n; i++) {
@@ -312,6 +318,11 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 			if (!held_by_caller)
 				unhold(socks[i], h[i]);
 		}
+		/* A peer that took nothing of ours for the bound while we waited:
+		 * kernel TCP from here (the caller redoes its call there). */
+		for (nfds_t i = 0; i < n && !ready && kready == 0; i++)
+			if (socks[i] && sl_stall_note(socks[i], now_ns()))
+				sl_stall_move(socks[i]);
 		if (kready < 0)
 			break;
 		ready = scan(fds, n, socks) + kready;

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const int *copies = fds + m.app_fds + 3 * i;
 
 		sum += fds[m.e[i].index] + copies[0] + copies[1] + copies[2];
-		FUZZ_CHECK(m.e[i].own == 0 || m.e[i].own == 1, "own %d", m.e[i].own);
+		FUZZ_CHECK(m.e[i].own == 0 || m.e[i].own == 1 || m.e[i].own == SCM_OWN_LISTENER, "own %d", m.e[i].own);
 	}
 	sum += fds[nfds - 1];
 	FUZZ_CHECK(m.app_fds < nfds && sum >= 0, "app_fds %u of %u", m.app_fds, nfds);

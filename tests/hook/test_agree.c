@@ -23,11 +23,18 @@ Test(agree, exec_before_plain_acceptor_spoke, .timeout = 120)
 	hk_scenario("agree", "exec_while_offered", 0, 0, 30);
 }
 Test(agree, acceptor_cannot_open_offer, .timeout = 120) { hk_scenario("agree", "starved_acceptor", 0, 0, 30); }
-Test(agree, acceptor_denied_the_clients_descriptors, .timeout = 120)
+/* The descriptors are passed, not opened through /proc: a client the
+ * server may not ptrace (non-dumpable) is accelerated all the same. */
+Test(agree, undumpable_client_accelerated, .timeout = 120)
 {
-	hk_scenario("agree", "undumpable_client", 0, 0, 30);
+	hk_scenario("agree", "undumpable_client", 2, 2, 30);
 }
 
 /* A hooked echo server whose client connected through the hook, then sends
  * and receives with io_uring: the server's rings never see a byte. */
 Test(agree, uring_client_after_hooked_connect, .timeout = 120) { hk_scenario("agree", "uring_client", 0, -1, 30); }
+
+/* A hooked acceptor that only reads, through io_uring, a request larger
+ * than the ring: the client blocks on a ring nobody frees; after the stall
+ * bound it moves to kernel TCP and every byte arrives (it hung before). */
+Test(agree, uring_reader_of_more_than_a_ring, .timeout = 120) { hk_scenario("agree", "uring_reader", 0, -1, 30); }

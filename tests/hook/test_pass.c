@@ -12,3 +12,12 @@ Test(pass, worker_closes_unseen, .timeout = 120) { hk_scenario("pass", "raw_clos
 Test(pass, listen_in_worker, .timeout = 120) { hk_scenario("pass", "listen_in_worker", 4, -1, 30); }
 Test(pass, listener_passed, .timeout = 120) { hk_scenario("pass", "listener_passed", 4, -1, 30); }
 Test(pass, accept_where_not_listened, .timeout = 120) { hk_scenario("pass", "accept_where_not_listened", 2, -1, 30); }
+
+/* The receiver of an accelerated connection runs without the hook (exec'd
+ * with LD_PRELOAD removed): it reads the kernel socket.  The client, whose
+ * request the peer never takes from the ring, moves the connection to kernel
+ * TCP after SL_STALL_MS; the exchange completes (it hung before). */
+Test(pass, connection_passed_to_unhooked_process_moves_to_kernel, .timeout = 120)
+{
+	hk_scenario("pass", "pass_to_unhooked", 0, -1, 30);
+}

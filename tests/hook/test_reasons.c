@@ -88,11 +88,9 @@ Test(reasons, starved_acceptor_resource, .timeout = 120)
 {
 	expect_reasons("agree", "starved_acceptor", "resource", "unconfirmed", NULL);
 }
-/* /proc/<pid>/fd refused (EACCES), as for a client of another user. */
-Test(reasons, undumpable_client_other_user, .timeout = 120)
-{
-	expect_reasons("agree", "undumpable_client", "other-user", "unconfirmed", NULL);
-}
+/* An undumpable client is no longer refused: its segment travels over the
+ * listener's rendezvous socket (agree/undumpable_client_accelerated); the
+ * other-user path, for a listener without one, is test_fallback's. */
 /* exec while the offer is out: decided by the exec, not by the acceptor. */
 Test(reasons, exec_while_offered_undecided, .timeout = 120)
 {

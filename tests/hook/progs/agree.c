@@ -431,6 +431,41 @@ static int sc_uring_client(void)
 	return 0;
 }
 
+/* ---- a hooked acceptor that only reads, through io_uring ------------------- */
+
+static int uring_reader(void *arg)
+{
+	char *in = malloc(REQ_LEN + 1);
+	size_t got;
+	int s;
+
+	(void)arg;
+	s = MUST(accept(lfd, NULL, NULL));
+	uring_init();
+	got = uring_recv_all(s, in, REQ_LEN + 1);
+	say("reader got %zu, intact %d", got, got == REQ_LEN && stream_check(5, 0, in, got));
+	close(s);
+	return 0;
+}
+
+/* More than a ring: the client blocks on space the reader never frees in
+ * the ring, until its stall shows (stall.c) and the rest goes by kernel TCP. */
+static int sc_uring_reader(void)
+{
+	char *out = malloc(REQ_LEN);
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "uring reader", uring_reader, NULL);
+	c = tcp_connect(port);
+	stream_fill(5, 0, out, REQ_LEN);
+	say("sent %zd", send_all(c, out, REQ_LEN));
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -444,6 +479,7 @@ int main(int argc, char **argv)
 		{ "exec_while_offered", sc_exec_while_offered },
 		{ "exec_rest", sc_exec_rest },
 		{ "uring_client", sc_uring_client },
+		{ "uring_reader", sc_uring_reader },
 		{ NULL, NULL },
 	};
 

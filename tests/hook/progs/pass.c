@@ -1,8 +1,11 @@
 /* pass.c — scenarios of sockets handed between processes the way Node.js's
  * cluster does: connections a worker closes with syscall(SYS_close) (libuv) or
- * with a close no library sees, and listeners passed bound or listening.
+ * with a close no library sees, and listeners passed bound or listening;
+ * and a connection passed to a process that runs without the hook.
  * A plain POSIX program. */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -255,6 +258,61 @@ static int sc_accept_where_not_listened(void)
 	return 0;
 }
 
+/* ---- a connection passed to a process without the hook ---------------------- */
+
+/* Exec'd without LD_PRELOAD: it reads the connection's kernel socket, where
+ * the hook of the process that passed it can no longer see. */
+static int sc_unhooked_receiver(void)
+{
+	char buf[8] = { 0 };
+	int s;
+
+	if (scen_argc < 1)
+		fatal("usage: unhooked_receiver FD");
+	s = scen_recv_fd(atoi(scen_argv[0]));
+	if (s < 0)
+		fatal("no connection received");
+	SHOW(recv_all(s, buf, 4));
+	say("receiver got '%s'", buf);
+	SHOW(send(s, "pong", 4, 0));
+	close(s);
+	return 0;
+}
+
+static int unhooked_kid(void *arg)
+{
+	int *chan = arg;
+	char fdarg[16];
+
+	snprintf(fdarg, sizeof(fdarg), "%d", chan[1]);
+	MUST(fcntl(chan[1], F_SETFD, 0));
+	unsetenv("LD_PRELOAD");
+	execl(scen_self, scen_self, "unhooked_receiver", fdarg, (char *)NULL);
+	fatal("exec");
+}
+
+static int sc_pass_to_unhooked(void)
+{
+	char buf[8] = { 0 };
+	struct kid k;
+	int chan[2], c, s;
+
+	/* The receiver is forked first: holding the connection at its exec,
+	 * it would move it to kernel TCP there (the hand-over). */
+	chan_open(chan);
+	kid_start(&k, "receiver", unhooked_kid, chan);
+	tcp_pair(&c, &s);
+	SHOW(scen_send_fd(chan[0], s));
+	close(s);
+	/* The request sits unread in the ring until the peer's stall shows. */
+	SHOW(send(c, "ping", 4, 0));
+	SHOW(recv_all(c, buf, 4));
+	say("client got '%s'", buf);
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -263,6 +321,8 @@ int main(int argc, char **argv)
 		{ "listen_in_worker", sc_listen_in_worker },
 		{ "listener_passed", sc_listener_passed },
 		{ "accept_where_not_listened", sc_accept_where_not_listened },
+		{ "pass_to_unhooked", sc_pass_to_unhooked },
+		{ "unhooked_receiver", sc_unhooked_receiver },
 		{ NULL, NULL },
 	};
 

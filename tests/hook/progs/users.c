@@ -1,0 +1,191 @@
+/* users.c — connections whose two ends run as different users, as TCP
+ * allows: a client that became uid 65534 against a root listener, a
+ * listener whose worker drops to 65534 after listen (nginx, php-fpm), and a
+ * client killed before its connection was accepted.  Needs root. */
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+#define NOBODY 65534
+#define LEN 300000 /* more than a 256 KiB ring: both ends block on it */
+#define KILLED_LEN 100000 /* less: all of it is written before the accept */
+
+static uint16_t port;
+static int lfd;
+
+static void become_nobody(void)
+{
+	MUST(setgroups(0, NULL));
+	MUST(setgid(NOBODY));
+	MUST(setuid(NOBODY));
+}
+
+static int echo_one(void)
+{
+	int s = MUST(accept(lfd, NULL, NULL));
+
+	say("echoed %llu bytes", (unsigned long long)echo_fd(s, s));
+	close(s);
+	return 0;
+}
+
+static void client_exchange(uint64_t seed)
+{
+	size_t sent, got;
+	int c = tcp_connect(port);
+	bool ok = exchange(c, seed, LEN, &sent, &got);
+
+	MUST(shutdown(c, SHUT_WR));
+	say("sent %zu, echoed %zu, intact %d", sent, got, ok);
+	close(c);
+}
+
+/* ---- a client of another user against a root listener ------------------------ */
+
+static int nobody_client(void *arg)
+{
+	(void)arg;
+	become_nobody();
+	client_exchange(1);
+	return 0;
+}
+
+static int sc_other_uid_client(void)
+{
+	struct kid k;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "client as nobody", nobody_client, NULL);
+	echo_one();
+	kid_join(&k);
+	return 0;
+}
+
+/* ---- a root listener whose worker accepts as another user -------------------- */
+
+static int nobody_worker(void *arg)
+{
+	int *chan = arg;
+
+	become_nobody();
+	chan_put(chan[1], 'r');
+	for (int i = 0; i < 2; i++)
+		echo_one();
+	return 0;
+}
+
+static int sc_worker_drops_uid(void)
+{
+	struct kid k;
+	int chan[2];
+
+	lfd = tcp_listener(&port);
+	chan_open(chan);
+	kid_start(&k, "worker as nobody", nobody_worker, chan);
+	/* Connect once the worker is nobody (as an nginx client would), and once
+	 * more as another user too. */
+	if (chan_get(chan[0]) != 'r')
+		fatal("worker did not start");
+	client_exchange(2);
+	{
+		struct kid c;
+
+		kid_start(&c, "client as nobody", nobody_client, NULL);
+		kid_join(&c);
+	}
+	kid_join(&k);
+	return 0;
+}
+
+/* ---- a client killed with its connection not yet accepted -------------------- */
+
+static int killed_client(void *arg)
+{
+	char *buf = malloc(KILLED_LEN);
+	int c;
+
+	(void)arg;
+	stream_fill(3, 0, buf, KILLED_LEN);
+	c = tcp_connect(port);
+	if (send_all(c, buf, KILLED_LEN) != KILLED_LEN)
+		fatal("send");
+	say("sent %d", KILLED_LEN);
+	kill(getpid(), SIGKILL);
+	return 0;
+}
+
+static int sc_killed_before_accept(void)
+{
+	char *buf = malloc(KILLED_LEN + 1);
+	struct kid k;
+	ssize_t got;
+	int s;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "client", killed_client, NULL);
+	kid_join(&k);
+	/* Kernel TCP delivers what a dead process sent: so must scilan. */
+	s = MUST(accept(lfd, NULL, NULL));
+	got = recv_all(s, buf, KILLED_LEN + 1);
+	say("received %zd, intact %d", got, got == KILLED_LEN && stream_check(3, 0, buf, KILLED_LEN));
+	close(s);
+	return 0;
+}
+
+/* ---- the same, the listener passed to the worker that accepts (SCM_RIGHTS) --- */
+
+static int passed_worker(void *arg)
+{
+	int *chan = arg, l, s;
+	char *buf = malloc(KILLED_LEN + 1);
+	ssize_t got;
+
+	l = scen_recv_fd(chan[1]);
+	if (l < 0)
+		fatal("no listener received");
+	chan_put(chan[1], 'r');
+	if (chan_get(chan[1]) != 'k')
+		fatal("no go");
+	s = MUST(accept(l, NULL, NULL));
+	got = recv_all(s, buf, KILLED_LEN + 1);
+	say("received %zd, intact %d", got, got == KILLED_LEN && stream_check(3, 0, buf, KILLED_LEN));
+	close(s);
+	return 0;
+}
+
+static int sc_killed_before_passed_accept(void)
+{
+	struct kid w, c;
+	int chan[2];
+
+	lfd = tcp_listener(&port);
+	chan_open(chan);
+	kid_start(&w, "worker", passed_worker, chan);
+	MUST(scen_send_fd(chan[0], lfd));
+	if (chan_get(chan[0]) != 'r')
+		fatal("worker did not start");
+	kid_start(&c, "client", killed_client, NULL);
+	kid_join(&c);
+	chan_put(chan[0], 'k');
+	kid_join(&w);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "other_uid_client", sc_other_uid_client },
+		{ "worker_drops_uid", sc_worker_drops_uid },
+		{ "killed_before_accept", sc_killed_before_accept },
+		{ "killed_before_passed_accept", sc_killed_before_passed_accept },
+		{ NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}

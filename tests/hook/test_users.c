@@ -1,0 +1,42 @@
+/* test_users.c — connections across users (progs/users.c): accelerated as
+ * kernel TCP allows them, whichever user each end runs as, and a client
+ * killed before the accept loses nothing.  Same transcript as kernel TCP. */
+#include <criterion/criterion.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+static void need_root(void)
+{
+	if (geteuid() != 0)
+		cr_skip_test("needs root to switch to uid 65534");
+}
+
+Test(users, client_of_another_uid_accelerated, .timeout = 120)
+{
+	need_root();
+	hk_scenario("users", "other_uid_client", 2, 2, 30);
+}
+
+/* nginx's and php-fpm's pattern: the root master listens, the worker that
+ * accepts runs as another user; clients of either user are accelerated. */
+Test(users, worker_dropping_uid_after_listen_accelerated, .timeout = 120)
+{
+	need_root();
+	hk_scenario("users", "worker_drops_uid", 4, 4, 30);
+}
+
+/* The offer travels with the segment: a client killed (SIGKILL) before its
+ * connection is accepted still delivers what it wrote into the ring. */
+Test(users, client_killed_before_accept_loses_nothing, .timeout = 120)
+{
+	hk_scenario("users", "killed_before_accept", 1, 1, 30);
+}
+
+/* The listener passed to the process that accepts (Node.js's cluster without
+ * round-robin, a hot reload): its rendezvous travels with it, so the offers
+ * reach that process as descriptors too. */
+Test(users, client_killed_before_passed_listener_accepts_loses_nothing, .timeout = 120)
+{
+	hk_scenario("users", "killed_before_passed_accept", 1, 1, 30);
+}

@@ -1,0 +1,242 @@
+/* test_rdv_trust.c — the rendezvous treats what reaches the listener's
+ * abstract socket as untrusted (rendezvous.c): a process of another user
+ * cannot slip its ring into someone else's connection, nor collect segments
+ * by binding the rendezvous name first (needs root: uid 65534 strangers);
+ * and an offer queued where no hooked accept takes it holds no memory once
+ * its client went plain. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "rendezvous.h"
+#include "segment.h"
+#include "sock.h"
+#include "testutil.h"
+
+#define NOBODY 65534
+
+struct stranger {
+	struct tu_sync sync;
+	struct sl_key dst, src;
+};
+
+static void become_nobody(void)
+{
+	TU_CHECK(setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0, "become uid %d", NOBODY);
+}
+
+static struct sl_key loopback(uint16_t port)
+{
+	struct sl_key k = { .family = AF_INET, .addr = { 127, 0, 0, 1 }, .port = port };
+
+	return k;
+}
+
+static uint16_t local_port(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	return ntohs(a.sin_port);
+}
+
+/* A well-formed segment of the stranger's own, offered for the victim's
+ * 4-tuple before the victim connects; it reports whether anyone attached. */
+static int forge_offer(void *p)
+{
+	struct stranger *st = p;
+	struct sl_seg_header hdr;
+	int fds[SL_RDV_FDS], conn, seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	_Atomic uint32_t *word;
+	uint64_t v;
+	void *base;
+
+	become_nobody();
+	sl_segment_layout(&hdr, 65536, 65536);
+	fds[0] = memfd_create("forged", MFD_ALLOW_SEALING);
+	TU_CHECK(fds[0] >= 0 && ftruncate(fds[0], (off_t)hdr.total_size) == 0, "memfd");
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	TU_CHECK(base != MAP_FAILED, "mmap");
+	memcpy(base, &hdr, sizeof(hdr));
+	word = (_Atomic uint32_t *)((char *)base + SL_SEG_OFFER_OFF);
+	atomic_store(word, SL_OFFER_OFFERED);
+	TU_CHECK(fcntl(fds[0], F_ADD_SEALS, seals) == 0, "seal");
+	{
+		int p1[2], p2[2];
+
+		TU_CHECK(pipe2(p1, O_NONBLOCK) == 0 && pipe2(p2, O_NONBLOCK) == 0, "pipes");
+		fds[1] = p1[1];
+		fds[2] = p2[1];
+	}
+	conn = sl_rdv_connect(&st->dst);
+	TU_CHECK(conn >= 0, "reach the listener's rendezvous");
+	TU_CHECK(sl_rdv_send(conn, &st->dst, &st->src, fds) == 0, "offer sent");
+	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
+	TU_CHECK(tu_sync_get_child(&st->sync, &v) == 0, "wait for the accept");
+	TU_CHECK(atomic_load(word) == SL_OFFER_OFFERED, "the forged ring was attached (word %u)",
+		 (unsigned)atomic_load(word));
+	return 0;
+}
+
+Test(rdv_trust, stranger_cannot_inject_a_ring, .timeout = 60)
+{
+	struct stranger *st = tu_shared_alloc(sizeof(*st));
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_storage dst;
+	struct tu_child kid;
+	uint16_t port;
+	int l, c, s;
+	uint64_t v;
+	char buf[32] = { 0 };
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to switch to uid %d", NOBODY);
+	tu_watchdog(50, "stranger");
+	l = tu_listen(AF_INET, 8, &port);
+	cr_assert_geq(l, 0);
+	/* The victim's own end is fixed first, so the stranger can name it. */
+	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&src, sizeof(src)), 0);
+	st->dst = loopback(port);
+	st->src = loopback(local_port(c));
+	cr_assert_eq(tu_sync_init(&st->sync), 0);
+	cr_assert_eq(tu_spawn(&kid, forge_offer, st), 0);
+	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "stranger failed:\n%s", (tu_reap(&kid), kid.output));
+	/* Its offer is first in the queue; the victim's own comes behind it. */
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&dst, tu_loopback(AF_INET, port, &dst)), 0, "connect: %s",
+		     strerror(errno));
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(tu_accelerated(s), 1, "the victim's own offer was not found behind the forged one");
+	cr_assert_eq(tu_accelerated(c), 1);
+	cr_assert_eq(scilan_send(c, "victim's bytes", 14, 0), 14);
+	cr_assert_eq(tu_recv_all(s, buf, 14), 14);
+	cr_assert_str_eq(buf, "victim's bytes");
+	cr_assert_eq(tu_sync_put(&st->sync, 1), 0);
+	tu_reap(&kid);
+	cr_assert(tu_exited_with(&kid, 0), "stranger:\n%s", kid.output);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A stranger that binds the rendezvous name before the real listener gets
+ * a connection but never a segment: the connector checks the name's owner
+ * against the owner of the TCP listener (sock_diag).  The connection then
+ * has only the offer file in our runtime directory, which our own listener
+ * may take (same user): either way both ends agree and the bytes arrive. */
+static int squat(void *p)
+{
+	struct stranger *st = p;
+	char b;
+	int sq, e, n;
+	uint64_t v;
+
+	become_nobody();
+	sq = sl_rdv_listen(&st->dst);
+	TU_CHECK(sq >= 0, "bind the rendezvous name");
+	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
+	TU_CHECK(tu_sync_get_child(&st->sync, &v) == 0, "wait for the connect");
+	n = 0;
+	while ((e = accept(sq, NULL, NULL)) >= 0) {
+		TU_CHECK(recv(e, &b, 1, MSG_DONTWAIT) <= 0, "the squatter received an offer");
+		close(e);
+		n++;
+	}
+	tu_log("squatter saw %d connections", n);
+	return 0;
+}
+
+Test(rdv_trust, squatter_gets_no_segment, .timeout = 60)
+{
+	struct stranger *st = tu_shared_alloc(sizeof(*st));
+	struct sockaddr_in any = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct tu_child kid;
+	int l, c, s;
+	uint64_t v;
+	char buf[8] = { 0 };
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to switch to uid %d", NOBODY);
+	tu_watchdog(50, "squatter");
+	l = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&any, sizeof(any)), 0);
+	st->dst = loopback(local_port(l));
+	cr_assert_eq(tu_sync_init(&st->sync), 0);
+	cr_assert_eq(tu_spawn(&kid, squat, st), 0);
+	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "squatter failed:\n%s", (tu_reap(&kid), kid.output));
+	cr_assert_eq(scilan_listen(l, 8), 0);
+	c = tu_connect(AF_INET, st->dst.port);
+	cr_assert_geq(c, 0);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(tu_accelerated(c), tu_accelerated(s), "ends disagree: client %d, server %d", tu_accelerated(c),
+		     tu_accelerated(s));
+	cr_assert_eq(scilan_send(c, "tcp", 3, 0), 3);
+	cr_assert_eq(tu_recv_all(s, buf, 3), 3);
+	cr_assert_str_eq(buf, "tcp");
+	cr_assert_eq(tu_sync_put(&st->sync, 1), 0);
+	tu_reap(&kid);
+	cr_assert(tu_exited_with(&kid, 0), "squatter:\n%s", kid.output);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A listener whose accepts bypass the hook (a raw accept4, as io_uring's)
+ * never drains its rendezvous queue: the offer waits there with the
+ * segment.  Once the client revoked it and closed, its pages are freed. */
+Test(rdv_trust, revoked_offer_left_queued_holds_no_pages, .timeout = 60)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SL_RDV_FDS)];
+	} ctl;
+	char msg[256], buf[8] = { 0 };
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct sl_sock *ls;
+	struct stat st;
+	uint16_t port;
+	int l, c, ps, e, fds[SL_RDV_FDS];
+
+	tu_watchdog(50, "queued offer");
+	l = tu_listen(AF_INET, 8, &port);
+	cr_assert_geq(l, 0);
+	ls = sl_sock_get(l);
+	cr_assert(ls && ls->rdv_fd[0] >= 0, "the listener has no rendezvous");
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	ps = (int)syscall(SYS_accept4, l, NULL, NULL, 0);
+	cr_assert_geq(ps, 0, "raw accept: %s", strerror(errno));
+	/* Written into the ring, then moved onto the kernel socket by the close
+	 * (the offer is revoked): the plain server reads it there. */
+	cr_assert_eq(scilan_send(c, "hello", 5, 0), 5);
+	cr_assert_eq(scilan_close(c), 0);
+	cr_assert_eq(recv(ps, buf, 5, MSG_WAITALL), 5);
+	cr_assert_str_eq(buf, "hello");
+	/* The offer is still queued; its segment must be empty now. */
+	e = accept4(ls->rdv_fd[0], NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(e, 0, "no offer queued: %s", strerror(errno));
+	cr_assert_gt(recvmsg(e, &m, 0), 0);
+	cr_assert_eq(CMSG_FIRSTHDR(&m)->cmsg_len, CMSG_LEN(sizeof(int) * SL_RDV_FDS));
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(fds));
+	cr_assert_eq(fstat(fds[0], &st), 0);
+	cr_assert_eq(st.st_blocks, 0, "the revoked segment still holds %lld KiB", (long long)st.st_blocks / 2);
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		close(fds[i]);
+	close(e);
+	close(ps);
+	scilan_close(l);
+}
