@@ -195,7 +195,9 @@ static void child_after_fork(void)
 		set->sleeping = set->stale = 0;
 		set->signaled = false;
 		set->incarnation++;
-		/* The queue is the parent's: the child scans, and makes its own
+		/* The queue is the parent's, which goes on using it: the child
+		 * scans this set (taking nothing from the queue, removing
+		 * nothing from the shared kernel set), and makes its own queue
 		 * for its next set on this number. */
 		set->forked = true;
 		set->settled = false;
@@ -204,26 +206,10 @@ static void child_after_fork(void)
 	}
 }
 
-/* The parent's sets are shared with the child now: their waits scan (the
- * child's waits could not see what the parent's take from the queue). */
-static void parent_after_fork(void)
-{
-	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
-		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
-
-		if (!set)
-			continue;
-		pthread_mutex_lock(&set->lock);
-		set->forked = true;
-		set->settled = false;
-		pthread_mutex_unlock(&set->lock);
-	}
-}
-
 static void install_handlers(void)
 {
 	sl_own_fd_on_move(wake_fd_moved);
-	pthread_atfork(NULL, parent_after_fork, child_after_fork);
+	pthread_atfork(NULL, NULL, child_after_fork);
 }
 
 HK_EXPORT int epoll_create1(int flags)
@@ -628,7 +614,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			bool hit;
 
 			pthread_mutex_unlock(&set->lock);
-			hit = hk_evq_spin(set, left);
+			hit = hk_evq_spin(set, epfd, left);
 			pthread_mutex_lock(&set->lock);
 			if (hit)
 				got = hk_evq_collect(set, evs, max, now_ms());
@@ -768,6 +754,27 @@ void hk_epoll_forget_fd(int fd)
 				hk_epoll_wake_sleepers(e, other);
 		}
 		pthread_mutex_unlock(&other->lock);
+	}
+}
+
+/* Before an exec: the queued members leave the queues (their registrations
+ * would outlive this image, their tagged kernel entries would reach the new
+ * image's waits on an inherited set).  An exec that fails queues them again
+ * at the next wait. */
+void hk_epoll_before_exec(void)
+{
+	if (!atomic_load_explicit(&open_sets, memory_order_relaxed))
+		return;
+	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
+
+		if (!set || !set->open || set->forked)
+			continue; /* a forked child's copy: the queue is the parent's */
+		pthread_mutex_lock(&set->lock);
+		for (int i = 0; i < set->n; i++)
+			hk_evq_unqueue(e, set, &set->m[i]);
+		set->settled = false;
+		pthread_mutex_unlock(&set->lock);
 	}
 }
 

@@ -4,6 +4,7 @@
  * queue (bell, the members' kernel sockets), and the set-level sleep.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,10 +163,12 @@ void hk_evq_unqueue(int epfd, struct epset *set, struct member *m)
 	if (m->q < 0)
 		return;
 	list_del(set, m);
-	/* A forked set's registrations are its other process's too. */
-	if (!set->forked)
+	/* A forked child's copy: the registration and the kernel entry (the
+	 * kernel set is shared) are the parent's. */
+	if (!set->forked) {
 		sl_evq_unregister(m->q_sock, m->q_k, m->q_pub);
-	sl_sys.epoll_ctl(epfd, EPOLL_CTL_DEL, m->fd, NULL);
+		sl_sys.epoll_ctl(epfd, EPOLL_CTL_DEL, m->fd, NULL);
+	}
 	set->slot_member[m->q] = -1;
 	set->free_slots[set->nfree++] = m->q;
 	set->nqueued--;
@@ -332,9 +335,13 @@ int hk_evq_cap(struct epset *set, int left, int64_t now_ms)
 	return left < 0 || left > until ? (int)until : left;
 }
 
-bool hk_evq_spin(struct epset *set, int left)
+/* How often a spin asks the kernel set (one poll(2)): a listener, a pipe or
+ * another thread's epoll_ctl must not wait out a long forced spin. */
+#define SPIN_KERNEL_NS 20000
+
+bool hk_evq_spin(struct epset *set, int epfd, int left)
 {
-	int64_t start = mono_ns(), end;
+	int64_t start = mono_ns(), end, next_kernel = start + SPIN_KERNEL_NS;
 	uint32_t learnt = 0;
 	bool yield = false, found = false;
 	int us = set->poll_us;
@@ -355,8 +362,20 @@ bool hk_evq_spin(struct epset *set, int left)
 			sched_yield();
 		else
 			__builtin_ia32_pause();
-		if (((yield && iter > 64) || (iter & 15) == 0) && mono_ns() >= end)
-			break;
+		if ((yield && iter > 64) || (iter & 15) == 0) {
+			int64_t now = mono_ns();
+			struct pollfd pf = { .fd = epfd, .events = POLLIN };
+
+			if (now >= end)
+				break;
+			if (now >= next_kernel) {
+				next_kernel = now + SPIN_KERNEL_NS;
+				if (sl_sys.poll(&pf, 1, 0) > 0) {
+					found = true;
+					break;
+				}
+			}
+		}
 	}
 	if (learnt)
 		sl_spin_note(&set->spin_learn, learnt, found, mono_ns() - start);

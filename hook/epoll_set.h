@@ -60,8 +60,8 @@ struct epset {
 	unsigned incarnation; /* bumped when the set closes: its old waiters leave it alone */
 	bool signaled;        /* wake_fd holds a count */
 	/* The event queue (epoll_queue.c).  Members whose readiness is in
-	 * rings are queued when they can be; a set shared with another process
-	 * since a fork scans them all, as a set without a queue does. */
+	 * rings are queued when they can be; a forked child's copy of a set
+	 * (forked) scans them all, as a set without a queue does. */
 	struct sl_evq evq;    /* evq.sh NULL: not made yet (or could not be) */
 	bool bell_in_kernel;  /* its bell is in the current kernel set */
 	bool forked;
@@ -91,8 +91,6 @@ void hk_epoll_sleep_begin(struct epset *set, struct ticket *t);
 bool hk_epoll_sleep_end(struct epset *set, struct ticket *t);
 /* After a change to the emulated members of set (epoll fd epfd). */
 void hk_epoll_wake_sleepers(int epfd, struct epset *set);
-/* Drop the wake-up descriptor's events from a kernel answer; *woken if any. */
-int hk_epoll_strip_wake(struct epoll_event *evs, int n, bool *woken);
 
 /* Shared by epoll.c and epoll_queue.c. */
 struct sl_sock *hk_ep_ring_socket(int fd);
@@ -114,8 +112,9 @@ int hk_evq_strip(struct epset *set, struct epoll_event *evs, int n, bool *woken)
  * something is marked already, 1 armed and quiet.  Disarm only if armed. */
 int hk_evq_arm(struct epset *set);
 void hk_evq_disarm(struct epset *set);
-/* Spin (unlocked) for the queued members as their poll time says; true if marked. */
-bool hk_evq_spin(struct epset *set, int left);
+/* Spin (unlocked) for the queued members as their poll time says, asking
+ * the kernel set epfd now and then; true if something is ready. */
+bool hk_evq_spin(struct epset *set, int epfd, int left);
 /* How long the sleep may last (ms, -1 none): until the next sweep. */
 int hk_evq_cap(struct epset *set, int left, int64_t now_ms);
 /* The set closes: members leave the queue (which stays for the next set

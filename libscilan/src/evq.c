@@ -72,9 +72,8 @@ void sl_evq_close(struct sl_evq *q)
 {
 	if (!q->sh)
 		return;
-	/* Peers that mapped it keep their mapping: their marks land in memory
-	 * nobody reads, their bell writes in a pipe nobody drains (EAGAIN). */
-	q->sh->set_id = 0;
+	/* Only our copy: a forked child drops the parent's queue, which the
+	 * parent goes on using.  Peers that mapped it keep their mapping. */
 	munmap(q->sh, evq_size());
 	sl_own_fd_close(q->memfd);
 	sl_own_fd_close(q->bell_r);

@@ -35,6 +35,7 @@ struct sl_evq {
 
 /* Create the queue: 0, or -1 with errno (the set then scans). */
 int sl_evq_open(struct sl_evq *q);
+/* Unmap and close this process's copy (the memory is left as it is). */
 void sl_evq_close(struct sl_evq *q);
 /* Can s be queued at all (connected, shm fabric, no offer out)? */
 bool sl_evq_eligible(struct sl_sock *s);

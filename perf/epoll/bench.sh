@@ -4,17 +4,19 @@
 # interrupt), all in one run; table, epoll.csv and, with gnuplot, epoll.png.
 set -euo pipefail
 # Environment: EPOLL_NS (default "1 16 256 1024 4096"), EPOLL_ROUNDS (5000),
-# EPOLL_IDLE_MS (2000).  Ends unpinned; figures are indicative on a shared
+# EPOLL_IDLE_MS (2000), EPOLL_MODES (a subset of the four), EPOLL_RUN (the
+# scilan_run of another build, for a before/after), EPOLL_CSV (where).  Ends unpinned; figures are indicative on a shared
 # machine: compare the ratios of one run.
 BUILD=${1:-build}
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT="$BUILD/perf"
 BIN="$BUILD/bin/epoll_scale"
-RUN=${EPOLL_RUN:-"$BUILD/bin/scilan_run"} # EPOLL_RUN: another build's, for a before/after
+RUN=${EPOLL_RUN:-"$BUILD/bin/scilan_run"}
 NS=${EPOLL_NS:-"1 16 256 1024 4096"}
+MODES=${EPOLL_MODES:-"kernel scilan-poll scilan-hybrid scilan-intr"}
 ROUNDS=${EPOLL_ROUNDS:-5000}
 IDLE_MS=${EPOLL_IDLE_MS:-2000}
-CSV="$OUT/epoll.csv"
+CSV=${EPOLL_CSV:-"$OUT/epoll.csv"}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -46,7 +48,7 @@ one() {
 
 echo "n,mode,p50_us,p99_us,idle_cpu_ms_per_s" >"$CSV"
 for n in $NS; do
-	for mode in kernel scilan-poll scilan-hybrid scilan-intr; do
+	for mode in $MODES; do
 		line=$(one "$mode" "$n") || { echo "bench-epoll: $mode N=$n failed" >&2; exit 1; }
 		IFS=, read -r _ p50 p99 idle <<<"$line"
 		echo "$n,$mode,$p50,$p99,$idle" >>"$CSV"
@@ -65,8 +67,9 @@ END {
 	for (i = 1; i <= nn; i++)
 		for (m = 1; m <= 4; m++) {
 			k = ns[i] "," modes[m]; kk = ns[i] ",kernel"; k1 = ns[1] "," modes[m]
-			printf "%-6s %-14s %10.2f %10.2f %12.3f %13.1fx %11.2fx\n", ns[i], modes[m], p50[k], p99[k], idle[k],
-			       p50[kk] / p50[k], p50[k] / p50[k1]
+			if (k in p50)
+				printf "%-6s %-14s %10.2f %10.2f %12.3f %13.1fx %11.2fx\n", ns[i], modes[m], p50[k], p99[k], idle[k],
+				       p50[kk] / p50[k], p50[k] / p50[k1]
 		}
 }' "$CSV"
 echo "csv: $CSV"
