@@ -229,12 +229,18 @@ static struct evq_map maps[EVQ_MAPS];
 static _Atomic int nmaps;
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int open_peer_fd(int32_t pid, int32_t fd, int flags)
+/* Open another process's descriptor through /proc, only if it is a file of
+ * the given type: the registration is the peer's word, and opening a device
+ * (a tty, a watchdog) can act by itself. */
+static int open_peer_fd(int32_t pid, int32_t fd, int flags, mode_t type)
 {
 	char path[64];
+	struct stat st;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fd);
-	return open(path, flags | O_CLOEXEC);
+	if (stat(path, &st) < 0 || (st.st_mode & S_IFMT) != type)
+		return -1;
+	return open(path, flags | O_CLOEXEC | O_NOCTTY);
 }
 
 /* Map set_id of process pid; NULL if it is not what the registration says. */
@@ -261,7 +267,7 @@ static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int3
 		warned = true;
 		goto out;
 	}
-	fd = open_peer_fd(pid, memfd, O_RDWR);
+	fd = open_peer_fd(pid, memfd, O_RDWR, S_IFREG);
 	if (fd < 0)
 		goto out;
 	sh = fstat(fd, &st) == 0 && (size_t)st.st_size >= evq_size()
@@ -273,7 +279,7 @@ static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int3
 	/* The bell must be the set's own pipe: a descriptor number the waiter
 	 * reused since could name any file of it. */
 	if (sh->magic == EVQ_MAGIC && sh->set_id == set_id)
-		bw = open_peer_fd(pid, bell, O_WRONLY | O_NONBLOCK);
+		bw = open_peer_fd(pid, bell, O_WRONLY | O_NONBLOCK, S_IFIFO);
 	if (bw >= 0 && (fstat(bw, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_ino != sh->bell_ino ||
 			st.st_dev != sh->bell_dev)) {
 		sl_sys.close(bw);
