@@ -163,15 +163,7 @@ static void wake_fd_moved(int from, int to)
 		pthread_mutex_lock(&set->lock);
 		if (set->wake_fd == from)
 			set->wake_fd = to;
-		/* Registrations made before name the old number: their peers
-		 * cannot reach the set until the member is queued again (the
-		 * sweep finds their changes meanwhile). */
-		if (set->evq.memfd == from)
-			set->evq.memfd = to;
-		if (set->evq.bell_r == from)
-			set->evq.bell_r = to;
-		if (set->evq.bell_w == from)
-			set->evq.bell_w = to;
+		hk_evq_fd_moved(set, from, to);
 		pthread_mutex_unlock(&set->lock);
 	}
 }
@@ -195,14 +187,7 @@ static void child_after_fork(void)
 		set->sleeping = set->stale = 0;
 		set->signaled = false;
 		set->incarnation++;
-		/* The queue is the parent's, which goes on using it: the child
-		 * scans this set (taking nothing from the queue, removing
-		 * nothing from the shared kernel set), and makes its own queue
-		 * for its next set on this number. */
-		set->forked = true;
-		set->settled = false;
-		set->bell_in_kernel = false;
-		sl_evq_close(&set->evq);
+		hk_evq_after_fork_child(set);
 	}
 }
 
@@ -757,10 +742,6 @@ void hk_epoll_forget_fd(int fd)
 	}
 }
 
-/* Before an exec: the queued members leave the queues (their registrations
- * would outlive this image, their tagged kernel entries would reach the new
- * image's waits on an inherited set).  An exec that fails queues them again
- * at the next wait. */
 void hk_epoll_before_exec(void)
 {
 	if (!atomic_load_explicit(&open_sets, memory_order_relaxed))
@@ -768,12 +749,10 @@ void hk_epoll_before_exec(void)
 	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
 		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
 
-		if (!set || !set->open || set->forked)
-			continue; /* a forked child's copy: the queue is the parent's */
+		if (!set || !set->open)
+			continue;
 		pthread_mutex_lock(&set->lock);
-		for (int i = 0; i < set->n; i++)
-			hk_evq_unqueue(e, set, &set->m[i]);
-		set->settled = false;
+		hk_evq_before_exec(e, set);
 		pthread_mutex_unlock(&set->lock);
 	}
 }

@@ -404,3 +404,37 @@ void hk_evq_release(struct epset *set, bool unregister)
 	set->bell_in_kernel = false;
 	set->settled = false;
 }
+
+void hk_evq_fd_moved(struct epset *set, int from, int to)
+{
+	/* Registrations made before name the old number: their peers cannot
+	 * reach the set until the member is queued again (the sweep finds
+	 * their changes meanwhile). */
+	if (set->evq.memfd == from)
+		set->evq.memfd = to;
+	if (set->evq.bell_r == from)
+		set->evq.bell_r = to;
+	if (set->evq.bell_w == from)
+		set->evq.bell_w = to;
+}
+
+void hk_evq_after_fork_child(struct epset *set)
+{
+	/* The queue is the parent's, which goes on using it: the child scans
+	 * this set (taking nothing from the queue, removing nothing from the
+	 * shared kernel set), and makes its own queue for its next set on
+	 * this number. */
+	set->forked = true;
+	set->settled = false;
+	set->bell_in_kernel = false;
+	sl_evq_close(&set->evq);
+}
+
+void hk_evq_before_exec(int epfd, struct epset *set)
+{
+	if (set->forked)
+		return; /* a forked child's copy: the queue is the parent's */
+	for (int i = 0; i < set->n; i++)
+		hk_evq_unqueue(epfd, set, &set->m[i]);
+	set->settled = false;
+}

@@ -122,5 +122,14 @@ int hk_evq_cap(struct epset *set, int left, int64_t now_ms);
 void hk_evq_release(struct epset *set, bool unregister);
 /* A member moves from index from to index to (remove_at). */
 void hk_evq_moved(struct epset *set, int to);
+/* One of the queue's descriptors was moved (a dup2 onto its number). */
+void hk_evq_fd_moved(struct epset *set, int from, int to);
+/* In a forked child: its copy of the set scans; the queue is the parent's. */
+void hk_evq_after_fork_child(struct epset *set);
+/* Before an exec: the queued members leave the queue (their registrations
+ * would outlive this image, their tagged kernel entries would reach the new
+ * image's waits on an inherited set); a failed exec queues them again at
+ * the next wait. */
+void hk_evq_before_exec(int epfd, struct epset *set);
 
 #endif
