@@ -1,7 +1,8 @@
 /* epollq.c — epoll sets with many connections (what the hook's event queue
  * serves): a large set where few become ready, members closed, reset and
  * shut down under a sleeping waiter, nested large sets, a set shared with a
- * forked child, and set-level sleep/wake hand-offs under a watchdog.
+ * forked child, one connection in more sets than it has queue slots, and
+ * set-level sleep/wake hand-offs under a watchdog.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -73,22 +74,28 @@ static int cmp_ev(const void *a, const void *b)
 	return x->data.u64 < y->data.u64 ? -1 : x->data.u64 > y->data.u64;
 }
 
-/* One wait, its members sorted by id: "what: rc N id:MASK ...". */
-static int ewait(const char *what, int ep, int timeout)
+/* A wait's answer, its members sorted by id: "what: rc N id:MASK ...". */
+static void report(const char *what, int rc, int err, struct epoll_event *ev)
 {
-	struct epoll_event ev[64];
 	char line[2048];
-	int rc, len;
+	int len = snprintf(line, sizeof(line), "%s: rc %d%s%s", what, rc, rc < 0 ? " " : "", rc < 0 ? en(err) : "");
 
-	errno = 0;
-	rc = epoll_wait(ep, ev, 64, timeout);
-	len = snprintf(line, sizeof(line), "%s: rc %d%s%s", what, rc, rc < 0 ? " " : "", rc < 0 ? en(errno) : "");
 	if (rc > 0)
 		qsort(ev, (size_t)rc, sizeof(*ev), cmp_ev);
 	for (int i = 0; i < rc && len < (int)sizeof(line) - 64; i++)
 		len += snprintf(line + len, sizeof(line) - (size_t)len, " %llu:%s", (unsigned long long)ev[i].data.u64,
 				epmask(ev[i].events));
 	say("%s", line);
+}
+
+static int ewait(const char *what, int ep, int timeout)
+{
+	struct epoll_event ev[64];
+	int rc;
+
+	errno = 0;
+	rc = epoll_wait(ep, ev, 64, timeout);
+	report(what, rc, errno, ev);
 	return rc;
 }
 
@@ -100,32 +107,42 @@ static void drain(int fd)
 	}
 }
 
-/* A waiter asleep on ep while the main thread acts. */
+/* A waiter asleep on ep while the main thread acts; its answer is printed
+ * when it is joined, so that several waiters print in a fixed order. */
 struct waiter {
 	pthread_t t;
-	int ep;
+	int ep, rc, err;
 	const char *what;
+	struct epoll_event ev[64];
 };
 
 static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
 
-	ewait(w->what, w->ep, 10000);
+	errno = 0;
+	w->rc = epoll_wait(w->ep, w->ev, 64, 10000);
+	w->err = errno;
 	return NULL;
 }
 
-static void waiter_start(struct waiter *w, int ep, const char *what)
+static void waiter_go(struct waiter *w, int ep, const char *what)
 {
 	w->ep = ep;
 	w->what = what;
 	pthread_create(&w->t, NULL, waiter_main, w);
+}
+
+static void waiter_start(struct waiter *w, int ep, const char *what)
+{
+	waiter_go(w, ep, what);
 	usleep(30000); /* only makes it likely the waiter sleeps first */
 }
 
 static void waiter_join(struct waiter *w)
 {
 	pthread_join(w->t, NULL);
+	report(w->what, w->rc, w->err, w->ev);
 }
 
 /* 2,000 members, a few ready at a time: only they are reported,
@@ -261,6 +278,44 @@ static int sc_nested(void)
 	return 0;
 }
 
+/* One connection in six sets: four queue it, the others scan it. */
+static int sc_six_sets(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct waiter w[6];
+	int ep[6];
+	char b;
+
+	pairs(1);
+	for (int i = 0; i < 6; i++) {
+		ep[i] = MUST(epoll_create1(0));
+		ev.data.u64 = (uint64_t)i;
+		SHOW(epoll_ctl(ep[i], EPOLL_CTL_ADD, ss[0], &ev));
+	}
+	for (int i = 0; i < 6; i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "set %d", i);
+		ewait(what, ep[i], 0);
+	}
+	for (int i = 0; i < 6; i++)
+		waiter_go(&w[i], ep[i], "a sleeping set woken");
+	usleep(30000);
+	MUST(send(cs[0], "x", 1, 0));
+	for (int i = 0; i < 6; i++)
+		waiter_join(&w[i]);
+	MUST(recv(ss[0], &b, 1, 0));
+	for (int i = 0; i < 6; i++)
+		ewait("after the read", ep[i], 0);
+	SHOW(shutdown(cs[0], SHUT_WR));
+	for (int i = 0; i < 6; i++)
+		ewait("after the peer's FIN", ep[i], 0);
+	for (int i = 0; i < 6; i++)
+		close(ep[i]);
+	unpairs(1);
+	return 0;
+}
+
 static int ep_forked;
 
 static int child_waits(void *arg)
@@ -389,7 +444,7 @@ int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "large", sc_large }, { "ends", sc_ends },       { "nested", sc_nested },
-		{ "fork", sc_fork },   { "handoff", sc_handoff }, { NULL, NULL },
+		{ "fork", sc_fork },   { "handoff", sc_handoff }, { "six_sets", sc_six_sets }, { NULL, NULL },
 	};
 
 	/* Interrupt mode: every hand-off is a set-level sleep and wake-up. */
