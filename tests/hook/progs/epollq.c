@@ -447,8 +447,13 @@ int main(int argc, char **argv)
 		{ "fork", sc_fork },   { "handoff", sc_handoff }, { "six_sets", sc_six_sets }, { NULL, NULL },
 	};
 
-	/* Interrupt mode: every hand-off is a set-level sleep and wake-up. */
-	if (argc > 1 && strcmp(argv[1], "handoff") == 0)
-		setenv("SCILAN_POLL_US", "0", 0);
+	/* Interrupt mode, so that every hand-off is a set-level sleep and
+	 * wake-up: the accelerator reads its settings when it loads, so the
+	 * program runs itself again with the setting (plain: no effect). */
+	if (argc > 1 && strcmp(argv[1], "handoff") == 0 && !getenv("SCILAN_POLL_US")) {
+		setenv("SCILAN_POLL_US", "0", 1);
+		execv("/proc/self/exe", argv);
+		fatal("exec self");
+	}
 	return scen_main(argc, argv, t);
 }
