@@ -30,6 +30,8 @@
  * urgent pointer as its segment arrives); older ones count as coalesced. */
 #define SL_URG_MARKS 8
 #define SL_PEER_PLAIN 0x40u    /* peer moved the connection to kernel TCP: read and write nothing here */
+#define SL_PEER_EVQ 0x80u      /* peer marks our epoll sets' event queues (evq_want, evq[]): a peer
+				* without it (an older library) has its connections scanned */
 
 /* One epoll set of the peer's holding the connection (evq.c): where its
  * ready bitmap and bell are (process pid's descriptors memfd and bell) and
