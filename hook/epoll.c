@@ -64,7 +64,7 @@ static int left_ms(int64_t deadline)
 }
 
 /* A connection whose readiness the kernel cannot see. */
-static struct sl_sock *ring_socket(int fd)
+struct sl_sock *hk_ep_ring_socket(int fd)
 {
 	struct sl_sock *s = sl_sock_get(fd);
 	enum sl_state st;
@@ -77,7 +77,7 @@ static struct sl_sock *ring_socket(int fd)
 
 static bool wants_emulation(int fd)
 {
-	return ring_socket(fd) || set_of(fd);
+	return hk_ep_ring_socket(fd) || set_of(fd);
 }
 
 /* Should the hook remember fd as a member at all?  Sockets libscilan knows
@@ -112,19 +112,44 @@ static void to_kernel_mode(int epfd, struct member *m, bool want_kernel)
 	}
 }
 
-/* Members move between the kernel set and the emulation as their sockets
- * change state (connect completes, a connect falls back to plain TCP). */
+/* Members move between the kernel set, the event queue and the scan as their
+ * sockets change state (connect completes, an offer is decided, a
+ * connection falls back to plain TCP).  Returns the scanned members armed.
+ * A set whose members can only change through epoll_ctl is settled: the
+ * walk is skipped, so a wait costs O(ready), not O(members). */
 static int reconcile(int epfd, struct epset *set)
 {
-	int emulated = 0;
+	int scanned = 0;
+	bool settled = !set->forked;
 
+	if (set->settled)
+		return set->nscan;
 	for (int i = 0; i < set->n; i++) {
 		struct member *m = &set->m[i];
+		struct sl_sock *s;
+		bool emulate = wants_emulation(m->fd);
 
-		to_kernel_mode(epfd, m, !wants_emulation(m->fd));
-		emulated += !m->in_kernel && !m->disarmed;
+		if (m->q >= 0 && set->forked) {
+			scanned += !m->disarmed; /* its other process's queue: scan it */
+			continue;
+		}
+		if (m->q >= 0 && emulate && !m->q_stale)
+			continue;
+		hk_evq_unqueue(epfd, set, m);
+		if (emulate && !set_of(m->fd) && hk_evq_queue(epfd, set, i))
+			continue;
+		to_kernel_mode(epfd, m, !emulate);
+		if (!m->in_kernel) {
+			scanned += !m->disarmed;
+			settled = false;
+		} else if ((s = sl_sock_get(m->fd)) &&
+			   (sl_sock_state(s) == SL_FRESH || sl_sock_state(s) == SL_CONNECTING)) {
+			settled = false; /* may connect and move to the rings */
+		}
 	}
-	return emulated;
+	set->nscan = scanned;
+	set->settled = settled;
+	return scanned;
 }
 
 /* Our wake-up descriptor moved: the program dup2'ed onto its number. */
@@ -138,6 +163,7 @@ static void wake_fd_moved(int from, int to)
 		pthread_mutex_lock(&set->lock);
 		if (set->wake_fd == from)
 			set->wake_fd = to;
+		hk_evq_fd_moved(set, from, to);
 		pthread_mutex_unlock(&set->lock);
 	}
 }
@@ -161,6 +187,7 @@ static void child_after_fork(void)
 		set->sleeping = set->stale = 0;
 		set->signaled = false;
 		set->incarnation++;
+		hk_evq_after_fork_child(set);
 	}
 }
 
@@ -199,6 +226,8 @@ HK_EXPORT int epoll_create1(int flags)
 	set->n = 0;
 	set->sleeping = set->stale = 0;
 	set->signaled = false;
+	set->forked = set->settled = set->bell_in_kernel = false;
+	set->nscan = 0;
 	set->open = true;
 	pthread_mutex_unlock(&set->lock);
 	atomic_fetch_add(&open_sets, 1);
@@ -216,9 +245,13 @@ HK_EXPORT int epoll_create(int size)
 	return epoll_create1(0);
 }
 
-static void remove_at(struct epset *set, struct member *m)
+static void remove_at(int epfd, struct epset *set, struct member *m)
 {
+	hk_evq_unqueue(epfd, set, m);
 	*m = set->m[--set->n];
+	if (m != &set->m[set->n])
+		hk_evq_moved(set, (int)(m - set->m));
+	set->settled = false;
 }
 
 static int add_member(int epfd, struct epset *set, int fd, const struct epoll_event *ev)
@@ -252,7 +285,7 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 		set->cap = cap;
 	}
 	m = &set->m[set->n];
-	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data };
+	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data, .q = -1 };
 	if (!wants_emulation(fd)) {
 		struct epoll_event kev = *ev;
 
@@ -261,6 +294,7 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 		m->in_kernel = true;
 	}
 	set->n++;
+	set->settled = false;
 	return 0;
 }
 
@@ -303,12 +337,14 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		} else if (m->in_kernel && sl_sys.epoll_ctl(epfd, op, fd, ev) < 0) {
 			r = -1;
 		} else if (op == EPOLL_CTL_DEL) {
-			remove_at(set, m);
+			remove_at(epfd, set, m);
 		} else {
 			m->events = ev->events;
 			m->data = ev->data;
 			m->disarmed = false;
 			m->et_reported = 0;
+			set->settled = false; /* a scanned member re-armed counts again */
+			hk_evq_touch(set, m);
 		}
 		if (r == 0 && emulated)
 			hk_epoll_wake_sleepers(epfd, set);
@@ -323,7 +359,7 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 /* Poll events to ask for member m: under EPOLLET, an event already reported
  * is asked again only after its edge (new data, a send that found the ring
  * full, a state change).  0 means nothing to wait for. */
-static short wanted(struct member *m, struct sl_sock *s)
+short hk_ep_wanted(struct member *m, struct sl_sock *s)
 {
 	uint32_t ev = m->events & EVENT_BITS;
 	uint32_t state;
@@ -351,7 +387,7 @@ static short wanted(struct member *m, struct sl_sock *s)
 	return ev ? (short)ev : -1;
 }
 
-static void mark_reported(struct member *m, struct sl_sock *s, uint32_t revents)
+void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents)
 {
 	if (m->events & EPOLLONESHOT)
 		m->disarmed = true;
@@ -462,7 +498,7 @@ static int plan_nested(struct plan *p, struct epset *inner, int inner_fd)
 	for (int i = 0; i < inner->n && r == 0; i++) {
 		struct member *im = &inner->m[i];
 
-		if (!im->in_kernel && !im->disarmed && ring_socket(im->fd))
+		if (!im->in_kernel && !im->disarmed && hk_ep_ring_socket(im->fd))
 			r = plan_add(p, im->fd, (short)(im->events & EVENT_BITS), inner_fd);
 	}
 	pthread_mutex_unlock(&inner->lock);
@@ -478,14 +514,14 @@ static int plan_set(struct plan *p, int epfd, struct epset *set)
 		struct epset *inner;
 		short ev;
 
-		if (m->in_kernel || m->disarmed)
+		if (m->in_kernel || m->disarmed || (m->q >= 0 && !set->forked))
 			continue;
 		if ((inner = set_of(m->fd))) {
 			if (plan_nested(p, inner, m->fd) < 0)
 				return -1;
 			continue;
 		}
-		ev = wanted(m, ring_socket(m->fd));
+		ev = hk_ep_wanted(m, hk_ep_ring_socket(m->fd));
 		if (ev >= 0 && plan_add(p, m->fd, ev, m->fd) < 0)
 			return -1;
 	}
@@ -513,7 +549,7 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 		struct sl_sock *rs;
 		uint32_t rev;
 
-		if (m->in_kernel || m->disarmed)
+		if (m->in_kernel || m->disarmed || (m->q >= 0 && !set->forked))
 			continue;
 		rev = revents_of(p, m->fd);
 		if (set_of(m->fd))
@@ -524,14 +560,14 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 		/* An edge reports every event that is ready then, as the
 		 * kernel's does (new data also shows a still-writable socket). */
 		/* One look: another thread may move the socket to kernel TCP. */
-		rs = ring_socket(m->fd);
+		rs = hk_ep_ring_socket(m->fd);
 		if ((m->events & EPOLLET) && rs)
 			rev |= (uint32_t)sl_conn_ready(rs, (short)(m->events & EVENT_BITS)) &
 			       ((m->events & EVENT_BITS) | EPOLLHUP | EPOLLERR);
 		evs[got].events = rev;
 		evs[got].data = m->data;
 		got++;
-		mark_reported(m, rs, rev);
+		hk_ep_mark_reported(m, rs, rev);
 	}
 	if (set->n)
 		set->rotate = (set->rotate + 1) % (unsigned)set->n;
@@ -539,9 +575,10 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 }
 
 /* Every round reads the member list and registers as sleeping in one
- * critical section, then sleeps: on the kernel set alone while no emulated
- * member is armed, else in scilan_poll over them and the kernel set.  A
- * change by another thread wakes either through the wake-up descriptor. */
+ * critical section, then sleeps: on the kernel set alone while no member is
+ * scanned (queued members are in the event queue, whose bell is in the
+ * kernel set), else in scilan_poll over the scanned ones and the kernel set.
+ * A change by another thread wakes either through the wake-up descriptor. */
 static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int max, int timeout,
 		    const sigset_t *mask)
 {
@@ -552,45 +589,81 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 	int r;
 
 	for (;;) {
-		int got = 0, left = left_ms(deadline), emulated;
+		int got, left = left_ms(deadline), emulated, sleep_ms, armed = -1;
 		bool woken = false;
 
 		pthread_mutex_lock(&set->lock);
 		emulated = reconcile(epfd, set);
-		if (left != 0)
-			hk_epoll_sleep_begin(set, &t);
-		if (!emulated) {
+		got = hk_evq_collect(set, evs, max, now_ms());
+		if (!got && left != 0 && !emulated && set->settled && set->nqueued && !set->forked) {
+			bool hit;
+
 			pthread_mutex_unlock(&set->lock);
-			r = sl_sys.epoll_pwait(epfd, evs, max, left, mask);
+			hit = hk_evq_spin(set, epfd, left);
 			pthread_mutex_lock(&set->lock);
+			if (hit)
+				got = hk_evq_collect(set, evs, max, now_ms());
+		}
+		/* A member that left the queue gets its place before any sleep. */
+		sleep_ms = got || !set->settled ? 0 : left;
+		if (sleep_ms != 0) {
+			hk_epoll_sleep_begin(set, &t);
+			armed = hk_evq_arm(set);
+			if (armed == 0)
+				sleep_ms = 0;
+			sleep_ms = hk_evq_cap(set, sleep_ms, now_ms());
+		}
+		if (!emulated) {
+			r = 0;
+			if (got < max) {
+				pthread_mutex_unlock(&set->lock);
+				r = sl_sys.epoll_pwait(epfd, evs + got, max - got, sleep_ms, mask);
+				pthread_mutex_lock(&set->lock);
+			}
+			if (armed >= 0)
+				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
-			pthread_mutex_unlock(&set->lock);
-			if (r < 0)
-				break;
-			got = hk_epoll_strip_wake(evs, r, &woken);
+			if (r >= 0) {
+				bool looked = got > 0; /* a member is reported once per wait */
+
+				got += hk_evq_strip(set, evs + got, r, &woken);
+				if (!looked && got < max)
+					got += hk_evq_collect(set, evs + got, max - got, now_ms());
+			}
 		} else {
 			p.n = 0;
-			p.sleeping = left != 0;
+			p.sleeping = sleep_ms != 0;
 			r = plan_set(&p, epfd, set);
 			pthread_mutex_unlock(&set->lock);
 			if (r == 0)
-				r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, left, mask);
+				r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, sleep_ms, mask);
 			else
 				errno = ENOMEM;
 			plan_awake(&p);
 			pthread_mutex_lock(&set->lock);
+			if (armed >= 0)
+				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
-			if (r >= 0)
-				got = collect(set, &p, evs, max);
-			pthread_mutex_unlock(&set->lock);
-			if (r < 0)
-				break;
-			if ((p.pfds[0].revents & POLLIN) && got < max) {
-				r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
-				if (r > 0)
-					got += hk_epoll_strip_wake(evs + got, r, &woken);
+			if (r >= 0) {
+				bool looked = got > 0;
+
+				got += collect(set, &p, evs + got, max - got);
+				if (!looked && got < max)
+					got += hk_evq_collect(set, evs + got, max - got, now_ms());
+				if ((p.pfds[0].revents & POLLIN) && got < max) {
+					r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
+					if (r > 0)
+						got += hk_evq_strip(set, evs + got, r, &woken);
+				}
 			}
 		}
+		/* Level-triggered members still ready: the kernel wakes the set's
+		 * other waiters for them too. */
+		if (got && set->rl_n && set->sleeping)
+			hk_epoll_wake_sleepers(epfd, set);
+		pthread_mutex_unlock(&set->lock);
+		if (r < 0 && !got)
+			break;
 		/* At the deadline, a wake-up that took the place of the
 		 * application's events gets one more look. */
 		if (got || (left_ms(deadline) == 0 && (!woken || retried))) {
@@ -638,6 +711,7 @@ void hk_epoll_forget_fd(int fd)
 	if (set) {
 		pthread_mutex_lock(&set->lock);
 		set->open = false;
+		hk_evq_release(set, true);
 		set->n = 0;
 		if (set->wake_fd >= 0)
 			sl_own_fd_close(set->wake_fd);
@@ -660,11 +734,26 @@ void hk_epoll_forget_fd(int fd)
 		if ((m = find(other, fd))) {
 			bool emulated = !m->in_kernel;
 
-			remove_at(other, m); /* a kernel entry goes with the fd by itself */
+			remove_at(e, other, m); /* a kernel entry goes with the fd by itself */
 			if (emulated) /* waiters stop watching the closing connection */
 				hk_epoll_wake_sleepers(e, other);
 		}
 		pthread_mutex_unlock(&other->lock);
+	}
+}
+
+void hk_epoll_before_exec(void)
+{
+	if (!atomic_load_explicit(&open_sets, memory_order_relaxed))
+		return;
+	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
+
+		if (!set || !set->open)
+			continue;
+		pthread_mutex_lock(&set->lock);
+		hk_evq_before_exec(e, set);
+		pthread_mutex_unlock(&set->lock);
 	}
 }
 

@@ -10,9 +10,18 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
+#include "evq.h"
+#include "sock.h"
+
 /* data of the wake-up descriptor's kernel entry: a non-canonical address,
  * which no member's pointer and no small number can be. */
 #define WAKE_TAG 0xfffe5c11a4e0d0feull
+/* The event queue's kernel entries (epoll_queue.c): its bell, and a queued
+ * connection's kernel socket (readable only when the peer is gone or speaks
+ * TCP), tagged with its bit. */
+#define EVQ_TAG_MASK 0xffffffff00000000ull
+#define EVQ_TAG 0xfffe5c1200000000ull
+#define EVQ_BELL_TAG (EVQ_TAG | 0xffffffffull)
 
 struct member {
 	int fd;
@@ -25,6 +34,14 @@ struct member {
 	uint64_t et_rx_mark;
 	uint32_t et_tx_mark;
 	uint32_t et_state_mark;
+	/* In the set's event queue (epoll_queue.c): its bit, or -1 (kernel or
+	 * scanned member); the registration in the connection's peer area. */
+	int q;
+	int q_k;
+	uint64_t q_pub;
+	struct sl_sock *q_sock;
+	bool q_stale;    /* no longer fit for the queue: reconcile takes it out */
+	bool on_list;    /* in the ready list */
 };
 
 struct epset {
@@ -42,6 +59,24 @@ struct epset {
 	unsigned epoch;       /* bumped by a change made while waiters sleep */
 	unsigned incarnation; /* bumped when the set closes: its old waiters leave it alone */
 	bool signaled;        /* wake_fd holds a count */
+	/* The event queue (epoll_queue.c).  Members whose readiness is in
+	 * rings are queued when they can be; a forked child's copy of a set
+	 * (forked) scans them all, as a set without a queue does. */
+	struct sl_evq evq;    /* evq.sh NULL: not made yet (or could not be) */
+	bool bell_in_kernel;  /* its bell is in the current kernel set */
+	bool forked;
+	bool settled;         /* no member can change mode before an epoll_ctl: reconcile skips */
+	int nscan;            /* scanned emulated members, at the last reconcile */
+	int *slot_member;     /* [bit]: index into m, or -1 */
+	int slot_cap, slot_hi;
+	int *free_slots, nfree;
+	uint32_t *rl;         /* the ready list: bits of members reported or marked since */
+	int rl_n, rl_cap;
+	uint32_t *rl_tmp;
+	int nqueued;
+	int poll_us;          /* the spin of the queued members (SL_POLL_ADAPTIVE: learnt) */
+	_Atomic uint64_t spin_learn;
+	int64_t next_sweep_ms;
 };
 
 /* One waiter's place among a set's sleepers. */
@@ -56,7 +91,45 @@ void hk_epoll_sleep_begin(struct epset *set, struct ticket *t);
 bool hk_epoll_sleep_end(struct epset *set, struct ticket *t);
 /* After a change to the emulated members of set (epoll fd epfd). */
 void hk_epoll_wake_sleepers(int epfd, struct epset *set);
-/* Drop the wake-up descriptor's events from a kernel answer; *woken if any. */
-int hk_epoll_strip_wake(struct epoll_event *evs, int n, bool *woken);
+
+/* Shared by epoll.c and epoll_queue.c. */
+struct sl_sock *hk_ep_ring_socket(int fd);
+short hk_ep_wanted(struct member *m, struct sl_sock *s);
+void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents);
+#define HK_EP_EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
+
+/* The event queue (epoll_queue.c), all with set->lock held. */
+/* Queue member i of set (a connected ring socket): false if it cannot be. */
+bool hk_evq_queue(int epfd, struct epset *set, int i);
+void hk_evq_unqueue(int epfd, struct epset *set, struct member *m);
+/* The member's readiness may have changed (epoll_ctl): look at it next wait. */
+void hk_evq_touch(struct epset *set, struct member *m);
+/* Reports of queued members, up to max; now_ms for the periodic sweep. */
+int hk_evq_collect(struct epset *set, struct epoll_event *evs, int max, int64_t now_ms);
+/* Drop the wake-up and queue entries from a kernel answer (acting on them). */
+int hk_evq_strip(struct epset *set, struct epoll_event *evs, int n, bool *woken);
+/* Before a sleep: arm the set.  -1 not armed (nothing queued), 0 armed but
+ * something is marked already, 1 armed and quiet.  Disarm only if armed. */
+int hk_evq_arm(struct epset *set);
+void hk_evq_disarm(struct epset *set);
+/* Spin (unlocked) for the queued members as their poll time says, asking
+ * the kernel set epfd now and then; true if something is ready. */
+bool hk_evq_spin(struct epset *set, int epfd, int left);
+/* How long the sleep may last (ms, -1 none): until the next sweep. */
+int hk_evq_cap(struct epset *set, int left, int64_t now_ms);
+/* The set closes: members leave the queue (which stays for the next set
+ * on this descriptor number). */
+void hk_evq_release(struct epset *set, bool unregister);
+/* A member moves from index from to index to (remove_at). */
+void hk_evq_moved(struct epset *set, int to);
+/* One of the queue's descriptors was moved (a dup2 onto its number). */
+void hk_evq_fd_moved(struct epset *set, int from, int to);
+/* In a forked child: its copy of the set scans; the queue is the parent's. */
+void hk_evq_after_fork_child(struct epset *set);
+/* Before an exec: the queued members leave the queue (their registrations
+ * would outlive this image, their tagged kernel entries would reach the new
+ * image's waits on an inherited set); a failed exec queues them again at
+ * the next wait. */
+void hk_evq_before_exec(int epfd, struct epset *set);
 
 #endif

@@ -90,17 +90,3 @@ void hk_epoll_wake_sleepers(int epfd, struct epset *set)
 	}
 	set->signaled = true;
 }
-
-int hk_epoll_strip_wake(struct epoll_event *evs, int n, bool *woken)
-{
-	int kept = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (evs[i].data.u64 == WAKE_TAG) {
-			*woken = true;
-			continue;
-		}
-		evs[kept++] = evs[i];
-	}
-	return kept;
-}

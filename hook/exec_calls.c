@@ -151,6 +151,7 @@ static int exec_with_handover(int (*call)(const struct exec_args *a, char *const
 		hk_enter();
 		sl_sock_any_fd(leave_inherited);
 	}
+	hk_epoll_before_exec();
 	p = prepare();
 	if (!p) {
 		/* Exec without describing the connections would leave their

@@ -42,6 +42,8 @@ int hk_close(int fd);
 bool hk_epoll_known(int fd);
 /* Forget fd everywhere the emulation remembers it (it is being closed). */
 void hk_epoll_forget_fd(int fd);
+/* An exec is coming: connections leave the sets' event queues. */
+void hk_epoll_before_exec(void);
 /* Expand poll entries that are emulated epoll sets into their scilan members
  * and wait (poll_calls.c uses it for poll/ppoll/select/pselect). */
 int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);

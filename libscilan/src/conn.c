@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agree.h"
+#include "evq.h"
 #include "fabric.h"
 #include "log.h"
 #include "segment.h"
@@ -27,6 +28,8 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 		pthread_mutex_lock(&s->ctl_lock);
 		sl_segment_set_state(s, sl_conn_reset_bits(s));
 		pthread_mutex_unlock(&s->ctl_lock);
+		atomic_thread_fence(memory_order_seq_cst);
+		sl_evq_notify(s, SL_DIR_DATA | SL_DIR_SPACE);
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
 	sl_conn_wake_local(s);
@@ -159,6 +162,7 @@ void sl_conn_wake_local(struct sl_sock *s)
 	 * this fence), so skipping loses no wake-up; a poller that could not
 	 * take a direction (another thread held it) sleeps at most 10 ms. */
 	atomic_thread_fence(memory_order_seq_cst);
+	sl_evq_notify_local(s);
 	if (!atomic_load(&s->sleepers[0]) && !atomic_load(&s->sleepers[1]))
 		return;
 	sl_fabric()->ring_self(s, SL_TOKEN_LOCAL);
@@ -170,6 +174,7 @@ void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 	 * we read the peer's arm word, or both of us could miss the other. */
 	if (!fenced)
 		atomic_thread_fence(memory_order_seq_cst);
+	sl_evq_notify(s, SL_DIR_DATA);
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
 	    atomic_exchange(&s->own_ctl->wake_on_data, 0))
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
@@ -180,11 +185,13 @@ bool sl_conn_after_consume_locked(struct sl_sock *s)
 	/* Only a published index can unblock the sender; publishing is batched
 	 * (ring.c), so a sleeping sender gets the index at once. */
 	if (s->rx.published != s->rx.read) {
-		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed))
+		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
+		    !(atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & 0xaaaaaaaau))
 			return false;
 		sl_ring_rx_publish(&s->rx);
 	}
 	atomic_thread_fence(memory_order_seq_cst);
+	sl_evq_notify(s, SL_DIR_SPACE);
 	return atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
 	       atomic_exchange(&s->own_ctl->wake_on_space, 0);
 }
@@ -194,6 +201,7 @@ void sl_conn_wake_peer(struct sl_sock *s)
 	int tokens = 0;
 
 	atomic_thread_fence(memory_order_seq_cst);
+	sl_evq_notify(s, SL_DIR_DATA | SL_DIR_SPACE);
 	if (atomic_exchange(&s->own_ctl->wake_on_data, 0))
 		tokens |= SL_TOKEN_DATA;
 	if (atomic_exchange(&s->own_ctl->wake_on_space, 0))

@@ -287,14 +287,14 @@ static _Atomic uint32_t *offer_word(void *seg)
 }
 
 /* Before any data moves: tell the peer whether our sends fence, so that it
- * knows to pay for the fence with membarrier when it sleeps (barrier.h). */
+ * knows to pay for the fence with membarrier when it sleeps (barrier.h),
+ * and that we mark its epoll sets (evq.c). */
 static void publish_unfenced(struct sl_sock *s, uint32_t state)
 {
 	s->tx.unfenced = sl_barrier_unfenced_ok();
 	if (s->tx.unfenced)
 		state |= SL_PEER_UNFENCED;
-	if (state)
-		sl_segment_set_state(s, state);
+	sl_segment_set_state(s, state | SL_PEER_EVQ);
 }
 
 static void close_bells(struct sl_sock *s)

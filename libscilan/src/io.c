@@ -14,6 +14,7 @@
 
 #include "agree.h"
 #include "conn.h"
+#include "evq.h"
 #include "fabric.h"
 #include "scilan.h"
 #include "scm.h"
@@ -397,6 +398,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			continue;
 		if (sent && nonblocking(s, flags)) {
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
+			sl_evq_notify_local(s); /* our sets ask the peer for room now */
 			break;
 		}
 		if (spin(s, flags, 1, space_freed, read_seen, &sw))
@@ -405,6 +407,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			if (sl_conn_check_peer(s) || sl_agree_plain(s, SL_AGREE_WAIT))
 				continue;
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
+			sl_evq_notify_local(s);
 			return fail(EAGAIN);
 		}
 		r = sl_wait(s, POLLOUT, false);

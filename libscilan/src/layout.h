@@ -30,6 +30,22 @@
  * urgent pointer as its segment arrives); older ones count as coalesced. */
 #define SL_URG_MARKS 8
 #define SL_PEER_PLAIN 0x40u    /* peer moved the connection to kernel TCP: read and write nothing here */
+#define SL_PEER_EVQ 0x80u      /* peer marks our epoll sets' event queues (evq_want, evq[]): a peer
+				* without it (an older library) has its connections scanned */
+
+/* One epoll set of the peer's holding the connection (evq.c): where its
+ * ready bitmap and bell are (process pid's descriptors memfd and bell) and
+ * the connection's bit in it.  claim is taken by compare-and-swap; pub is
+ * stored last (nonzero: valid), so the owner reads the words between two
+ * equal loads of pub. */
+#define SL_EVQ_CONN_SLOTS 4
+struct sl_evq_reg {
+	_Atomic uint64_t claim;
+	_Atomic uint64_t pub;
+	_Atomic uint64_t set_id;
+	_Atomic int32_t pid, memfd, bell;
+	_Atomic uint32_t index;
+};
 
 /* The control block at the start of each area.  The area lives in the memory
  * of the side that RECEIVES into it ("owner"); every word is written by the
@@ -53,6 +69,12 @@ struct sl_area_ctl {
 								 * (its SO_SNDBUF); 0: the whole ring */
 	_Alignas(SL_CACHELINE) _Atomic uint64_t plain_from;     /* with SL_PEER_PLAIN: the index of this ring
 								 * at which the peer's kernel stream resumes */
+	/* The peer's epoll sets (event queues, evq.c) that hold this
+	 * connection: the owner marks set k's ready bit at its next data or
+	 * state change (bit 2k of evq_want) or room it frees (bit 2k+1),
+	 * clearing the bits it acts on; the peer sets them again. */
+	_Alignas(SL_CACHELINE) _Atomic uint32_t evq_want;
+	_Alignas(SL_CACHELINE) struct sl_evq_reg evq[SL_EVQ_CONN_SLOTS];
 };
 
 /* The data of an area starts one page after the area's start. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml (no lost wake-up) and
+# check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml and set_queue.pml (no lost wake-up) and
 # biased_lock.pml (mutual exclusion) with SPIN; each fence-less mutant must fail.
 set -u
 out=${1:+$(realpath -m "$1")}   # resolved before the cd below
@@ -28,8 +28,12 @@ check no_receiver_fence nonzero -DNO_RX_FENCE
 check no_sender_fence nonzero -DNO_TX_FENCE
 check membarrier zero -DMEMBARRIER
 check membarrier_not_called nonzero -DMEMBARRIER -DNO_MEMBARRIER
+MODEL=set_queue.pml check set_queue zero
+MODEL=set_queue.pml check set_queue_no_tx_fence nonzero -DNO_TX_FENCE
+MODEL=set_queue.pml check set_queue_armed_first nonzero -DARMED_FIRST
+MODEL=set_queue.pml check set_queue_look_first nonzero -DLOOK_FIRST
 MODEL=biased_lock.pml check biased_lock zero
 MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"
-[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+biased_lock.pml $passed $failed" >"$out"; }
+[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml $passed $failed" >"$out"; }
 [ "$failed" -eq 0 ]

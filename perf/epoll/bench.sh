@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# perf/epoll/bench.sh BUILD — make bench-epoll: an epoll set of N connections
+# (perf/epoll/epoll_scale.c) on kernel TCP and on scilan (polling, hybrid,
+# interrupt), all in one run; table, epoll.csv and, with gnuplot, epoll.png.
+set -euo pipefail
+# Environment: EPOLL_NS (default "1 16 256 1024 4096"), EPOLL_ROUNDS (5000),
+# EPOLL_IDLE_MS (2000), EPOLL_MODES (a subset of the four), EPOLL_RUN (the
+# scilan_run of another build, for a before/after), EPOLL_CSV (where).  Ends unpinned; figures are indicative on a shared
+# machine: compare the ratios of one run.
+BUILD=${1:-build}
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT="$BUILD/perf"
+BIN="$BUILD/bin/epoll_scale"
+RUN=${EPOLL_RUN:-"$BUILD/bin/scilan_run"}
+NS=${EPOLL_NS:-"1 16 256 1024 4096"}
+MODES=${EPOLL_MODES:-"kernel scilan-poll scilan-hybrid scilan-intr"}
+ROUNDS=${EPOLL_ROUNDS:-5000}
+IDLE_MS=${EPOLL_IDLE_MS:-2000}
+CSV=${EPOLL_CSV:-"$OUT/epoll.csv"}
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+export SCILAN_RUNDIR="$WORK/run" SCILAN_CONF="$WORK/cluster.conf"
+mkdir -p -m 700 "$SCILAN_RUNDIR"
+: >"$SCILAN_CONF"
+
+# one MODE N: "n,p50,p99,idle" of one run.
+one() {
+	local mode=$1 n=$2
+	local acc
+	case $mode in
+	kernel) timeout -k 5 300 "$BIN" "$n" "$ROUNDS" "$IDLE_MS"; return ;;
+	scilan-poll) export SCILAN_POLL_US=10000000 ;;
+	scilan-hybrid) export SCILAN_POLL_US=auto ;;
+	scilan-intr) export SCILAN_POLL_US=0 ;;
+	esac
+	SCILAN_STATS=1 timeout -k 5 300 "$RUN" "$BIN" "$n" "$ROUNDS" "$IDLE_MS" 2>"$WORK/err"
+	unset SCILAN_POLL_US
+	# The server's connections must have gone over the rings (the client
+	# ends in _exit: no stats line of its own).
+	acc=$(sed -n 's/.*accelerated \([0-9]*\),.*/\1/p' "$WORK/err" | awk '{ s += $1 } END { print s + 0 }')
+	if [ "$acc" -lt "$n" ]; then
+		echo "bench-epoll: $mode N=$n: $acc of $n connections accelerated:" >&2
+		cat "$WORK/err" >&2
+		return 1
+	fi
+}
+
+echo "n,mode,p50_us,p99_us,idle_cpu_ms_per_s" >"$CSV"
+for n in $NS; do
+	for mode in $MODES; do
+		line=$(one "$mode" "$n") || { echo "bench-epoll: $mode N=$n failed" >&2; exit 1; }
+		IFS=, read -r _ p50 p99 idle <<<"$line"
+		echo "$n,$mode,$p50,$p99,$idle" >>"$CSV"
+	done
+done
+
+# The table: each scilan mode's p50 against kernel TCP's (x faster), and
+# against its own p50 at the smallest N (flatness).
+awk -F, 'NR > 1 {
+	key = $1 "," $2; p50[key] = $3; p99[key] = $4; idle[key] = $5
+	if (!($1 in seen)) { seen[$1] = 1; ns[++nn] = $1 }
+}
+END {
+	split("kernel scilan-poll scilan-hybrid scilan-intr", modes, " ")
+	printf "%-6s %-14s %10s %10s %12s %14s %12s\n", "N", "mode", "p50 us", "p99 us", "idle ms/s", "kernel/mode", "p50/p50(N1)"
+	for (i = 1; i <= nn; i++)
+		for (m = 1; m <= 4; m++) {
+			k = ns[i] "," modes[m]; kk = ns[i] ",kernel"; k1 = ns[1] "," modes[m]
+			if (k in p50)
+				printf "%-6s %-14s %10.2f %10.2f %12.3f %13.1fx %11.2fx\n", ns[i], modes[m], p50[k], p99[k], idle[k],
+				       p50[kk] / p50[k], p50[k] / p50[k1]
+		}
+}' "$CSV"
+echo "csv: $CSV"
+if command -v gnuplot >/dev/null; then
+	gnuplot -e "csv='$CSV'; png='$OUT/epoll.png'" "$HERE/epoll.gp" && echo "png: $OUT/epoll.png"
+fi

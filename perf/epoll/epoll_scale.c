@@ -1,0 +1,193 @@
+/* epoll_scale.c — what one event costs as an epoll set grows: a one-thread,
+ * level-triggered epoll echo server holding N connections in one set, and a
+ * forked client doing 64-byte request/response exchanges, each on a
+ * pseudo-random connection, the others idle.  Plain POSIX: run as is for
+ * kernel TCP, under scilan_run for scilan (perf/epoll/bench.sh runs both).
+ *   epoll_scale N ROUNDS IDLE_MS
+ * prints "n,p50_us,p99_us,idle_cpu_ms_per_s": round-trip median and p99, and
+ * the server's CPU per second while the N connections sit idle IDLE_MS.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MSG 64
+
+static double mono(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cpu_self(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "epoll_scale: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void io_all(int fd, char *buf, size_t len, int out)
+{
+	for (size_t k = 0; k < len;) {
+		ssize_t r = out ? write(fd, buf + k, len - k) : read(fd, buf + k, len - k);
+
+		if (r <= 0)
+			die(out ? "write" : "read");
+		k += (size_t)r;
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int go, int report)
+{
+	int *fd = calloc((size_t)n, sizeof(*fd)), one = 1;
+	double *rtt = calloc((size_t)rounds, sizeof(*rtt));
+	char buf[MSG] = { 0 }, c;
+	unsigned x = 2463534242u;
+
+	if (!fd || !rtt)
+		die("calloc");
+	for (int i = 0; i < n; i++) {
+		fd[i] = socket(AF_INET, SOCK_STREAM, 0);
+		setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (fd[i] < 0 || connect(fd[i], (struct sockaddr *)a, sizeof(*a)) < 0)
+			die("connect");
+	}
+	io_all(go, &c, 1, 0); /* the server accepted them all */
+	usleep((useconds_t)idle_ms * 1000);
+	for (int r = 0; r < rounds; r++) {
+		int i;
+		double t;
+
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		i = (int)(x % (unsigned)n);
+		t = mono();
+		io_all(fd[i], buf, MSG, 1);
+		io_all(fd[i], buf, MSG, 0);
+		rtt[r] = mono() - t;
+	}
+	qsort(rtt, (size_t)rounds, sizeof(*rtt), cmp_double);
+	dprintf(report, "%.3f,%.3f\n", rtt[rounds / 2] * 1e6, rtt[(size_t)rounds * 99 / 100] * 1e6);
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	_exit(0);
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 16, rounds = argc > 2 ? atoi(argv[2]) : 20000;
+	int idle_ms = argc > 3 ? atoi(argv[3]) : 2000, l, ep, accepted = 0, open_conns, one = 1;
+	int go[2], rep[2], status;
+	struct rlimit rl;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	struct epoll_event ev, evs[256];
+	double idle_cpu = -1, t0, c0;
+	char res[128] = "";
+	pid_t kid;
+	ssize_t got;
+
+	if (n < 1 || rounds < 100)
+		return fprintf(stderr, "usage: epoll_scale N ROUNDS [IDLE_MS]\n"), 2;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4096) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) < 0)
+		die("listen");
+	if (pipe(go) < 0 || pipe(rep) < 0)
+		die("pipe");
+	kid = fork();
+	if (kid < 0)
+		die("fork");
+	if (kid == 0) {
+		close(l);
+		client(&a, n, rounds, idle_ms, go[0], rep[1]);
+	}
+	ep = epoll_create1(0);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = l };
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev) < 0)
+		die("epoll");
+	open_conns = n;
+	t0 = c0 = 0;
+	while (open_conns > 0) {
+		int r = epoll_wait(ep, evs, 256, -1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die("epoll_wait");
+		if (accepted == n && idle_cpu < 0 && t0 > 0)
+			idle_cpu = (cpu_self() - c0) / (mono() - t0) * 1e3;
+		for (int k = 0; k < r; k++) {
+			int fd = evs[k].data.fd;
+			char buf[MSG * 4];
+			ssize_t m;
+
+			if (fd == l) {
+				int s = accept(l, NULL, NULL);
+
+				if (s < 0)
+					die("accept");
+				setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+				ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = s };
+				if (epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0)
+					die("epoll_ctl");
+				if (++accepted == n) {
+					/* Idle from here: the client waits idle_ms before its
+					 * first request (no fork here: it would share the set). */
+					t0 = mono();
+					c0 = cpu_self();
+					if (write(go[1], "g", 1) != 1)
+						die("write");
+				}
+				continue;
+			}
+			m = read(fd, buf, sizeof(buf));
+			if (m <= 0) {
+				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+				close(fd);
+				open_conns--;
+				continue;
+			}
+			io_all(fd, buf, (size_t)m, 1);
+		}
+	}
+	waitpid(kid, &status, 0);
+	got = read(rep[0], res, sizeof(res) - 1);
+	if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return fprintf(stderr, "epoll_scale: the client failed\n"), 1;
+	res[got] = '\0';
+	res[strcspn(res, "\n")] = '\0';
+	printf("%d,%s,%.3f\n", n, res, idle_cpu);
+	return 0;
+}

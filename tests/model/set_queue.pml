@@ -1,0 +1,106 @@
+/* set_queue.pml — a SPIN model of the epoll set's event queue (ARCHITECTURE.md,
+ * "The event queue") under x86-TSO: two connections' senders publish data
+ * through store buffers, then mark the set (want word, ready bit) and ring
+ * the set's one bell when its waiter is armed; the waiter takes the bits,
+ * asks again (want) before it looks, and sleeps on the bell after arming and
+ * re-checking the bits.  An invalid end state is a lost wake-up.  The bitmap
+ * and its summary word are one word here: the code sets the bit before the
+ * summary and clears the summary before the bits, so a set bit is always
+ * under a summary bit the waiter will see.  Mutants that must fail:
+ * -DNO_TX_FENCE (no fence between the data and the want load),
+ * -DARMED_FIRST (the sender reads armed before marking), -DLOOK_FIRST (the
+ * waiter looks before it asks again).
+ */
+#define N 2
+
+byte idx_mem[2];     /* each ring's write index, as memory holds it */
+bit want[2] = 1;     /* the want word in each sender's area (evq_want): set at registration */
+bit bits[2];         /* the set's ready bits */
+byte armed = 0;      /* waiters of the set about to sleep */
+byte bell = 0;       /* bytes in the set's bell pipe */
+byte consumed[2];
+
+chan st0 = [2] of { byte };
+chan st1 = [2] of { byte };
+
+active proctype store_buffers()
+{
+end:	do
+	:: atomic { nempty(st0) -> st0 ? idx_mem[0] }
+	:: atomic { nempty(st1) -> st1 ? idx_mem[1] }
+	od
+}
+
+inline send(i, st)
+{
+	byte k = 1;
+	bit a;
+
+	do
+	:: k <= N ->
+		st ! k;                                  /* publish the write index */
+#ifndef NO_TX_FENCE
+		empty(st);                               /* the fence after publishing */
+#endif
+		if
+		:: want[i] == 1 ->                       /* plain load of the want word */
+#ifdef ARMED_FIRST
+			a = (armed > 0);
+#endif
+			atomic { empty(st); want[i] = 0; bits[i] = 1 } /* fetch_and, fetch_or: locked */
+#ifndef ARMED_FIRST
+			a = (armed > 0);                 /* after the locked ops */
+#endif
+			if
+			:: a -> bell++
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi;
+		k++
+	:: else -> break
+	od
+}
+
+active proctype sender0() { send(0, st0) }
+active proctype sender1() { send(1, st1) }
+
+inline take(i)
+{
+	if
+	:: bits[i] == 1 ->
+		bits[i] = 0;                             /* exchange: locked */
+#ifdef LOOK_FIRST
+		if :: idx_mem[i] > consumed[i] -> consumed[i] = idx_mem[i]; got = 1 :: else -> skip fi;
+		want[i] = 1;
+#else
+		want[i] = 1;                             /* fetch_or: locked, then look */
+		if :: idx_mem[i] > consumed[i] -> consumed[i] = idx_mem[i]; got = 1 :: else -> skip fi
+#endif
+	:: else -> skip
+	fi
+}
+
+active proctype waiter()
+{
+	bit got;
+
+	do
+	:: consumed[0] == N && consumed[1] == N -> break
+	:: else ->
+		got = 0;
+		take(0);
+		take(1);
+		if
+		:: got -> skip
+		:: else ->
+			bell = 0;                        /* drain the bell */
+			armed++;                         /* fetch_add: locked */
+			if
+			:: bits[0] == 1 || bits[1] == 1 -> skip /* re-check: marked already */
+			:: else -> bell > 0              /* sleep until rung */
+			fi;
+			armed--
+		fi
+	od
+}
