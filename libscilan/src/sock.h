@@ -39,6 +39,12 @@ struct sl_key {
 #define SL_TOKEN_DATA 1
 #define SL_TOKEN_SPACE 2
 #define SL_TOKEN_LOCAL 4
+/* Stimulus only, never a bell byte: FUTEX_WAKE the data / space arm word
+ * (its sleeper armed it SL_ARM_FUTEX).  SL_TOKEN_FUTEX(dir tokens) maps. */
+#define SL_TOKEN_FUTEX_DATA 8
+#define SL_TOKEN_FUTEX_SPACE 16
+#define SL_TOKEN_BELLS (SL_TOKEN_DATA | SL_TOKEN_SPACE | SL_TOKEN_LOCAL)
+#define SL_TOKEN_FUTEX(dir_tokens) (((dir_tokens) & (SL_TOKEN_DATA | SL_TOKEN_SPACE)) << 3)
 
 /* A ring lock biased to the first thread that uses it: that thread enters
  * with plain stores (no locked instruction on the fast path); another
@@ -228,6 +234,7 @@ void sl_unlock(struct sl_lock *l);
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */
 struct sl_totals {
 	_Atomic uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
+	_Atomic uint64_t futex_sleeps; /* of sleeps: those on the arm words (shm), not a bell */
 };
 extern struct sl_totals sl_totals;
 

@@ -52,6 +52,7 @@ void sl_stats_reset_in_child(void)
 	atomic_store(&sl_totals.rx_bytes, 0);
 	atomic_store(&sl_totals.sleeps, 0);
 	atomic_store(&sl_totals.wakeups, 0);
+	atomic_store(&sl_totals.futex_sleeps, 0);
 	sl_sock_any(zero_live);
 }
 

@@ -28,6 +28,11 @@ check no_receiver_fence nonzero -DNO_RX_FENCE
 check no_sender_fence nonzero -DNO_TX_FENCE
 check membarrier zero -DMEMBARRIER
 check membarrier_not_called nonzero -DMEMBARRIER -DNO_MEMBARRIER
+check futex zero -DFUTEX
+check futex_no_sender_fence nonzero -DFUTEX -DNO_TX_FENCE
+check futex_no_compare nonzero -DFUTEX -DNO_FUTEX_COMPARE
+check futex_membarrier zero -DFUTEX -DMEMBARRIER
+check futex_membarrier_not_called nonzero -DFUTEX -DMEMBARRIER -DNO_MEMBARRIER
 MODEL=biased_lock.pml check biased_lock zero
 MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"
