@@ -17,18 +17,15 @@
 #include "sys.h"
 #include "urgent.h"
 
-/* Disarm both of the peer's arm words (after a full fence): the stimulus
- * their sleepers asked for. */
+/* Disarm both of the peer's arm words: the stimulus their sleepers asked
+ * for.  The exchanges are locked operations, so a state stored before them
+ * is visible before they read the arms (a full fence on x86, and TSan
+ * understands them). */
 static int take_arms(struct sl_sock *s)
 {
-	uint32_t data, space;
+	uint32_t data = atomic_exchange(&s->own_ctl->wake_on_data, 0);
+	uint32_t space = atomic_exchange(&s->own_ctl->wake_on_space, 0);
 
-	data = atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed)
-		       ? atomic_exchange(&s->own_ctl->wake_on_data, 0)
-		       : 0;
-	space = atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed)
-			? atomic_exchange(&s->own_ctl->wake_on_space, 0)
-			: 0;
 	return sl_conn_wake_how(data, SL_TOKEN_DATA) | sl_conn_wake_how(space, SL_TOKEN_SPACE);
 }
 
@@ -44,7 +41,6 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 		pthread_mutex_unlock(&s->ctl_lock);
 		/* Bells rung whether armed or not, as ever; a futex sleeper is
 		 * woken only through its armed word, which changes here. */
-		atomic_thread_fence(memory_order_seq_cst);
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE | take_arms(s));
 	}
 	sl_conn_wake_local(s);
