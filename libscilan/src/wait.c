@@ -23,14 +23,16 @@
 #include "scilan.h"
 #include "spin_policy.h"
 #include "sys.h"
+#include "testing.h"
 
 #define STACK_FDS 32
 /* A direction another thread sleeps on is watched without being armed; its
  * token may be consumed by that thread first, so such sleeps are bounded. */
 #define SHARED_WAIT_CAP_MS 10
 /* A futex sleep does not watch the kernel socket, where the death of the
- * peer's process shows: it looks there whenever this much sleep passed. */
-#define LIVENESS_CHECK_MS 200
+ * peer's process shows: it looks there whenever this much sleep passed
+ * (testing.h). */
+int sl_liveness_check_ms = 200;
 
 static int64_t now_ns(void)
 {
@@ -287,7 +289,7 @@ static bool futex_sleep_fits(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 
 /* Step 5 on the armed words: sleep until a stimulus, a local wake-up or a
  * signal, at most timeout_ms (-1: none).  The kernel sockets are looked at
- * when the sleep timed out: a liveness check every LIVENESS_CHECK_MS finds a
+ * when the sleep timed out: a liveness check every sl_liveness_check_ms finds a
  * peer that died without closing.  Returns the ready kernel entries (0) or
  * -1 (EINTR). */
 static int futex_sleep(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds,
@@ -295,8 +297,8 @@ static int futex_sleep(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 {
 	int r;
 
-	if (timeout_ms < 0 || timeout_ms > LIVENESS_CHECK_MS)
-		timeout_ms = LIVENESS_CHECK_MS;
+	if (timeout_ms < 0 || timeout_ms > sl_liveness_check_ms)
+		timeout_ms = sl_liveness_check_ms;
 	for (int i = 0; i < fs->n; i++)
 		if (i == 0 || fs->sock[i] != fs->sock[i - 1])
 			atomic_fetch_add_explicit(&fs->sock[i]->ctr->sleeps, 1, memory_order_relaxed);
