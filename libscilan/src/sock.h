@@ -130,8 +130,9 @@ struct sl_sock {
 	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
 	_Atomic bool sent_after_close; /* a send found the peer closed: its kernel would have answered
 				        * with RST, so the connection is now reset (EPIPE, data kept) */
-	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close
-				  * (device fabric: the /dev/scilanN endpoint) */
+	int bell_rx;             /* FIFO a poll(2) sleep watches: the peer's stimulus, or a local
+				  * shutdown/close (device fabric: the /dev/scilanN endpoint); shm
+				  * sleeps over connections alone use the arm words' futex instead */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */
 
 	/* device fabric (fabric_dev.c) */
