@@ -475,7 +475,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	size_t got = 0;
 	int64_t avail;
 	uint64_t read_seen, skip;
-	bool wake_sender;
+	int wake_sender; /* the stimulus a sleeping sender asked for, 0 none */
 	enum peer_end end;
 	struct spin_wait sw;
 	int r;
@@ -532,10 +532,10 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				got += n;
 			}
 		}
-		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s);
+		wake_sender = avail > 0 && !(flags & MSG_PEEK) ? sl_conn_after_consume_locked(s) : 0;
 		sl_unlock(&s->rx_lock);
 		if (wake_sender)
-			sl_fabric()->stimulate(s, SL_TOKEN_SPACE);
+			sl_fabric()->stimulate(s, wake_sender);
 		if (avail < 0) {
 			sl_conn_reset(s, "peer wrote an impossible write index");
 			continue;
