@@ -8,6 +8,8 @@
 #define SCILAN_DRV_H
 
 #include <linux/kref.h>
+#include <linux/uidgid.h>
+#include <linux/in6.h>
 #include <linux/list.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
@@ -18,7 +20,7 @@
 
 #include "uapi/scilan.h"
 
-#define SL_PROTO_VERSION 2u /* 2: CONNECT carries a tag */
+#define SL_PROTO_VERSION 3u /* 3: CONNECT carries the 4-tuple */
 #define SL_MAX_SLICES 512u
 
 /* Scratchpads written into the peer at handshake. */
@@ -49,13 +51,24 @@ struct sl_msg {
 	__le32 dst_slice;   /* receiver's slice (ACCEPT, REFUSE, CLOSE) */
 	__le32 cookie;      /* connect attempt, echoed in ACCEPT/REFUSE */
 	__le32 status;      /* REFUSE: errno */
-	__le64 tag;         /* CONNECT: the connecting program's tag (opaque) */
-	__le32 pad[8];
+	__le16 sport;       /* CONNECT: the client socket's port ... */
+	__le16 rsvd;
+	u8 saddr[16];       /* ... and address (IPv6 or IPv4-mapped) */
+	u8 daddr[16];       /* CONNECT: the destination address (port: above) */
+	__le32 pad;
+};
+
+/* A connection's 4-tuple as its client sees it (IPv4 as IPv4-mapped). */
+struct sl_tuple {
+	struct in6_addr saddr, daddr;
+	u16 sport, dport;
 };
 
 struct sl_ep;
 struct sl_link;
 struct seq_file;
+struct sock;
+struct net;
 
 /* The link backend: the few hardware operations the client uses, so the
  * handshake, control channel and endpoints are shared by the NTB client
@@ -151,13 +164,16 @@ struct sl_ep {
 	bool connecting;
 	int connect_err;
 	u32 cookie;
-	u32 port;                   /* listener */
+	u32 port;                   /* listener: the port of lsk */
+	struct sock *lsk;           /* listener: the caller's TCP listener (held) */
+	kuid_t owner;               /* listener: who listens (debugfs) */
+	struct sl_tuple tuple;      /* connecting and queued: the companion connection */
+	struct net *net;            /* connecting: the client socket's namespace (held) */
 	u32 backlog_max, backlog_len;
 	struct list_head backlog;
 	int slice, peer_slice;      /* -1 when none */
 	u64 generation;             /* link generation the connection belongs to */
 	u32 tokens;                 /* pending SCILAN_TOKEN_* */
-	u64 tag;                    /* from the peer's CONNECT (queued endpoints) */
 	bool queued;                /* on a listener's backlog, not yet accepted */
 	bool mapped;
 	struct address_space *mapping;  /* of the file it was opened as */
@@ -190,6 +206,15 @@ void sl_slice_release_locked(struct sl_link *link, int slice, bool local, bool p
 void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens);
 void sl_db_scan(struct sl_link *link, u64 bits);
 int sl_slice_db_bit(const struct sl_link *link, int slice);
+
+/* scilan_sock.c */
+int sl_sock_listener(int fd, struct sock **skp);
+int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple *t,
+		       struct net **netp);
+int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp);
+int sl_listener_match(struct sock *lsk, const struct sl_tuple *t);
+bool sl_tuple_equal(const struct sl_tuple *a, const struct sl_tuple *b);
+void sl_listener_show(struct seq_file *m, struct sl_ep *ep);
 
 /* scilan_ep.c */
 extern const struct file_operations sl_fops;

@@ -6,6 +6,8 @@
 #include <linux/delay.h>
 #include <linux/io.h>
 #include <linux/slab.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
 
 #include "scilan.h"
 
@@ -139,14 +141,44 @@ void sl_db_scan(struct sl_link *link, u64 bits)
 	spin_unlock(&link->lock);
 }
 
-static struct sl_ep *sl_find_listener_locked(struct sl_link *link, u32 port)
+/* The listener a CONNECT for t goes to: the best match (exact address over
+ * wildcard), with room in its backlog among a SO_REUSEPORT group; NULL with
+ * *why when none matches, or when the best matches lie in two network
+ * namespaces that both own the destination address (two containers sharing
+ * it): there the driver cannot tell whose the connection is, and kernel TCP
+ * can.
+ */
+static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct sl_tuple *t,
+					     int *why)
 {
-	struct sl_ep *ep;
+	struct sl_ep *ep, *best = NULL;
+	struct net *net = NULL;
+	int score, top = 0;
 
-	list_for_each_entry(ep, &link->listeners, lnode)
-		if (ep->state == SCILAN_EP_LISTEN && ep->port == port)
-			return ep;
-	return NULL;
+	*why = ECONNREFUSED;
+	list_for_each_entry(ep, &link->listeners, lnode) {
+		if (ep->state != SCILAN_EP_LISTEN || !ep->lsk)
+			continue;
+		score = sl_listener_match(ep->lsk, t);
+		if (!score || score < top)
+			continue;
+		if (score > top) {
+			top = score;
+			best = NULL;
+			net = sock_net(ep->lsk);
+		} else if (!net_eq(net, sock_net(ep->lsk))) {
+			dev_warn_ratelimited(link->dev,
+					     "scilan: port %u: listeners in two namespaces own %pI6c; refused (kernel TCP)\n",
+					     t->dport, &t->daddr);
+			return NULL;
+		}
+		if (!best || (best->backlog_len >= best->backlog_max &&
+			      ep->backlog_len < ep->backlog_max))
+			best = ep;
+	}
+	if (best && best->backlog_len >= best->backlog_max)
+		return NULL;
+	return best;
 }
 
 static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cookie, u32 status)
@@ -165,14 +197,25 @@ static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cooki
 /* A connection request: the driver completes the handshake at once (as TCP
  * does before accept()) and queues the new endpoint on the listener.
  */
-static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 cookie, u64 tag)
+static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 {
+	u32 peer_slice = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
+	u32 port = le32_to_cpu(m->port);
+	struct sl_tuple t = {};
 	struct sl_ep *lst, *ep;
-	int slice = -ECONNREFUSED;
+	int slice = -ECONNREFUSED, why;
 	u64 gen;
 
 	if (peer_slice >= link->peer_nslices)
 		return; /* garbage: nobody to answer */
+	if (!port || port > 65535) {
+		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, EINVAL);
+		return;
+	}
+	memcpy(&t.saddr, m->saddr, sizeof(t.saddr));
+	memcpy(&t.daddr, m->daddr, sizeof(t.daddr));
+	t.sport = le16_to_cpu(m->sport);
+	t.dport = port;
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	if (!ep) {
 		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, ENOMEM);
@@ -183,12 +226,11 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	ep->link = link;
 	ep->peer_slice = peer_slice;
 	ep->slice = -1;
-	ep->tag = tag; /* opaque: only ever compared with what a local program asks for */
+	ep->tuple = t; /* only ever compared with an accepted socket's */
 	spin_lock_irq(&link->lock);
 	gen = link->generation;
-	lst = sl_find_listener_locked(link, port);
-	if (lst && lst->backlog_len < lst->backlog_max)
-		slice = sl_slice_alloc_locked(link, ep);
+	lst = sl_find_listener_locked(link, &t, &why);
+	slice = lst ? sl_slice_alloc_locked(link, ep) : -why;
 	spin_unlock_irq(&link->lock);
 	if (slice < 0) {
 		kfree(ep);
@@ -202,8 +244,8 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
 	spin_lock_irq(&link->lock);
 	/* The listener may have closed, or the session changed, meanwhile. */
-	lst = sl_find_listener_locked(link, port);
-	if (!lst || lst->backlog_len >= lst->backlog_max || !link->up || link->generation != gen) {
+	lst = sl_find_listener_locked(link, &t, &why);
+	if (!lst || !link->up || link->generation != gen) {
 		sl_slice_release_locked(link, slice, true, true);
 		spin_unlock_irq(&link->lock);
 		kfree(ep);
@@ -233,7 +275,7 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	bool orphan = false;
 
 	if (type == SL_MSG_CONNECT) {
-		sl_on_connect(link, le32_to_cpu(m->port), src, cookie, le64_to_cpu(m->tag));
+		sl_on_connect(link, m);
 		return;
 	}
 	if (dst >= link->nslices || (type != SL_MSG_REFUSE && src >= link->peer_nslices))

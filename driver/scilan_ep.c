@@ -12,6 +12,9 @@
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <net/inet_sock.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
 
 #include "scilan.h"
 
@@ -170,6 +173,10 @@ static int sl_release(struct inode *inode, struct file *file)
 	/* Connections the program never accepted are closed like TCP's. */
 	sl_close_queued(link, &queued);
 	up_read(&link->map_sem);
+	if (ep->lsk)
+		sock_put(ep->lsk);
+	if (ep->net)
+		put_net(ep->net);
 	kfree(ep);
 	module_put(link->hw_owner);
 	sl_link_put(link);
@@ -242,35 +249,56 @@ static ssize_t sl_read(struct file *file, char __user *buf, size_t count, loff_t
 	return sizeof(tokens);
 }
 
+/* The caller's listening TCP socket is the listen key (its namespace,
+ * address and port): only who holds the port's listener takes its
+ * connections, and several entries may share a port (IPv4 and IPv6
+ * listeners, a SO_REUSEPORT group, namespaces).
+ */
 static long sl_ioc_listen(struct sl_ep *ep, void __user *arg)
 {
 	struct sl_link *link = ep->link;
 	struct scilan_listen req;
-	struct sl_ep *o;
-	long rc = 0;
+	struct sock *sk;
+	long rc;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	if (!req.port || req.port > 65535 || req.backlog > 1024)
+	if (req.backlog > 1024)
 		return -EINVAL;
+	rc = sl_sock_listener(req.sockfd, &sk);
+	if (rc)
+		return rc;
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0) {
-		rc = -EINVAL;
-		goto out;
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
+		spin_unlock_irq(&link->lock);
+		sock_put(sk);
+		return -EINVAL;
 	}
-	list_for_each_entry(o, &link->listeners, lnode) {
-		if (o->port == req.port) {
-			rc = -EADDRINUSE;
-			goto out;
-		}
-	}
-	ep->port = req.port;
+	ep->lsk = sk;
+	ep->owner = sock_i_uid(sk);
+	ep->port = inet_sk(sk)->inet_num;
 	ep->backlog_max = req.backlog ? req.backlog : sl_backlog_default;
 	ep->state = SCILAN_EP_LISTEN;
 	list_add_tail(&ep->lnode, &link->listeners);
-out:
 	spin_unlock_irq(&link->lock);
-	return rc;
+	return 0;
+}
+
+/* One live outgoing connection per 4-tuple and namespace: a second CONNECT
+ * with a tuple in use would be the one the listener pairs (the newest wins).
+ */
+static bool sl_tuple_busy_locked(struct sl_link *link, struct net *net, const struct sl_tuple *t)
+{
+	struct sl_ep *o;
+
+	list_for_each_entry(o, &link->eps, node) {
+		if (o->net != net || !sl_tuple_equal(&o->tuple, t))
+			continue;
+		if (o->connecting || o->state == SCILAN_EP_CONNECTED ||
+		    o->state == SCILAN_EP_PEER_CLOSED)
+			return true;
+	}
+	return false;
 }
 
 static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
@@ -279,17 +307,22 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	struct scilan_connect req;
 	struct sl_msg m = { .type = cpu_to_le32(SL_MSG_CONNECT) };
 	unsigned long timeout;
+	struct sl_tuple t;
+	struct net *net;
 	long rc, left;
 	int slice;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	if (!req.port || req.port > 65535 || req.timeout_ms > 600000)
+	if (!req.dport || req.flags || req.pad || req.timeout_ms > 600000)
 		return -EINVAL;
+	rc = sl_sock_connecting(req.sockfd, &req, &t, &net);
+	if (rc)
+		return rc;
 	timeout = msecs_to_jiffies(req.timeout_ms ? req.timeout_ms : sl_connect_timeout_ms);
 	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0) {
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
 		rc = ep->connecting ? -EALREADY : -EISCONN;
 		goto unlock;
 	}
@@ -297,11 +330,19 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 		rc = -ENETUNREACH;
 		goto unlock;
 	}
+	if (sl_tuple_busy_locked(link, net, &t)) {
+		rc = -EADDRINUSE;
+		goto unlock;
+	}
 	slice = sl_slice_alloc_locked(link, ep);
 	if (slice < 0) {
 		rc = -EAGAIN; /* every slice in use: like running out of ports */
 		goto unlock;
 	}
+	if (ep->net)
+		put_net(ep->net); /* an earlier connect that failed */
+	ep->net = net;
+	ep->tuple = t;
 	ep->slice = slice;
 	ep->connecting = true;
 	ep->connect_err = 0;
@@ -309,10 +350,12 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	ep->generation = link->generation;
 	spin_unlock_irq(&link->lock);
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
-	m.port = cpu_to_le32(req.port);
+	m.port = cpu_to_le32(t.dport);
 	m.src_slice = cpu_to_le32(slice);
 	m.cookie = cpu_to_le32(ep->cookie);
-	m.tag = cpu_to_le64(req.tag);
+	m.sport = cpu_to_le16(t.sport);
+	memcpy(m.saddr, &t.saddr, sizeof(m.saddr));
+	memcpy(m.daddr, &t.daddr, sizeof(m.daddr));
 	rc = sl_ctl_send(link, &m);
 	up_read(&link->map_sem);
 	left = rc ? 0 : wait_event_interruptible_timeout(ep->wq, !READ_ONCE(ep->connecting), timeout);
@@ -338,6 +381,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 unlock:
 	spin_unlock_irq(&link->lock);
 	up_read(&link->map_sem);
+	put_net(net);
 	return rc;
 }
 
@@ -429,50 +473,55 @@ out:
 	return rc;
 }
 
-/* SCILAN_IOC_ACCEPT_TAG: the queued connection whose CONNECT carried the
- * tag (libscilan: the TCP connection's source address and port), so that
- * concurrent connects pair with the right kernel connection.  The newest
- * match wins; older ones with the same tag are stale (a connection whose
- * companion TCP connect failed: TCP never has two live connections on one
- * 4-tuple) and are closed.  Never blocks.
+/* SCILAN_IOC_ACCEPT_SOCK: the queued connection of an accepted TCP socket
+ * (its 4-tuple, on a listener of its namespace and port), so that
+ * concurrent connects pair with the right kernel connection and nobody but
+ * the holder of that connection takes it.  The newest match wins; older ones
+ * with the same tuple are stale (a connection whose companion TCP connect
+ * failed: TCP never has two live connections on one 4-tuple) and are
+ * closed.  Never blocks.
  */
-static long sl_ioc_accept_tag(struct sl_ep *ep, void __user *arg)
+static long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 {
 	struct sl_link *link = ep->link;
-	struct scilan_accept_tag req;
-	struct sl_ep *lst, *q, *tmp, *found = NULL;
+	struct scilan_accept_sock req;
+	struct sl_ep *lst, *q, *found = NULL, *found_lst = NULL;
+	struct sl_tuple t;
+	struct net *net;
 	LIST_HEAD(stale);
-	struct fd f;
 	long rc;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
 	if (req.flags)
 		return -EINVAL;
-	rc = sl_listener_get(ep, req.listener_fd, &f, &lst);
+	rc = sl_sock_accepted(req.sockfd, &t, &net);
 	if (rc)
 		return rc;
 	spin_lock_irq(&link->lock);
-	if (!sl_accept_ok_locked(lst, ep)) {
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
 		rc = -EINVAL;
 		goto unlock;
 	}
-	list_for_each_entry(q, &lst->backlog, lnode)
-		if (q->tag == req.tag)
+	list_for_each_entry(lst, &link->listeners, lnode) {
+		if (lst->port != t.dport || !net_eq(sock_net(lst->lsk), net))
+			continue;
+		list_for_each_entry(q, &lst->backlog, lnode) {
+			if (!sl_tuple_equal(&q->tuple, &t))
+				continue;
+			if (found) {
+				list_move_tail(&found->lnode, &stale);
+				found_lst->backlog_len--;
+			}
 			found = q;
+			found_lst = lst;
+		}
+	}
 	if (!found) {
 		rc = -EAGAIN;
 		goto unlock;
 	}
-	list_for_each_entry_safe(q, tmp, &lst->backlog, lnode) {
-		if (q == found)
-			break;
-		if (q->tag == req.tag) {
-			list_move_tail(&q->lnode, &stale);
-			lst->backlog_len--;
-		}
-	}
-	sl_take_over_locked(link, lst, ep, found);
+	sl_take_over_locked(link, found_lst, ep, found);
 unlock:
 	spin_unlock_irq(&link->lock);
 	if (found) {
@@ -484,7 +533,6 @@ unlock:
 		sl_close_queued(link, &stale);
 		up_read(&link->map_sem);
 	}
-	fdput(f);
 	return rc;
 }
 
@@ -548,8 +596,8 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return sl_ioc_connect(ep, uarg);
 	case SCILAN_IOC_ACCEPT:
 		return sl_ioc_accept(ep, uarg);
-	case SCILAN_IOC_ACCEPT_TAG:
-		return sl_ioc_accept_tag(ep, uarg);
+	case SCILAN_IOC_ACCEPT_SOCK:
+		return sl_ioc_accept_sock(ep, uarg);
 	case SCILAN_IOC_STIMULATE:
 		return sl_ioc_stimulate(ep, uarg);
 	case SCILAN_IOC_RING_SELF:

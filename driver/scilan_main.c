@@ -35,6 +35,14 @@ static unsigned int handshake_ms = 50;
 module_param(handshake_ms, uint, 0644);
 MODULE_PARM_DESC(handshake_ms, "Scratchpad handshake poll period while the link comes up (ms)");
 
+/* 0666: every operation names a socket the caller owns (ARCHITECTURE.md,
+ * "Security model"); a site that wants the slices for one group sets 0660
+ * and a udev rule for the group.
+ */
+static ushort sl_dev_mode = 0666;
+module_param_named(dev_mode, sl_dev_mode, ushort, 0444);
+MODULE_PARM_DESC(dev_mode, "Mode of /dev/scilanN (default 0666; e.g. 0660 with a udev GROUP rule)");
+
 static DEFINE_IDA(sl_ida);
 static struct dentry *sl_dbg_root;
 
@@ -272,6 +280,8 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 	list_for_each_entry(ep, &link->eps, node)
 		seq_printf(m, "ep %u state %d slice %d peer_slice %d port %u tokens %#x\n", ep->id,
 			   ep->state, ep->slice, ep->peer_slice, ep->port, ep->tokens);
+	list_for_each_entry(ep, &link->listeners, lnode)
+		sl_listener_show(m, ep);
 	spin_unlock_irq(&link->lock);
 	if (link->ops->dbg_show)
 		link->ops->dbg_show(link, m);
@@ -331,7 +341,7 @@ int sl_link_register(struct sl_link *link)
 	link->misc.minor = MISC_DYNAMIC_MINOR;
 	link->misc.name = link->name;
 	link->misc.fops = &sl_fops;
-	link->misc.mode = 0666;
+	link->misc.mode = sl_dev_mode & 0666;
 	rc = misc_register(&link->misc);
 	if (rc)
 		return rc;

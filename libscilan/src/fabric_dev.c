@@ -1,7 +1,7 @@
 /* fabric_dev.c — the device fabric: the ring protocol of layout.h over the two
  * slices a /dev/scilanN endpoint maps (ours: the ring we receive into; the
  * peer's: the ring we send into), paired with the companion TCP connection by
- * a tag; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
+ * its 4-tuple, which the driver reads from our own sockets; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -72,25 +72,16 @@ bool sl_dev_present(void)
 	return link_names(names, 1) > 0;
 }
 
-/* The tag the driver carries from CONNECT to ACCEPT_TAG: the companion TCP
- * connection's client end (address and port), which the client fixed before
- * its connect (socket.c, source_of) and the server reads with getpeername.
- * IPv4 fits exactly; IPv6 is hashed (FNV-1a) and has bit 63 set, which an
- * IPv4 tag never has. */
-static uint64_t tag_of(const struct sl_key *k)
+/* A key's address as the driver takes it: IPv6, IPv4 as IPv4-mapped. */
+static void addr16_of(const struct sl_key *k, uint8_t out[16])
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	uint32_t a4;
-
+	memset(out, 0, 16);
 	if (k->family == AF_INET) {
-		memcpy(&a4, k->addr, 4);
-		return 1ull << 48 | (uint64_t)k->port << 32 | a4;
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, k->addr, 4);
+	} else {
+		memcpy(out, k->addr, 16);
 	}
-	for (int i = 0; i < 16; i++)
-		h = (h ^ k->addr[i]) * 0x100000001b3ull;
-	h = (h ^ (k->port >> 8)) * 0x100000001b3ull;
-	h = (h ^ (k->port & 0xff)) * 0x100000001b3ull;
-	return h | 1ull << 63;
 }
 
 /* The map entry that sends dst over a device, or NULL. */
@@ -147,19 +138,22 @@ static void close_quietly(int fd)
 	errno = err;
 }
 
-/* A listener joins the listen table of every link under its port: the
- * client picks the link (the cluster map's DEVICE), the listener cannot. */
+/* A listener joins the listen table of every link with its own socket (the
+ * driver takes the namespace, address and port from it): the client picks
+ * the link (the cluster map's DEVICE), the listener cannot.  A link that
+ * refuses it is loud: connections coming through that link use kernel TCP
+ * (the driver refuses them, as no listener of this port is registered). */
 static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
 {
-	struct scilan_listen req = { .port = local->port, .backlog = DEV_LISTEN_BACKLOG };
+	struct scilan_listen req = { .sockfd = s->fd, .backlog = DEV_LISTEN_BACKLOG };
 	char names[DEV_MAX_LINKS][DEV_NAME_MAX];
 	int n = link_names(names, DEV_MAX_LINKS), slot = 0, fd;
 
 	for (int i = 0; i < n; i++) {
 		fd = open_link(names[i]);
 		if (fd < 0) {
-			sl_debug("/dev/%s: %s; listener on port %u not registered there", names[i], strerror(errno),
-				 (unsigned)local->port);
+			sl_warn("/dev/%s: %s; port %u not registered there, its connections through that link use kernel TCP",
+				names[i], strerror(errno), (unsigned)local->port);
 			continue;
 		}
 		if (sl_sys.ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0) {
@@ -253,8 +247,11 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
 	const struct sl_map_entry *e = dev_entry(dst);
-	struct scilan_connect req = { .port = dst->port, .tag = tag_of(src) };
+	struct scilan_connect req = { .sockfd = s->fd, .dport = dst->port };
 	int fd;
+
+	addr16_of(dst, req.daddr);
+	addr16_of(src, req.saddr);
 
 	(void)peer_ring; /* both rings are what one slice holds */
 	if (!e)
@@ -281,18 +278,19 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 static int dev_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
 		      const struct sl_key *peer)
 {
-	struct scilan_accept_tag req = { .tag = tag_of(peer) };
+	struct scilan_accept_sock req = { .sockfd = s->fd };
 	int fd;
 
-	(void)local;
+	(void)local; /* the driver reads the 4-tuple from the accepted socket */
+	(void)peer;
 	for (int i = 0; i < SL_MAX_REG && listener->reg_fd[i] >= 0; i++) {
 		fd = sl_own_fd(open(listener->reg_path[i], O_RDWR | O_CLOEXEC | O_NONBLOCK));
 		if (fd < 0)
 			continue;
-		req.listener_fd = listener->reg_fd[i];
-		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_TAG, &req) < 0) {
+		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &req) < 0) {
 			if (errno != EAGAIN)
-				sl_debug("%s: accept by tag: %s", listener->reg_path[i], strerror(errno));
+				sl_warn("%s: cannot take the device connection of fd %d: %s", listener->reg_path[i], s->fd,
+					strerror(errno));
 			close_quietly(fd);
 			continue;
 		}

@@ -52,7 +52,7 @@ static void test_pingpong(const char *name, long spin, int iters)
 		result(name, 0, "connect: %s", strerror(errno));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
-		close(lfd);
+		listen_close(lfd);
 		return;
 	}
 	for (int i = 0; i < iters && ok; i++) {
@@ -69,7 +69,7 @@ static void test_pingpong(const char *name, long spin, int iters)
 	result(name, ok, "%d round trips of 64 B, p50 %.1f us, p99 %.1f us, client sleeps %ld", iters,
 	       rtt[iters / 2], rtt[iters * 99 / 100], c.sleeps);
 	conn_close(&c);
-	close(lfd);
+	listen_close(lfd);
 	free(rtt);
 }
 
@@ -133,7 +133,7 @@ static void test_stream(long spin, size_t total)
 	       (unsigned long long)rsum, rsum == sum ? "equal" : "DIFFERS", total / t0,
 	       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	conn_close(&c);
-	close(lfd);
+	listen_close(lfd);
 	close(pfd[0]);
 	close(pfd[1]);
 }
@@ -198,7 +198,7 @@ static void test_killed(void)
 	p = (struct pollfd){ .fd = s.fd, .events = POLLIN };
 	hup = poll(&p, 1, 3000) == 1 && (p.revents & POLLHUP) && read(s.fd, &tok, sizeof(tok)) == 0;
 	conn_close(&s);
-	close(lfd);
+	listen_close(lfd);
 	ok = ok && hup && settle(0, "endpoints", 0) && settle(1, "endpoints", 0) &&
 	     settle(0, "slices_busy", 0) && settle(1, "slices_busy", 0);
 	result("killed_while_mapped", ok, "peer hup %d, endpoints %ld/%ld, busy slices %ld/%ld", hup,
@@ -268,7 +268,7 @@ static void test_linkdown(void)
 		again = again && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 		conn_close(&c);
 	}
-	close(lfd);
+	listen_close(lfd);
 	result("link_down_reset", ok && again,
 	       "blocked read got ECONNRESET and both mappings SIGBUS %d (child exit %d), reconnect after link up %d",
 	       ok, WIFEXITED(first) ? WEXITSTATUS(first) : -1, again);
@@ -278,8 +278,9 @@ static void test_linkdown(void)
  * (the runner fails the suite on any Oops/WARNING/BUG in the console). */
 static void test_hostile(void)
 {
-	struct scilan_connect cr = { .port = 4242 };
-	struct scilan_listen lr = { .port = 0 };
+	int csock = slring_bound_sock(), usock = socket(AF_INET, SOCK_DGRAM, 0), tsock = socket(AF_INET, SOCK_STREAM, 0);
+	struct scilan_connect cr = slring_connect_req(csock, 4242), ucr = slring_connect_req(tsock, 4242);
+	struct scilan_listen lr = { .sockfd = -1 };
 	struct scilan_info in;
 	struct conn c, s;
 	int fd = open(NODE_A, O_RDWR), bad = 0, checks = 0, lfd, zero = 0, minus = -1;
@@ -298,11 +299,26 @@ static void test_hostile(void)
 	EXPECT(ioctl(fd, SCILAN_IOC_INFO, (void *)1) < 0, EFAULT);
 	EXPECT(ioctl(fd, SCILAN_IOC_INFO, (void *)0xffff800000000000ull) < 0, EFAULT);
 	EXPECT(ioctl(fd, SCILAN_IOC_LISTEN, NULL) < 0, EFAULT);
+	/* LISTEN takes only a listening TCP socket of the caller. */
+	EXPECT(ioctl(fd, SCILAN_IOC_LISTEN, &lr) < 0, EBADF);
+	lr.sockfd = fd;
+	EXPECT(ioctl(fd, SCILAN_IOC_LISTEN, &lr) < 0, ENOTSOCK);
+	lr.sockfd = usock;
+	EXPECT(ioctl(fd, SCILAN_IOC_LISTEN, &lr) < 0, EPROTONOSUPPORT);
+	lr.sockfd = tsock;
 	EXPECT(ioctl(fd, SCILAN_IOC_LISTEN, &lr) < 0, EINVAL);
-	lr.port = 70000;
+	lr.backlog = 5000;
 	EXPECT(ioctl(fd, SCILAN_IOC_LISTEN, &lr) < 0, EINVAL);
 	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, NULL) < 0, EFAULT);
+	/* CONNECT only from a bound TCP socket of the caller. */
+	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &ucr) < 0, EINVAL);
+	ucr.sockfd = usock;
+	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &ucr) < 0, EPROTONOSUPPORT);
+	cr.flags = 1;
+	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &cr) < 0, EINVAL);
+	cr.flags = 0;
 	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &cr) < 0, ECONNREFUSED);
+	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &(struct scilan_accept_sock){ .sockfd = csock }) < 0, ENOTCONN);
 	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT, &minus) < 0, EBADF);
 	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT, &zero) < 0, EINVAL);
 	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT, &fd) < 0, EINVAL);
@@ -327,7 +343,8 @@ static void test_hostile(void)
 	if (conn_connect(&c, NODE_A, 11, 0) == 0 && info(c.fd, &in) == 0) {
 		size_t sz = in.slice_size;
 
-		EXPECT(ioctl(c.fd, SCILAN_IOC_LISTEN, &(struct scilan_listen){ .port = 5 }) < 0, EINVAL);
+		EXPECT(ioctl(c.fd, SCILAN_IOC_LISTEN, &(struct scilan_listen){ .sockfd = slring_lsock[lfd] - 1 }) < 0,
+		       EINVAL);
 		EXPECT(ioctl(c.fd, SCILAN_IOC_CONNECT, &cr) < 0, EISCONN);
 		EXPECT(mmap(NULL, sz, PROT_READ, MAP_SHARED, c.fd, 2 * sz) == MAP_FAILED, EINVAL);
 		EXPECT(mmap(NULL, 2 * sz, PROT_READ, MAP_SHARED, c.fd, 0) == MAP_FAILED, EINVAL);
@@ -356,8 +373,11 @@ static void test_hostile(void)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	conn_close(&c);
-	close(lfd);
+	listen_close(lfd);
 	close(fd);
+	close(csock);
+	close(usock);
+	close(tsock);
 	result("hostile_args", bad == 0, "%d checks, %d unexpected", checks, bad);
 }
 
@@ -365,28 +385,32 @@ static void test_hostile(void)
  * close then closes every queued connection, and nothing is left over. */
 static void test_exhaustion(void)
 {
-	struct scilan_listen lr = { .port = 12, .backlog = 1024 };
-	struct scilan_connect cr = { .port = 12 };
+	struct scilan_connect cr;
 	struct scilan_info in;
-	int lfd = open(NODE_B, O_RDWR), fds[SL_MAX_FDS], n = 0, err = 0;
+	int lfd = listen_sock(NODE_B, tcp_listener(12), 1024), fds[SL_MAX_FDS], socks[SL_MAX_FDS], n = 0, err = 0;
 
-	if (lfd < 0 || ioctl(lfd, SCILAN_IOC_LISTEN, &lr) < 0 || info(lfd, &in) < 0) {
+	if (lfd < 0 || info(lfd, &in) < 0) {
 		result("slice_exhaustion", 0, "listen: %s", strerror(errno));
 		return;
 	}
 	while (n < SL_MAX_FDS) {
+		socks[n] = slring_bound_sock();
+		cr = slring_connect_req(socks[n], 12);
 		fds[n] = open(NODE_A, O_RDWR);
 		if (fds[n] < 0 || ioctl(fds[n], SCILAN_IOC_CONNECT, &cr) < 0) {
 			err = errno;
 			if (fds[n] >= 0)
 				close(fds[n]);
+			close(socks[n]);
 			break;
 		}
 		n++;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		close(fds[i]);
-	close(lfd);
+		close(socks[i]);
+	}
+	listen_close(lfd);
 	result("slice_exhaustion", (unsigned)n == in.nslices && err == EAGAIN,
 	       "%d connections of %u slices, then %s", n, in.nslices, strerror(err));
 }
