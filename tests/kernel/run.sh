@@ -33,6 +33,10 @@ gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
 	-I"$top/libscilan/src" -o "$work/root/bin/devtest" "$here/devtest.c" "$top"/libscilan/src/*.c ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# devsec: who may take a port's device connections (a second uid), and listeners told apart.
+gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
+	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devsec" "$here/devsec.c" "$top"/libscilan/src/*.c ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # An unmodified, dynamically linked program under the preload hook: tests/hook/progs/peer
 # with its shared libraries and libscilan_preload.so.
 gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/root/bin/peer" \
