@@ -94,6 +94,8 @@ if [ -x "$ctl" ]; then
 	if [[ $out == '{"driver":"scilan","links":[{"name":"scilan0","link":"up",'* &&
 		$out == *'"endpoints":1,"endpoint_list":[{"id":'*'"state":"idle"'* &&
 		$out == *'{"name":"scilan1","link":"up",'* && $txt == *scilan1* &&
+		$out == *'"listener_list":[{"id":'*',"uid":0,"family":"ipv4","addr":"0.0.0.0","port":13,"netns":'* &&
+		$txt == *"listener"*"uid 0"*"ipv4 0.0.0.0 port 13 netns"* &&
 		$erc -eq 1 && $err == *"cannot read driver state"* ]]; then
 		echo "TEST ctl_status PASS"
 		echo "kernel ctl_status 1 0" >>"$results/kernel.txt"

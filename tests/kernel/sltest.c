@@ -415,6 +415,30 @@ static void test_exhaustion(void)
 	       "%d connections of %u slices, then %s", n, in.nslices, strerror(err));
 }
 
+/* The driver's state with a listener on port 13 registered, as "STATE
+ * <link> <line>" for the host's scilan_ctl status check (run.sh). */
+static int dump_state(void)
+{
+	char path[128], line[256];
+	int lfd;
+
+	if (!wait_link(NODE_A, 10000) || !wait_link(NODE_B, 10000))
+		return 1;
+	lfd = listen_on(NODE_B, 13);
+	for (int l = 0; l < 2; l++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/kernel/debug/scilan/scilan%d/state", l);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			printf("STATE scilan%d %s", l, line);
+		if (f)
+			fclose(f);
+	}
+	listen_close(lfd);
+	return lfd < 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -422,6 +446,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(what, "state"))
+		return dump_state();
 	if (!wait_link(NODE_A, 10000) || !wait_link(NODE_B, 10000)) {
 		result("link_up", 0, "the mock link did not come up");
 		return 1;
