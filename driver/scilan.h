@@ -149,6 +149,7 @@ struct sl_link {
 	 * zaps every mapping, so no PTE survives into freed or dead memory.
 	 */
 	struct rw_semaphore map_sem;
+	struct page *sink;        /* stands in for the peer's slices after link down */
 
 	struct dentry *dbg;
 	u64 stat_db_irqs, stat_wakeups, stat_stimuli, stat_ctl_rx, stat_ctl_tx;

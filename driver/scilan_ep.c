@@ -31,7 +31,7 @@ void sl_ep_wake_locked(struct sl_ep *ep, int state)
 }
 
 /* Every user mapping of the link's slices is removed; later faults find the
- * link down and get SIGBUS.  Mappings belong to the device nodes the
+ * link down and insert our own slice again or the sink page (sl_fault).  Mappings belong to the device nodes the
  * endpoints were opened through (normally one).
  */
 void sl_zap_mappings(struct sl_link *link)
@@ -615,7 +615,14 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 }
 
 /* Pages are inserted one fault at a time under the read side of map_sem, so
- * a link going down (write side, then zap) leaves no mapping behind.
+ * a link going down (write side, then zap) leaves no mapping of the peer's
+ * window behind.  No fault ever raises SIGBUS on a connection's mapping:
+ * after link down (or on a stale session) the peer slice refaults to the
+ * link's sink page, where stores vanish, and our own slice stays our own
+ * memory, which the endpoint holds until it closes (the backend frees the
+ * window only after remove zapped it: then the sink as well).  The program
+ * learns of the reset from the endpoint (read, poll, INFO), not from a
+ * signal in the middle of a ring copy.
  */
 static vm_fault_t sl_fault(struct vm_fault *vmf)
 {
@@ -623,22 +630,25 @@ static vm_fault_t sl_fault(struct vm_fault *vmf)
 	struct sl_ep *ep = vma->vm_private_data;
 	struct sl_link *link = ep->link;
 	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
-	vm_fault_t ret = VM_FAULT_SIGBUS;
-	unsigned long pfn;
+	unsigned long pfn = page_to_pfn(link->sink);
+	vm_fault_t ret;
+	bool live;
 
 	down_read(&link->map_sem);
-	if (!link->up || ep->generation != link->generation || ep->slice < 0 ||
-	    (ep->state != SCILAN_EP_CONNECTED && ep->state != SCILAN_EP_PEER_CLOSED))
+	live = link->up && ep->generation == link->generation &&
+	       (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED);
+	if (ep->slice < 0 || off >= 2ULL * link->slice_size) {
+		ret = VM_FAULT_SIGBUS; /* mmap allowed no such mapping */
 		goto out;
+	}
 	if (off < link->slice_size) {
-		pfn = PHYS_PFN(link->lwin_phys + SL_WIN_SLICE_OFF +
-			       (u64)ep->slice * link->slice_size + off);
-	} else if (off < 2ULL * link->slice_size && ep->peer_slice >= 0 &&
-		   ep->peer_slice < (int)link->peer_nslices && link->pwin) {
+		if (!READ_ONCE(link->removing) && link->lwin)
+			pfn = PHYS_PFN(link->lwin_phys + SL_WIN_SLICE_OFF +
+				       (u64)ep->slice * link->slice_size + off);
+	} else if (live && ep->peer_slice >= 0 && ep->peer_slice < (int)link->peer_nslices &&
+		   link->pwin) {
 		pfn = PHYS_PFN(link->pwin_phys + SL_WIN_SLICE_OFF +
 			       (u64)ep->peer_slice * link->slice_size + off - link->slice_size);
-	} else {
-		goto out;
 	}
 	ret = vmf_insert_pfn(vma, vmf->address, pfn);
 out:

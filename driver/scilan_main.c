@@ -56,6 +56,8 @@ static void sl_link_free(struct kref *ref)
 	struct sl_link *link = container_of(ref, struct sl_link, ref);
 
 	ida_free(&sl_ida, link->index);
+	if (link->sink)
+		__free_page(link->sink);
 	kfree(link);
 }
 
@@ -316,6 +318,11 @@ struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops,
 		return ERR_PTR(rc);
 	}
 	link->index = rc;
+	link->sink = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!link->sink) {
+		sl_link_put(link);
+		return ERR_PTR(-ENOMEM);
+	}
 	link->ops = ops;
 	link->hw = hw;
 	link->dev = dev;

@@ -42,9 +42,12 @@ gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/
 gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/root/bin/peer" \
 	"$top/tests/hook/progs/peer.c" "$top/tests/hook/progs/scen.c" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# linkcut: the link cut under a plain POSIX program under the hook.
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/linkcut" \
+	"$here/linkcut.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
-for lib in $(ldd "$work/root/bin/peer" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' | sort -u); do
+for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/linkcut" "$build/lib/libscilan_preload.so" | grep -o '/[^ :]*' | sort -u); do
 	mkdir -p "$work/root$(dirname "$lib")"
 	cp -L "$lib" "$work/root$lib"
 done
@@ -59,7 +62,7 @@ log=$work/console.log
 start=$(date +%s)
 timeout 420 qemu-system-x86_64 $accel -m 1024 -smp 2 -nographic -no-reboot -nic none \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=7" \
+	-append "console=ttyS0 panic=-1 loglevel=7${SCILAN_GUEST_ONLY:+ scilan_only=$SCILAN_GUEST_ONLY}" \
 	-device pci-testdev -device pci-testdev >"$log" 2>&1 </dev/null
 rc=$?
 end=$(date +%s)
