@@ -199,47 +199,80 @@ static int dev_lookup(const struct sl_key *dst, uint64_t *peer_ring)
 	return 1;
 }
 
-/* Binds the connected endpoint fd to s: our slice (own_ctl, the ring we
- * receive into), the peer's slice (peer_ctl, the ring we send into), and a
- * shared anonymous page for the holder words, which fork children inherit
- * (the segment header page of the shm fabric has no counterpart here). */
-static int map_connection(struct sl_sock *s, int fd, int own)
+/* Maps the connected endpoint fd for s: our slice (the ring we receive into)
+ * and the peer's (the ring we send into); with holders_fd >= 0 the holder
+ * page is that file's (an exec'd image adopting the connection), else a new
+ * one.  The holder page is a memfd, not anonymous memory, so that exec can
+ * hand it to the new image; fork children inherit the mapping. */
+static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders, void **local, void **peer,
+		      uint64_t *cap)
 {
-	void *local, *peer, *holders;
 	struct scilan_info in;
-	uint64_t cap;
-	int err;
+	int hfd = holders_fd, err;
 
+	*holders = *local = *peer = MAP_FAILED;
 	if (link_info(fd, &in) < 0)
 		return -1;
-	cap = ring_for_slice(in.slice_size);
-	holders = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	local = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_LOCAL);
-	peer = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_PEER(in.slice_size));
-	if (holders == MAP_FAILED || local == MAP_FAILED || peer == MAP_FAILED) {
-		err = errno;
-		if (holders != MAP_FAILED)
-			munmap(holders, SL_PAGE);
-		if (local != MAP_FAILED)
-			munmap(local, in.slice_size);
-		if (peer != MAP_FAILED)
-			munmap(peer, in.slice_size);
+	*cap = ring_for_slice(in.slice_size);
+	if (hfd < 0) {
+		hfd = memfd_create("scilan-dev-holders", MFD_CLOEXEC);
+		if (hfd >= 0 && ftruncate(hfd, SL_PAGE) < 0) {
+			close_quietly(hfd);
+			hfd = -1;
+		}
+	}
+	if (hfd >= 0)
+		*holders = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, hfd, 0);
+	*local = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_LOCAL);
+	*peer = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_PEER(in.slice_size));
+	if (hfd < 0 || *holders == MAP_FAILED || *local == MAP_FAILED || *peer == MAP_FAILED) {
+		err = errno ? errno : EIO;
+		if (*holders != MAP_FAILED)
+			munmap(*holders, SL_PAGE);
+		if (*local != MAP_FAILED)
+			munmap(*local, in.slice_size);
+		if (*peer != MAP_FAILED)
+			munmap(*peer, in.slice_size);
+		if (hfd >= 0 && hfd != holders_fd)
+			close_quietly(hfd);
 		errno = err;
 		return -1;
 	}
 	s->bell_rx = fd;
 	s->bell_tx = -1;
-	s->memfd = -1;
-	s->dev_map[0] = local;
-	s->dev_map[1] = peer;
+	/* Kept (out of the program's way) for a later exec's hand-over. */
+	s->memfd = sl_own_fd(hfd == holders_fd ? sl_sys.fcntl(hfd, F_DUPFD_CLOEXEC, 3) : hfd);
+	s->dev_map[0] = *local;
+	s->dev_map[1] = *peer;
 	s->dev_slice = in.slice_size;
 	atomic_store(&s->dev_lost, false);
-	sl_segment_bind_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
 	/* The peer is another host: membarrier cannot order its stores, so
 	 * every send publishes fenced (sfence for the write-combining window,
 	 * store, then the full fence before the arm-word load in conn.c). */
 	s->tx.write_combining = true;
 	s->tx.unfenced = false;
+	return 0;
+}
+
+static int map_connection(struct sl_sock *s, int fd, int own)
+{
+	void *holders, *local, *peer;
+	uint64_t cap;
+
+	if (map_slices(s, fd, -1, &holders, &local, &peer, &cap) < 0)
+		return -1;
+	sl_segment_bind_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	return 0;
+}
+
+int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own)
+{
+	void *holders, *local, *peer;
+	uint64_t cap;
+
+	if (map_slices(s, ep_fd, holders_fd, &holders, &local, &peer, &cap) < 0)
+		return -1;
+	sl_segment_adopt_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
 	return 0;
 }
 
@@ -345,6 +378,8 @@ static void dev_release(struct sl_sock *s)
 	munmap(local, slice);
 	munmap(peer, slice);
 	munmap(holders, SL_PAGE);
+	close_quietly(s->memfd);
+	s->memfd = -1;
 	/* The last reference to the endpoint tells the peer (CLOSE). */
 	close_quietly(fd);
 }

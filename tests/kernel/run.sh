@@ -45,9 +45,12 @@ gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/ro
 # linkcut: the link cut under a plain POSIX program under the hook.
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/linkcut" \
 	"$here/linkcut.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# forkexec: a CGI-style fork+exec of a helper under the hook.
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/forkexec" \
+	"$here/forkexec.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
-for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/linkcut" "$build/lib/libscilan_preload.so" | grep -o '/[^ :]*' | sort -u); do
+for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/linkcut" "$work/root/bin/forkexec" "$build/lib/libscilan_preload.so" | grep -o '/[^ :]*' | sort -u); do
 	mkdir -p "$work/root$(dirname "$lib")"
 	cp -L "$lib" "$work/root$lib"
 done
