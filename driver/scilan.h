@@ -41,6 +41,11 @@ enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT
 
 enum sl_msg_type { SL_MSG_CONNECT = 1, SL_MSG_ACCEPT, SL_MSG_REFUSE, SL_MSG_CLOSE };
 
+/* CLOSE's status when the connect gave up before the ACCEPT came: the
+ * listener's side drops the queued connection (nobody will claim it).
+ */
+#define SL_CLOSE_ABORTED 1u
+
 /* One control message; every field is validated on receipt (the peer is
  * not trusted).
  */
@@ -132,12 +137,15 @@ struct sl_link {
 	struct sl_ep *slice_ep[SL_MAX_SLICES];
 	unsigned long slice_local[BITS_TO_LONGS(SL_MAX_SLICES)]; /* held by a local ep */
 	unsigned long slice_peer[BITS_TO_LONGS(SL_MAX_SLICES)];  /* peer may still write */
+	u32 slice_cookie[SL_MAX_SLICES]; /* the last connect from each slice: a late REFUSE frees it */
+	u64 zap_gen;              /* sl_zap_mappings passes */
 	struct list_head eps;
 	struct list_head listeners;
 	u32 next_cookie;
 
 	/* Control channel. */
 	struct mutex tx_mutex;
+	bool tx_stalled;          /* a send timed out: fail fast until the peer drains */
 	u64 tx_prod;
 	u64 rx_cons;
 	struct work_struct ctl_work;
@@ -176,6 +184,7 @@ struct sl_ep {
 	u64 generation;             /* link generation the connection belongs to */
 	u32 tokens;                 /* pending SCILAN_TOKEN_* */
 	bool queued;                /* on a listener's backlog, not yet accepted */
+	u64 zapped;                 /* the sl_zap_mappings pass that covered its mapping */
 	bool mapped;
 	struct address_space *mapping;  /* of the file it was opened as */
 };
@@ -221,5 +230,6 @@ void sl_listener_show(struct seq_file *m, struct sl_ep *ep);
 extern const struct file_operations sl_fops;
 void sl_ep_wake_locked(struct sl_ep *ep, int state);
 void sl_zap_mappings(struct sl_link *link);
+void sl_close_queued(struct sl_link *link, struct list_head *queued);
 
 #endif

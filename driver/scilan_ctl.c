@@ -17,14 +17,18 @@
  * acknowledges by writing its consumer index into the SENDER's page 0, so a
  * sender checks for room by reading its own memory, never across the link.
  */
-int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
+static int sl_ctl_send_locked(struct sl_link *link, const struct sl_msg *msg)
 {
 	void __iomem *slot;
 	u64 ack;
-	int waited = 0, rc = 0;
+	int waited = 0, rc = 0, limit;
 
 	lockdep_assert_held_read(&link->map_sem);
-	mutex_lock(&link->tx_mutex);
+	lockdep_assert_held(&link->tx_mutex);
+	/* A peer that stalled once costs one wait, not one per message: the
+	 * caller holds map_sem, which link down and every close need.
+	 */
+	limit = link->tx_stalled ? 1 : 1000;
 	for (;;) {
 		if (!link->up || !link->pwin) {
 			rc = -ECONNRESET;
@@ -35,12 +39,16 @@ int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
 			rc = -EPROTO; /* the peer acknowledged what we never sent */
 			goto out;
 		}
-		if (link->tx_prod - ack < SL_CTL_SLOTS)
+		if (link->tx_prod - ack < SL_CTL_SLOTS) {
+			link->tx_stalled = false;
 			break;
+		}
 		/* Full: the peer's work item drains it within milliseconds
 		 * unless the peer is gone, which the link watcher will see.
 		 */
-		if (++waited > 1000) {
+		if (++waited > limit) {
+			link->tx_stalled = true;
+			dev_warn_ratelimited(link->dev, "scilan: the peer drains no control messages\n");
 			rc = -ETIMEDOUT;
 			goto out;
 		}
@@ -54,6 +62,15 @@ int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
 	link->ops->peer_db_set(link, BIT_ULL(0));
 	link->stat_ctl_tx++;
 out:
+	return rc;
+}
+
+int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
+{
+	int rc;
+
+	mutex_lock(&link->tx_mutex);
+	rc = sl_ctl_send_locked(link, msg);
 	mutex_unlock(&link->tx_mutex);
 	return rc;
 }
@@ -181,7 +198,7 @@ static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct 
 	return best;
 }
 
-static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cookie, u32 status)
+static int sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cookie, u32 status)
 {
 	struct sl_msg m = {
 		.type = cpu_to_le32(type),
@@ -191,7 +208,35 @@ static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cooki
 		.status = cpu_to_le32(status),
 	};
 
-	sl_ctl_send(link, &m);
+	return sl_ctl_send(link, &m);
+}
+
+/* Takes ep off whichever backlog still holds it (it may have been accepted
+ * or closed meanwhile: only pointers are compared until it is found).
+ */
+static bool sl_unqueue_locked(struct sl_link *link, struct sl_ep *ep)
+{
+	struct sl_ep *lst, *q;
+
+	list_for_each_entry(lst, &link->listeners, lnode)
+		list_for_each_entry(q, &lst->backlog, lnode)
+			if (q == ep) {
+				list_del_init(&q->lnode);
+				lst->backlog_len--;
+				return true;
+			}
+	return false;
+}
+
+static void sl_drop_queued(struct sl_link *link, struct sl_ep *ep)
+{
+	LIST_HEAD(gone);
+
+	spin_lock_irq(&link->lock);
+	if (sl_unqueue_locked(link, ep))
+		list_add(&ep->lnode, &gone);
+	spin_unlock_irq(&link->lock);
+	sl_close_queued(link, &gone);
 }
 
 /* A connection request: the driver completes the handshake at once (as TCP
@@ -201,9 +246,14 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 {
 	u32 peer_slice = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
 	u32 port = le32_to_cpu(m->port);
+	struct sl_msg accept = {
+		.type = cpu_to_le32(SL_MSG_ACCEPT),
+		.dst_slice = cpu_to_le32(peer_slice),
+		.cookie = cpu_to_le32(cookie),
+	};
 	struct sl_tuple t = {};
 	struct sl_ep *lst, *ep;
-	int slice = -ECONNREFUSED, why;
+	int slice = -ECONNREFUSED, why, rc;
 	u64 gen;
 
 	if (peer_slice >= link->peer_nslices)
@@ -242,17 +292,24 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	 * The endpoint is IDLE meanwhile, so stimuli for it are dropped.
 	 */
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
+	/* The ACCEPT leaves before any CLOSE of this connection can: a program
+	 * may accept and close it the moment it is queued, and a CLOSE that
+	 * overtook the ACCEPT would be ignored by the peer (its slice leaks).
+	 */
+	mutex_lock(&link->tx_mutex);
 	spin_lock_irq(&link->lock);
 	/* The listener may have closed, or the session changed, meanwhile. */
 	lst = sl_find_listener_locked(link, &t, &why);
 	if (!lst || !link->up || link->generation != gen) {
 		sl_slice_release_locked(link, slice, true, true);
 		spin_unlock_irq(&link->lock);
+		mutex_unlock(&link->tx_mutex);
 		kfree(ep);
 		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, ECONNREFUSED);
 		return;
 	}
 	ep->slice = slice;
+	accept.src_slice = cpu_to_le32(slice);
 	ep->state = SCILAN_EP_CONNECTED;
 	ep->generation = gen;
 	ep->queued = true;
@@ -263,7 +320,11 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	sl_link_get(link);
 	wake_up_interruptible(&lst->wq);
 	spin_unlock_irq(&link->lock);
-	sl_reply(link, SL_MSG_ACCEPT, peer_slice, slice, cookie, 0);
+	rc = sl_ctl_send_locked(link, &accept);
+	mutex_unlock(&link->tx_mutex);
+	/* An ACCEPT the peer never gets: nobody will claim the connection. */
+	if (rc)
+		sl_drop_queued(link, ep);
 }
 
 static void sl_handle(struct sl_link *link, const struct sl_msg *m)
@@ -272,7 +333,7 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	u32 src = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
 	u32 status = le32_to_cpu(m->status);
 	struct sl_ep *ep;
-	bool orphan = false;
+	bool orphan = false, aborted = false;
 
 	if (type == SL_MSG_CONNECT) {
 		sl_on_connect(link, m);
@@ -299,9 +360,18 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 			ep->connecting = false;
 			wake_up_interruptible(&ep->wq);
 			sl_slice_release_locked(link, dst, false, true);
+		} else if (!test_bit(dst, link->slice_local) && test_bit(dst, link->slice_peer) &&
+			   link->slice_cookie[dst] == cookie) {
+			/* The connect gave up before this answer came. */
+			sl_slice_release_locked(link, dst, false, true);
 		}
 		break;
 	case SL_MSG_CLOSE:
+		if (ep && ep->peer_slice == (int)src && ep->queued && status == SL_CLOSE_ABORTED) {
+			aborted = true; /* a connect that gave up: never claimed */
+			sl_slice_release_locked(link, dst, false, true);
+			break;
+		}
 		if (ep && ep->peer_slice == (int)src && ep->state == SCILAN_EP_CONNECTED) {
 			ep->state = SCILAN_EP_PEER_CLOSED;
 			wake_up_interruptible(&ep->wq);
@@ -312,7 +382,9 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	}
 	spin_unlock_irq(&link->lock);
 	if (orphan)
-		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, 0);
+		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, SL_CLOSE_ABORTED);
+	if (aborted)
+		sl_drop_queued(link, ep);
 }
 
 void sl_ctl_work(struct work_struct *work)

@@ -39,35 +39,43 @@ void sl_zap_mappings(struct sl_link *link)
 	struct address_space *maps[4];
 	struct inode *inodes[4];
 	struct sl_ep *ep;
-	int n = 0, i;
-	bool more;
+	int n, i;
+	u64 gen;
 
+	/* Up to four distinct mappings per round; each endpoint is marked
+	 * with this pass, so a later round takes the next ones (containers
+	 * with their own /dev give one inode each).
+	 */
+	spin_lock_irq(&link->lock);
+	gen = ++link->zap_gen;
+	spin_unlock_irq(&link->lock);
 	do {
-		more = false;
 		n = 0;
 		spin_lock_irq(&link->lock);
 		list_for_each_entry(ep, &link->eps, node) {
-			if (!ep->mapped || !ep->mapping)
+			if (!ep->mapped || !ep->mapping || ep->zapped == gen)
 				continue;
 			for (i = 0; i < n && maps[i] != ep->mapping; i++)
 				;
-			if (i < n)
-				continue;
-			if (n == ARRAY_SIZE(maps)) {
-				more = true;
-				break;
+			if (i == n) {
+				if (n == ARRAY_SIZE(maps))
+					continue;
+				inodes[n] = igrab(ep->mapping->host);
+				if (!inodes[n]) {
+					ep->zapped = gen;
+					continue;
+				}
+				maps[n++] = ep->mapping;
 			}
-			inodes[n] = igrab(ep->mapping->host);
-			if (!inodes[n])
-				continue;
-			maps[n++] = ep->mapping;
+			ep->zapped = gen;
 		}
 		spin_unlock_irq(&link->lock);
 		for (i = 0; i < n; i++) {
 			unmap_mapping_range(maps[i], 0, 0, 1);
 			iput(inodes[i]);
 		}
-	} while (more);
+		cond_resched();
+	} while (n);
 }
 
 static int sl_open(struct inode *inode, struct file *file)
@@ -134,7 +142,7 @@ static void sl_send_close(struct sl_link *link, u32 dst, u32 src)
 /* Queued endpoints taken off their listener (on the list by lnode) are
  * closed and freed; the caller holds the read side of map_sem.
  */
-static void sl_close_queued(struct sl_link *link, struct list_head *queued)
+void sl_close_queued(struct sl_link *link, struct list_head *queued)
 {
 	struct sl_ep *q, *tmp;
 	bool tell;
@@ -347,6 +355,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	ep->connecting = true;
 	ep->connect_err = 0;
 	ep->cookie = ++link->next_cookie;
+	link->slice_cookie[slice] = ep->cookie;
 	ep->generation = link->generation;
 	spin_unlock_irq(&link->lock);
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);

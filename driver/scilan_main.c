@@ -103,6 +103,12 @@ static void sl_link_down(struct sl_link *link, const char *why)
 {
 	bool was_up = link->pwin;
 
+	/* Down before waiting for map_sem: a sender waiting for room in the
+	 * control ring (under the read side) sees it and gives up.
+	 */
+	spin_lock_irq(&link->lock);
+	sl_link_reset_locked(link);
+	spin_unlock_irq(&link->lock);
 	down_write(&link->map_sem);
 	spin_lock_irq(&link->lock);
 	sl_link_reset_locked(link);
@@ -192,6 +198,7 @@ static void sl_link_work(struct work_struct *work)
 		memset(link->lwin, 0, SL_WIN_SLICE_OFF);
 		link->tx_prod = 0;
 		link->rx_cons = 0;
+		link->tx_stalled = false;
 		link->peer_nonce = nonce;
 		ops->peer_spad_write(link, SL_SPAD_COUNT, nonce);
 	}

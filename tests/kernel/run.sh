@@ -65,7 +65,7 @@ log=$work/console.log
 start=$(date +%s)
 timeout 420 qemu-system-x86_64 $accel -m 1024 -smp 2 -nographic -no-reboot -nic none \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=7${SCILAN_GUEST_ONLY:+ scilan_only=$SCILAN_GUEST_ONLY}" \
+	-append "console=ttyS0 panic=-1 loglevel=7${SCILAN_GUEST_ONLY:+ scilan_only=$SCILAN_GUEST_ONLY}${SCILAN_SLTEST:+ scilan_sltest=$SCILAN_SLTEST}" \
 	-device pci-testdev -device pci-testdev >"$log" 2>&1 </dev/null
 rc=$?
 end=$(date +%s)

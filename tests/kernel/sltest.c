@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -446,6 +449,105 @@ static int dump_state(void)
 	return lfd < 0;
 }
 
+static volatile sig_atomic_t ticks;
+
+static void tick(int sig)
+{
+	(void)sig;
+	ticks++;
+}
+
+/* Churn: n connects, each from its own bound socket, to a port nobody
+ * listens on or to a listener a child accepts from and closes, with a 1 ms
+ * timeout or under a 0.7 ms interval timer (EINTR): answers that come after
+ * the connect gave up must free their slices.  Afterwards no endpoint and
+ * no busy slice is left on either link. */
+static void test_churn(int n)
+{
+	struct sigaction sa = { .sa_handler = tick }; /* no SA_RESTART */
+	struct itimerval on = { .it_interval = { 0, 700 }, .it_value = { 0, 700 } }, off = { 0 };
+	int lfd = listen_sock(NODE_B, tcp_listener(15), 8), counts[5] = { 0 }, clean;
+	pid_t pid;
+
+	if (lfd < 0) {
+		result("churn_no_leaks", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		for (;;) {
+			int e = open(NODE_B, O_RDWR);
+
+			ioctl(e, SCILAN_IOC_ACCEPT, &lfd);
+			close(e);
+		}
+	}
+	sigaction(SIGALRM, &sa, NULL);
+	for (int i = 0; i < n; i++) {
+		int sock = slring_bound_sock(), fd = open(NODE_A, O_RDWR), kind = i % 4, rc, err;
+		struct scilan_connect cr = slring_connect_req(sock, kind == 0 || kind == 3 ? 16 : 15);
+
+		cr.timeout_ms = kind < 2 ? 1 : 0;
+		if (kind >= 2)
+			setitimer(ITIMER_REAL, &on, NULL);
+		rc = ioctl(fd, SCILAN_IOC_CONNECT, &cr);
+		err = errno;
+		if (kind >= 2)
+			setitimer(ITIMER_REAL, &off, NULL);
+		counts[rc == 0 ? 0 : err == ECONNREFUSED ? 1 : err == ETIMEDOUT ? 2 : err == EINTR ? 3 : 4]++;
+		close(fd);
+		close(sock);
+	}
+	signal(SIGALRM, SIG_DFL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	listen_close(lfd);
+	clean = settle(0, "endpoints", 0) && settle(1, "endpoints", 0) && settle(0, "slices_busy", 0) &&
+		settle(1, "slices_busy", 0);
+	result("churn_no_leaks", clean && counts[4] == 0,
+	       "%d connects: %d connected, %d refused, %d timed out, %d interrupted, %d other; endpoints %ld/%ld, busy slices %ld/%ld",
+	       n, counts[0], counts[1], counts[2], counts[3], counts[4], dbg_value(0, "endpoints"),
+	       dbg_value(1, "endpoints"), dbg_value(0, "slices_busy"), dbg_value(1, "slices_busy"));
+}
+
+/* Six device nodes of one link (six inodes, like containers with their
+ * own /dev), each with a mapped connection: link down must zap them all
+ * and the link come back. */
+static void test_zap_inodes(void)
+{
+	struct conn c[6];
+	struct stat st;
+	char path[6][32];
+	int lfd = listen_on(NODE_B, 17), made = 0, resets = 0, again;
+
+	if (lfd < 0 || stat(NODE_A, &st) < 0) {
+		result("zap_many_inodes", 0, "setup: %s", strerror(errno));
+		return;
+	}
+	for (int k = 0; k < 6; k++) {
+		snprintf(path[k], sizeof(path[k]), "/tmp/scilan-node-%d", k);
+		unlink(path[k]);
+		if (mknod(path[k], S_IFCHR | 0600, st.st_rdev) == 0 && conn_connect(&c[made], path[k], 17, 0) == 0)
+			made++;
+	}
+	write_file(MOCK_LINK, "0");
+	for (int k = 0; k < made; k++) {
+		uint32_t tok;
+		struct pollfd p = { .fd = c[k].fd, .events = POLLIN };
+
+		resets += poll(&p, 1, 5000) == 1 && read(c[k].fd, &tok, sizeof(tok)) < 0 && errno == ECONNRESET;
+	}
+	write_file(MOCK_LINK, "1");
+	again = wait_link(NODE_A, 5000) && wait_link(NODE_B, 5000);
+	for (int k = 0; k < made; k++)
+		conn_close(&c[k]);
+	for (int k = 0; k < 6; k++)
+		unlink(path[k]);
+	listen_close(lfd);
+	result("zap_many_inodes", made == 6 && resets == 6 && again,
+	       "%d connections through 6 nodes, %d reset at link down, link up again %d", made, resets, again);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -474,6 +576,10 @@ int main(int argc, char **argv)
 		test_exhaustion();
 	if (all || !strcmp(what, "linkdown"))
 		test_linkdown();
+	if (all || !strcmp(what, "churn"))
+		test_churn(5000);
+	if (all || !strcmp(what, "zap"))
+		test_zap_inodes();
 	if (all) {
 		int clean = settle(0, "endpoints", 0) && settle(1, "endpoints", 0) &&
 			    settle(0, "slices_busy", 0) && settle(1, "slices_busy", 0);
