@@ -548,6 +548,44 @@ static void test_zap_inodes(void)
 	       "%d connections through 6 nodes, %d reset at link down, link up again %d", made, resets, again);
 }
 
+/* Unloading either module while endpoints are open, mapped and one sleeps
+ * in read() is refused (endpoints pin both), and the connection still
+ * works afterwards; the guest's final unload checks they go once closed. */
+static void test_unload_busy_mapped(void)
+{
+	int lfd = listen_on(NODE_B, 18), rm_scilan, rm_mock, ok;
+	struct conn c;
+	char x = 0;
+	pid_t pid;
+
+	if (lfd < 0) {
+		result("unload_refused_while_mapped", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct conn s;
+		uint32_t tok;
+
+		if (conn_accept(&s, NODE_B, lfd, 0) < 0 || read(s.fd, &tok, sizeof(tok)) != sizeof(tok))
+			_exit(1);
+		_exit(conn_send(&s, "u", 1) < 0 ? 2 : 0);
+	}
+	ok = conn_connect(&c, NODE_A, 18, 0) == 0;
+	usleep(200000); /* the child sleeps in read() */
+	rm_scilan = system("rmmod scilan 2>/dev/null");
+	rm_mock = system("rmmod ntb_mock 2>/dev/null");
+	ok = ok && rm_scilan != 0 && rm_mock != 0;
+	/* Still working: wake the sleeper, which answers. */
+	ok = ok && ioctl(c.fd, SCILAN_IOC_STIMULATE, &(uint32_t){ SCILAN_TOKEN_DATA }) == 0 && conn_recv(&c, &x, 1) == 0 &&
+	     x == 'u';
+	waitpid(pid, NULL, 0);
+	conn_close(&c);
+	listen_close(lfd);
+	result("unload_refused_while_mapped", ok, "rmmod scilan %s, rmmod ntb_mock %s, connection answered after %d",
+	       rm_scilan ? "refused" : "DONE", rm_mock ? "refused" : "DONE", x == 'u');
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -580,6 +618,8 @@ int main(int argc, char **argv)
 		test_churn(5000);
 	if (all || !strcmp(what, "zap"))
 		test_zap_inodes();
+	if (all || !strcmp(what, "unload"))
+		test_unload_busy_mapped();
 	if (all) {
 		int clean = settle(0, "endpoints", 0) && settle(1, "endpoints", 0) &&
 			    settle(0, "slices_busy", 0) && settle(1, "slices_busy", 0);
