@@ -586,6 +586,90 @@ static void test_unload_busy_mapped(void)
 	       rm_scilan ? "refused" : "DONE", rm_mock ? "refused" : "DONE", x == 'u');
 }
 
+/* A 64-byte message carrying its number; the echo must match exactly. */
+static void flap_msg(char *m, uint32_t n)
+{
+	for (int i = 0; i < 64; i++)
+		m[i] = (char)(n * 31 + (uint32_t)i);
+}
+
+/* The link goes down and up `flaps` times while a client connects again
+ * and again and exchanges numbered 64-byte echoes with an acceptor: every
+ * echo that completes is exact (an interrupted one fails with a reset,
+ * never returns other bytes), nothing hangs, and afterwards no endpoint and
+ * no busy slice is left. */
+static void test_flap(int flaps)
+{
+	int lfd = listen_on(NODE_B, 19), stop[2], st = -1, ups = 0, clean;
+	pid_t acc, cli;
+
+	if (lfd < 0 || pipe(stop) < 0) {
+		result("link_flapping", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	acc = fork();
+	if (acc == 0) {
+		for (;;) {
+			struct conn s;
+			char m[64];
+
+			if (conn_accept(&s, NODE_B, lfd, 0) == 0)
+				while (conn_recv(&s, m, sizeof(m)) == 0 && conn_send(&s, m, sizeof(m)) == 0)
+					;
+			conn_close(&s);
+		}
+	}
+	cli = fork();
+	if (cli == 0) {
+		uint32_t n = 0, good = 0;
+		char m[64], back[64], b;
+
+		fcntl(stop[0], F_SETFL, O_NONBLOCK);
+		while (read(stop[0], &b, 1) != 1) {
+			struct conn c;
+
+			if (conn_connect(&c, NODE_A, 19, 0) == 0) {
+				for (int i = 0; i < 50; i++, n++) {
+					flap_msg(m, n);
+					if (conn_send(&c, m, sizeof(m)) < 0 || conn_recv(&c, back, sizeof(back)) < 0)
+						break;
+					if (memcmp(m, back, sizeof(m)))
+						_exit(3);
+					good++;
+				}
+			}
+			conn_close(&c);
+		}
+		printf("  flapping: %u exact echoes\n", good);
+		_exit(good ? 0 : 4);
+	}
+	for (int i = 0; i < flaps; i++) {
+		usleep(5000 + (i % 5) * 5000);
+		write_file(MOCK_LINK, "0");
+		usleep(10000);
+		write_file(MOCK_LINK, "1");
+		ups += wait_link(NODE_A, 5000) && wait_link(NODE_B, 5000);
+	}
+	usleep(200000); /* some echoes on the last session */
+	if (write(stop[1], "s", 1) != 1)
+		perror("stop");
+	alarm(30);
+	if (waitpid(cli, &st, 0) == cli && WIFEXITED(st))
+		st = WEXITSTATUS(st);
+	alarm(0);
+	kill(acc, SIGKILL);
+	waitpid(acc, NULL, 0);
+	listen_close(lfd);
+	close(stop[0]);
+	close(stop[1]);
+	clean = settle(0, "endpoints", 0) && settle(1, "endpoints", 0) && settle(0, "slices_busy", 0) &&
+		settle(1, "slices_busy", 0);
+	result("link_flapping", st == 0 && ups == flaps && clean,
+	       "%d flaps, link up again %d times, client exit %d (3: an echo differed), endpoints %ld/%ld, busy slices %ld/%ld",
+	       flaps, ups, st, dbg_value(0, "endpoints"), dbg_value(1, "endpoints"), dbg_value(0, "slices_busy"),
+	       dbg_value(1, "slices_busy"));
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -620,6 +704,8 @@ int main(int argc, char **argv)
 		test_zap_inodes();
 	if (all || !strcmp(what, "unload"))
 		test_unload_busy_mapped();
+	if (all || !strcmp(what, "flap"))
+		test_flap(100);
 	if (all) {
 		int clean = settle(0, "endpoints", 0) && settle(1, "endpoints", 0) &&
 			    settle(0, "slices_busy", 0) && settle(1, "slices_busy", 0);
