@@ -186,6 +186,7 @@ struct sl_ep {
 	bool queued;                /* on a listener's backlog, not yet accepted */
 	u64 zapped;                 /* the sl_zap_mappings pass that covered its mapping */
 	bool mapped;
+	bool abandoned;             /* SCILAN_IOC_ABANDON: its CLOSE says aborted */
 	struct address_space *mapping;  /* of the file it was opened as */
 };
 

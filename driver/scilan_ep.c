@@ -128,12 +128,13 @@ static bool sl_ep_detach_locked(struct sl_link *link, struct sl_ep *ep, u32 *dst
 	return tell;
 }
 
-static void sl_send_close(struct sl_link *link, u32 dst, u32 src)
+static void sl_send_close(struct sl_link *link, u32 dst, u32 src, bool abandoned)
 {
 	struct sl_msg m = {
 		.type = cpu_to_le32(SL_MSG_CLOSE),
 		.dst_slice = cpu_to_le32(dst),
 		.src_slice = cpu_to_le32(src),
+		.status = cpu_to_le32(abandoned ? SL_CLOSE_ABORTED : 0),
 	};
 
 	sl_ctl_send(link, &m);
@@ -153,7 +154,7 @@ void sl_close_queued(struct sl_link *link, struct list_head *queued)
 		tell = sl_ep_detach_locked(link, q, &dst, &src);
 		spin_unlock_irq(&link->lock);
 		if (tell)
-			sl_send_close(link, dst, src);
+			sl_send_close(link, dst, src, false);
 		list_del(&q->lnode);
 		kfree(q);
 		sl_link_put(link);
@@ -177,7 +178,7 @@ static int sl_release(struct inode *inode, struct file *file)
 	tell = sl_ep_detach_locked(link, ep, &dst, &src);
 	spin_unlock_irq(&link->lock);
 	if (tell)
-		sl_send_close(link, dst, src);
+		sl_send_close(link, dst, src, ep->abandoned);
 	/* Connections the program never accepted are closed like TCP's. */
 	sl_close_queued(link, &queued);
 	up_read(&link->map_sem);
@@ -609,6 +610,15 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return sl_ioc_accept_sock(ep, uarg);
 	case SCILAN_IOC_STIMULATE:
 		return sl_ioc_stimulate(ep, uarg);
+	case SCILAN_IOC_ABANDON:
+		/* The program never used the connection (it fell back to kernel
+		 * TCP): the close tells the peer to drop its queued side, which
+		 * nobody may pair with a later accept.
+		 */
+		spin_lock_irq(&ep->link->lock);
+		ep->abandoned = ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED;
+		spin_unlock_irq(&ep->link->lock);
+		return ep->abandoned ? 0 : -ENOTCONN;
 	case SCILAN_IOC_RING_SELF:
 		if (get_user(tokens, (u32 __user *)uarg))
 			return -EFAULT;

@@ -90,4 +90,10 @@ struct scilan_accept_sock {
 /* On a freshly opened endpoint: take the connection of an accepted socket. */
 #define SCILAN_IOC_ACCEPT_SOCK _IOW(SCILAN_IOC_MAGIC, 8, struct scilan_accept_sock)
 
+/* On a connected endpoint the program will not use (it fell back to
+ * kernel TCP): its close makes the peer drop the connection if it is still
+ * queued there, instead of leaving it for a later accept of that 4-tuple.
+ */
+#define SCILAN_IOC_ABANDON    _IO(SCILAN_IOC_MAGIC, 9)
+
 #endif

@@ -276,11 +276,21 @@ int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own)
 	return 0;
 }
 
+static void abandon(int fd)
+{
+	int err = errno;
+
+	if (sl_sys.ioctl(fd, SCILAN_IOC_ABANDON) < 0 && errno != ENOTCONN)
+		sl_debug("device endpoint: abandon: %s", strerror(errno));
+	errno = err;
+}
+
 static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
 	const struct sl_map_entry *e = dev_entry(dst);
 	struct scilan_connect req = { .sockfd = s->fd, .dport = dst->port };
+	bool connected;
 	int fd;
 
 	addr16_of(dst, req.daddr);
@@ -294,7 +304,12 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		return -1;
 	}
 	fd = open_link(e->device);
-	if (fd < 0 || sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) < 0 || map_connection(s, fd, 0) < 0) {
+	connected = fd >= 0 && sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) == 0;
+	if (!connected || map_connection(s, fd, 0) < 0) {
+		/* Connected but unusable: the listener's side must drop it,
+		 * not pair it with our kernel connection (which it would end). */
+		if (connected)
+			abandon(fd);
 		close_quietly(fd);
 		/* No listener on that port over the link (not on scilan, or
 		 * another link): the ordinary case of a plain TCP peer. */
@@ -382,6 +397,15 @@ static void dev_release(struct sl_sock *s)
 	s->memfd = -1;
 	/* The last reference to the endpoint tells the peer (CLOSE). */
 	close_quietly(fd);
+}
+
+/* The kernel connect failed after the device connect: the listener's side
+ * never gets a kernel connection to pair it with. */
+static void dev_offer_withdraw(struct sl_sock *s)
+{
+	if (s->seg && s->bell_rx >= 0)
+		abandon(s->bell_rx);
+	dev_release(s);
 }
 
 static void dev_stimulate(struct sl_sock *s, int token)
@@ -477,7 +501,7 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	.listen_withdraw = dev_listen_unregister,
 	.lookup = dev_lookup,
 	.offer = dev_offer,
-	.offer_withdraw = dev_release,
+	.offer_withdraw = dev_offer_withdraw,
 	/* Nothing lingers: the peer's ring lives in the peer's memory, so data
 	 * sent before our close survives it without us. */
 	.offer_settle = dev_nothing,

@@ -670,6 +670,29 @@ static void test_flap(int flaps)
 	       dbg_value(1, "slices_busy"));
 }
 
+/* A client that connected over the device but falls back to kernel TCP
+ * abandons its endpoint: the connection queued at the listener is dropped,
+ * so no later accept of that 4-tuple is paired with it (it would read EOF),
+ * and both slices are free again. */
+static void test_abandon(void)
+{
+	int lfd = listen_on(NODE_B, 20), sock = slring_bound_sock(), fd = open(NODE_A, O_RDWR), e, ok, taken;
+	struct scilan_connect cr = slring_connect_req(sock, 20);
+
+	ok = lfd >= 0 && fd >= 0 && ioctl(fd, SCILAN_IOC_CONNECT, &cr) == 0 && ioctl(fd, SCILAN_IOC_ABANDON) == 0;
+	close(fd);
+	usleep(200000); /* the CLOSE crosses the link */
+	fcntl(lfd, F_SETFL, O_NONBLOCK);
+	e = open(NODE_B, O_RDWR);
+	taken = ioctl(e, SCILAN_IOC_ACCEPT, &lfd) == 0;
+	close(e);
+	close(sock);
+	ok = ok && !taken && settle(0, "slices_busy", 0) && settle(1, "slices_busy", 0);
+	listen_close(lfd);
+	result("abandoned_connect_dropped", ok, "queued connection still taken by an accept %d; busy slices %ld/%ld", taken,
+	       dbg_value(0, "slices_busy"), dbg_value(1, "slices_busy"));
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -704,6 +727,8 @@ int main(int argc, char **argv)
 		test_zap_inodes();
 	if (all || !strcmp(what, "unload"))
 		test_unload_busy_mapped();
+	if (all || !strcmp(what, "abandon"))
+		test_abandon();
 	if (all || !strcmp(what, "flap"))
 		test_flap(100);
 	if (all) {
