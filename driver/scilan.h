@@ -8,6 +8,8 @@
 #define SCILAN_DRV_H
 
 #include <linux/kref.h>
+#include <linux/uidgid.h>
+#include <linux/in6.h>
 #include <linux/list.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
@@ -18,7 +20,7 @@
 
 #include "uapi/scilan.h"
 
-#define SL_PROTO_VERSION 2u /* 2: CONNECT carries a tag */
+#define SL_PROTO_VERSION 3u /* 3: CONNECT carries the 4-tuple */
 #define SL_MAX_SLICES 512u
 
 /* Scratchpads written into the peer at handshake. */
@@ -39,6 +41,11 @@ enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT
 
 enum sl_msg_type { SL_MSG_CONNECT = 1, SL_MSG_ACCEPT, SL_MSG_REFUSE, SL_MSG_CLOSE };
 
+/* CLOSE's status when the connect gave up before the ACCEPT came: the
+ * listener's side drops the queued connection (nobody will claim it).
+ */
+#define SL_CLOSE_ABORTED 1u
+
 /* One control message; every field is validated on receipt (the peer is
  * not trusted).
  */
@@ -49,13 +56,24 @@ struct sl_msg {
 	__le32 dst_slice;   /* receiver's slice (ACCEPT, REFUSE, CLOSE) */
 	__le32 cookie;      /* connect attempt, echoed in ACCEPT/REFUSE */
 	__le32 status;      /* REFUSE: errno */
-	__le64 tag;         /* CONNECT: the connecting program's tag (opaque) */
-	__le32 pad[8];
+	__le16 sport;       /* CONNECT: the client socket's port ... */
+	__le16 rsvd;
+	u8 saddr[16];       /* ... and address (IPv6 or IPv4-mapped) */
+	u8 daddr[16];       /* CONNECT: the destination address (port: above) */
+	__le32 pad;
+};
+
+/* A connection's 4-tuple as its client sees it (IPv4 as IPv4-mapped). */
+struct sl_tuple {
+	struct in6_addr saddr, daddr;
+	u16 sport, dport;
 };
 
 struct sl_ep;
 struct sl_link;
 struct seq_file;
+struct sock;
+struct net;
 
 /* The link backend: the few hardware operations the client uses, so the
  * handshake, control channel and endpoints are shared by the NTB client
@@ -119,12 +137,15 @@ struct sl_link {
 	struct sl_ep *slice_ep[SL_MAX_SLICES];
 	unsigned long slice_local[BITS_TO_LONGS(SL_MAX_SLICES)]; /* held by a local ep */
 	unsigned long slice_peer[BITS_TO_LONGS(SL_MAX_SLICES)];  /* peer may still write */
+	u32 slice_cookie[SL_MAX_SLICES]; /* the last connect from each slice: a late REFUSE frees it */
+	u64 zap_gen;              /* sl_zap_mappings passes */
 	struct list_head eps;
 	struct list_head listeners;
 	u32 next_cookie;
 
 	/* Control channel. */
 	struct mutex tx_mutex;
+	bool tx_stalled;          /* a send timed out: fail fast until the peer drains */
 	u64 tx_prod;
 	u64 rx_cons;
 	struct work_struct ctl_work;
@@ -136,6 +157,7 @@ struct sl_link {
 	 * zaps every mapping, so no PTE survives into freed or dead memory.
 	 */
 	struct rw_semaphore map_sem;
+	struct page *sink;        /* stands in for the peer's slices after link down */
 
 	struct dentry *dbg;
 	u64 stat_db_irqs, stat_wakeups, stat_stimuli, stat_ctl_rx, stat_ctl_tx;
@@ -151,15 +173,20 @@ struct sl_ep {
 	bool connecting;
 	int connect_err;
 	u32 cookie;
-	u32 port;                   /* listener */
+	u32 port;                   /* listener: the port of lsk */
+	struct sock *lsk;           /* listener: the caller's TCP listener (held) */
+	kuid_t owner;               /* listener: who listens (debugfs) */
+	struct sl_tuple tuple;      /* connecting and queued: the companion connection */
+	struct net *net;            /* connecting: the client socket's namespace (held) */
 	u32 backlog_max, backlog_len;
 	struct list_head backlog;
 	int slice, peer_slice;      /* -1 when none */
 	u64 generation;             /* link generation the connection belongs to */
 	u32 tokens;                 /* pending SCILAN_TOKEN_* */
-	u64 tag;                    /* from the peer's CONNECT (queued endpoints) */
 	bool queued;                /* on a listener's backlog, not yet accepted */
+	u64 zapped;                 /* the sl_zap_mappings pass that covered its mapping */
 	bool mapped;
+	bool abandoned;             /* SCILAN_IOC_ABANDON: its CLOSE says aborted */
 	struct address_space *mapping;  /* of the file it was opened as */
 };
 
@@ -191,9 +218,19 @@ void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens);
 void sl_db_scan(struct sl_link *link, u64 bits);
 int sl_slice_db_bit(const struct sl_link *link, int slice);
 
+/* scilan_sock.c */
+int sl_sock_listener(int fd, struct sock **skp);
+int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple *t,
+		       struct net **netp);
+int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp);
+int sl_listener_match(struct sock *lsk, const struct sl_tuple *t);
+bool sl_tuple_equal(const struct sl_tuple *a, const struct sl_tuple *b);
+void sl_listener_show(struct seq_file *m, struct sl_ep *ep);
+
 /* scilan_ep.c */
 extern const struct file_operations sl_fops;
 void sl_ep_wake_locked(struct sl_ep *ep, int state);
 void sl_zap_mappings(struct sl_link *link);
+void sl_close_queued(struct sl_link *link, struct list_head *queued);
 
 #endif

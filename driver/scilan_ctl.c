@@ -6,6 +6,8 @@
 #include <linux/delay.h>
 #include <linux/io.h>
 #include <linux/slab.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
 
 #include "scilan.h"
 
@@ -15,14 +17,18 @@
  * acknowledges by writing its consumer index into the SENDER's page 0, so a
  * sender checks for room by reading its own memory, never across the link.
  */
-int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
+static int sl_ctl_send_locked(struct sl_link *link, const struct sl_msg *msg)
 {
 	void __iomem *slot;
 	u64 ack;
-	int waited = 0, rc = 0;
+	int waited = 0, rc = 0, limit;
 
 	lockdep_assert_held_read(&link->map_sem);
-	mutex_lock(&link->tx_mutex);
+	lockdep_assert_held(&link->tx_mutex);
+	/* A peer that stalled once costs one wait, not one per message: the
+	 * caller holds map_sem, which link down and every close need.
+	 */
+	limit = link->tx_stalled ? 1 : 1000;
 	for (;;) {
 		if (!link->up || !link->pwin) {
 			rc = -ECONNRESET;
@@ -33,12 +39,16 @@ int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
 			rc = -EPROTO; /* the peer acknowledged what we never sent */
 			goto out;
 		}
-		if (link->tx_prod - ack < SL_CTL_SLOTS)
+		if (link->tx_prod - ack < SL_CTL_SLOTS) {
+			link->tx_stalled = false;
 			break;
+		}
 		/* Full: the peer's work item drains it within milliseconds
 		 * unless the peer is gone, which the link watcher will see.
 		 */
-		if (++waited > 1000) {
+		if (++waited > limit) {
+			link->tx_stalled = true;
+			dev_warn_ratelimited(link->dev, "scilan: the peer drains no control messages\n");
 			rc = -ETIMEDOUT;
 			goto out;
 		}
@@ -52,6 +62,15 @@ int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
 	link->ops->peer_db_set(link, BIT_ULL(0));
 	link->stat_ctl_tx++;
 out:
+	return rc;
+}
+
+int sl_ctl_send(struct sl_link *link, const struct sl_msg *msg)
+{
+	int rc;
+
+	mutex_lock(&link->tx_mutex);
+	rc = sl_ctl_send_locked(link, msg);
 	mutex_unlock(&link->tx_mutex);
 	return rc;
 }
@@ -139,17 +158,47 @@ void sl_db_scan(struct sl_link *link, u64 bits)
 	spin_unlock(&link->lock);
 }
 
-static struct sl_ep *sl_find_listener_locked(struct sl_link *link, u32 port)
+/* The listener a CONNECT for t goes to: the best match (exact address over
+ * wildcard), with room in its backlog among a SO_REUSEPORT group; NULL with
+ * *why when none matches, or when the best matches lie in two network
+ * namespaces that both own the destination address (two containers sharing
+ * it): there the driver cannot tell whose the connection is, and kernel TCP
+ * can.
+ */
+static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct sl_tuple *t,
+					     int *why)
 {
-	struct sl_ep *ep;
+	struct sl_ep *ep, *best = NULL;
+	struct net *net = NULL;
+	int score, top = 0;
 
-	list_for_each_entry(ep, &link->listeners, lnode)
-		if (ep->state == SCILAN_EP_LISTEN && ep->port == port)
-			return ep;
-	return NULL;
+	*why = ECONNREFUSED;
+	list_for_each_entry(ep, &link->listeners, lnode) {
+		if (ep->state != SCILAN_EP_LISTEN || !ep->lsk)
+			continue;
+		score = sl_listener_match(ep->lsk, t);
+		if (!score || score < top)
+			continue;
+		if (score > top) {
+			top = score;
+			best = NULL;
+			net = sock_net(ep->lsk);
+		} else if (!net_eq(net, sock_net(ep->lsk))) {
+			dev_warn_ratelimited(link->dev,
+					     "scilan: port %u: listeners in two namespaces own %pI6c; refused (kernel TCP)\n",
+					     t->dport, &t->daddr);
+			return NULL;
+		}
+		if (!best || (best->backlog_len >= best->backlog_max &&
+			      ep->backlog_len < ep->backlog_max))
+			best = ep;
+	}
+	if (best && best->backlog_len >= best->backlog_max)
+		return NULL;
+	return best;
 }
 
-static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cookie, u32 status)
+static int sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cookie, u32 status)
 {
 	struct sl_msg m = {
 		.type = cpu_to_le32(type),
@@ -159,20 +208,64 @@ static void sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cooki
 		.status = cpu_to_le32(status),
 	};
 
-	sl_ctl_send(link, &m);
+	return sl_ctl_send(link, &m);
+}
+
+/* Takes ep off whichever backlog still holds it (it may have been accepted
+ * or closed meanwhile: only pointers are compared until it is found).
+ */
+static bool sl_unqueue_locked(struct sl_link *link, struct sl_ep *ep)
+{
+	struct sl_ep *lst, *q;
+
+	list_for_each_entry(lst, &link->listeners, lnode)
+		list_for_each_entry(q, &lst->backlog, lnode)
+			if (q == ep) {
+				list_del_init(&q->lnode);
+				lst->backlog_len--;
+				return true;
+			}
+	return false;
+}
+
+static void sl_drop_queued(struct sl_link *link, struct sl_ep *ep)
+{
+	LIST_HEAD(gone);
+
+	spin_lock_irq(&link->lock);
+	if (sl_unqueue_locked(link, ep))
+		list_add(&ep->lnode, &gone);
+	spin_unlock_irq(&link->lock);
+	sl_close_queued(link, &gone);
 }
 
 /* A connection request: the driver completes the handshake at once (as TCP
  * does before accept()) and queues the new endpoint on the listener.
  */
-static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 cookie, u64 tag)
+static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 {
+	u32 peer_slice = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
+	u32 port = le32_to_cpu(m->port);
+	struct sl_msg accept = {
+		.type = cpu_to_le32(SL_MSG_ACCEPT),
+		.dst_slice = cpu_to_le32(peer_slice),
+		.cookie = cpu_to_le32(cookie),
+	};
+	struct sl_tuple t = {};
 	struct sl_ep *lst, *ep;
-	int slice = -ECONNREFUSED;
+	int slice = -ECONNREFUSED, why, rc;
 	u64 gen;
 
 	if (peer_slice >= link->peer_nslices)
 		return; /* garbage: nobody to answer */
+	if (!port || port > 65535) {
+		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, EINVAL);
+		return;
+	}
+	memcpy(&t.saddr, m->saddr, sizeof(t.saddr));
+	memcpy(&t.daddr, m->daddr, sizeof(t.daddr));
+	t.sport = le16_to_cpu(m->sport);
+	t.dport = port;
 	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
 	if (!ep) {
 		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, ENOMEM);
@@ -183,12 +276,11 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	ep->link = link;
 	ep->peer_slice = peer_slice;
 	ep->slice = -1;
-	ep->tag = tag; /* opaque: only ever compared with what a local program asks for */
+	ep->tuple = t; /* only ever compared with an accepted socket's */
 	spin_lock_irq(&link->lock);
 	gen = link->generation;
-	lst = sl_find_listener_locked(link, port);
-	if (lst && lst->backlog_len < lst->backlog_max)
-		slice = sl_slice_alloc_locked(link, ep);
+	lst = sl_find_listener_locked(link, &t, &why);
+	slice = lst ? sl_slice_alloc_locked(link, ep) : -why;
 	spin_unlock_irq(&link->lock);
 	if (slice < 0) {
 		kfree(ep);
@@ -200,17 +292,24 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	 * The endpoint is IDLE meanwhile, so stimuli for it are dropped.
 	 */
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
+	/* The ACCEPT leaves before any CLOSE of this connection can: a program
+	 * may accept and close it the moment it is queued, and a CLOSE that
+	 * overtook the ACCEPT would be ignored by the peer (its slice leaks).
+	 */
+	mutex_lock(&link->tx_mutex);
 	spin_lock_irq(&link->lock);
 	/* The listener may have closed, or the session changed, meanwhile. */
-	lst = sl_find_listener_locked(link, port);
-	if (!lst || lst->backlog_len >= lst->backlog_max || !link->up || link->generation != gen) {
+	lst = sl_find_listener_locked(link, &t, &why);
+	if (!lst || !link->up || link->generation != gen) {
 		sl_slice_release_locked(link, slice, true, true);
 		spin_unlock_irq(&link->lock);
+		mutex_unlock(&link->tx_mutex);
 		kfree(ep);
 		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, ECONNREFUSED);
 		return;
 	}
 	ep->slice = slice;
+	accept.src_slice = cpu_to_le32(slice);
 	ep->state = SCILAN_EP_CONNECTED;
 	ep->generation = gen;
 	ep->queued = true;
@@ -221,7 +320,11 @@ static void sl_on_connect(struct sl_link *link, u32 port, u32 peer_slice, u32 co
 	sl_link_get(link);
 	wake_up_interruptible(&lst->wq);
 	spin_unlock_irq(&link->lock);
-	sl_reply(link, SL_MSG_ACCEPT, peer_slice, slice, cookie, 0);
+	rc = sl_ctl_send_locked(link, &accept);
+	mutex_unlock(&link->tx_mutex);
+	/* An ACCEPT the peer never gets: nobody will claim the connection. */
+	if (rc)
+		sl_drop_queued(link, ep);
 }
 
 static void sl_handle(struct sl_link *link, const struct sl_msg *m)
@@ -230,10 +333,10 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	u32 src = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
 	u32 status = le32_to_cpu(m->status);
 	struct sl_ep *ep;
-	bool orphan = false;
+	bool orphan = false, aborted = false;
 
 	if (type == SL_MSG_CONNECT) {
-		sl_on_connect(link, le32_to_cpu(m->port), src, cookie, le64_to_cpu(m->tag));
+		sl_on_connect(link, m);
 		return;
 	}
 	if (dst >= link->nslices || (type != SL_MSG_REFUSE && src >= link->peer_nslices))
@@ -257,9 +360,18 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 			ep->connecting = false;
 			wake_up_interruptible(&ep->wq);
 			sl_slice_release_locked(link, dst, false, true);
+		} else if (!test_bit(dst, link->slice_local) && test_bit(dst, link->slice_peer) &&
+			   link->slice_cookie[dst] == cookie) {
+			/* The connect gave up before this answer came. */
+			sl_slice_release_locked(link, dst, false, true);
 		}
 		break;
 	case SL_MSG_CLOSE:
+		if (ep && ep->peer_slice == (int)src && ep->queued && status == SL_CLOSE_ABORTED) {
+			aborted = true; /* a connect that gave up: never claimed */
+			sl_slice_release_locked(link, dst, false, true);
+			break;
+		}
 		if (ep && ep->peer_slice == (int)src && ep->state == SCILAN_EP_CONNECTED) {
 			ep->state = SCILAN_EP_PEER_CLOSED;
 			wake_up_interruptible(&ep->wq);
@@ -270,7 +382,9 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	}
 	spin_unlock_irq(&link->lock);
 	if (orphan)
-		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, 0);
+		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, SL_CLOSE_ABORTED);
+	if (aborted)
+		sl_drop_queued(link, ep);
 }
 
 void sl_ctl_work(struct work_struct *work)

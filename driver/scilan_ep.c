@@ -12,6 +12,9 @@
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <net/inet_sock.h>
+#include <net/net_namespace.h>
+#include <net/sock.h>
 
 #include "scilan.h"
 
@@ -28,7 +31,7 @@ void sl_ep_wake_locked(struct sl_ep *ep, int state)
 }
 
 /* Every user mapping of the link's slices is removed; later faults find the
- * link down and get SIGBUS.  Mappings belong to the device nodes the
+ * link down and insert our own slice again or the sink page (sl_fault).  Mappings belong to the device nodes the
  * endpoints were opened through (normally one).
  */
 void sl_zap_mappings(struct sl_link *link)
@@ -36,35 +39,43 @@ void sl_zap_mappings(struct sl_link *link)
 	struct address_space *maps[4];
 	struct inode *inodes[4];
 	struct sl_ep *ep;
-	int n = 0, i;
-	bool more;
+	int n, i;
+	u64 gen;
 
+	/* Up to four distinct mappings per round; each endpoint is marked
+	 * with this pass, so a later round takes the next ones (containers
+	 * with their own /dev give one inode each).
+	 */
+	spin_lock_irq(&link->lock);
+	gen = ++link->zap_gen;
+	spin_unlock_irq(&link->lock);
 	do {
-		more = false;
 		n = 0;
 		spin_lock_irq(&link->lock);
 		list_for_each_entry(ep, &link->eps, node) {
-			if (!ep->mapped || !ep->mapping)
+			if (!ep->mapped || !ep->mapping || ep->zapped == gen)
 				continue;
 			for (i = 0; i < n && maps[i] != ep->mapping; i++)
 				;
-			if (i < n)
-				continue;
-			if (n == ARRAY_SIZE(maps)) {
-				more = true;
-				break;
+			if (i == n) {
+				if (n == ARRAY_SIZE(maps))
+					continue;
+				inodes[n] = igrab(ep->mapping->host);
+				if (!inodes[n]) {
+					ep->zapped = gen;
+					continue;
+				}
+				maps[n++] = ep->mapping;
 			}
-			inodes[n] = igrab(ep->mapping->host);
-			if (!inodes[n])
-				continue;
-			maps[n++] = ep->mapping;
+			ep->zapped = gen;
 		}
 		spin_unlock_irq(&link->lock);
 		for (i = 0; i < n; i++) {
 			unmap_mapping_range(maps[i], 0, 0, 1);
 			iput(inodes[i]);
 		}
-	} while (more);
+		cond_resched();
+	} while (n);
 }
 
 static int sl_open(struct inode *inode, struct file *file)
@@ -117,12 +128,13 @@ static bool sl_ep_detach_locked(struct sl_link *link, struct sl_ep *ep, u32 *dst
 	return tell;
 }
 
-static void sl_send_close(struct sl_link *link, u32 dst, u32 src)
+static void sl_send_close(struct sl_link *link, u32 dst, u32 src, bool abandoned)
 {
 	struct sl_msg m = {
 		.type = cpu_to_le32(SL_MSG_CLOSE),
 		.dst_slice = cpu_to_le32(dst),
 		.src_slice = cpu_to_le32(src),
+		.status = cpu_to_le32(abandoned ? SL_CLOSE_ABORTED : 0),
 	};
 
 	sl_ctl_send(link, &m);
@@ -131,7 +143,7 @@ static void sl_send_close(struct sl_link *link, u32 dst, u32 src)
 /* Queued endpoints taken off their listener (on the list by lnode) are
  * closed and freed; the caller holds the read side of map_sem.
  */
-static void sl_close_queued(struct sl_link *link, struct list_head *queued)
+void sl_close_queued(struct sl_link *link, struct list_head *queued)
 {
 	struct sl_ep *q, *tmp;
 	bool tell;
@@ -142,7 +154,7 @@ static void sl_close_queued(struct sl_link *link, struct list_head *queued)
 		tell = sl_ep_detach_locked(link, q, &dst, &src);
 		spin_unlock_irq(&link->lock);
 		if (tell)
-			sl_send_close(link, dst, src);
+			sl_send_close(link, dst, src, false);
 		list_del(&q->lnode);
 		kfree(q);
 		sl_link_put(link);
@@ -166,10 +178,14 @@ static int sl_release(struct inode *inode, struct file *file)
 	tell = sl_ep_detach_locked(link, ep, &dst, &src);
 	spin_unlock_irq(&link->lock);
 	if (tell)
-		sl_send_close(link, dst, src);
+		sl_send_close(link, dst, src, ep->abandoned);
 	/* Connections the program never accepted are closed like TCP's. */
 	sl_close_queued(link, &queued);
 	up_read(&link->map_sem);
+	if (ep->lsk)
+		sock_put(ep->lsk);
+	if (ep->net)
+		put_net(ep->net);
 	kfree(ep);
 	module_put(link->hw_owner);
 	sl_link_put(link);
@@ -242,35 +258,56 @@ static ssize_t sl_read(struct file *file, char __user *buf, size_t count, loff_t
 	return sizeof(tokens);
 }
 
+/* The caller's listening TCP socket is the listen key (its namespace,
+ * address and port): only who holds the port's listener takes its
+ * connections, and several entries may share a port (IPv4 and IPv6
+ * listeners, a SO_REUSEPORT group, namespaces).
+ */
 static long sl_ioc_listen(struct sl_ep *ep, void __user *arg)
 {
 	struct sl_link *link = ep->link;
 	struct scilan_listen req;
-	struct sl_ep *o;
-	long rc = 0;
+	struct sock *sk;
+	long rc;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	if (!req.port || req.port > 65535 || req.backlog > 1024)
+	if (req.backlog > 1024)
 		return -EINVAL;
+	rc = sl_sock_listener(req.sockfd, &sk);
+	if (rc)
+		return rc;
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0) {
-		rc = -EINVAL;
-		goto out;
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
+		spin_unlock_irq(&link->lock);
+		sock_put(sk);
+		return -EINVAL;
 	}
-	list_for_each_entry(o, &link->listeners, lnode) {
-		if (o->port == req.port) {
-			rc = -EADDRINUSE;
-			goto out;
-		}
-	}
-	ep->port = req.port;
+	ep->lsk = sk;
+	ep->owner = sock_i_uid(sk);
+	ep->port = inet_sk(sk)->inet_num;
 	ep->backlog_max = req.backlog ? req.backlog : sl_backlog_default;
 	ep->state = SCILAN_EP_LISTEN;
 	list_add_tail(&ep->lnode, &link->listeners);
-out:
 	spin_unlock_irq(&link->lock);
-	return rc;
+	return 0;
+}
+
+/* One live outgoing connection per 4-tuple and namespace: a second CONNECT
+ * with a tuple in use would be the one the listener pairs (the newest wins).
+ */
+static bool sl_tuple_busy_locked(struct sl_link *link, struct net *net, const struct sl_tuple *t)
+{
+	struct sl_ep *o;
+
+	list_for_each_entry(o, &link->eps, node) {
+		if (o->net != net || !sl_tuple_equal(&o->tuple, t))
+			continue;
+		if (o->connecting || o->state == SCILAN_EP_CONNECTED ||
+		    o->state == SCILAN_EP_PEER_CLOSED)
+			return true;
+	}
+	return false;
 }
 
 static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
@@ -279,17 +316,22 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	struct scilan_connect req;
 	struct sl_msg m = { .type = cpu_to_le32(SL_MSG_CONNECT) };
 	unsigned long timeout;
+	struct sl_tuple t;
+	struct net *net;
 	long rc, left;
 	int slice;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	if (!req.port || req.port > 65535 || req.timeout_ms > 600000)
+	if (!req.dport || req.flags || req.pad || req.timeout_ms > 600000)
 		return -EINVAL;
+	rc = sl_sock_connecting(req.sockfd, &req, &t, &net);
+	if (rc)
+		return rc;
 	timeout = msecs_to_jiffies(req.timeout_ms ? req.timeout_ms : sl_connect_timeout_ms);
 	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0) {
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
 		rc = ep->connecting ? -EALREADY : -EISCONN;
 		goto unlock;
 	}
@@ -297,22 +339,33 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 		rc = -ENETUNREACH;
 		goto unlock;
 	}
+	if (sl_tuple_busy_locked(link, net, &t)) {
+		rc = -EADDRINUSE;
+		goto unlock;
+	}
 	slice = sl_slice_alloc_locked(link, ep);
 	if (slice < 0) {
 		rc = -EAGAIN; /* every slice in use: like running out of ports */
 		goto unlock;
 	}
+	if (ep->net)
+		put_net(ep->net); /* an earlier connect that failed */
+	ep->net = net;
+	ep->tuple = t;
 	ep->slice = slice;
 	ep->connecting = true;
 	ep->connect_err = 0;
 	ep->cookie = ++link->next_cookie;
+	link->slice_cookie[slice] = ep->cookie;
 	ep->generation = link->generation;
 	spin_unlock_irq(&link->lock);
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
-	m.port = cpu_to_le32(req.port);
+	m.port = cpu_to_le32(t.dport);
 	m.src_slice = cpu_to_le32(slice);
 	m.cookie = cpu_to_le32(ep->cookie);
-	m.tag = cpu_to_le64(req.tag);
+	m.sport = cpu_to_le16(t.sport);
+	memcpy(m.saddr, &t.saddr, sizeof(m.saddr));
+	memcpy(m.daddr, &t.daddr, sizeof(m.daddr));
 	rc = sl_ctl_send(link, &m);
 	up_read(&link->map_sem);
 	left = rc ? 0 : wait_event_interruptible_timeout(ep->wq, !READ_ONCE(ep->connecting), timeout);
@@ -338,6 +391,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 unlock:
 	spin_unlock_irq(&link->lock);
 	up_read(&link->map_sem);
+	put_net(net);
 	return rc;
 }
 
@@ -429,50 +483,55 @@ out:
 	return rc;
 }
 
-/* SCILAN_IOC_ACCEPT_TAG: the queued connection whose CONNECT carried the
- * tag (libscilan: the TCP connection's source address and port), so that
- * concurrent connects pair with the right kernel connection.  The newest
- * match wins; older ones with the same tag are stale (a connection whose
- * companion TCP connect failed: TCP never has two live connections on one
- * 4-tuple) and are closed.  Never blocks.
+/* SCILAN_IOC_ACCEPT_SOCK: the queued connection of an accepted TCP socket
+ * (its 4-tuple, on a listener of its namespace and port), so that
+ * concurrent connects pair with the right kernel connection and nobody but
+ * the holder of that connection takes it.  The newest match wins; older ones
+ * with the same tuple are stale (a connection whose companion TCP connect
+ * failed: TCP never has two live connections on one 4-tuple) and are
+ * closed.  Never blocks.
  */
-static long sl_ioc_accept_tag(struct sl_ep *ep, void __user *arg)
+static long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 {
 	struct sl_link *link = ep->link;
-	struct scilan_accept_tag req;
-	struct sl_ep *lst, *q, *tmp, *found = NULL;
+	struct scilan_accept_sock req;
+	struct sl_ep *lst, *q, *found = NULL, *found_lst = NULL;
+	struct sl_tuple t;
+	struct net *net;
 	LIST_HEAD(stale);
-	struct fd f;
 	long rc;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
 	if (req.flags)
 		return -EINVAL;
-	rc = sl_listener_get(ep, req.listener_fd, &f, &lst);
+	rc = sl_sock_accepted(req.sockfd, &t, &net);
 	if (rc)
 		return rc;
 	spin_lock_irq(&link->lock);
-	if (!sl_accept_ok_locked(lst, ep)) {
+	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
 		rc = -EINVAL;
 		goto unlock;
 	}
-	list_for_each_entry(q, &lst->backlog, lnode)
-		if (q->tag == req.tag)
+	list_for_each_entry(lst, &link->listeners, lnode) {
+		if (lst->port != t.dport || !net_eq(sock_net(lst->lsk), net))
+			continue;
+		list_for_each_entry(q, &lst->backlog, lnode) {
+			if (!sl_tuple_equal(&q->tuple, &t))
+				continue;
+			if (found) {
+				list_move_tail(&found->lnode, &stale);
+				found_lst->backlog_len--;
+			}
 			found = q;
+			found_lst = lst;
+		}
+	}
 	if (!found) {
 		rc = -EAGAIN;
 		goto unlock;
 	}
-	list_for_each_entry_safe(q, tmp, &lst->backlog, lnode) {
-		if (q == found)
-			break;
-		if (q->tag == req.tag) {
-			list_move_tail(&q->lnode, &stale);
-			lst->backlog_len--;
-		}
-	}
-	sl_take_over_locked(link, lst, ep, found);
+	sl_take_over_locked(link, found_lst, ep, found);
 unlock:
 	spin_unlock_irq(&link->lock);
 	if (found) {
@@ -484,7 +543,6 @@ unlock:
 		sl_close_queued(link, &stale);
 		up_read(&link->map_sem);
 	}
-	fdput(f);
 	return rc;
 }
 
@@ -548,10 +606,19 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return sl_ioc_connect(ep, uarg);
 	case SCILAN_IOC_ACCEPT:
 		return sl_ioc_accept(ep, uarg);
-	case SCILAN_IOC_ACCEPT_TAG:
-		return sl_ioc_accept_tag(ep, uarg);
+	case SCILAN_IOC_ACCEPT_SOCK:
+		return sl_ioc_accept_sock(ep, uarg);
 	case SCILAN_IOC_STIMULATE:
 		return sl_ioc_stimulate(ep, uarg);
+	case SCILAN_IOC_ABANDON:
+		/* The program never used the connection (it fell back to kernel
+		 * TCP): the close tells the peer to drop its queued side, which
+		 * nobody may pair with a later accept.
+		 */
+		spin_lock_irq(&ep->link->lock);
+		ep->abandoned = ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED;
+		spin_unlock_irq(&ep->link->lock);
+		return ep->abandoned ? 0 : -ENOTCONN;
 	case SCILAN_IOC_RING_SELF:
 		if (get_user(tokens, (u32 __user *)uarg))
 			return -EFAULT;
@@ -567,7 +634,14 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 }
 
 /* Pages are inserted one fault at a time under the read side of map_sem, so
- * a link going down (write side, then zap) leaves no mapping behind.
+ * a link going down (write side, then zap) leaves no mapping of the peer's
+ * window behind.  No fault ever raises SIGBUS on a connection's mapping:
+ * after link down (or on a stale session) the peer slice refaults to the
+ * link's sink page, where stores vanish, and our own slice stays our own
+ * memory, which the endpoint holds until it closes (the backend frees the
+ * window only after remove zapped it: then the sink as well).  The program
+ * learns of the reset from the endpoint (read, poll, INFO), not from a
+ * signal in the middle of a ring copy.
  */
 static vm_fault_t sl_fault(struct vm_fault *vmf)
 {
@@ -575,22 +649,25 @@ static vm_fault_t sl_fault(struct vm_fault *vmf)
 	struct sl_ep *ep = vma->vm_private_data;
 	struct sl_link *link = ep->link;
 	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
-	vm_fault_t ret = VM_FAULT_SIGBUS;
-	unsigned long pfn;
+	unsigned long pfn = page_to_pfn(link->sink);
+	vm_fault_t ret;
+	bool live;
 
 	down_read(&link->map_sem);
-	if (!link->up || ep->generation != link->generation || ep->slice < 0 ||
-	    (ep->state != SCILAN_EP_CONNECTED && ep->state != SCILAN_EP_PEER_CLOSED))
+	live = link->up && ep->generation == link->generation &&
+	       (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED);
+	if (ep->slice < 0 || off >= 2ULL * link->slice_size) {
+		ret = VM_FAULT_SIGBUS; /* mmap allowed no such mapping */
 		goto out;
+	}
 	if (off < link->slice_size) {
-		pfn = PHYS_PFN(link->lwin_phys + SL_WIN_SLICE_OFF +
-			       (u64)ep->slice * link->slice_size + off);
-	} else if (off < 2ULL * link->slice_size && ep->peer_slice >= 0 &&
-		   ep->peer_slice < (int)link->peer_nslices && link->pwin) {
+		if (!READ_ONCE(link->removing) && link->lwin)
+			pfn = PHYS_PFN(link->lwin_phys + SL_WIN_SLICE_OFF +
+				       (u64)ep->slice * link->slice_size + off);
+	} else if (live && ep->peer_slice >= 0 && ep->peer_slice < (int)link->peer_nslices &&
+		   link->pwin) {
 		pfn = PHYS_PFN(link->pwin_phys + SL_WIN_SLICE_OFF +
 			       (u64)ep->peer_slice * link->slice_size + off - link->slice_size);
-	} else {
-		goto out;
 	}
 	ret = vmf_insert_pfn(vma, vmf->address, pfn);
 out:

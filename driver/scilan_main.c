@@ -35,6 +35,14 @@ static unsigned int handshake_ms = 50;
 module_param(handshake_ms, uint, 0644);
 MODULE_PARM_DESC(handshake_ms, "Scratchpad handshake poll period while the link comes up (ms)");
 
+/* 0666: every operation names a socket the caller owns (ARCHITECTURE.md,
+ * "Security model"); a site that wants the slices for one group sets 0660
+ * and a udev rule for the group.
+ */
+static ushort sl_dev_mode = 0666;
+module_param_named(dev_mode, sl_dev_mode, ushort, 0444);
+MODULE_PARM_DESC(dev_mode, "Mode of /dev/scilanN (default 0666; e.g. 0660 with a udev GROUP rule)");
+
 static DEFINE_IDA(sl_ida);
 static struct dentry *sl_dbg_root;
 
@@ -48,6 +56,8 @@ static void sl_link_free(struct kref *ref)
 	struct sl_link *link = container_of(ref, struct sl_link, ref);
 
 	ida_free(&sl_ida, link->index);
+	if (link->sink)
+		__free_page(link->sink);
 	kfree(link);
 }
 
@@ -93,6 +103,12 @@ static void sl_link_down(struct sl_link *link, const char *why)
 {
 	bool was_up = link->pwin;
 
+	/* Down before waiting for map_sem: a sender waiting for room in the
+	 * control ring (under the read side) sees it and gives up.
+	 */
+	spin_lock_irq(&link->lock);
+	sl_link_reset_locked(link);
+	spin_unlock_irq(&link->lock);
 	down_write(&link->map_sem);
 	spin_lock_irq(&link->lock);
 	sl_link_reset_locked(link);
@@ -182,6 +198,7 @@ static void sl_link_work(struct work_struct *work)
 		memset(link->lwin, 0, SL_WIN_SLICE_OFF);
 		link->tx_prod = 0;
 		link->rx_cons = 0;
+		link->tx_stalled = false;
 		link->peer_nonce = nonce;
 		ops->peer_spad_write(link, SL_SPAD_COUNT, nonce);
 	}
@@ -272,6 +289,8 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 	list_for_each_entry(ep, &link->eps, node)
 		seq_printf(m, "ep %u state %d slice %d peer_slice %d port %u tokens %#x\n", ep->id,
 			   ep->state, ep->slice, ep->peer_slice, ep->port, ep->tokens);
+	list_for_each_entry(ep, &link->listeners, lnode)
+		sl_listener_show(m, ep);
 	spin_unlock_irq(&link->lock);
 	if (link->ops->dbg_show)
 		link->ops->dbg_show(link, m);
@@ -306,6 +325,11 @@ struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops,
 		return ERR_PTR(rc);
 	}
 	link->index = rc;
+	link->sink = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!link->sink) {
+		sl_link_put(link);
+		return ERR_PTR(-ENOMEM);
+	}
 	link->ops = ops;
 	link->hw = hw;
 	link->dev = dev;
@@ -331,7 +355,7 @@ int sl_link_register(struct sl_link *link)
 	link->misc.minor = MISC_DYNAMIC_MINOR;
 	link->misc.name = link->name;
 	link->misc.fops = &sl_fops;
-	link->misc.mode = 0666;
+	link->misc.mode = sl_dev_mode & 0666;
 	rc = misc_register(&link->misc);
 	if (rc)
 		return rc;

@@ -1,6 +1,7 @@
 /* ctl_status.c — `scilan_ctl status`: one entry per /dev/scilanN link (link
  * state, window and slice sizes, busy slices, doorbell and control counters)
- * and its endpoints, parsed from <debugfs>/scilan/<link>/state.
+ * and its endpoints and listeners (owner uid, address, port, network
+ * namespace), parsed from <debugfs>/scilan/<link>/state.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,7 +54,7 @@ static int read_link(const char *dir, const char *name, struct link_state *ls)
 
 		if (sscanf(line, "link %15s", ls->link) == 1)
 			continue;
-		if (!strncmp(line, "ep ", 3)) {
+		if (!strncmp(line, "ep ", 3) || !strncmp(line, "listener ", 9)) {
 			if (ls->eps)
 				fputs(line, ls->eps);
 			continue;
@@ -95,6 +96,33 @@ static void print_eps(const struct link_state *ls, bool json)
 			else
 				printf("    endpoint %-6u %-12s slice %-4d peer slice %-4d port %u\n", id,
 				       state_name(state), slice, peer, port);
+			n++;
+		}
+		p = strchr(p, '\n');
+		p = p ? p + 1 : NULL;
+	}
+}
+
+/* Who listens where: the owner's uid, the address, port and network
+ * namespace of the listening socket the driver checked. */
+static void print_listeners(const struct link_state *ls, bool json)
+{
+	const char *p = ls->ep_text;
+	int n = 0;
+
+	while (p && *p) {
+		unsigned id, uid, port, netns, blen, bmax;
+		char family[8], addr[64];
+
+		if (sscanf(p, "listener %u uid %u family %7s addr %63s port %u netns %u backlog %u/%u", &id, &uid,
+			   family, addr, &port, &netns, &blen, &bmax) == 8) {
+			if (json)
+				printf("%s{\"id\":%u,\"uid\":%u,\"family\":\"%s\",\"addr\":\"%s\",\"port\":%u,"
+				       "\"netns\":%u,\"queued\":%u,\"backlog\":%u}",
+				       n ? "," : "", id, uid, family, addr, port, netns, blen, bmax);
+			else
+				printf("    listener %-6u uid %-6u %s %s port %u netns %u queued %u/%u\n", id, uid, family,
+				       addr, port, netns, blen, bmax);
 			n++;
 		}
 		p = strchr(p, '\n');
@@ -155,6 +183,8 @@ int cmd_status(int argc, char **argv, bool json)
 				printf(",\"%s\":%llu", keys[k], ls->v[k]);
 			printf(",\"endpoint_list\":[");
 			print_eps(ls, true);
+			printf("],\"listener_list\":[");
+			print_listeners(ls, true);
 			printf("]}");
 		}
 		printf("]}\n");
@@ -171,6 +201,7 @@ int cmd_status(int argc, char **argv, bool json)
 			       get(ls, "slices"), get(ls, "slices_busy"), get(ls, "endpoints"), get(ls, "db_irqs"),
 			       get(ls, "wakeups"));
 			print_eps(ls, false);
+			print_listeners(ls, false);
 		}
 	}
 	for (size_t i = 0; i < n; i++)

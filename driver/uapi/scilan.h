@@ -9,7 +9,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SCILAN_ABI_VERSION 2
+#define SCILAN_ABI_VERSION 3
 
 /* Wake-up tokens: what the peer stimulated (bits of the value read() returns). */
 #define SCILAN_TOKEN_DATA  0x1u /* the peer wrote data (or a FIN) into our slice */
@@ -36,26 +36,36 @@ struct scilan_info {
 	__u32 peer_slice;  /* the peer's slice we write into */
 };
 
+/* Every request names one of the caller's own TCP sockets: holding the
+ * descriptor is the proof of owning the port, and the driver reads the
+ * addresses from the socket (ARCHITECTURE.md, "Security model").
+ */
 struct scilan_listen {
-	__u32 port;        /* 1..65535, unique per link */
+	__s32 sockfd;      /* a listening TCP socket: its namespace, address and port */
 	__u32 backlog;     /* 0: the module default */
 };
 
 struct scilan_connect {
-	__u32 port;
-	__u32 timeout_ms;  /* 0: the module default */
-	__u64 tag;         /* carried to the listener's side, where
-			    * SCILAN_IOC_ACCEPT_TAG takes the connection by it
+	__s32 sockfd;      /* a TCP socket bound to its source port, not connected
+			    * elsewhere; its address and port are the source
 			    */
+	__u32 timeout_ms;  /* 0: the module default */
+	__u8 daddr[16];    /* destination: IPv6, or IPv4-mapped */
+	__u8 saddr[16];    /* the source address, read only when the socket is
+			    * bound to the wildcard address: one of ours
+			    */
+	__u16 dport;
+	__u16 flags;       /* 0 */
+	__u32 pad;         /* 0 */
 };
 
-/* Take the queued connection whose CONNECT carried tag (the newest one if
- * several did); never blocks: EAGAIN if none is queued.
+/* Take the queued connection of the accepted TCP socket sockfd (its 4-tuple
+ * and namespace select it; the newest if several); never blocks: EAGAIN if
+ * none is queued.
  */
-struct scilan_accept_tag {
-	__s32 listener_fd;
+struct scilan_accept_sock {
+	__s32 sockfd;
 	__u32 flags;       /* 0 */
-	__u64 tag;
 };
 
 /* mmap offsets: the local slice (cached; the ring we receive into) and the
@@ -77,7 +87,13 @@ struct scilan_accept_tag {
 #define SCILAN_IOC_STIMULATE  _IOW(SCILAN_IOC_MAGIC, 5, __u32)
 /* Post tokens to this endpoint itself (wakes our own poll/read). */
 #define SCILAN_IOC_RING_SELF  _IOW(SCILAN_IOC_MAGIC, 6, __u32)
-/* On a freshly opened endpoint: take the connection with a given tag. */
-#define SCILAN_IOC_ACCEPT_TAG _IOW(SCILAN_IOC_MAGIC, 7, struct scilan_accept_tag)
+/* On a freshly opened endpoint: take the connection of an accepted socket. */
+#define SCILAN_IOC_ACCEPT_SOCK _IOW(SCILAN_IOC_MAGIC, 8, struct scilan_accept_sock)
+
+/* On a connected endpoint the program will not use (it fell back to
+ * kernel TCP): its close makes the peer drop the connection if it is still
+ * queued there, instead of leaving it for a later accept of that 4-tuple.
+ */
+#define SCILAN_IOC_ABANDON    _IO(SCILAN_IOC_MAGIC, 9)
 
 #endif

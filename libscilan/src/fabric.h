@@ -66,5 +66,8 @@ extern const struct sl_fabric_ops sl_fabric_dev;
 const struct sl_fabric_ops *sl_fabric(void);
 /* Does any /dev/scilanN exist? (fabric_dev.c) */
 bool sl_dev_present(void);
+/* An exec'd image takes over a device connection (handover.c): the holder
+ * page's memfd and the endpoint, both inherited; 0 or -1 with errno. */
+int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own);
 
 #endif

@@ -1,7 +1,7 @@
 /* fabric_dev.c — the device fabric: the ring protocol of layout.h over the two
  * slices a /dev/scilanN endpoint maps (ours: the ring we receive into; the
  * peer's: the ring we send into), paired with the companion TCP connection by
- * a tag; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
+ * its 4-tuple, which the driver reads from our own sockets; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -72,25 +72,16 @@ bool sl_dev_present(void)
 	return link_names(names, 1) > 0;
 }
 
-/* The tag the driver carries from CONNECT to ACCEPT_TAG: the companion TCP
- * connection's client end (address and port), which the client fixed before
- * its connect (socket.c, source_of) and the server reads with getpeername.
- * IPv4 fits exactly; IPv6 is hashed (FNV-1a) and has bit 63 set, which an
- * IPv4 tag never has. */
-static uint64_t tag_of(const struct sl_key *k)
+/* A key's address as the driver takes it: IPv6, IPv4 as IPv4-mapped. */
+static void addr16_of(const struct sl_key *k, uint8_t out[16])
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	uint32_t a4;
-
+	memset(out, 0, 16);
 	if (k->family == AF_INET) {
-		memcpy(&a4, k->addr, 4);
-		return 1ull << 48 | (uint64_t)k->port << 32 | a4;
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, k->addr, 4);
+	} else {
+		memcpy(out, k->addr, 16);
 	}
-	for (int i = 0; i < 16; i++)
-		h = (h ^ k->addr[i]) * 0x100000001b3ull;
-	h = (h ^ (k->port >> 8)) * 0x100000001b3ull;
-	h = (h ^ (k->port & 0xff)) * 0x100000001b3ull;
-	return h | 1ull << 63;
 }
 
 /* The map entry that sends dst over a device, or NULL. */
@@ -147,19 +138,22 @@ static void close_quietly(int fd)
 	errno = err;
 }
 
-/* A listener joins the listen table of every link under its port: the
- * client picks the link (the cluster map's DEVICE), the listener cannot. */
+/* A listener joins the listen table of every link with its own socket (the
+ * driver takes the namespace, address and port from it): the client picks
+ * the link (the cluster map's DEVICE), the listener cannot.  A link that
+ * refuses it is loud: connections coming through that link use kernel TCP
+ * (the driver refuses them, as no listener of this port is registered). */
 static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
 {
-	struct scilan_listen req = { .port = local->port, .backlog = DEV_LISTEN_BACKLOG };
+	struct scilan_listen req = { .sockfd = s->fd, .backlog = DEV_LISTEN_BACKLOG };
 	char names[DEV_MAX_LINKS][DEV_NAME_MAX];
 	int n = link_names(names, DEV_MAX_LINKS), slot = 0, fd;
 
 	for (int i = 0; i < n; i++) {
 		fd = open_link(names[i]);
 		if (fd < 0) {
-			sl_debug("/dev/%s: %s; listener on port %u not registered there", names[i], strerror(errno),
-				 (unsigned)local->port);
+			sl_warn("/dev/%s: %s; port %u not registered there, its connections through that link use kernel TCP",
+				names[i], strerror(errno), (unsigned)local->port);
 			continue;
 		}
 		if (sl_sys.ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0) {
@@ -211,42 +205,53 @@ static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 	return 1;
 }
 
-/* Binds the connected endpoint fd to s: our slice (own_ctl, the ring we
- * receive into), the peer's slice (peer_ctl, the ring we send into), and a
- * shared anonymous page for the holder words, which fork children inherit
- * (the segment header page of the shm fabric has no counterpart here). */
-static int map_connection(struct sl_sock *s, int fd, int own)
+/* Maps the connected endpoint fd for s: our slice (the ring we receive into)
+ * and the peer's (the ring we send into); with holders_fd >= 0 the holder
+ * page is that file's (an exec'd image adopting the connection), else a new
+ * one.  The holder page is a memfd, not anonymous memory, so that exec can
+ * hand it to the new image; fork children inherit the mapping. */
+static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders, void **local, void **peer,
+		      uint64_t *cap)
 {
-	void *local, *peer, *holders;
 	struct scilan_info in;
-	uint64_t cap;
-	int err;
+	int hfd = holders_fd, err;
 
+	*holders = *local = *peer = MAP_FAILED;
 	if (link_info(fd, &in) < 0)
 		return -1;
-	cap = ring_for_slice(in.slice_size);
-	holders = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	local = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_LOCAL);
-	peer = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_PEER(in.slice_size));
-	if (holders == MAP_FAILED || local == MAP_FAILED || peer == MAP_FAILED) {
-		err = errno;
-		if (holders != MAP_FAILED)
-			munmap(holders, SL_PAGE);
-		if (local != MAP_FAILED)
-			munmap(local, in.slice_size);
-		if (peer != MAP_FAILED)
-			munmap(peer, in.slice_size);
+	*cap = ring_for_slice(in.slice_size);
+	if (hfd < 0) {
+		hfd = memfd_create("scilan-dev-holders", MFD_CLOEXEC);
+		if (hfd >= 0 && ftruncate(hfd, SL_PAGE) < 0) {
+			close_quietly(hfd);
+			hfd = -1;
+		}
+	}
+	if (hfd >= 0)
+		*holders = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, hfd, 0);
+	*local = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_LOCAL);
+	*peer = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_PEER(in.slice_size));
+	if (hfd < 0 || *holders == MAP_FAILED || *local == MAP_FAILED || *peer == MAP_FAILED) {
+		err = errno ? errno : EIO;
+		if (*holders != MAP_FAILED)
+			munmap(*holders, SL_PAGE);
+		if (*local != MAP_FAILED)
+			munmap(*local, in.slice_size);
+		if (*peer != MAP_FAILED)
+			munmap(*peer, in.slice_size);
+		if (hfd >= 0 && hfd != holders_fd)
+			close_quietly(hfd);
 		errno = err;
 		return -1;
 	}
 	s->bell_rx = fd;
 	s->bell_tx = -1;
-	s->memfd = -1;
-	s->dev_map[0] = local;
-	s->dev_map[1] = peer;
+	/* Kept (out of the program's way) for a later exec's hand-over. */
+	s->memfd = sl_own_fd(hfd == holders_fd ? sl_sys.fcntl(hfd, F_DUPFD_CLOEXEC, 3) : hfd);
+	s->dev_map[0] = *local;
+	s->dev_map[1] = *peer;
 	s->dev_slice = in.slice_size;
 	atomic_store(&s->dev_lost, false);
-	sl_segment_bind_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
 	/* The peer is another host: membarrier cannot order its stores, so
 	 * every send publishes fenced (sfence for the write-combining window,
 	 * store, then the full fence before the arm-word load in conn.c). */
@@ -255,12 +260,47 @@ static int map_connection(struct sl_sock *s, int fd, int own)
 	return 0;
 }
 
+static int map_connection(struct sl_sock *s, int fd, int own)
+{
+	void *holders, *local, *peer;
+	uint64_t cap;
+
+	if (map_slices(s, fd, -1, &holders, &local, &peer, &cap) < 0)
+		return -1;
+	sl_segment_bind_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	return 0;
+}
+
+int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own)
+{
+	void *holders, *local, *peer;
+	uint64_t cap;
+
+	if (map_slices(s, ep_fd, holders_fd, &holders, &local, &peer, &cap) < 0)
+		return -1;
+	sl_segment_adopt_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	return 0;
+}
+
+static void abandon(int fd)
+{
+	int err = errno;
+
+	if (sl_sys.ioctl(fd, SCILAN_IOC_ABANDON) < 0 && errno != ENOTCONN)
+		sl_debug("device endpoint: abandon: %s", strerror(errno));
+	errno = err;
+}
+
 static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
 	const struct sl_map_entry *e = dev_entry(dst);
-	struct scilan_connect req = { .port = dst->port, .tag = tag_of(src) };
+	struct scilan_connect req = { .sockfd = s->fd, .dport = dst->port };
+	bool connected;
 	int fd;
+
+	addr16_of(dst, req.daddr);
+	addr16_of(src, req.saddr);
 
 	(void)peer_ring; /* both rings are what one slice holds */
 	if (!e)
@@ -270,7 +310,12 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		return -1;
 	}
 	fd = open_link(e->device);
-	if (fd < 0 || sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) < 0 || map_connection(s, fd, 0) < 0) {
+	connected = fd >= 0 && sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) == 0;
+	if (!connected || map_connection(s, fd, 0) < 0) {
+		/* Connected but unusable: the listener's side must drop it,
+		 * not pair it with our kernel connection (which it would end). */
+		if (connected)
+			abandon(fd);
 		close_quietly(fd);
 		/* No listener on that port over the link (not on scilan, or
 		 * another link): the ordinary case of a plain TCP peer. */
@@ -287,18 +332,19 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 static int dev_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
 		      const struct sl_key *peer)
 {
-	struct scilan_accept_tag req = { .tag = tag_of(peer) };
+	struct scilan_accept_sock req = { .sockfd = s->fd };
 	int fd;
 
-	(void)local;
+	(void)local; /* the driver reads the 4-tuple from the accepted socket */
+	(void)peer;
 	for (int i = 0; i < SL_MAX_REG && listener->reg_fd[i] >= 0; i++) {
 		fd = sl_own_fd(open(listener->reg_path[i], O_RDWR | O_CLOEXEC | O_NONBLOCK));
 		if (fd < 0)
 			continue;
-		req.listener_fd = listener->reg_fd[i];
-		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_TAG, &req) < 0) {
+		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &req) < 0) {
 			if (errno != EAGAIN)
-				sl_debug("%s: accept by tag: %s", listener->reg_path[i], strerror(errno));
+				sl_warn("%s: cannot take the device connection of fd %d: %s", listener->reg_path[i], s->fd,
+					strerror(errno));
 			close_quietly(fd);
 			continue;
 		}
@@ -353,8 +399,19 @@ static void dev_release(struct sl_sock *s)
 	munmap(local, slice);
 	munmap(peer, slice);
 	munmap(holders, SL_PAGE);
+	close_quietly(s->memfd);
+	s->memfd = -1;
 	/* The last reference to the endpoint tells the peer (CLOSE). */
 	close_quietly(fd);
+}
+
+/* The kernel connect failed after the device connect: the listener's side
+ * never gets a kernel connection to pair it with. */
+static void dev_offer_withdraw(struct sl_sock *s)
+{
+	if (s->seg && s->bell_rx >= 0)
+		abandon(s->bell_rx);
+	dev_release(s);
 }
 
 static void dev_stimulate(struct sl_sock *s, int token)
@@ -450,7 +507,7 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	.listen_withdraw = dev_listen_unregister,
 	.lookup = dev_lookup,
 	.offer = dev_offer,
-	.offer_withdraw = dev_release,
+	.offer_withdraw = dev_offer_withdraw,
 	/* Nothing lingers: the peer's ring lives in the peer's memory, so data
 	 * sent before our close survives it without us. */
 	.offer_settle = dev_nothing,

@@ -1,7 +1,8 @@
 /* handover.c — connected sockets across exec: the segment, the bells and the
  * side of each inheritable connection go into inheritable descriptors and
  * one environment variable, and the preload hook of the new image adopts
- * them, recovering the ring indices from the shared control words.
+ * them, recovering the ring indices from the shared control words (device
+ * connections: the endpoint and the holder page's memfd).
  * Listening sockets are passed too, to be published again.
  */
 #include "handover.h"
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fabric.h"
 #include "agree.h"
 #include "conn.h"
 #include "holders.h"
@@ -100,15 +102,39 @@ static struct export_seen *seen_entry(struct export_state *ex, struct sl_sock *s
 	return &ex->seen[ex->nseen++];
 }
 
+/* A device connection: the new image maps the slices again from the
+ * endpoint (any holder of it may) and the holder page from its memfd. */
+static void export_device(struct export_state *ex, int fd, struct sl_sock *s)
+{
+	int seg = -1, ep = -1;
+
+	if (!atomic_load(&s->dev_lost)) {
+		sl_rx_publish_exact(s); /* the new image starts from the shared index */
+		seg = s->memfd >= 0 ? sl_sys.fcntl(s->memfd, F_DUPFD, 3) : -1;
+		ep = seg >= 0 ? sl_sys.fcntl(s->bell_rx, F_DUPFD, 3) : -1;
+		if (ep >= 0 && append(ex, "%d:%d:%d:%d:%d:%d", fd, s->domain, seg, ep, SL_HANDOVER_DEV, s->own_area))
+			return;
+	}
+	if (seg >= 0)
+		sl_sys.close(seg);
+	if (ep >= 0)
+		sl_sys.close(ep);
+	/* Never reset what another process still uses (a CGI-style parent):
+	 * this image just stops holding it. */
+	if (sl_holders_others(s)) {
+		sl_warn("fd %d: device connection not handed over across exec; the other processes holding it keep it",
+			fd);
+		return;
+	}
+	sl_conn_reset(s, "the device connection cannot be handed over across exec");
+}
+
 static void export_connection(struct export_state *ex, int fd, struct sl_sock *s)
 {
 	int seg, brx, btx;
 
 	if (s->dev_map[0]) {
-		/* A device connection's endpoint and mappings are not passed on
-		 * (its holder words live in anonymous memory the new image
-		 * cannot find): it ends here, loudly, rather than unread. */
-		sl_conn_reset(s, "connections over /dev/scilan are not handed over across exec");
+		export_device(ex, fd, s);
 		return;
 	}
 	sl_rx_publish_exact(s); /* the new image starts from the shared index */
@@ -253,13 +279,34 @@ void sl_handover_abandon(const char *list)
 	}
 }
 
+/* What every adopted connection needs once its areas are mapped: the
+ * holder count, the indices, the counters; connected. */
+static void adopt_finish(struct sl_sock *s, bool expected)
+{
+	bool sane;
+
+	if (expected)
+		sl_holders_arrive(s);
+	else
+		sl_holders_adopt_self(s); /* this process was, and stays, one holder */
+	sane = sl_segment_recover_indices(s);
+	s->state_to_peer = atomic_load(&s->peer_ctl->peer_state);
+	s->tx.unfenced = false; /* fenced publication is always safe */
+	sl_stats_conn_open(s);
+	atomic_store(&s->poll_us, sl_config()->poll_us);
+	s->ring_bytes = sl_config()->ring_bytes;
+	atomic_store_explicit(&s->state, SL_CONNECTED, memory_order_release);
+	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+	if (!sane)
+		sl_conn_reset(s, "the ring indices handed over are impossible");
+}
+
 int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own, bool expected)
 {
 	struct sl_seg_header hdr;
 	struct sl_sock *s;
 	struct stat st;
 	void *base;
-	bool sane;
 
 	if ((own != 0 && own != 1) || fstat(seg, &st) < 0 || pread(seg, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
 	    !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
@@ -286,13 +333,6 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 		if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED)
 			s->offer_word = word;
 	}
-	if (expected)
-		sl_holders_arrive(s);
-	else
-		sl_holders_adopt_self(s); /* this process was, and stays, one holder */
-	sane = sl_segment_recover_indices(s);
-	s->state_to_peer = atomic_load(&s->peer_ctl->peer_state);
-	s->tx.unfenced = false; /* fenced publication is always safe */
 	/* Non-blocking like the bells we open: a sender that passed blocking
 	 * ones (SCM_RIGHTS may come from anyone) must not hang a drain or a
 	 * stimulus.  Moved out of the program's way and close-on-exec. */
@@ -304,13 +344,32 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 	}
 	s->bell_rx = sl_own_fd(brx);
 	s->bell_tx = sl_own_fd(btx);
-	sl_stats_conn_open(s);
-	atomic_store(&s->poll_us, sl_config()->poll_us);
-	s->ring_bytes = sl_config()->ring_bytes;
-	atomic_store_explicit(&s->state, SL_CONNECTED, memory_order_release);
-	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
-	if (!sane)
-		sl_conn_reset(s, "the ring indices handed over are impossible");
+	adopt_finish(s, expected);
+	return 0;
+}
+
+/* A device connection handed over by exec (export_device); the endpoint
+ * is kept (or closed on failure), the memfd is not. */
+static int adopt_device(int fd, int domain, int seg, int ep, int own)
+{
+	struct sl_sock *s;
+	int err;
+
+	if (own != 0 && own != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	s = sl_sock_new(fd, domain, SL_FRESH);
+	ep = sl_own_fd(ep);
+	if (!s || sl_dev_adopt(s, seg, ep, own) < 0) {
+		err = s ? errno : ENOMEM;
+		if (s)
+			sl_sock_forget(s);
+		sl_own_fd_close(ep);
+		errno = err;
+		return -1;
+	}
+	adopt_finish(s, false);
 	return 0;
 }
 
@@ -329,6 +388,14 @@ int sl_handover_adopt(const char *list)
 			adopted += first && sl_sock_state(first) == SL_CONNECTED && sl_sock_alias(fd, first) == 0;
 		} else if (seg < 0) {
 			adopted += sl_listener_adopt(fd, domain) == 0;
+		} else if (btx == SL_HANDOVER_DEV) {
+			if (adopt_device(fd, domain, seg, brx, own) == 0) {
+				adopted++;
+			} else {
+				sl_err("fd %d: device connection handed over by exec cannot be adopted (%s); it is closed",
+				       fd, strerror(errno));
+				sl_sys.close(fd);
+			}
 		} else if (sl_handover_adopt_one(fd, domain, seg, brx, btx, own, false) == 0) {
 			adopted++;
 		} else if (errno == EINVAL) {

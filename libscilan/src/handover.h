@@ -13,7 +13,9 @@
 
 /* One entry of the variable: "fd:domain:seg:brx:btx:own", entries joined
  * by ';'.  seg -1: a listening socket; seg -2: another descriptor (fd) of
- * the connection adopted under descriptor brx. */
+ * the connection adopted under descriptor brx; btx SL_HANDOVER_DEV: a
+ * device connection, seg its holder page's memfd and brx its endpoint. */
+#define SL_HANDOVER_DEV (-3)
 struct sl_handover_entry {
 	int fd, domain, seg, brx, btx, own;
 };

@@ -75,6 +75,13 @@ void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, s
 	atomic_store(&s->users[SL_USE_TX], sl_self_pid);
 }
 
+void sl_segment_adopt_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
+			    struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
+			    uint64_t peer_cap)
+{
+	map_areas(s, base, len, own, h, own_ctl, peer_ctl, own_cap, peer_cap);
+}
+
 void sl_segment_adopt(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr)
 {
 	unsigned char *b = base;

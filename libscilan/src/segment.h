@@ -26,6 +26,11 @@ void sl_segment_bind_areas(struct sl_sock *s, void *base, size_t len, int own, s
 /* Point s at a segment other processes of our side hold already (exec and
  * SCM_RIGHTS adoption): the holder words are left as they are. */
 void sl_segment_adopt(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
+/* The same for areas the fabric mapped itself (the device fabric's slices):
+ * the holder words and users stay as the other holders left them. */
+void sl_segment_adopt_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
+			    struct sl_area_ctl *own_ctl, struct sl_area_ctl *peer_ctl, uint64_t own_cap,
+			    uint64_t peer_cap);
 /* Before another process may take the receive direction over: publish our
  * exact read index, if this process is the one using the direction (another
  * process's published index is newer than our private one). */

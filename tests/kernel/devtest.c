@@ -19,90 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "guest.h"
-#include "scilan.h"
-
-#define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
-
-static struct sockaddr_in loopback(uint16_t port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	return a;
-}
-
-/* A scilan listener on 127.0.0.1:port (registered on every /dev/scilanN). */
-static int listener(uint16_t port)
-{
-	struct sockaddr_in a = loopback(port);
-	int one = 1, fd = scilan_socket(AF_INET, SOCK_STREAM, 0);
-
-	if (fd < 0 || scilan_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    scilan_bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || scilan_listen(fd, 64) < 0)
-		return -1;
-	return fd;
-}
-
-static int connect_to(uint16_t port)
-{
-	struct sockaddr_in a = loopback(port);
-	int fd = scilan_socket(AF_INET, SOCK_STREAM, 0);
-
-	if (fd < 0 || scilan_connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		return -1;
-	return fd;
-}
-
-static int accelerated(int fd)
-{
-	int v = -1;
-	socklen_t len = sizeof(v);
-
-	return scilan_getsockopt(fd, SOL_SCILAN, SCILAN_SO_ACCELERATED, &v, &len) == 0 ? v : -1;
-}
-
-static int set_poll_us(int fd, int us)
-{
-	return scilan_setsockopt(fd, SOL_SCILAN, SCILAN_SO_POLL_US, &us, sizeof(us));
-}
-
-static int send_all(int fd, const void *buf, size_t n)
-{
-	const char *p = buf;
-
-	while (n) {
-		ssize_t k = scilan_send(fd, p, n, MSG_NOSIGNAL);
-
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int recv_all(int fd, void *buf, size_t n)
-{
-	char *p = buf;
-
-	while (n) {
-		ssize_t k = scilan_recv(fd, p, n, 0);
-
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int child_ok(pid_t pid)
-{
-	int st;
-
-	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
+#include "devutil.h"
 
 /* Echo server in a child; the parent measures round trips of 64 bytes. */
 static void test_pingpong(const char *name, uint16_t port, int poll_us, int iters)
@@ -369,19 +286,11 @@ int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
 	int all = !strcmp(what, "all");
-	FILE *f = fopen("/tmp/devtest.conf", "w");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	if (!f || fputs("1 127.0.0.1 dev scilan0\n", f) < 0 || fclose(f) != 0) {
-		result("dev_setup", 0, "cannot write the map");
+	if (dev_setup("1 127.0.0.1 dev scilan0\n") < 0)
 		return 1;
-	}
-	/* Before the first scilan call: settings are read once per process. */
-	setenv("SCILAN_CONF", "/tmp/devtest.conf", 1);
-	setenv("SCILAN_FABRIC", "dev", 1);
-	if (!getenv("SCILAN_RUNDIR"))
-		setenv("SCILAN_RUNDIR", "/tmp/scilan-run", 1);
 	if (all || !strcmp(what, "pingpong")) {
 		test_pingpong("dev_pingpong_polling", 7101, 1000000, 5000);
 		test_pingpong("dev_pingpong_interrupt", 7102, 0, 500);

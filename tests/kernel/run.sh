@@ -33,14 +33,24 @@ gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
 	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devtest" "$here/devtest.c" "$top"/libscilan/src/*.c ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# devsec: who may take a port's device connections (a second uid), and listeners told apart.
+gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
+	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devsec" "$here/devsec.c" "$top"/libscilan/src/*.c ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # An unmodified, dynamically linked program under the preload hook: tests/hook/progs/peer
 # with its shared libraries and libscilan_preload.so.
 gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/root/bin/peer" \
 	"$top/tests/hook/progs/peer.c" "$top/tests/hook/progs/scen.c" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# linkcut: the link cut under a plain POSIX program under the hook.
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/linkcut" \
+	"$here/linkcut.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# forkexec: a CGI-style fork+exec of a helper under the hook.
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/forkexec" \
+	"$here/forkexec.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
-for lib in $(ldd "$work/root/bin/peer" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' | sort -u); do
+for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/linkcut" "$work/root/bin/forkexec" "$build/lib/libscilan_preload.so" | grep -o '/[^ :]*' | sort -u); do
 	mkdir -p "$work/root$(dirname "$lib")"
 	cp -L "$lib" "$work/root$lib"
 done
@@ -55,7 +65,7 @@ log=$work/console.log
 start=$(date +%s)
 timeout 420 qemu-system-x86_64 $accel -m 1024 -smp 2 -nographic -no-reboot -nic none \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=7" \
+	-append "console=ttyS0 panic=-1 loglevel=7${SCILAN_GUEST_ONLY:+ scilan_only=$SCILAN_GUEST_ONLY}${SCILAN_SLTEST:+ scilan_sltest=$SCILAN_SLTEST}" \
 	-device pci-testdev -device pci-testdev >"$log" 2>&1 </dev/null
 rc=$?
 end=$(date +%s)
@@ -90,6 +100,8 @@ if [ -x "$ctl" ]; then
 	if [[ $out == '{"driver":"scilan","links":[{"name":"scilan0","link":"up",'* &&
 		$out == *'"endpoints":1,"endpoint_list":[{"id":'*'"state":"idle"'* &&
 		$out == *'{"name":"scilan1","link":"up",'* && $txt == *scilan1* &&
+		$out == *'"listener_list":[{"id":'*',"uid":0,"family":"ipv4","addr":"0.0.0.0","port":13,"netns":'* &&
+		$txt == *"listener"*"uid 0"*"ipv4 0.0.0.0 port 13 netns"* &&
 		$erc -eq 1 && $err == *"cannot read driver state"* ]]; then
 		echo "TEST ctl_status PASS"
 		echo "kernel ctl_status 1 0" >>"$results/kernel.txt"

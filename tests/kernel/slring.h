@@ -5,14 +5,17 @@
 #ifndef SLRING_H
 #define SLRING_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,7 +57,49 @@ struct conn {
 	uint64_t cap, w, r;
 	long spin;          /* polls before sleeping; 0 = interrupt mode */
 	long sleeps;
+	int sock;           /* the TCP socket the driver checked (connecting side) */
 };
+
+/* Where conn_connect's companion socket connects (the driver's CONNECT
+ * names it): loopback in one guest, the other guest's address in two. */
+static const char *slring_dst = "127.0.0.1";
+
+/* A TCP socket bound to an ephemeral port of the source address that
+ * reaches slring_dst: the device connect's proof of its source. */
+static inline int slring_bound_sock(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0), probe = socket(AF_INET, SOCK_DGRAM, 0);
+
+	a.sin_port = htons(9);
+	inet_pton(AF_INET, slring_dst, &a.sin_addr);
+	if (s < 0 || probe < 0 || connect(probe, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockname(probe, (struct sockaddr *)&a, &len) < 0) {
+		if (s >= 0)
+			close(s);
+		s = -1;
+	} else {
+		a.sin_port = 0;
+		if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			close(s);
+			s = -1;
+		}
+	}
+	if (probe >= 0)
+		close(probe);
+	return s;
+}
+
+/* A CONNECT request from socket s to slring_dst:port. */
+static inline struct scilan_connect slring_connect_req(int s, unsigned port)
+{
+	struct scilan_connect req = { .sockfd = s, .dport = (uint16_t)port };
+
+	req.daddr[10] = req.daddr[11] = 0xff;
+	inet_pton(AF_INET, slring_dst, req.daddr + 12);
+	return req;
+}
 
 static inline int conn_map(struct conn *c)
 {
@@ -80,30 +125,75 @@ static inline int conn_map(struct conn *c)
 
 static inline int conn_connect(struct conn *c, const char *node, unsigned port, long spin)
 {
-	struct scilan_connect req = { .port = port };
+	struct scilan_connect req;
 
 	memset(c, 0, sizeof(*c));
 	c->spin = spin;
+	c->sock = slring_bound_sock();
 	c->fd = open(node, O_RDWR);
-	if (c->fd < 0 || ioctl(c->fd, SCILAN_IOC_CONNECT, &req) < 0)
+	req = slring_connect_req(c->sock, port);
+	if (c->sock < 0 || c->fd < 0 || ioctl(c->fd, SCILAN_IOC_CONNECT, &req) < 0)
 		return -1;
 	return conn_map(c);
 }
 
+/* The TCP listener behind each listening endpoint (by endpoint fd). */
+static int slring_lsock[1024];
+
+/* A TCP listener on 0.0.0.0:port, SO_REUSEADDR; -1 on failure. */
+static inline int tcp_listener(unsigned port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int one = 1, s = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 64) < 0) {
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* A listening endpoint on node for the TCP listener s (kept open with it). */
+static inline int listen_sock(const char *node, int s, unsigned backlog)
+{
+	struct scilan_listen req = { .sockfd = s, .backlog = backlog };
+	int fd = s < 0 ? -1 : open(node, O_RDWR);
+
+	if (fd < 0 || fd >= 1024 || ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0) {
+		if (fd >= 0)
+			close(fd);
+		if (s >= 0)
+			close(s);
+		return -1;
+	}
+	slring_lsock[fd] = s + 1;
+	return fd;
+}
+
 static inline int listen_on(const char *node, unsigned port)
 {
-	struct scilan_listen req = { .port = port };
-	int fd = open(node, O_RDWR);
+	return listen_sock(node, tcp_listener(port), 0);
+}
 
-	if (fd < 0 || ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0)
-		return -1;
-	return fd;
+/* Closes a listening endpoint and its TCP listener. */
+static inline void listen_close(int fd)
+{
+	if (fd < 0)
+		return;
+	if (fd < 1024 && slring_lsock[fd]) {
+		close(slring_lsock[fd] - 1);
+		slring_lsock[fd] = 0;
+	}
+	close(fd);
 }
 
 static inline int conn_accept(struct conn *c, const char *node, int lfd, long spin)
 {
 	memset(c, 0, sizeof(*c));
 	c->spin = spin;
+	c->sock = -1;
 	c->fd = open(node, O_RDWR);
 	if (c->fd < 0 || ioctl(c->fd, SCILAN_IOC_ACCEPT, &lfd) < 0)
 		return -1;
@@ -222,8 +312,10 @@ static inline void conn_close(struct conn *c)
 		munmap(c->peer, c->slice);
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->sock > 0)
+		close(c->sock);
 	c->local = c->peer = NULL;
-	c->fd = -1;
+	c->fd = c->sock = -1;
 }
 
 #endif

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+/* scilan_sock.c — who may use a port: every device operation names one of
+ * the caller's own TCP sockets (holding the descriptor is the proof), and the
+ * driver reads the listen key, the connection's source or its 4-tuple from
+ * that socket instead of trusting numbers.  Also the listen table's matching
+ * of an incoming CONNECT (namespace, family, address, port).
+ */
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/net.h>
+#include <linux/seq_file.h>
+#include <linux/tcp.h>
+#include <net/addrconf.h>
+#include <net/inet_hashtables.h>
+#include <net/inet6_hashtables.h>
+#include <net/ipv6.h>
+#include <net/route.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "scilan.h"
+
+/* The caller's TCP socket behind fd, with a reference; NULL and *err. */
+static struct socket *sl_tcp_sock(int fd, int *err)
+{
+	struct socket *sock = sockfd_lookup(fd, err);
+	struct sock *sk;
+
+	if (!sock)
+		return NULL; /* *err: EBADF, or ENOTSOCK */
+	sk = sock->sk;
+	if (!sk || sk->sk_type != SOCK_STREAM || sk->sk_protocol != IPPROTO_TCP ||
+	    (sk->sk_family != AF_INET && sk->sk_family != AF_INET6)) {
+		sockfd_put(sock);
+		*err = -EPROTONOSUPPORT;
+		return NULL;
+	}
+	return sock;
+}
+
+static bool sl_addr_any(const struct in6_addr *a)
+{
+	return ipv6_addr_any(a) || (ipv6_addr_v4mapped(a) && !a->s6_addr32[3]);
+}
+
+/* The socket's own (bound) address, IPv4 as IPv4-mapped. */
+static void sl_sk_local(struct sock *sk, struct in6_addr *a)
+{
+	if (sk->sk_family == AF_INET)
+		ipv6_addr_set_v4mapped(sk->sk_rcv_saddr, a);
+	else
+		*a = sk->sk_v6_rcv_saddr;
+}
+
+static void sl_sk_remote(struct sock *sk, struct in6_addr *a)
+{
+	if (sk->sk_family == AF_INET)
+		ipv6_addr_set_v4mapped(sk->sk_daddr, a);
+	else
+		*a = sk->sk_v6_daddr;
+}
+
+/* Is a one of this namespace's own addresses? */
+static bool sl_addr_local(struct net *net, const struct in6_addr *a)
+{
+	if (ipv6_addr_v4mapped(a))
+		return inet_addr_type(net, a->s6_addr32[3]) == RTN_LOCAL;
+	return ipv6_chk_addr(net, a, NULL, 0);
+}
+
+int sl_sock_listener(int fd, struct sock **skp)
+{
+	struct socket *sock;
+	struct sock *sk;
+	int err;
+
+	sock = sl_tcp_sock(fd, &err);
+	if (!sock)
+		return err;
+	sk = sock->sk;
+	if (READ_ONCE(sk->sk_state) != TCP_LISTEN || !inet_sk(sk)->inet_num) {
+		sockfd_put(sock);
+		return -EINVAL;
+	}
+	sock_hold(sk);
+	*skp = sk;
+	sockfd_put(sock);
+	return 0;
+}
+
+/* Another live socket already holds this 4-tuple (the victim of a tag
+ * hijack, whose source address and port an SO_REUSEADDR socket may share). */
+static bool sl_tuple_taken(struct net *net, struct sock *mine, const struct sl_tuple *t)
+{
+	struct sock *o;
+
+	rcu_read_lock();
+	if (ipv6_addr_v4mapped(&t->saddr))
+		o = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+					      t->daddr.s6_addr32[3], htons(t->dport),
+					      t->saddr.s6_addr32[3], t->sport, 0, 0);
+	else
+		o = __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
+					       &t->daddr, htons(t->dport), &t->saddr, t->sport,
+					       0, 0);
+	rcu_read_unlock();
+	if (!o)
+		return false;
+	sock_gen_put(o);
+	return o != mine;
+}
+
+int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple *t,
+		       struct net **netp)
+{
+	struct socket *sock;
+	struct sock *sk;
+	struct net *net;
+	int err = 0, state;
+
+	sock = sl_tcp_sock(fd, &err);
+	if (!sock)
+		return err;
+	sk = sock->sk;
+	net = sock_net(sk);
+	memcpy(&t->daddr, req->daddr, sizeof(t->daddr));
+	t->dport = req->dport;
+	t->sport = inet_sk(sk)->inet_num;
+	sl_sk_local(sk, &t->saddr);
+	if (!t->sport || !t->dport || sl_addr_any(&t->daddr)) {
+		err = -EINVAL; /* unbound: the source is not fixed yet */
+		goto out;
+	}
+	if (sl_addr_any(&t->saddr)) {
+		/* Bound to the wildcard: the source is the address routing
+		 * picks, which the caller names; it must be ours.
+		 */
+		memcpy(&t->saddr, req->saddr, sizeof(t->saddr));
+		if (sl_addr_any(&t->saddr) || !sl_addr_local(net, &t->saddr)) {
+			err = -EADDRNOTAVAIL;
+			goto out;
+		}
+	}
+	if (ipv6_addr_v4mapped(&t->saddr) != ipv6_addr_v4mapped(&t->daddr) ||
+	    (sk->sk_family == AF_INET && !ipv6_addr_v4mapped(&t->daddr))) {
+		err = -EAFNOSUPPORT;
+		goto out;
+	}
+	state = READ_ONCE(sk->sk_state);
+	if (state != TCP_CLOSE) {
+		/* Already connecting: only to the destination it names. */
+		struct in6_addr peer;
+
+		sl_sk_remote(sk, &peer);
+		if (state != TCP_SYN_SENT && state != TCP_ESTABLISHED) {
+			err = -EISCONN;
+			goto out;
+		}
+		if (!ipv6_addr_equal(&peer, &t->daddr) || ntohs(inet_sk(sk)->inet_dport) != t->dport) {
+			err = -EINVAL;
+			goto out;
+		}
+	}
+	if (sl_tuple_taken(net, sk, t)) {
+		err = -EADDRINUSE;
+		goto out;
+	}
+	*netp = get_net(net);
+out:
+	sockfd_put(sock);
+	return err;
+}
+
+int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp)
+{
+	struct socket *sock;
+	struct sock *sk;
+	int err = 0, state;
+
+	sock = sl_tcp_sock(fd, &err);
+	if (!sock)
+		return err;
+	sk = sock->sk;
+	state = READ_ONCE(sk->sk_state);
+	/* The client may have sent everything and closed already. */
+	if (state != TCP_ESTABLISHED && state != TCP_CLOSE_WAIT) {
+		err = -ENOTCONN;
+		goto out;
+	}
+	sl_sk_remote(sk, &t->saddr);
+	t->sport = ntohs(inet_sk(sk)->inet_dport);
+	sl_sk_local(sk, &t->daddr);
+	t->dport = inet_sk(sk)->inet_num;
+	*netp = sock_net(sk);
+out:
+	sockfd_put(sock);
+	return err;
+}
+
+/* How well the listening socket lsk takes a CONNECT for t: 2 its exact
+ * address, 1 its wildcard address and t's destination is an address of
+ * lsk's namespace (where the companion TCP connection lands), 0 not at all
+ * (closed meanwhile, another port or family).
+ */
+int sl_listener_match(struct sock *lsk, const struct sl_tuple *t)
+{
+	struct in6_addr a;
+
+	if (READ_ONCE(lsk->sk_state) != TCP_LISTEN || inet_sk(lsk)->inet_num != t->dport)
+		return 0;
+	if (lsk->sk_family == AF_INET && !ipv6_addr_v4mapped(&t->daddr))
+		return 0;
+	if (lsk->sk_family == AF_INET6 && ipv6_addr_v4mapped(&t->daddr) && lsk->sk_ipv6only)
+		return 0;
+	sl_sk_local(lsk, &a);
+	if (ipv6_addr_equal(&a, &t->daddr))
+		return 2;
+	if (!sl_addr_any(&a))
+		return 0;
+	return sl_addr_local(sock_net(lsk), &t->daddr) ? 1 : 0;
+}
+
+bool sl_tuple_equal(const struct sl_tuple *a, const struct sl_tuple *b)
+{
+	return a->sport == b->sport && a->dport == b->dport && ipv6_addr_equal(&a->saddr, &b->saddr) &&
+	       ipv6_addr_equal(&a->daddr, &b->daddr);
+}
+
+/* debugfs: who listens where (scilan_ctl status). */
+void sl_listener_show(struct seq_file *m, struct sl_ep *ep)
+{
+	struct sock *sk = ep->lsk;
+	struct in6_addr a;
+
+	if (!sk)
+		return;
+	sl_sk_local(sk, &a);
+	seq_printf(m, "listener %u uid %u family %s addr ", ep->id,
+		   from_kuid_munged(&init_user_ns, ep->owner),
+		   sk->sk_family == AF_INET ? "ipv4" : "ipv6");
+	if (sk->sk_family == AF_INET)
+		seq_printf(m, "%pI4", &a.s6_addr32[3]);
+	else
+		seq_printf(m, "%pI6c", &a);
+	seq_printf(m, " port %u netns %u backlog %u/%u\n", ep->port, sock_net(sk)->ns.inum,
+		   ep->backlog_len, ep->backlog_max);
+}

@@ -1,0 +1,433 @@
+/* devsec.c — who may take a port's device connections, in the test guest
+ * (static, linked with libscilan; run by tests/kernel/init after devtest): a
+ * second uid squatting a port, hijacking a connection by its 4-tuple, asking
+ * for a port below 1024 (each refused), and listeners the driver must tell
+ * apart: IPv4 and IPv6 on one port, a SO_REUSEPORT group, the same port in a
+ * second network namespace (each accelerated and correct).
+ */
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+
+#include "devutil.h"
+#include "uapi/scilan.h"
+
+#define NOBODY 65534
+#define CLIENT_NODE "/dev/scilan0"
+#define SERVER_NODE "/dev/scilan1"
+
+static socklen_t sockaddr_of(const char *addr, uint16_t port, struct sockaddr_storage *ss)
+{
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, addr, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(port);
+		return sizeof(*a4);
+	}
+	inet_pton(AF_INET6, addr, &a6->sin6_addr);
+	a6->sin6_family = AF_INET6;
+	a6->sin6_port = htons(port);
+	return sizeof(*a6);
+}
+
+enum { REUSEPORT = 1, V6ONLY = 2 };
+
+/* A scilan listener on addr:port. */
+static int listen_at(const char *addr, uint16_t port, int opts)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sockaddr_of(addr, port, &ss);
+	int one = 1, fd = scilan_socket(ss.ss_family, SOCK_STREAM, 0);
+
+	if (fd < 0 || scilan_setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    ((opts & REUSEPORT) && scilan_setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) ||
+	    ((opts & V6ONLY) && scilan_setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    scilan_bind(fd, (struct sockaddr *)&ss, len) < 0 || scilan_listen(fd, 64) < 0)
+		return -1;
+	return fd;
+}
+
+/* Serves nconn connections over the listeners ls[0..n-1] in a child: each
+ * client sends a u32 id, and gets id+1 and who = (listener index + 1), plus
+ * 0x100 when the accepted connection is accelerated. */
+static pid_t serve(const int *ls, int n, int nconn)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	for (int done = 0; done < nconn;) {
+		struct pollfd p[4];
+
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ .fd = ls[i], .events = POLLIN };
+		if (poll(p, (nfds_t)n, 20000) <= 0)
+			_exit(2);
+		for (int i = 0; i < n; i++) {
+			uint32_t id, reply[2];
+			int s;
+
+			if (!(p[i].revents & POLLIN))
+				continue;
+			s = scilan_accept(ls[i], NULL, NULL);
+			if (s < 0 || recv_all(s, &id, sizeof(id)) < 0)
+				_exit(3);
+			reply[0] = id + 1;
+			reply[1] = (uint32_t)(i + 1) | (accelerated(s) == 1 ? 0x100u : 0);
+			if (send_all(s, reply, sizeof(reply)) < 0)
+				_exit(4);
+			scilan_close(s);
+			done++;
+		}
+	}
+	_exit(0);
+}
+
+/* One request to addr:port: 0 and *who (see serve) when answered right;
+ * -1 otherwise.  *acc: the client's view of acceleration. */
+static int ask(const char *addr, uint16_t port, uint32_t id, uint32_t *who, int *acc)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sockaddr_of(addr, port, &ss);
+	uint32_t reply[2];
+	int c = scilan_socket(ss.ss_family, SOCK_STREAM, 0), ok;
+
+	ok = c >= 0 && scilan_connect(c, (struct sockaddr *)&ss, len) == 0 && send_all(c, &id, sizeof(id)) == 0 &&
+	     recv_all(c, reply, sizeof(reply)) == 0 && reply[0] == id + 1;
+	*acc = c >= 0 ? accelerated(c) : -1;
+	*who = ok ? reply[1] : 0;
+	scilan_close(c);
+	return ok ? 0 : -1;
+}
+
+static int become_nobody(void)
+{
+	return setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0 ? 0 : -1;
+}
+
+/* A plain TCP socket on 127.0.0.1:port (0: not bound), listening or not. */
+static int tcp_sock(uint16_t port, int listening, int reuse)
+{
+	struct sockaddr_in a = loopback(port);
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (fd < 0)
+		return -1;
+	if (reuse)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if ((port && bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) || (listening && listen(fd, 4) < 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int dev_listen(int sock)
+{
+	struct scilan_listen req = { .sockfd = sock };
+	int fd = open(SERVER_NODE, O_RDWR);
+
+	if (fd < 0 || ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* uid 65534 registers a listener of its own on the port first and keeps the
+ * device endpoint after closing the socket, and tries a socket that does
+ * not listen; root's server on the port then gets its client's bytes,
+ * accelerated, and nothing reaches the squatter. */
+static void test_squat(uint16_t port)
+{
+	int to_child[2], to_parent[2], l = -1, ok = 0, acc = -1, st;
+	uint32_t who = 0;
+	char step = 0;
+	pid_t pid, srv = -1;
+
+	if (pipe(to_child) < 0 || pipe(to_parent) < 0) {
+		result("sec_squat", 0, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int s, d, t, bad = 0, fresh;
+
+		if (become_nobody() < 0)
+			_exit(100);
+		s = tcp_sock(port, 1, 1);
+		d = s >= 0 ? dev_listen(s) : -1;
+		bad |= d < 0;       /* its own listener: allowed */
+		close(s);           /* the port is free again; the endpoint stays */
+		t = tcp_sock(0, 0, 0);
+		bad |= (dev_listen(t) >= 0 || errno != EINVAL) << 1;
+		close(t);
+		if (write(to_parent[1], "r", 1) != 1 || read(to_child[0], &step, 1) != 1)
+			_exit(101);
+		/* Nothing was queued for the squatter. */
+		fresh = open(SERVER_NODE, O_RDWR);
+		fcntl(d, F_SETFL, O_NONBLOCK);
+		bad |= (ioctl(fresh, SCILAN_IOC_ACCEPT, &d) == 0 || errno != EAGAIN) << 2;
+		_exit(bad);
+	}
+	if (read(to_parent[0], &step, 1) == 1 && (l = listen_at("127.0.0.1", port, 0)) >= 0) {
+		srv = serve(&l, 1, 1);
+		ok = ask("127.0.0.1", port, 41, &who, &acc) == 0 && who == 0x101 && acc == 1;
+	}
+	ok = child_ok(srv) && ok;
+	if (write(to_child[1], "d", 1) != 1)
+		ok = 0;
+	st = child_ok(pid);
+	result("sec_squat", ok && st,
+	       "root's server answered accelerated %d (client %d), squatter refused and got nothing %d", who == 0x101,
+	       acc, st);
+	scilan_close(l);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+}
+
+/* A connected client with SO_REUSEADDR: uid 65534 binds its source port
+ * too and connects over the device with that 4-tuple before the server
+ * accepts, which the driver refuses; the server gets the victim's bytes. */
+static void test_hijack(uint16_t port)
+{
+	struct sockaddr_in a = loopback(port), me;
+	socklen_t len = sizeof(me);
+	int l = listen_at("127.0.0.1", port, 0), c = scilan_socket(AF_INET, SOCK_STREAM, 0), one = 1, s = -1;
+	int ok, attacker = 0, acc_s = -1;
+	char buf[5] = "";
+	pid_t pid;
+
+	ok = l >= 0 && c >= 0 && scilan_setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+	     scilan_connect(c, (struct sockaddr *)&a, sizeof(a)) == 0 && accelerated(c) == 1 &&
+	     getsockname(c, (struct sockaddr *)&me, &len) == 0;
+	if (ok) {
+		pid = fork();
+		if (pid == 0) {
+			struct scilan_connect req = { .dport = port };
+			struct scilan_accept_sock as;
+			int t, d, e, bad = 0;
+
+			if (become_nobody() < 0)
+				_exit(100);
+			t = socket(AF_INET, SOCK_STREAM, 0);
+			d = open(CLIENT_NODE, O_RDWR);
+			e = open(SERVER_NODE, O_RDWR);
+			setsockopt(t, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			if (bind(t, (struct sockaddr *)&me, sizeof(me)) == 0) {
+				req.sockfd = t;
+				req.daddr[10] = req.daddr[11] = 0xff;
+				memcpy(req.daddr + 12, &a.sin_addr, 4);
+				bad |= ioctl(d, SCILAN_IOC_CONNECT, &req) == 0 || errno != EADDRINUSE;
+			}
+			as = (struct scilan_accept_sock){ .sockfd = t };
+			bad |= (ioctl(e, SCILAN_IOC_ACCEPT_SOCK, &as) == 0) << 1;
+			_exit(bad);
+		}
+		attacker = child_ok(pid);
+		s = scilan_accept(l, NULL, NULL);
+		acc_s = s >= 0 ? accelerated(s) : -1;
+		ok = s >= 0 && send_all(c, "mine", 5) == 0 && recv_all(s, buf, 5) == 0 && !strcmp(buf, "mine");
+	}
+	result("sec_hijack", ok && attacker && acc_s == 1,
+	       "the second uid's connect with the victim's 4-tuple refused %d; server got the victim's bytes %d, accelerated %d",
+	       attacker, ok, acc_s);
+	scilan_close(s);
+	scilan_close(c);
+	scilan_close(l);
+}
+
+/* A value of the listener line of debugfs naming uid and port. */
+static int listener_shown(unsigned uid, unsigned port)
+{
+	FILE *f = fopen("/sys/kernel/debug/scilan/scilan1/state", "r");
+	char line[256], want[64];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	snprintf(want, sizeof(want), " port %u ", port);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned u;
+
+		if (sscanf(line, "listener %*u uid %u", &u) == 1 && u == uid && strstr(line, want))
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+/* uid 65534 cannot have a listener below 1024, so the device has none of
+ * its own to register: the port comes from the socket, never the caller. */
+static void test_low_port(void)
+{
+	int to_parent[2], to_child[2], shown = 0, low = 0, st;
+	uint16_t got = 0;
+	char step;
+	pid_t pid;
+
+	if (pipe(to_parent) < 0 || pipe(to_child) < 0) {
+		result("sec_low_port", 0, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_in a;
+		socklen_t len = sizeof(a);
+		int s80, s, d, bad = 0;
+		uint16_t p = 0;
+
+		if (become_nobody() < 0)
+			_exit(100);
+		s80 = tcp_sock(80, 1, 0);
+		bad |= s80 >= 0 || errno != EACCES;
+		/* A listener without bind: the kernel picks an ephemeral port. */
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		d = s >= 0 && listen(s, 4) == 0 ? dev_listen(s) : -1;
+		if (d >= 0 && getsockname(s, (struct sockaddr *)&a, &len) == 0)
+			p = ntohs(a.sin_port);
+		bad |= (d < 0) << 1;
+		if (write(to_parent[1], &p, sizeof(p)) != sizeof(p) || read(to_child[0], &step, 1) != 1)
+			_exit(101);
+		_exit(bad);
+	}
+	if (read(to_parent[0], &got, sizeof(got)) == sizeof(got)) {
+		shown = got >= 1024 && listener_shown(NOBODY, got);
+		for (unsigned p = 1; p < 1024 && !low; p++)
+			low = listener_shown(NOBODY, p);
+	}
+	if (write(to_child[1], "d", 1) != 1)
+		shown = 0;
+	st = child_ok(pid);
+	result("sec_low_port", st && shown && !low,
+	       "bind below 1024 refused and its own listener registered %d; listed with uid %d and port %u %d, any port below 1024 %d",
+	       st, NOBODY, (unsigned)got, shown, low);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	close(to_child[0]);
+	close(to_child[1]);
+}
+
+/* nginx's default: "listen 80; listen [::]:80" (IPV6_V6ONLY). */
+static void test_v4_v6(uint16_t port)
+{
+	int ls[2] = { listen_at("127.0.0.1", port, 0), listen_at("::1", port, V6ONLY) };
+	int acc4 = -1, acc6 = -1, ok;
+	uint32_t who4 = 0, who6 = 0;
+	pid_t srv = -1;
+
+	ok = ls[0] >= 0 && ls[1] >= 0;
+	if (ok) {
+		srv = serve(ls, 2, 2);
+		ok = ask("127.0.0.1", port, 1, &who4, &acc4) == 0 && ask("::1", port, 2, &who6, &acc6) == 0;
+	}
+	ok = child_ok(srv) && ok && who4 == 0x101 && who6 == 0x102 && acc4 == 1 && acc6 == 1;
+	result("addr_v4_v6_one_port", ok, "IPv4 client served by the IPv4 listener %d, IPv6 by the IPv6 one %d, accelerated %d/%d",
+	       who4 == 0x101, who6 == 0x102, acc4, acc6);
+	scilan_close(ls[0]);
+	scilan_close(ls[1]);
+}
+
+/* Two SO_REUSEPORT listeners: the kernel spreads the connections, and each
+ * one's device connection must follow it to whichever listener got it. */
+static void test_reuseport(uint16_t port, int n)
+{
+	int ls[2] = { listen_at("127.0.0.1", port, REUSEPORT), listen_at("127.0.0.1", port, REUSEPORT) };
+	int good = 0, per[3] = { 0 };
+	pid_t srv = -1;
+
+	if (ls[0] >= 0 && ls[1] >= 0) {
+		srv = serve(ls, 2, n);
+		for (int i = 0; i < n; i++) {
+			uint32_t who = 0;
+			int acc = -1;
+
+			if (ask("127.0.0.1", port, (uint32_t)i * 10, &who, &acc) == 0 && (who & 0x100) && acc == 1) {
+				good++;
+				per[who & 3]++;
+			}
+		}
+	}
+	result("addr_reuseport", child_ok(srv) && good == n,
+	       "%d of %d connections accelerated and answered (listener 1: %d, listener 2: %d)", good, n, per[1],
+	       per[2]);
+	scilan_close(ls[0]);
+	scilan_close(ls[1]);
+}
+
+/* The same port in a second network namespace: its listener (wildcard)
+ * owns 192.0.2.1, which only that namespace has; the first namespace's
+ * listener is bound to 127.0.0.1.  Each client reaches its own server. */
+static void test_netns(uint16_t port)
+{
+	int l = listen_at("127.0.0.1", port, 0), acc = -1, ok, st = -1;
+	uint32_t who = 0;
+	pid_t srv = -1, ns;
+
+	ns = fork();
+	if (ns == 0) {
+		int nl, nacc = -1;
+		uint32_t nwho = 0;
+		pid_t nsrv;
+
+		if (unshare(CLONE_NEWNET) < 0 || system("ip link set lo up && ip addr add 192.0.2.1/32 dev lo") != 0)
+			_exit(10);
+		nl = listen_at("0.0.0.0", port, 0);
+		if (nl < 0)
+			_exit(11);
+		nsrv = serve(&nl, 1, 1);
+		if (ask("192.0.2.1", port, 7, &nwho, &nacc) < 0)
+			_exit(12);
+		_exit(child_ok(nsrv) && nwho == 0x101 && nacc == 1 ? 0 : 13);
+	}
+	if (l >= 0) {
+		srv = serve(&l, 1, 1);
+		ok = ask("127.0.0.1", port, 3, &who, &acc) == 0;
+	}
+	ok = l >= 0 && child_ok(srv) && ok && who == 0x101 && acc == 1;
+	if (waitpid(ns, &st, 0) != ns || !WIFEXITED(st))
+		st = -1;
+	else
+		st = WEXITSTATUS(st);
+	result("addr_second_netns", st == 0 && ok,
+	       "the first namespace's client served accelerated %d; the second namespace's (same port): exit %d (0 ok)", ok,
+	       st);
+	scilan_close(l);
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "all";
+	int all = !strcmp(what, "all");
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (dev_setup("1 127.0.0.1 dev scilan0\n1 ::1 dev scilan0\n1 192.0.2.1 dev scilan0\n") < 0)
+		return 1;
+	if (all || !strcmp(what, "squat"))
+		test_squat(7110);
+	if (all || !strcmp(what, "hijack"))
+		test_hijack(7111);
+	if (all || !strcmp(what, "lowport"))
+		test_low_port();
+	if (all || !strcmp(what, "v4v6"))
+		test_v4_v6(7112);
+	if (all || !strcmp(what, "reuseport"))
+		test_reuseport(7113, 6);
+	if (all || !strcmp(what, "netns"))
+		test_netns(7114);
+	return failures ? 1 : 0;
+}
