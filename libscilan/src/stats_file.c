@@ -1,6 +1,6 @@
 /* stats_file.c — publishes this process's live per-connection counters in
- * <rundir>/stats/<pid>, a shared mapping that exists while the process has
- * accelerated connections; scilan_ctl stat maps it read-only.  The owner
+ * <rundir>/stats/<pid>, a shared mapping made at the first accelerated
+ * connection and kept until exit; scilan_ctl stat maps it read-only.  The owner
  * holds an OFD read lock on it, so a file nobody locks is a dead process's.
  */
 #include "stats_file.h"
@@ -24,14 +24,13 @@
 #include "sys.h"
 
 static struct sl_stats_map *map;
-/* The last file's mapping, kept after its file was removed: the next file
+/* A fork parent's file's mapping, kept in the child: the child's own file
  * is mapped over it (MAP_FIXED), so a thread racing a close never writes
  * into unmapped memory. */
 static struct sl_stats_map *detached;
 /* Holds the lock that tells sweepers we live (one of our own descriptors:
  * a program closing every descriptor must not drop it). */
 static int map_fd = -1;
-static int live_slots;
 static pid_t map_pid;
 static bool map_failed;
 static char map_path[4200];
@@ -123,7 +122,7 @@ static struct sl_stats_map *open_map(void)
 		return map;
 	/* Where processes come and go: clean up after those that left. */
 	sl_rundir_sweep_tick();
-	snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)getpid());
+	snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid);
 	fd = sl_own_fd(create_locked(map_path));
 	if (fd < 0 || ftruncate(fd, sizeof(*m)) < 0) {
 		sl_debug("no live statistics file %s: %s", map_path, strerror(errno));
@@ -144,7 +143,7 @@ static struct sl_stats_map *open_map(void)
 		return NULL;
 	}
 	map_fd = fd;
-	m->hdr.pid = getpid();
+	m->hdr.pid = sl_self_pid;
 	m->hdr.slots = SL_STATS_SLOTS;
 	fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -157,7 +156,7 @@ static struct sl_stats_map *open_map(void)
 	/* The magic last: a reader that sees it sees the header complete. */
 	__atomic_store_n(&m->hdr.magic, SL_STATS_MAGIC, __ATOMIC_RELEASE);
 	map = m;
-	map_pid = getpid();
+	map_pid = sl_self_pid;
 	if (!exit_hook) {
 		exit_hook = true;
 		atexit(remove_at_exit);
@@ -205,7 +204,6 @@ void sl_stats_conn_open(struct sl_sock *s)
 		s->stats_slot = i;
 		s->ctr = &slot->ctr;
 		atomic_fetch_add(&m->hdr.accelerated, 1);
-		live_slots++;
 		break;
 	}
 	pthread_mutex_unlock(&map_lock);
@@ -220,14 +218,9 @@ void sl_stats_conn_close(struct sl_sock *s)
 	pthread_mutex_lock(&map_lock);
 	if (s->stats_slot >= 0 && map) {
 		atomic_store_explicit(&map->slot[s->stats_slot].in_use, 0, memory_order_release);
-		/* No connection left: the runtime directory keeps nothing of ours. */
-		if (--live_slots == 0) {
-			unlink(map_path);
-			sl_own_fd_close(map_fd);
-			map_fd = -1;
-			detached = map;
-			map = NULL;
-		}
+		/* The file stays with no connection open: a connection-per-request
+		 * server would otherwise make and remove it (ten system calls) per
+		 * connection.  It goes at exit; a killed process's is swept. */
 	}
 	s->stats_slot = -1;
 	s->ctr = &s->own_ctr;
@@ -261,7 +254,6 @@ void sl_stats_file_after_fork_child(void)
 	if (map_fd >= 0)
 		sl_own_fd_close(map_fd);
 	map_fd = -1;
-	live_slots = 0;
 	map_failed = false;
 }
 
