@@ -15,4 +15,8 @@ int sl_test_segment(int fd, void **base, size_t *len, int *own_area);
  * socket before it resets, in ms; tests that play a hostile peer shorten it. */
 extern int sl_bypass_wait_ms;
 
+/* Nonzero: every extension of a ring's memory reservation fails as if
+ * memory were exhausted (ring.c). */
+extern int sl_test_reserve_fail;
+
 #endif
