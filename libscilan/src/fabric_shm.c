@@ -212,8 +212,8 @@ static int create_memfd(const struct sl_seg_header *hdr)
 	if (ftruncate(fd, (off_t)hdr->total_size) < 0)
 		goto fail;
 	/* Reserve pages now: a full memory cgroup must fail this connect, not
-	 * raise SIGBUS on a later store.  All of it costs ~0.3 ms for two
-	 * 256 KiB rings, most of a short connection: only the header, the
+	 * raise SIGBUS on a later store.  All of it cost half of a short
+	 * connection (two 256 KiB rings, ~180 us of ~360): only the header, the
 	 * control pages and the first SL_RING_RESERVE_FIRST of each ring here;
 	 * each sender reserves the rest of its ring before it first writes
 	 * there (ARCHITECTURE.md, "Segment memory"). */
