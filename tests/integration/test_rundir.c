@@ -350,8 +350,8 @@ Test(rundir, live_files_survive_sweeps, .init = setup, .timeout = 60)
 }
 
 /* Creation racing sweeps: a sweeper may find a statistics file between its
- * creation and its owner's lock.  Owners open and close connections (each
- * first connection creates the file, the last close removes it) while other
+ * creation and its owner's lock.  Owners open and close connections (the
+ * first creates the file, which then stays until exit) while other
  * processes sweep without pause; every owner must find its file whenever it
  * has a connection. */
 #define RACERS 6
