@@ -44,6 +44,7 @@ struct bench_opts {
 	bool do_pingpong, do_stream, do_xmax;
 	bool do_pollsweep, do_ringsweep; /* the tuning modes: sweep.c instead of the transport table */
 	bool do_pathcount; /* pathcount.c: both ends in this process, for an instruction counter */
+	bool do_connrate;  /* connrate.c: short connections, connect to close */
 	bool quick;
 	const char *mode; /* as given on the command line, for the report heading */
 	const char *out_dir;
@@ -183,5 +184,7 @@ void bench_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* pathcount.c: `scilan-bench pathcount`. */
 int pathcount(const struct bench_opts *o);
+/* connrate.c: `scilan-bench connrate`. */
+int connrate(const struct bench_opts *o);
 
 #endif

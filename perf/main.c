@@ -64,6 +64,10 @@ static void usage(FILE *f)
 		"        pathcount both ends of a scilan connection and of the bare ring in this process,\n"
 		"                  taking turns (default 64 B, at most 20000 round trips): the loops to\n"
 		"                  count instructions in, see scripts/pathcount.sh\n"
+		"        connrate  short connections: connect + one request/response (default 64 B) +\n"
+		"                  close, per connection median/p99 and connections/s (default\n"
+		"                  transports scilan-hybrid,tcp; at most --iters connections, default\n"
+		"                  6000: kernel TCP's TIME_WAIT ports); see scripts/connrate_syscalls.sh\n"
 		"options:\n"
 		"  --out DIR          CSV, gnuplot scripts and PNGs go here (default build/perf)\n"
 		"  --sizes LIST       message sizes, e.g. 64,1K,64KiB,1M (default per mode)\n"
@@ -310,6 +314,7 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 	};
 	const char *sizes = NULL, *cpus = NULL, *think = NULL, *polls = NULL, *rings = NULL, *transports = NULL;
 	double seconds = 0;
+	bool iters_given = false;
 	int c;
 
 	memset(o, 0, sizeof *o);
@@ -328,6 +333,7 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 			break;
 		case 'n':
 			o->iters = parse_long("--iters", optarg, 1, BENCH_MAX_ITERS);
+			iters_given = true;
 			break;
 		case 't': {
 			char *end;
@@ -363,7 +369,7 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		}
 	}
 	if (optind >= argc)
-		bad_usage("missing MODE (quick, all, pingpong, stream, xmax, pollsweep, ringsweep or pathcount)");
+		bad_usage("missing MODE (quick, all, pingpong, stream, xmax, pollsweep, ringsweep, pathcount or connrate)");
 	if (optind + 1 < argc)
 		bad_usage("unexpected argument '%s' after the mode", argv[optind + 1]);
 	const char *mode = argv[optind];
@@ -383,8 +389,10 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		o->do_ringsweep = true;
 	} else if (!strcmp(mode, "pathcount")) {
 		o->do_pathcount = true;
+	} else if (!strcmp(mode, "connrate")) {
+		o->do_connrate = true;
 	} else {
-		bad_usage("unknown mode '%s' (quick, all, pingpong, stream, xmax, pollsweep, ringsweep or pathcount)",
+		bad_usage("unknown mode '%s' (quick, all, pingpong, stream, xmax, pollsweep, ringsweep, pathcount or connrate)",
 			  mode);
 	}
 	/* An option the mode does not use is a mistake worth saying, not ignoring. */
@@ -413,7 +421,7 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 	}
 	if (o->do_ringsweep) {
 		set_sizes(o->st_sizes, &o->n_st, ring_sends, 3);
-	} else if (o->do_pathcount) {
+	} else if (o->do_pathcount || o->do_connrate) {
 		set_sizes(o->pp_sizes, &o->n_pp, pp_quick + 1, 1); /* 64 B */
 	} else if (o->quick) {
 		set_sizes(o->pp_sizes, &o->n_pp, pp_quick, 4);
@@ -431,6 +439,18 @@ static void parse_args(int argc, char **argv, struct bench_opts *o)
 		     : o->do_ringsweep			       ? RINGSWEEP_SECONDS
 		     : o->quick			       ? 1.0
 							       : 2.0;
+	if (o->do_connrate) {
+		if (!iters_given)
+			o->iters = 6000;
+		if (!transports) {
+			memset(o->selected, 0, sizeof o->selected);
+			o->selected[T_HYBRID] = o->selected[T_TCP] = true;
+		}
+		if (o->selected[T_BARE])
+			bad_usage("connrate: the bare ring has no connections");
+		if (o->n_pp != 1)
+			bad_usage("connrate takes one size");
+	}
 	o->ring_bytes = default_ring_bytes();
 	choose_cpus(o, cpus);
 }
@@ -583,6 +603,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (o.do_pathcount)
 		return pathcount(&o) == 0 ? 0 : 1;
+	if (o.do_connrate)
+		return connrate(&o) == 0 ? 0 : 1;
 	if (o.do_pollsweep || o.do_ringsweep) {
 		int points = o.do_pollsweep ? o.n_think * (o.n_polls + 1) : o.n_rings * o.n_st * RS_TP;
 		fprintf(stderr, "%s %s: %d points x %.3g s (about %.0f s), ", BENCH_PROG, o.mode, points, o.seconds,

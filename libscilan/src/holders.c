@@ -93,7 +93,7 @@ static uint32_t pidns_of(pid_t pid)
 
 static void learn_me(void)
 {
-	pid_t pid = getpid();
+	pid_t pid = sl_self_pid;
 	int saved = errno;
 	char state;
 

@@ -361,6 +361,12 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			 * out while we still copy in, instead of taking turns. */
 			if (n > s->tx.cap / 4)
 				n = (size_t)(s->tx.cap / 4);
+			if (!sl_ring_tx_reserve(&s->tx, n)) {
+				sl_unlock(&s->tx_lock);
+				/* Out of memory: a loud reset now, never a SIGBUS later. */
+				sl_conn_reset(s, "no memory to reserve more of the ring");
+				continue;
+			}
 
 			size_t put = gather_into_ring(&s->tx, cur, n);
 

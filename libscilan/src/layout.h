@@ -16,6 +16,10 @@
 /* Ring capacity limits (bytes, powers of two). */
 #define SL_RING_MIN (4u << 10)
 #define SL_RING_MAX (256u << 20)
+/* What the creator of a memfd segment reserves of each ring (and all of the
+ * header and control pages); each sender reserves the rest of its ring as it
+ * first reaches it (ring.c, sl_ring_tx_extend). */
+#define SL_RING_RESERVE_FIRST (16u << 10)
 
 /* peer_state bits, written by the peer into the area it does not own. */
 #define SL_PEER_ATTACHED 0x1u /* server side mapped the segment (client may drop its fd) */

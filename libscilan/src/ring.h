@@ -24,6 +24,8 @@ struct sl_ring_tx {
 	_Atomic uint64_t *room_word;      /* receiver's ctl->sender_room: tells it our room */
 	bool write_combining;             /* stores go through a WC mapping: sfence before publishing */
 	bool unfenced;                    /* the sleeping peer pays the fence (membarrier): plain store */
+	uint64_t reserved;                /* ring bytes [0, reserved) have memory behind them */
+	uint64_t reserved_end;            /* writes below this index need no more: reserved, or ~0 once all is */
 };
 
 struct sl_ring_rx {
@@ -61,6 +63,21 @@ static inline int64_t sl_ring_tx_space(struct sl_ring_tx *tx, uint64_t want)
 		return -1;
 	tx->read_seen = read;
 	return used >= tx->room ? 0 : (int64_t)(tx->room - used);
+}
+
+/* A memfd segment's ring gets its memory as the sender first reaches it
+ * (ARCHITECTURE.md, "Segment memory"): tx_init reserves it all (device
+ * memory), tx_lazy only SL_RING_RESERVE_FIRST, which the creator reserved. */
+void sl_ring_tx_lazy(struct sl_ring_tx *tx);
+bool sl_ring_tx_extend(struct sl_ring_tx *tx, uint64_t len);
+
+/* Before len bytes are copied in at write: false if their memory could not
+ * be reserved (out of memory), and nothing may be written. */
+static inline bool sl_ring_tx_reserve(struct sl_ring_tx *tx, uint64_t len)
+{
+	if (__builtin_expect(tx->write + len <= tx->reserved_end, 1))
+		return true;
+	return sl_ring_tx_extend(tx, len);
 }
 
 /* Copy len bytes (len <= space) into the ring and publish the new write

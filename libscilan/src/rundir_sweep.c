@@ -232,7 +232,7 @@ void sl_rundir_sweep_tick(void)
 	static _Atomic int64_t last;
 	static _Atomic pid_t last_pid;
 	struct timespec now;
-	pid_t pid = getpid();
+	pid_t pid = sl_self_pid;
 
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
 	/* A fork child sweeps at once: short-lived forked workers may be all

@@ -46,6 +46,8 @@ void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const s
 			      (struct sl_area_ctl *)(b + hdr->area_off[own]),
 			      (struct sl_area_ctl *)(b + hdr->area_off[1 - own]), hdr->ring_cap[own],
 			      hdr->ring_cap[1 - own]);
+	/* A memfd: the creator reserved only the start of the rings. */
+	sl_ring_tx_lazy(&s->tx);
 }
 
 static void map_areas(struct sl_sock *s, void *base, size_t len, int own, struct sl_seg_holders *h,
@@ -90,6 +92,7 @@ void sl_segment_adopt(struct sl_sock *s, void *base, size_t len, int own, const 
 	map_areas(s, base, len, own, (struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF),
 		  (struct sl_area_ctl *)(b + hdr->area_off[own]), (struct sl_area_ctl *)(b + hdr->area_off[1 - own]),
 		  hdr->ring_cap[own], hdr->ring_cap[1 - own]);
+	sl_ring_tx_lazy(&s->tx);
 }
 
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits)

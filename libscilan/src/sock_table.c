@@ -26,9 +26,18 @@ struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
 struct sl_totals sl_totals;
 pid_t sl_self_pid;
 
-__attribute__((constructor)) static void learn_pid(void)
+static void learn_pid(void)
 {
 	sl_self_pid = getpid();
+}
+
+/* From the start, not from configuration (config.c's fork handlers): a child
+ * forked before the library's first use must not go on with its parent's pid
+ * (ring owners, holders, the statistics file's name). */
+__attribute__((constructor)) static void learn_pid_at_load(void)
+{
+	learn_pid();
+	pthread_atfork(NULL, NULL, learn_pid);
 }
 
 /* Slots set aside by dup over them: a racing lookup may still read one, so
@@ -105,7 +114,7 @@ reset:
 	pthread_mutex_lock(&s->ctl_lock);
 	s->fd = fd;
 	atomic_store(&s->fd_refs, 1);
-	s->owner = getpid();
+	s->owner = sl_self_pid;
 	s->domain = domain;
 	atomic_store(&s->poll_us, 0);
 	atomic_store(&s->spin_learn[0], 0);

@@ -1,7 +1,7 @@
 /* stats_file.c — publishes this process's live per-connection counters in
- * <rundir>/stats/<pid>, a shared mapping that exists while the process has
- * connections (accelerated, or kernel TCP with the reason why, fallback.c);
- * scilan_ctl stat maps it read-only.  The owner
+ * <rundir>/stats/<pid>, a shared mapping made at the first connection
+ * (accelerated, or kernel TCP with the reason why, fallback.c) and kept until
+ * exit; scilan_ctl stat maps it read-only.  The owner
  * holds an OFD read lock on it, so a file nobody locks is a dead process's.
  */
 #include "stats_file.h"
@@ -25,24 +25,13 @@
 #include "sys.h"
 
 static struct sl_stats_map *map;
-/* The last file's mapping, kept after its file was removed: the next file
+/* A fork parent's file's mapping, kept in the child: the child's own file
  * is mapped over it (MAP_FIXED), so a thread racing a close never writes
  * into unmapped memory. */
 static struct sl_stats_map *detached;
 /* Holds the lock that tells sweepers we live (one of our own descriptors:
  * a program closing every descriptor must not drop it). */
 static int map_fd = -1;
-static int live_slots;
-/* Files made in the current second (CLOCK_MONOTONIC) for a fallback: a
- * process that opens and closes connections to a plain server one after
- * another would make and remove a file per connection, ~30 us each, more
- * than kernel TCP's connect itself; from the KEEP_AFTER-th within a second it
- * keeps its file, empty when idle, until it exits (sweeps remove it after a
- * death).  Accelerated connections cost far more to set up: for them the
- * file goes as soon as the last one closes. */
-#define KEEP_AFTER 4
-static unsigned made_this_second;
-static time_t made_second;
 static pid_t map_pid;
 static bool map_failed;
 static char map_path[4200];
@@ -134,7 +123,7 @@ static struct sl_stats_map *open_map(void)
 		return map;
 	/* Where processes come and go: clean up after those that left. */
 	sl_rundir_sweep_tick();
-	snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)getpid());
+	snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid);
 	fd = sl_own_fd(create_locked(map_path));
 	if (fd < 0 || ftruncate(fd, sizeof(*m)) < 0) {
 		sl_debug("no live statistics file %s: %s", map_path, strerror(errno));
@@ -155,7 +144,7 @@ static struct sl_stats_map *open_map(void)
 		return NULL;
 	}
 	map_fd = fd;
-	m->hdr.pid = getpid();
+	m->hdr.pid = sl_self_pid;
 	m->hdr.slots = SL_STATS_SLOTS;
 	fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -168,7 +157,7 @@ static struct sl_stats_map *open_map(void)
 	/* The magic last: a reader that sees it sees the header complete. */
 	__atomic_store_n(&m->hdr.magic, SL_STATS_MAGIC, __ATOMIC_RELEASE);
 	map = m;
-	map_pid = getpid();
+	map_pid = sl_self_pid;
 	if (!exit_hook) {
 		exit_hook = true;
 		atexit(remove_at_exit);
@@ -194,27 +183,12 @@ static void kernel_key(int fd, bool peer, struct sl_key *key)
 	}
 }
 
-static void count_made(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (now.tv_sec != made_second)
-		made_this_second = 0;
-	made_second = now.tv_sec;
-	made_this_second++;
-}
-
 static void take_slot(struct sl_sock *s, bool accelerated)
 {
 	struct sl_stats_map *m;
-	bool had;
 
 	pthread_mutex_lock(&map_lock);
-	had = map != NULL;
 	m = open_map();
-	if (m && !had && !accelerated)
-		count_made();
 	for (int i = 0; m && i < SL_STATS_SLOTS; i++) {
 		struct sl_stats_slot *slot = &m->slot[i];
 
@@ -234,7 +208,6 @@ static void take_slot(struct sl_sock *s, bool accelerated)
 		s->ctr = &slot->ctr;
 		if (accelerated)
 			atomic_fetch_add(&m->hdr.accelerated, 1);
-		live_slots++;
 		break;
 	}
 	pthread_mutex_unlock(&map_lock);
@@ -261,15 +234,9 @@ void sl_stats_conn_close(struct sl_sock *s)
 	pthread_mutex_lock(&map_lock);
 	if (s->stats_slot >= 0 && map) {
 		atomic_store_explicit(&map->slot[s->stats_slot].in_use, 0, memory_order_release);
-		/* No connection left: the runtime directory keeps nothing of
-		 * ours, unless we churn (above). */
-		if (--live_slots == 0 && made_this_second < KEEP_AFTER) {
-			unlink(map_path);
-			sl_own_fd_close(map_fd);
-			map_fd = -1;
-			detached = map;
-			map = NULL;
-		}
+		/* The file stays with no connection open: a connection-per-request
+		 * server would otherwise make and remove it (ten system calls) per
+		 * connection.  It goes at exit; a killed process's is swept. */
 	}
 	s->stats_slot = -1;
 	s->ctr = &s->own_ctr;
@@ -303,8 +270,6 @@ void sl_stats_file_after_fork_child(void)
 	if (map_fd >= 0)
 		sl_own_fd_close(map_fd);
 	map_fd = -1;
-	live_slots = 0;
-	made_this_second = 0;
 	map_failed = false;
 }
 

@@ -20,4 +20,8 @@ extern int sl_bypass_wait_ms;
  * being papered over by the next liveness check. */
 extern int sl_liveness_check_ms;
 
+/* Nonzero: every extension of a ring's memory reservation fails as if
+ * memory were exhausted (ring.c). */
+extern int sl_test_reserve_fail;
+
 #endif

@@ -350,8 +350,8 @@ Test(rundir, live_files_survive_sweeps, .init = setup, .timeout = 60)
 }
 
 /* Creation racing sweeps: a sweeper may find a statistics file between its
- * creation and its owner's lock.  Owners open and close connections (each
- * first connection creates the file, the last close removes it) while other
+ * creation and its owner's lock.  Owners open and close connections (the
+ * first creates the file, which then stays until exit) while other
  * processes sweep without pause; every owner must find its file whenever it
  * has a connection. */
 #define RACERS 6
@@ -405,4 +405,41 @@ Test(rundir, creation_races_sweeps, .init = setup, .timeout = 120)
 	for (int i = 0; i < 2; i++)
 		tu_reap(&sweepers[i]);
 	tu_watchdog_cancel();
+}
+
+/* A connection-per-request server must not create and remove its statistics
+ * file per connection: once made, the file stays, the same file, through any
+ * number of connections and while none is open. */
+static int short_connections(void *p)
+{
+	char path[512];
+	struct stat first, now;
+
+	(void)p;
+	snprintf(path, sizeof(path), "%s/stats/%d", rundir, (int)getpid());
+	TU_CHECK(access(path, F_OK) != 0, "a statistics file before any connection");
+	for (int i = 0; i < 5; i++) {
+		int c, s;
+
+		TU_CHECK(tu_pair(AF_INET, &c, &s) == 0, "pair");
+		TU_CHECK(tu_accelerated(c) == 1, "not accelerated");
+		TU_CHECK(stat(path, &now) == 0, "round %d: no statistics file with a connection open", i);
+		if (i == 0)
+			first = now;
+		scilan_close(c);
+		scilan_close(s);
+		TU_CHECK(stat(path, &now) == 0, "round %d: the statistics file went with the last connection", i);
+		TU_CHECK(now.st_ino == first.st_ino, "round %d: the statistics file was made again", i);
+	}
+	return 0;
+}
+
+Test(rundir, stats_file_outlives_connections, .init = setup, .timeout = 60)
+{
+	struct tu_child kid;
+	char st[128];
+
+	cr_assert_eq(tu_spawn(&kid, short_connections, NULL), 0);
+	tu_reap(&kid);
+	cr_expect(tu_exited_with(&kid, 0), "child %s:\n%s", tu_status_str(&kid, st, sizeof(st)), kid.output);
 }

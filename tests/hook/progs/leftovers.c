@@ -1,6 +1,7 @@
 /* leftovers.c — what a process leaves in scilan's runtime directory: forked
  * workers that end with _exit (as Python's multiprocessing does) and a
- * program that reuses the number of the hook's statistics-file lock.  Checks
+ * program that reuses the number of the hook's statistics-file lock; a
+ * statistics file kept from the first connection to exit.  Checks
  * print only when something is wrong, so plain and preloaded transcripts match. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -118,11 +119,42 @@ static int sc_lock_number_reused(void)
 	return 0;
 }
 
+/* A connection-per-request server: the statistics file is made once and
+ * stays through connections and the gaps between them, then goes when the
+ * process exits normally. */
+static int sc_kept_until_exit(void)
+{
+	char path[4200];
+	pid_t pid = MUST(fork());
+	int st;
+
+	if (pid == 0) {
+		for (int i = 0; i < 5; i++) {
+			int c, s;
+
+			tcp_pair(&c, &s);
+			close(c);
+			close(s);
+			if (stats_path(getpid(), path, sizeof(path)) && access(path, F_OK) != 0)
+				say("round %d: the statistics file went with the last connection", i);
+		}
+		exit(0);
+	}
+	MUST(waitpid(pid, &st, 0));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		say("the child failed");
+	if (stats_path(pid, path, sizeof(path)) && access(path, F_OK) == 0)
+		say("the statistics file outlived its process's exit");
+	say("five short connections");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "workers_exit", sc_workers_exit },
 		{ "lock_number_reused", sc_lock_number_reused },
+		{ "kept_until_exit", sc_kept_until_exit },
 		{ NULL, NULL },
 	};
 
