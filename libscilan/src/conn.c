@@ -18,18 +18,6 @@
 #include "sys.h"
 #include "urgent.h"
 
-/* Disarm both of the peer's arm words: the stimulus their sleepers asked
- * for.  The exchanges are locked operations, so a state stored before them
- * is visible before they read the arms (a full fence on x86, and TSan
- * understands them). */
-static int take_arms(struct sl_sock *s)
-{
-	uint32_t data = atomic_exchange(&s->own_ctl->wake_on_data, 0);
-	uint32_t space = atomic_exchange(&s->own_ctl->wake_on_space, 0);
-
-	return sl_conn_wake_how(data, SL_TOKEN_DATA) | sl_conn_wake_how(space, SL_TOKEN_SPACE);
-}
-
 void sl_conn_reset(struct sl_sock *s, const char *why)
 {
 	if (atomic_exchange(&s->reset, true))
@@ -42,9 +30,7 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 		pthread_mutex_unlock(&s->ctl_lock);
 		atomic_thread_fence(memory_order_seq_cst);
 		sl_evq_notify(s, SL_DIR_DATA | SL_DIR_SPACE);
-		/* Bells rung whether armed or not, as ever; a futex sleeper is
-		 * woken only through its armed word, which changes here. */
-		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE | take_arms(s));
+		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
 	sl_conn_wake_local(s);
 }
@@ -186,40 +172,40 @@ void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 {
 	/* Step 1-2 of the stimulate side: our index store must be visible before
 	 * we read the peer's arm word, or both of us could miss the other. */
-	uint32_t armed;
-
 	if (!fenced)
 		atomic_thread_fence(memory_order_seq_cst);
 	sl_evq_notify(s, SL_DIR_DATA);
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
-	    (armed = atomic_exchange(&s->own_ctl->wake_on_data, 0)))
-		sl_fabric()->stimulate(s, sl_conn_wake_how(armed, SL_TOKEN_DATA));
+	    atomic_exchange(&s->own_ctl->wake_on_data, 0))
+		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
 }
 
-int sl_conn_after_consume_locked(struct sl_sock *s)
+bool sl_conn_after_consume_locked(struct sl_sock *s)
 {
 	/* Only a published index can unblock the sender; publishing is batched
 	 * (ring.c), so a sleeping sender gets the index at once. */
 	if (s->rx.published != s->rx.read) {
 		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
 		    !(atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & 0xaaaaaaaau))
-			return 0;
+			return false;
 		sl_ring_rx_publish(&s->rx);
 	}
 	atomic_thread_fence(memory_order_seq_cst);
 	sl_evq_notify(s, SL_DIR_SPACE);
-	if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed))
-		return 0;
-	return sl_conn_wake_how(atomic_exchange(&s->own_ctl->wake_on_space, 0), SL_TOKEN_SPACE);
+	return atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
+	       atomic_exchange(&s->own_ctl->wake_on_space, 0);
 }
 
 void sl_conn_wake_peer(struct sl_sock *s)
 {
-	int tokens;
+	int tokens = 0;
 
 	atomic_thread_fence(memory_order_seq_cst);
 	sl_evq_notify(s, SL_DIR_DATA | SL_DIR_SPACE);
-	tokens = take_arms(s);
+	if (atomic_exchange(&s->own_ctl->wake_on_data, 0))
+		tokens |= SL_TOKEN_DATA;
+	if (atomic_exchange(&s->own_ctl->wake_on_space, 0))
+		tokens |= SL_TOKEN_SPACE;
 	if (tokens)
 		sl_fabric()->stimulate(s, tokens);
 }

@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "layout.h"
 #include "sock.h"
 
 /* Readiness (poll bits) of a connected accelerated socket, without syscalls. */
@@ -18,16 +17,9 @@ short sl_conn_ready(struct sl_sock *s, short events);
 void sl_conn_reset(struct sl_sock *s, const char *why);
 /* Wake threads of this process sleeping on s (after shutdown or close). */
 void sl_conn_wake_local(struct sl_sock *s);
-/* After freeing ring space, with rx_lock held: the stimulus (SL_TOKEN_*)
- * to give after unlocking if the peer sleeps waiting for space, else 0. */
-int sl_conn_after_consume_locked(struct sl_sock *s);
-/* The stimulus an arm word exchanged to 0 asks for: the direction's bell
- * token if its sleeper armed SL_ARM_BELL, its futex token if SL_ARM_FUTEX
- * (both when sleepers of two processes armed it each their way). */
-static inline int sl_conn_wake_how(uint32_t armed, int dir_token)
-{
-	return ((armed & SL_ARM_BELL) ? dir_token : 0) | ((armed & SL_ARM_FUTEX) ? SL_TOKEN_FUTEX(dir_token) : 0);
-}
+/* After freeing ring space, with rx_lock held: true if the peer sleeps
+ * waiting for space and must be stimulated (after unlocking). */
+bool sl_conn_after_consume_locked(struct sl_sock *s);
 /* After adding data or state: wake a peer that sleeps waiting for it
  * (fenced: the publishing store was already a full fence). */
 void sl_conn_after_produce(struct sl_sock *s, bool fenced);

@@ -32,17 +32,10 @@ struct sl_fabric_ops {
 	int (*attach)(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
 		      const struct sl_key *peer);
 	/* Wake the peer's sleeper (it armed a wake_on_* word): SL_TOKEN_DATA
-	 * or SL_TOKEN_SPACE rings its bell for that direction, SL_TOKEN_FUTEX_*
-	 * wakes the sleepers of that (just disarmed) word; 0 does nothing. */
+	 * or SL_TOKEN_SPACE tells which. */
 	void (*stimulate)(struct sl_sock *s, int token);
-	/* Put a token into our own bell (a local wake-up, or one passed on),
-	 * and wake our side's futex sleepers of the directions it names. */
+	/* Put a token into our own bell (a local wake-up, or one passed on). */
 	void (*ring_self)(struct sl_sock *s, int token);
-	/* The primitive a sleep that watches only accelerated connections
-	 * uses: true, FUTEX_WAIT on the armed words themselves (both ends map
-	 * them; the peer's death is found by a timed liveness check of the
-	 * kernel socket); false, poll(2) on the bells (the device's doorbell). */
-	bool sleep_on_arm_words;
 	/* Make our earlier stores into the peer's area visible before we re-check
 	 * our own area (step 3 of the sleep protocol). */
 	void (*flush_remote)(struct sl_sock *s);

@@ -1,8 +1,7 @@
 /* fabric_shm.c — the shared-memory fabric: segments are sealed memfds, the
  * connecting side publishes an offer file keyed by the TCP 4-tuple before its
  * kernel connect, the accepting side opens the memfd through /proc; wake-ups
- * are futex wakes of the armed word in the segment, or single bytes into a
- * FIFO bell for a sleeper that also watches other descriptors.
+ * are single bytes on the connection's kernel TCP socket.
  */
 #include <ifaddrs.h>
 #include <errno.h>
@@ -23,7 +22,6 @@
 #include "config.h"
 #include "conn.h"
 #include "fabric.h"
-#include "futex.h"
 #include "log.h"
 #include "offer.h"
 #include "own_fd.h"
@@ -749,8 +747,6 @@ static void ring_bell(struct sl_sock *s, int bell, int token)
 {
 	char byte = (char)token;
 
-	if (!token)
-		return;
 	/* A full pipe (EAGAIN) already holds wake-ups enough. */
 	if (bell >= 0 && sl_sys.write(bell, &byte, 1) < 0 && errno != EAGAIN)
 		sl_debug("wake-up on fd %d not sent: %s", s->fd, strerror(errno));
@@ -758,42 +754,12 @@ static void ring_bell(struct sl_sock *s, int bell, int token)
 
 static void shm_stimulate(struct sl_sock *s, int token)
 {
-	/* The caller exchanged the words to 0: a sleeper whose FUTEX_WAIT has
-	 * not begun yet finds the value changed and does not sleep. */
-	if (token & SL_TOKEN_FUTEX_DATA)
-		sl_futex_wake(&s->own_ctl->wake_on_data);
-	if (token & SL_TOKEN_FUTEX_SPACE)
-		sl_futex_wake(&s->own_ctl->wake_on_space);
-	if (token & SL_TOKEN_BELLS)
-		ring_bell(s, s->bell_tx, token & SL_TOKEN_BELLS);
-}
-
-/* A local wake-up for a futex sleeper of our side on word: change the word
- * (the sleeper waits while it holds what it armed), then wake.  A word not
- * armed for a futex has no such sleeper, or one that has not re-checked yet:
- * our caller's state change is stored and fenced before this load, the
- * sleeper's arm before its re-check, so it sees the change (sl_conn_wake_local). */
-static void nudge(_Atomic uint32_t *word)
-{
-	uint32_t v = atomic_load(word);
-
-	while (v & SL_ARM_FUTEX) {
-		if (atomic_compare_exchange_weak(word, &v, v ^ SL_ARM_NUDGE)) {
-			sl_futex_wake(word);
-			return;
-		}
-	}
+	ring_bell(s, s->bell_tx, token);
 }
 
 static void shm_ring_self(struct sl_sock *s, int token)
 {
-	ring_bell(s, s->bell_rx, token & SL_TOKEN_BELLS);
-	if (!s->peer_ctl)
-		return;
-	if (token & (SL_TOKEN_DATA | SL_TOKEN_LOCAL))
-		nudge(&s->peer_ctl->wake_on_data);
-	if (token & (SL_TOKEN_SPACE | SL_TOKEN_LOCAL))
-		nudge(&s->peer_ctl->wake_on_space);
+	ring_bell(s, s->bell_rx, token);
 }
 
 static void shm_flush_remote(struct sl_sock *s)
@@ -877,5 +843,4 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.drain = shm_drain,
 	.peer_gone = shm_peer_gone,
 	.release = shm_release,
-	.sleep_on_arm_words = true,
 };

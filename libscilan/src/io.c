@@ -481,7 +481,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	size_t got = 0;
 	int64_t avail;
 	uint64_t read_seen, skip;
-	int wake_sender; /* the stimulus a sleeping sender asked for, 0 none */
+	bool wake_sender;
 	enum peer_end end;
 	struct spin_wait sw;
 	int r;
@@ -538,10 +538,10 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				got += n;
 			}
 		}
-		wake_sender = avail > 0 && !(flags & MSG_PEEK) ? sl_conn_after_consume_locked(s) : 0;
+		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s);
 		sl_unlock(&s->rx_lock);
 		if (wake_sender)
-			sl_fabric()->stimulate(s, wake_sender);
+			sl_fabric()->stimulate(s, SL_TOKEN_SPACE);
 		if (avail < 0) {
 			sl_conn_reset(s, "peer wrote an impossible write index");
 			continue;

@@ -51,17 +51,6 @@ struct sl_evq_reg {
 	_Atomic uint32_t index;
 };
 
-/* What a wake_on_* word holds while its sleeper waits (bits, so that
- * sleepers of two processes of one side can each arm it their own way):
- * BELL, wake me through the bell (FIFO byte on shm, doorbell on the
- * device); FUTEX, FUTEX_WAKE this very word (shm: the sleeper waits on it).
- * NUDGE is toggled by the sleeper's own side (a local shutdown or close)
- * so that its FUTEX_WAIT sees the word change.  The stimulator exchanges
- * the word to 0 and wakes the ways it names; anything else means nothing. */
-#define SL_ARM_BELL 0x1u
-#define SL_ARM_FUTEX 0x2u
-#define SL_ARM_NUDGE 0x4u
-
 /* The control block at the start of each area.  The area lives in the memory
  * of the side that RECEIVES into it ("owner"); every word is written by the
  * other side ("peer") so that the owner only ever reads its own memory on the
@@ -72,8 +61,7 @@ struct sl_evq_reg {
 struct sl_area_ctl {
 	_Alignas(SL_CACHELINE) _Atomic uint64_t rx_write;       /* peer's producer index into this ring */
 	_Alignas(SL_CACHELINE) _Atomic uint64_t peer_read;      /* peer's consumer index of the ring in the peer's area */
-	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_data;   /* peer sleeps until owner sends data (SL_ARM_*;
-								 * on shm also the futex it sleeps on) */
+	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_data;   /* peer sleeps until owner sends data */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_space;  /* peer sleeps until owner frees ring space */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t peer_state;     /* SL_PEER_* bits */
 	_Alignas(SL_CACHELINE) _Atomic uint64_t urg_count;      /* peer's urgent sends (MSG_OOB) so far */

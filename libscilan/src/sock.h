@@ -40,12 +40,6 @@ struct sl_key {
 #define SL_TOKEN_DATA 1
 #define SL_TOKEN_SPACE 2
 #define SL_TOKEN_LOCAL 4
-/* Stimulus only, never a bell byte: FUTEX_WAKE the data / space arm word
- * (its sleeper armed it SL_ARM_FUTEX).  SL_TOKEN_FUTEX(dir tokens) maps. */
-#define SL_TOKEN_FUTEX_DATA 8
-#define SL_TOKEN_FUTEX_SPACE 16
-#define SL_TOKEN_BELLS (SL_TOKEN_DATA | SL_TOKEN_SPACE | SL_TOKEN_LOCAL)
-#define SL_TOKEN_FUTEX(dir_tokens) (((dir_tokens) & (SL_TOKEN_DATA | SL_TOKEN_SPACE)) << 3)
 
 /* A ring lock biased to the first thread that uses it: that thread enters
  * with plain stores (no locked instruction on the fast path); another
@@ -138,9 +132,8 @@ struct sl_sock {
 	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
 	_Atomic bool sent_after_close; /* a send found the peer closed: its kernel would have answered
 				        * with RST, so the connection is now reset (EPIPE, data kept) */
-	int bell_rx;             /* FIFO a poll(2) sleep watches: the peer's stimulus, or a local
-				  * shutdown/close (device fabric: the /dev/scilanN endpoint); shm
-				  * sleeps over connections alone use the arm words' futex instead */
+	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close
+				  * (device fabric: the /dev/scilanN endpoint) */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */
 
 	/* device fabric (fabric_dev.c) */
@@ -312,7 +305,6 @@ static inline void sl_unlock(struct sl_lock *l)
 struct sl_totals {
 	_Atomic uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
 	_Atomic uint64_t fb[SL_FB_COUNT]; /* fallbacks per reason */
-	_Atomic uint64_t futex_sleeps; /* of sleeps: those on the arm words (shm), not a bell */
 };
 extern struct sl_totals sl_totals;
 

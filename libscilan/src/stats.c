@@ -56,7 +56,6 @@ void sl_stats_reset_in_child(void)
 	atomic_store(&sl_totals.wakeups, 0);
 	for (int i = 0; i < SL_FB_COUNT; i++)
 		atomic_store(&sl_totals.fb[i], 0);
-	atomic_store(&sl_totals.futex_sleeps, 0);
 	sl_sock_any(zero_live);
 }
 

@@ -15,11 +15,6 @@ int sl_test_segment(int fd, void **base, size_t *len, int *own_area);
  * socket before it resets, in ms; tests that play a hostile peer shorten it. */
 extern int sl_bypass_wait_ms;
 
-/* How often a futex sleep looks at the kernel socket (wait.c), in ms: the
- * lost-wake-up tests lengthen it, so that a lost wake-up stalls instead of
- * being papered over by the next liveness check. */
-extern int sl_liveness_check_ms;
-
 /* Nonzero: every extension of a ring's memory reservation fails as if
  * memory were exhausted (ring.c). */
 extern int sl_test_reserve_fail;

@@ -1,8 +1,7 @@
 /* wait.c — the sleep side of the interrupt-flag protocol and scilan_poll:
  * spin for the socket's poll time (forced, or learnt: spin_policy.c), then
- * arm the peer-visible wake words, flush, re-check, and sleep in the kernel:
- * on the armed words themselves (futex, shm fabric, a set of connections
- * only), or on the bells and the kernel sockets (poll).
+ * arm the peer-visible wake words, flush, re-check, and sleep in the kernel
+ * on the bell and the kernel socket.
  * Within a process one thread at a time sleeps per socket and direction
  * (data, space); tokens drained for another direction are passed on.
  */
@@ -19,21 +18,15 @@
 #include "barrier.h"
 #include "conn.h"
 #include "fabric.h"
-#include "futex.h"
 #include "log.h"
 #include "scilan.h"
 #include "spin_policy.h"
 #include "sys.h"
-#include "testing.h"
 
 #define STACK_FDS 32
 /* A direction another thread sleeps on is watched without being armed; its
  * token may be consumed by that thread first, so such sleeps are bounded. */
 #define SHARED_WAIT_CAP_MS 10
-/* A futex sleep does not watch the kernel socket, where the death of the
- * peer's process shows: it looks there whenever this much sleep passed
- * (testing.h). */
-int sl_liveness_check_ms = 200;
 
 static int64_t now_ns(void)
 {
@@ -133,39 +126,13 @@ static void pass_on(struct sl_sock *s, int tokens, int held)
 		fabric->ring_self(s, SL_TOKEN_LOCAL);
 }
 
-/* A futex sleep of one thread: the words it armed and the values they hold
- * while nobody woke them. */
-struct futex_set {
-	int n;
-	_Atomic uint32_t *word[SL_FUTEX_MAX];
-	uint32_t armed[SL_FUTEX_MAX];
-	struct sl_sock *sock[SL_FUTEX_MAX];
-};
-
-/* Arm one word.  For the bell, a plain store (on the device it goes over
- * PCIe, where no read-modify-write reaches); for a futex, OR our bit in so
- * that a sleeper of another process of our side keeps its own, and
- * remember what to sleep on. */
-static void arm_word(struct sl_sock *s, _Atomic uint32_t *word, struct futex_set *fs)
-{
-	if (!fs) {
-		atomic_store_explicit(word, SL_ARM_BELL, memory_order_relaxed);
-		return;
-	}
-	fs->word[fs->n] = word;
-	fs->sock[fs->n] = s;
-	fs->armed[fs->n++] = atomic_fetch_or(word, SL_ARM_FUTEX) | SL_ARM_FUTEX;
-}
-
 /* Steps 2-3 of the sleep protocol for the directions we hold: drain stale
- * wake-ups (the bell's; a futex sleep has none), give the sender our read
- * index, then ask the peer to wake us, the way fs says (NULL: the bell). */
-static void arm(struct sl_sock *s, int held, struct futex_set *fs)
+ * wake-ups, give the sender our read index, then ask the peer to wake us. */
+static void arm(struct sl_sock *s, int held)
 {
 	const struct sl_fabric_ops *fabric = sl_fabric();
 
-	if (!fs)
-		pass_on(s, fabric->drain(s), held);
+	pass_on(s, fabric->drain(s), held);
 	pthread_mutex_lock(&s->ctl_lock);
 	fabric->offer_settle(s);
 	pthread_mutex_unlock(&s->ctl_lock);
@@ -173,10 +140,10 @@ static void arm(struct sl_sock *s, int held, struct futex_set *fs)
 		sl_lock(&s->rx_lock);
 		sl_ring_rx_publish(&s->rx);
 		sl_unlock(&s->rx_lock);
-		arm_word(s, &s->peer_ctl->wake_on_data, fs);
+		atomic_store_explicit(&s->peer_ctl->wake_on_data, 1, memory_order_relaxed);
 	}
 	if (held & SL_DIR_SPACE)
-		arm_word(s, &s->peer_ctl->wake_on_space, fs);
+		atomic_store_explicit(&s->peer_ctl->wake_on_space, 1, memory_order_relaxed);
 }
 
 static void disarm(struct sl_sock *s, int held)
@@ -265,61 +232,6 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 	return ready;
 }
 
-/* Can this sleep be a futex sleep on the armed words?  Only on a fabric
- * whose words both ends map, for a set of accelerated connections alone (a
- * kernel descriptor needs poll), without a ppoll signal mask (a futex cannot
- * swap it in atomically), each with every direction it waits for held (a
- * direction only watched is woken through the bell). */
-static bool futex_sleep_fits(struct pollfd *fds, nfds_t n, struct sl_sock **socks, const int *held)
-{
-	int words = 0;
-
-	if (!sl_fabric()->sleep_on_arm_words || wait_sigmask)
-		return false;
-	for (nfds_t i = 0; i < n; i++) {
-		int dirs = dirs_of(fds[i].events);
-
-		if (fds[i].fd < 0)
-			continue;
-		if (!socks[i] || !dirs || held[i] != dirs)
-			return false;
-		words += __builtin_popcount((unsigned)dirs);
-	}
-	return sl_futex_fits(words);
-}
-
-/* Step 5 on the armed words: sleep until a stimulus, a local wake-up or a
- * signal, at most timeout_ms (-1: none).  The kernel sockets are looked at
- * when the sleep timed out: a liveness check every sl_liveness_check_ms finds a
- * peer that died without closing.  Returns the ready kernel entries (0) or
- * -1 (EINTR). */
-static int futex_sleep(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds,
-		       const struct futex_set *fs, int timeout_ms)
-{
-	int r;
-
-	if (timeout_ms < 0 || timeout_ms > sl_liveness_check_ms)
-		timeout_ms = sl_liveness_check_ms;
-	for (int i = 0; i < fs->n; i++)
-		if (i == 0 || fs->sock[i] != fs->sock[i - 1])
-			atomic_fetch_add_explicit(&fs->sock[i]->ctr->sleeps, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&sl_totals.futex_sleeps, 1, memory_order_relaxed);
-	r = sl_futex_wait(fs->word, fs->armed, fs->n, timeout_ms);
-	if (r >= 0 && r < fs->n) {
-		atomic_fetch_add_explicit(&fs->sock[r]->ctr->wakeups, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&sl_totals.wakeups, 1, memory_order_relaxed);
-		return 0;
-	}
-	if (r >= 0 || errno == EAGAIN)
-		return 0; /* woken before we slept: the caller re-checks */
-	if (errno == EINTR)
-		return -1;
-	/* ETIMEDOUT, or futex_waitv refused (ENOSYS: later sleeps use poll):
-	 * what poll would have seen on the kernel sockets, without waiting. */
-	return kernel_poll(fds, n, socks, kfds, 0, false);
-}
-
 /* A peer that publishes unfenced (barrier.h) needs our membarrier before the
  * re-check, when we sleep for its data. */
 static bool need_remote_barrier(struct sl_sock **socks, nfds_t n, const int *held)
@@ -362,7 +274,6 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 		return -1;
 	}
 	for (;;) {
-		struct futex_set fset = { .n = 0 }, *fs;
 		bool capped = false, stall = false;
 
 		for (nfds_t i = 0; i < n; i++) {
@@ -373,19 +284,15 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 			else
 				h[i] = hold(socks[i], dirs_of(fds[i].events), false, -1);
 			/* Shared with a forked process, whose sleeper may drain
-			 * a wake-up meant for ours (or, on the futex, disarm
-			 * the word ours armed too): never sleep long. */
+			 * a wake-up meant for ours: never sleep long. */
 			capped |= h[i] != dirs_of(fds[i].events) || sl_side_shared(socks[i]);
 			/* Our offer out: a refusal or the deadline must be seen. */
 			capped |= sl_agree_pending(socks[i]);
 			/* Our bytes unread in its ring: the peer's progress must be
 			 * seen (stall.c). */
 			stall |= sl_stall_watch(socks[i]);
+			arm(socks[i], h[i]);
 		}
-		fs = futex_sleep_fits(fds, n, socks, h) ? &fset : NULL;
-		for (nfds_t i = 0; i < n; i++)
-			if (socks[i])
-				arm(socks[i], h[i], fs);
 		for (nfds_t i = 0; i < n; i++)
 			if (socks[i])
 				sl_fabric()->flush_remote(socks[i]);
@@ -402,10 +309,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 				timeout = SHARED_WAIT_CAP_MS;
 			if (stall && (timeout < 0 || timeout > SL_STALL_CHECK_MS))
 				timeout = SL_STALL_CHECK_MS;
-			if (fs)
-				kready = futex_sleep(fds, n, socks, kfds, fs, timeout);
-			else
-				kready = kernel_poll(fds, n, socks, kfds, timeout, true);
+			kready = kernel_poll(fds, n, socks, kfds, timeout, true);
 		}
 		for (nfds_t i = 0; i < n; i++) {
 			if (!socks[i])
@@ -477,10 +381,6 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	for (nfds_t i = 0; i < n; i++)
 		fds[i].revents = 0;
 	ready = scan(fds, n, socks);
-	/* A blocking recv or send (sl_wait) that found its answer: it will
-	 * sleep, and so look at the kernel socket, when nothing is ready. */
-	if (ready && held_by_caller)
-		return ready;
 	if (ready || timeout_ms == 0) {
 		/* Not sleeping, so look at the kernel sockets here: an event loop
 		 * that never blocks must still learn that a peer died. */

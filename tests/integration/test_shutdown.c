@@ -1,5 +1,5 @@
 /* test_shutdown.c — ending a connection: SHUT_WR/SHUT_RD/SHUT_RDWR (EOF, half-close,
- * waking a blocked reader, the peer's or a thread of our own), close with data still in flight or before accept, and
+ * waking a blocked reader), close with data still in flight or before accept, and
  * EPIPE/SIGPIPE with and without MSG_NOSIGNAL, accelerated and kernel fallback. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -9,11 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <pthread.h>
-
 #include "cr_helpers.h"
-#include "sock.h"    /* sl_totals */
-#include "testing.h" /* sl_liveness_check_ms */
 #include "testutil.h"
 
 struct io_arg {
@@ -82,9 +78,6 @@ Test(io, shutdown_wr_wakes_blocked_reader, .timeout = 60)
 	char st[128];
 
 	tu_watchdog(50, "SHUT_WR wake-up");
-	/* Woken by the stimulus, not found by a liveness check (forked: the
-	 * reader inherits it). */
-	sl_liveness_check_ms = 3600 * 1000;
 	cr_assert_eq(tu_sync_init(&a.sync), 0);
 	l = tu_listen(AF_INET, 4, &a.port);
 	cr_assert_geq(l, 0);
@@ -98,43 +91,6 @@ Test(io, shutdown_wr_wakes_blocked_reader, .timeout = 60)
 	cr_assert(tu_exited_with(&child, 0), "reader %s\n%s", tu_status_str(&child, st, sizeof(st)), child.output);
 	scilan_close(s);
 	scilan_close(l);
-}
-
-static void *recv_one(void *p)
-{
-	int *fd_ret = p;
-	char b;
-
-	fd_ret[1] = (int)scilan_recv(fd_ret[0], &b, 1, 0);
-	return NULL;
-}
-
-/* shutdown(SHUT_RD) by another thread of ours ends a recv asleep on the
- * futex: the local wake-up changes the armed word (a nudge) and wakes it. */
-Test(io, shutdown_rd_wakes_own_futex_sleeper, .timeout = 60)
-{
-	uint64_t slept;
-	pthread_t t;
-	int c, s, fd_ret[2];
-
-	/* Only the nudge can end the sleep: without it, the watchdog fires. */
-	tu_watchdog(50, "SHUT_RD from another thread while recv sleeps");
-	sl_liveness_check_ms = 3600 * 1000;
-	pair_or_die(0, 0, &c, &s);
-	cr_assert_eq(tu_set_poll_us(s, 0), 0);
-	slept = atomic_load(&sl_totals.futex_sleeps);
-	fd_ret[0] = s;
-	fd_ret[1] = -2;
-	cr_assert_eq(pthread_create(&t, NULL, recv_one, fd_ret), 0);
-	/* Until it sleeps: the test is about the sleeper, not the re-check. */
-	while (atomic_load(&sl_totals.futex_sleeps) == slept)
-		tu_sleep_ms(1);
-	tu_sleep_ms(20);
-	cr_assert_eq(scilan_shutdown(s, SHUT_RD), 0, "shutdown: %s", strerror(errno));
-	pthread_join(t, NULL);
-	cr_assert_eq(fd_ret[1], 0, "recv after SHUT_RD returned %d, want 0", fd_ret[1]);
-	scilan_close(c);
-	scilan_close(s);
 }
 
 Test(io, shutdown_rd, .timeout = 30)

@@ -1,8 +1,6 @@
 /* test_wakeup_stress.c — lost-wake-up stress: interrupt-mode ping-pong to
- * SCILAN_STRESS_HANDOFFS real sleeps (1,000,000; 20,000 sanitized) on each sleep
- * primitive (the futex of a recv or of a poll over connections only, the bell of a poll
- * that also watches a pipe), mixed/hybrid spin, full-ring sender sleeps one-way and
- * duplex; 10 s without progress fails the test. */
+ * SCILAN_STRESS_HANDOFFS real sleeps (1,000,000; 20,000 sanitized), mixed/hybrid spin,
+ * full-ring sender sleeps one-way and duplex; 10 s without progress fails the test. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
@@ -13,7 +11,6 @@
 #include <unistd.h>
 
 #include "sock.h" /* sl_totals: how often this process really slept */
-#include "testing.h" /* sl_liveness_check_ms */
 #include "testutil.h"
 
 #define STALL_SECS 10
@@ -23,16 +20,8 @@ static uint64_t handoffs(void)
 	return tu_env_u64("SCILAN_STRESS_HANDOFFS", tu_scaled(1000000, 20000));
 }
 
-/* How a ping-pong side waits for the next message before its recv. */
-enum wait_mode {
-	WAIT_RECV,      /* a blocking recv: one futex word */
-	WAIT_POLL_CONNS,/* scilan_poll over this and a second, idle connection: futex_waitv */
-	WAIT_POLL_PIPE, /* scilan_poll over this connection and a pipe: the bell and poll(2) */
-};
-
 struct stress_arg {
 	uint16_t port;
-	enum wait_mode mode;
 	uint64_t bytes;       /* full-ring runs */
 	int child_poll_us;
 	int child_rcvbuf;
@@ -40,7 +29,6 @@ struct stress_arg {
 	struct tu_sync sync;
 	_Atomic uint64_t progress;     /* messages or bytes so far (shared memory) */
 	_Atomic uint64_t child_sleeps; /* the child's sleeps in the library */
-	_Atomic uint64_t child_futex_sleeps; /* of which on the futex */
 	_Atomic uint64_t rounds_done;  /* pings the parent sent */
 };
 
@@ -71,87 +59,26 @@ static void finish(struct stress_arg *a, struct tu_child *child, const char *wha
 
 /* ---- ping-pong ----------------------------------------------------------------------- */
 
-/* Descriptors a side watches beside its connection (wait_mode). */
-struct watch {
-	int fd, idle_peer;  /* second connection (ours, and its other end), or -1 */
-	int pipe[2];
-};
-
-static int watch_open(struct watch *w, enum wait_mode mode, uint16_t port, bool accepting, int listener)
-{
-	w->fd = w->idle_peer = w->pipe[0] = w->pipe[1] = -1;
-	if (mode == WAIT_POLL_PIPE)
-		return pipe(w->pipe);
-	if (mode != WAIT_POLL_CONNS)
-		return 0;
-	/* The idle connection's other end is the peer process's: the child
-	 * connects a second time, the parent accepts it. */
-	w->fd = accepting ? tu_accept(listener) : tu_connect(AF_INET, port);
-	return w->fd >= 0 && tu_accelerated(w->fd) == 1 ? 0 : -1;
-}
-
-static void watch_close(struct watch *w)
-{
-	if (w->fd >= 0)
-		scilan_close(w->fd);
-	for (int i = 0; i < 2; i++)
-		if (w->pipe[i] >= 0)
-			close(w->pipe[i]);
-}
-
-/* Wait as the mode says until fd is readable (or the poll fails). */
-static void wait_readable(int fd, enum wait_mode mode, const struct watch *w)
-{
-	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
-			       { .fd = mode == WAIT_POLL_PIPE ? w->pipe[0] : w->fd, .events = POLLIN } };
-
-	if (mode == WAIT_RECV)
-		return;
-	while (scilan_poll(p, 2, -1) < 0 && errno == EINTR) {
-	}
-}
-
-/* A futex sleep looks at the kernel socket every 200 ms and re-checks the
- * ring then: a lost wake-up would cost 200 ms, not a stall.  An hour here
- * (inherited by the child) makes it a stall again, which the test sees. */
-static void no_liveness_rescue(void)
-{
-	sl_liveness_check_ms = 3600 * 1000;
-}
-
-static uint64_t futex_sleeps(void)
-{
-	return atomic_load_explicit(&sl_totals.futex_sleeps, memory_order_relaxed);
-}
-
 /* The child answers every ping until EOF and publishes how often it slept
  * (its sl_totals.sleeps) in shared memory. */
 static int pong_child(void *p)
 {
 	struct stress_arg *a = p;
-	uint64_t base = atomic_load(&sl_totals.sleeps), fbase = futex_sleeps(), i = 0;
+	uint64_t base = atomic_load(&sl_totals.sleeps), i = 0;
 	unsigned char b;
 	int fd = tu_connect(AF_INET, a->port);
-	struct watch w;
 
 	TU_CHECK(fd >= 0, "connect");
 	TU_CHECK(tu_accelerated(fd) == 1, "not accelerated");
 	TU_CHECK(tu_set_poll_us(fd, a->child_poll_us) == 0, "poll_us");
-	TU_CHECK(watch_open(&w, a->mode, a->port, false, -1) == 0, "second connection or pipe");
-	if (w.fd >= 0)
-		TU_CHECK(tu_set_poll_us(w.fd, a->child_poll_us) == 0, "poll_us");
 	for (;; i++) {
-		ssize_t n;
-
-		wait_readable(fd, a->mode, &w);
-		n = scilan_recv(fd, &b, 1, 0);
+		ssize_t n = scilan_recv(fd, &b, 1, 0);
 
 		if (n == 0)
 			break;
 		TU_CHECK(n == 1, "recv of ping %llu returned %zd", (unsigned long long)i, n);
 		TU_CHECK(b == (unsigned char)i, "ping %llu carried %u", (unsigned long long)i, b);
 		TU_CHECK(scilan_send(fd, &b, 1, 0) == 1, "send of pong %llu", (unsigned long long)i);
-		atomic_store_explicit(&a->child_futex_sleeps, futex_sleeps() - fbase, memory_order_relaxed);
 		atomic_store_explicit(&a->child_sleeps,
 				      atomic_load_explicit(&sl_totals.sleeps, memory_order_relaxed) - base,
 				      memory_order_relaxed);
@@ -159,26 +86,21 @@ static int pong_child(void *p)
 	TU_CHECK(i == atomic_load(&a->rounds_done), "EOF after %llu pings, parent sent %llu", (unsigned long long)i,
 		 (unsigned long long)atomic_load(&a->rounds_done));
 	TU_CHECK(scilan_close(fd) == 0, "close");
-	watch_close(&w);
 	return 0;
 }
 
 /* Ping-pong one byte until `target` hand-offs: when count_sleeps, a hand-off
  * is a real sleep of either side that the other side's message ended (both
  * processes count their sleeps); otherwise it is a message. */
-static void pingpong_on(enum wait_mode mode, int parent_poll_us, int child_poll_us, uint64_t target, bool count_sleeps,
-			const char *what)
+static void pingpong(int parent_poll_us, int child_poll_us, uint64_t target, bool count_sleeps, const char *what)
 {
 	struct stress_arg *a = new_arg();
 	struct tu_child child;
-	struct watch w;
 	unsigned char b;
-	uint64_t sleeps_before, futex_before, slept = 0, i;
+	uint64_t sleeps_before, slept = 0, i;
 	int l, s;
 
-	no_liveness_rescue();
 	a->child_poll_us = child_poll_us;
-	a->mode = mode;
 	l = tu_listen(AF_INET, 4, &a->port);
 	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
 	cr_assert_eq(tu_spawn(&child, pong_child, a), 0);
@@ -186,11 +108,7 @@ static void pingpong_on(enum wait_mode mode, int parent_poll_us, int child_poll_
 	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
 	cr_assert_eq(tu_accelerated(s), 1);
 	cr_assert_eq(tu_set_poll_us(s, parent_poll_us), 0);
-	cr_assert_eq(watch_open(&w, mode, a->port, true, l), 0, "second connection or pipe: %s", strerror(errno));
-	if (w.fd >= 0)
-		cr_assert_eq(tu_set_poll_us(w.fd, parent_poll_us), 0);
 	sleeps_before = atomic_load(&sl_totals.sleeps);
-	futex_before = futex_sleeps();
 	tu_progress_start(&a->progress, STALL_SECS, what);
 	for (i = 0;; i++) {
 		ssize_t n;
@@ -202,7 +120,6 @@ static void pingpong_on(enum wait_mode mode, int parent_poll_us, int child_poll_
 		b = (unsigned char)i;
 		if (scilan_send(s, &b, 1, 0) != 1)
 			break;
-		wait_readable(s, mode, &w);
 		n = scilan_recv(s, &b, 1, 0);
 		if (n != 1 || b != (unsigned char)i) {
 			if (!tu_progress_fired())
@@ -231,21 +148,8 @@ static void pingpong_on(enum wait_mode mode, int parent_poll_us, int child_poll_
 			  child.output);
 	}
 	slept = atomic_load(&sl_totals.sleeps) - sleeps_before;
-	cr_log_info("%s: %llu round trips; sleep/wake hand-offs: here %llu, peer %llu (on the futex: %llu, %llu)", what,
-		    (unsigned long long)i, (unsigned long long)slept, (unsigned long long)atomic_load(&a->child_sleeps),
-		    (unsigned long long)(futex_sleeps() - futex_before),
-		    (unsigned long long)atomic_load(&a->child_futex_sleeps));
-	/* Each side slept on the primitive its mode stands for, every time:
-	 * shm sleeps over connections alone are futex sleeps. */
-	if (mode == WAIT_POLL_PIPE) {
-		cr_assert_eq(futex_sleeps() - futex_before, 0, "%s: a poll with a pipe slept on the futex", what);
-		cr_assert_eq(atomic_load(&a->child_futex_sleeps), 0, "%s: the peer slept on the futex", what);
-	} else {
-		cr_assert_eq(futex_sleeps() - futex_before, slept, "%s: not every sleep here was on the futex", what);
-		cr_assert_eq(atomic_load(&a->child_futex_sleeps), atomic_load(&a->child_sleeps),
-			     "%s: not every sleep of the peer was on the futex", what);
-	}
-	watch_close(&w);
+	cr_log_info("%s: %llu round trips; sleep/wake hand-offs: here %llu, peer %llu", what, (unsigned long long)i,
+		    (unsigned long long)slept, (unsigned long long)atomic_load(&a->child_sleeps));
 	if (count_sleeps)
 		cr_assert_geq(slept + atomic_load(&a->child_sleeps), target, "%s: stopped early", what);
 	else
@@ -255,30 +159,11 @@ static void pingpong_on(enum wait_mode mode, int parent_poll_us, int child_poll_
 	scilan_close(l);
 }
 
-static void pingpong(int parent_poll_us, int child_poll_us, uint64_t target, bool count_sleeps, const char *what)
-{
-	pingpong_on(WAIT_RECV, parent_poll_us, child_poll_us, target, count_sleeps, what);
-}
-
 /* Pure interrupt mode on both sides: SCILAN_STRESS_HANDOFFS real sleep/wake
- * hand-offs (sleeps of either side, counted by the library), each a futex
- * sleep of a blocking recv. */
+ * hand-offs (sleeps of either side, counted by the library). */
 Test(wakeup, pingpong_interrupt_mode)
 {
 	pingpong(0, 0, handoffs(), true, "interrupt-mode ping-pong");
-}
-
-/* The same through scilan_poll over two connections (one sleep on two
- * futex words), and over a connection and a pipe (the bell: the path the
- * device fabric's doorbell shares); a tenth as many hand-offs each. */
-Test(wakeup, pingpong_interrupt_poll_connections)
-{
-	pingpong_on(WAIT_POLL_CONNS, 0, 0, handoffs() / 10, true, "interrupt-mode ping-pong, poll over two connections");
-}
-
-Test(wakeup, pingpong_interrupt_poll_with_pipe)
-{
-	pingpong_on(WAIT_POLL_PIPE, 0, 0, handoffs() / 10, true, "interrupt-mode ping-pong, poll with a pipe (bell)");
 }
 
 /* One side spins 1 us before sleeping, the other is in interrupt mode: the
@@ -415,7 +300,6 @@ static void full_ring(bool duplex, int parent_poll_us, int child_poll_us, const 
 	uint64_t v;
 	int l, s, rc = 0;
 
-	no_liveness_rescue();
 	a->bytes = tu_scaled(64ull << 20, 4ull << 20);
 	a->child_rcvbuf = 4096;
 	a->child_poll_us = child_poll_us;

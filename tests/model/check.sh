@@ -32,11 +32,6 @@ MODEL=set_queue.pml check set_queue zero
 MODEL=set_queue.pml check set_queue_no_tx_fence nonzero -DNO_TX_FENCE
 MODEL=set_queue.pml check set_queue_armed_first nonzero -DARMED_FIRST
 MODEL=set_queue.pml check set_queue_look_first nonzero -DLOOK_FIRST
-check futex zero -DFUTEX
-check futex_no_sender_fence nonzero -DFUTEX -DNO_TX_FENCE
-check futex_no_compare nonzero -DFUTEX -DNO_FUTEX_COMPARE
-check futex_membarrier zero -DFUTEX -DMEMBARRIER
-check futex_membarrier_not_called nonzero -DFUTEX -DMEMBARRIER -DNO_MEMBARRIER
 MODEL=biased_lock.pml check biased_lock zero
 MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"

@@ -7,29 +7,16 @@
  * -DMEMBARRIER models the asymmetric variant (barrier.c): the sender publishes
  * with no fence and the receiver's membarrier drains the sender's store
  * buffer before its re-check; -DNO_MEMBARRIER then drops that call.
- * -DFUTEX models the shm sleep on the arm word itself: the receiver arms
- * with a locked OR of SL_ARM_FUTEX (2) and sleeps in FUTEX_WAIT while the
- * word still holds what it armed (compared and queued atomically under the
- * kernel's bucket lock); the sender exchanges the word to 0, then, as a
- * separate step, FUTEX_WAKEs.  -DNO_FUTEX_COMPARE sleeps without the
- * comparison (a wake before the wait is lost), which must fail.
  */
 #define N 3
 
-#ifdef FUTEX
-#define ARMED 2                    /* SL_ARM_FUTEX */
-#else
-#define ARMED 1                    /* SL_ARM_BELL */
-#endif
-
 byte idx_mem = 0;          /* ring write index, as memory holds it */
-byte arm_mem = 0;          /* wake_on_data in the sender's area */
-byte doorbell = 0;         /* wake-up bytes queued in the bell */
-bit waiting = 0;           /* the receiver is queued in FUTEX_WAIT */
+bit arm_mem = 0;           /* wake_on_data in the sender's area */
+byte doorbell = 0;         /* wake-up bytes queued in the kernel socket */
 byte consumed = 0;
 
 chan sender_stores = [2] of { byte };   /* sender's pending idx stores */
-chan receiver_stores = [2] of { byte }; /* receiver's pending arm stores */
+chan receiver_stores = [2] of { bit };  /* receiver's pending arm stores */
 
 active proctype store_buffers()
 {
@@ -43,27 +30,21 @@ active proctype sender()
 {
 	byte k = 1;
 
-	byte armed;
-
 	do
 	:: k <= N ->
 		sender_stores ! k;                 /* publish the new write index */
 #if !defined(NO_TX_FENCE) && !defined(MEMBARRIER)
 		empty(sender_stores);              /* mfence (xchg) */
 #endif
-		armed = 0;
 		if
-		:: arm_mem != 0 ->                 /* plain load of the arm word */
+		:: arm_mem == 1 ->                 /* plain load of the arm word */
 			atomic {                   /* xchg: a locked op is SC */
 				empty(sender_stores);
-				armed = arm_mem;
-				arm_mem = 0
+				if
+				:: arm_mem == 1 -> arm_mem = 0; doorbell++
+				:: else -> skip
+				fi
 			}
-		:: else -> skip
-		fi;
-		if                                 /* the stimulus the arm asked for */
-		:: armed == 1 -> doorbell++
-		:: armed == 2 -> waiting = 0       /* FUTEX_WAKE: every waiter queued now */
 		:: else -> skip
 		fi;
 		k++
@@ -79,15 +60,8 @@ active proctype receiver()
 		if
 		:: idx_mem > consumed -> consumed = idx_mem
 		:: else ->
-#ifdef FUTEX
-			atomic {                   /* lock or: drains our buffer, SC */
-				empty(receiver_stores);
-				arm_mem = arm_mem | ARMED
-			}
-#else
 			doorbell = 0;              /* drain stale wake-ups */
-			receiver_stores ! ARMED;   /* arm */
-#endif
+			receiver_stores ! 1;       /* arm */
 #ifndef NO_RX_FENCE
 			empty(receiver_stores);    /* mfence (read-back on NTB) */
 #endif
@@ -99,22 +73,8 @@ active proctype receiver()
 				receiver_stores ! 0;
 				consumed = idx_mem
 			:: else ->
-#ifdef FUTEX
-				atomic {           /* FUTEX_WAIT(word, armed value) */
-#ifdef NO_FUTEX_COMPARE
-					waiting = 1
-#else
-					if
-					:: arm_mem == ARMED -> waiting = 1
-					:: else -> skip    /* EAGAIN: already woken */
-					fi
-#endif
-				}
-				waiting == 0;      /* sleep until FUTEX_WAKE */
-#else
 				doorbell > 0;      /* sleep until the wake-up byte */
 				doorbell--;
-#endif
 				receiver_stores ! 0
 			fi
 		fi
