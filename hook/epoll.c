@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "epoll_set.h"
 #include "hook.h"
@@ -45,21 +46,13 @@ bool hk_epoll_known(int fd)
 	return atomic_load_explicit(&open_sets, memory_order_relaxed) && set_of(fd);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static int left_ms(int64_t deadline)
 {
 	int64_t left;
 
 	if (deadline < 0)
 		return -1;
-	left = deadline - now_ms();
+	left = deadline - sl_mono_ms();
 	return left > 0 ? (int)left : 0;
 }
 
@@ -582,7 +575,7 @@ static int collect(struct epset *set, const struct plan *p, struct epoll_event *
 static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int max, int timeout,
 		    const sigset_t *mask)
 {
-	int64_t deadline = timeout < 0 ? -1 : now_ms() + timeout;
+	int64_t deadline = timeout < 0 ? -1 : sl_mono_ms() + timeout;
 	struct plan p = { 0 };
 	struct ticket t = { 0 };
 	bool retried = false;
@@ -594,7 +587,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 
 		pthread_mutex_lock(&set->lock);
 		emulated = reconcile(epfd, set);
-		got = hk_evq_collect(set, evs, max, now_ms());
+		got = hk_evq_collect(set, evs, max, sl_mono_ms());
 		if (!got && left != 0 && !emulated && set->settled && set->nqueued && !set->forked) {
 			bool hit;
 
@@ -602,7 +595,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			hit = hk_evq_spin(set, epfd, left);
 			pthread_mutex_lock(&set->lock);
 			if (hit)
-				got = hk_evq_collect(set, evs, max, now_ms());
+				got = hk_evq_collect(set, evs, max, sl_mono_ms());
 		}
 		/* A member that left the queue gets its place before any sleep. */
 		sleep_ms = got || !set->settled ? 0 : left;
@@ -611,7 +604,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			armed = hk_evq_arm(set);
 			if (armed == 0)
 				sleep_ms = 0;
-			sleep_ms = hk_evq_cap(set, sleep_ms, now_ms());
+			sleep_ms = hk_evq_cap(set, sleep_ms, sl_mono_ms());
 		}
 		if (!emulated) {
 			r = 0;
@@ -628,7 +621,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 
 				got += hk_evq_strip(set, evs + got, r, &woken);
 				if (!looked && got < max)
-					got += hk_evq_collect(set, evs + got, max - got, now_ms());
+					got += hk_evq_collect(set, evs + got, max - got, sl_mono_ms());
 			}
 		} else {
 			p.n = 0;
@@ -649,7 +642,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 
 				got += collect(set, &p, evs + got, max - got);
 				if (!looked && got < max)
-					got += hk_evq_collect(set, evs + got, max - got, now_ms());
+					got += hk_evq_collect(set, evs + got, max - got, sl_mono_ms());
 				if ((p.pfds[0].revents & POLLIN) && got < max) {
 					r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
 					if (r > 0)
@@ -761,7 +754,7 @@ void hk_epoll_before_exec(void)
  * plan; the set's entry is ready when any part of it is. */
 int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ms() + timeout_ms;
 	struct plan p = { 0 };
 	int r, ready = 0;
 	bool nested = false;

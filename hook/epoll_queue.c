@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "epoll_set.h"
 #include "fabric.h"
@@ -26,14 +27,6 @@
  * member (4,096 members: every 10 s, 0.2 ms of CPU per second). */
 #define SWEEP_MS 1000
 #define SWEEP_US_PER_MEMBER 2500
-
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 static struct member *member_at(struct epset *set, uint32_t q)
 {
@@ -341,7 +334,7 @@ int hk_evq_cap(struct epset *set, int left, int64_t now_ms)
 
 bool hk_evq_spin(struct epset *set, int epfd, int left)
 {
-	int64_t start = mono_ns(), end, next_kernel = start + SPIN_KERNEL_NS;
+	int64_t start = sl_mono_ns(), end, next_kernel = start + SPIN_KERNEL_NS;
 	uint32_t learnt = 0;
 	bool yield = false, found = false;
 	int us = set->poll_us;
@@ -363,7 +356,7 @@ bool hk_evq_spin(struct epset *set, int epfd, int left)
 		else
 			__builtin_ia32_pause();
 		if ((yield && iter > 64) || (iter & 15) == 0) {
-			int64_t now = mono_ns();
+			int64_t now = sl_mono_ns();
 			struct pollfd pf = { .fd = epfd, .events = POLLIN };
 
 			if (now >= end)
@@ -378,7 +371,7 @@ bool hk_evq_spin(struct epset *set, int epfd, int left)
 		}
 	}
 	if (learnt)
-		sl_spin_note(&set->spin_learn, learnt, found, mono_ns() - start);
+		sl_spin_note(&set->spin_learn, learnt, found, sl_mono_ns() - start);
 	return found;
 }
 

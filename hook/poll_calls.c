@@ -8,6 +8,7 @@
 #include <sys/select.h>
 #include <time.h>
 
+#include "clock.h"
 #include "hook.h"
 #include "scilan.h"
 #include "sock.h"
@@ -152,14 +153,6 @@ static bool sets_emulated(int nfds, fd_set *rd, fd_set *wr, fd_set *ex)
 	return false;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 HK_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
 	int ms = -1, r;
@@ -175,11 +168,11 @@ HK_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeva
 		}
 		ms = (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000);
 	}
-	start = mono_ms();
+	start = sl_mono_ms();
 	r = select_via_poll(nfds, rd, wr, ex, ms, NULL);
 	if (tv) {
 		/* Linux writes back the time left. */
-		int64_t left = ms - (mono_ms() - start);
+		int64_t left = ms - (sl_mono_ms() - start);
 
 		if (left < 0)
 			left = 0;

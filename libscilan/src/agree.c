@@ -3,6 +3,7 @@
  * revokes an offer nobody took, and moves the connection to kernel TCP with
  * every byte it wrote into the ring nobody read.
  */
+#include "clock.h"
 #include "agree.h"
 
 #include <errno.h>
@@ -21,18 +22,10 @@
  * at most this long before giving the connection up as reset. */
 #define OTHER_FLUSH_WAIT_MS 10000
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void sl_agree_start(struct sl_sock *s, _Atomic uint32_t *word)
 {
 	s->offer_word = word;
-	s->agree_deadline_ns = now_ns() + (int64_t)SL_AGREE_WAIT_MS * 1000000;
+	s->agree_deadline_ns = sl_mono_ns() + (int64_t)SL_AGREE_WAIT_MS * 1000000;
 	atomic_store(&s->fell_back, false);
 	atomic_store_explicit(&s->agree, SL_AGREE_PENDING, memory_order_release);
 }
@@ -55,7 +48,7 @@ static bool due(struct sl_sock *s, enum sl_agree_mode mode)
 {
 	if (mode == SL_AGREE_FORCE)
 		return true;
-	if ((atomic_load(&s->agree) & SL_AGREE_STIRRED) || now_ns() >= s->agree_deadline_ns)
+	if ((atomic_load(&s->agree) & SL_AGREE_STIRRED) || sl_mono_ns() >= s->agree_deadline_ns)
 		return true;
 	return mode == SL_AGREE_WAIT && kernel_readable(s);
 }

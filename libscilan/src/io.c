@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "clock.h"
 #include "agree.h"
 #include "conn.h"
 #include "evq.h"
@@ -36,14 +37,6 @@ static bool nonblocking(struct sl_sock *s, int flags)
 	fl = sl_sys.fcntl(s->fd, F_GETFL);
 	atomic_store_explicit(&s->nonblock_hint, fl >= 0 && (fl & O_NONBLOCK), memory_order_relaxed);
 	return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
 /* A wait whose spin is learnt (spin_policy.c): what the sleep after a spin
@@ -76,7 +69,7 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 		if (w->budget_ns == 0) {
 			/* A syscall follows anyway: the clock is cheap beside it,
 			 * and the sleep is timed from here. */
-			w->began = mono_ns();
+			w->began = sl_mono_ns();
 			sl_cpus_contended(w->began);
 			return false;
 		}
@@ -86,7 +79,7 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 		if (changed(s, seen)) {
 			/* Within the first clock interval the wait counts as 0. */
 			if (poll_us < 0)
-				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, w->began ? mono_ns() - w->began : 0);
+				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, w->began ? sl_mono_ns() - w->began : 0);
 			return true;
 		}
 		/* Contended: a peer running on another CPU answers within the
@@ -100,7 +93,7 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 		 * or every 4 yields (a syscall each). */
 		if (i % (yield && i > 64 ? 4 : 64))
 			continue;
-		t = mono_ns();
+		t = sl_mono_ns();
 		if (!end && poll_us < 0) {
 			/* Timed from here: a microsecond late, which the learning
 			 * does not mind. */
@@ -119,7 +112,7 @@ static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct s
 static void slept(struct sl_sock *s, const struct spin_wait *w)
 {
 	if (w->began)
-		sl_spin_note(&s->spin_learn[w->dir], w->budget_ns, false, mono_ns() - w->began);
+		sl_spin_note(&s->spin_learn[w->dir], w->budget_ns, false, sl_mono_ns() - w->began);
 }
 
 static bool ended(struct sl_sock *s)

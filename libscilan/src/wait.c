@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "agree.h"
 #include "stall.h"
 #include "barrier.h"
@@ -27,14 +28,6 @@
 /* A direction another thread sleeps on is watched without being armed; its
  * token may be consumed by that thread first, so such sleeps are bounded. */
 #define SHARED_WAIT_CAP_MS 10
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int64_t realtime_ns(void)
 {
@@ -72,7 +65,7 @@ static int hold(struct sl_sock *s, int dirs, bool block, int64_t deadline)
 			pthread_mutex_lock(&s->sleep_lock[d]);
 		} else if (block) {
 			/* SO_RCVTIMEO/SO_SNDTIMEO also bound the wait for our turn. */
-			int64_t realtime = deadline - now_ns() + realtime_ns();
+			int64_t realtime = deadline - sl_mono_ns() + realtime_ns();
 
 			until.tv_sec = realtime / 1000000000;
 			until.tv_nsec = realtime % 1000000000;
@@ -176,7 +169,7 @@ static int remaining_ms(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	left = deadline - now_ns();
+	left = deadline - sl_mono_ns();
 	if (left <= 0)
 		return 0;
 	return (int)((left + 999999) / 1000000);
@@ -321,7 +314,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 		/* A peer that took nothing of ours for the bound while we waited:
 		 * kernel TCP from here (the caller redoes its call there). */
 		for (nfds_t i = 0; i < n && !ready && kready == 0; i++)
-			if (socks[i] && sl_stall_note(socks[i], now_ns()))
+			if (socks[i] && sl_stall_note(socks[i], sl_mono_ns()))
 				sl_stall_move(socks[i]);
 		if (kready < 0)
 			break;
@@ -371,7 +364,7 @@ static int64_t spin_budget(struct pollfd *fds, nfds_t n, struct sl_sock **socks,
 static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct sl_sock **socks,
 			    struct pollfd *kfds, bool spin, const int *held_by_caller)
 {
-	int64_t start = now_ns(), deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
+	int64_t start = sl_mono_ns(), deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
 	int64_t spin_end, spin_ns = 0;
 	_Atomic uint64_t *learn = NULL;
 	uint32_t learnt = 0;
@@ -401,7 +394,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
 
 			if (learn && learnt)
-				sl_spin_note(learn, learnt, true, now_ns() - start);
+				sl_spin_note(learn, learnt, true, sl_mono_ns() - start);
 			return kready < 0 ? -1 : ready + kready;
 		}
 		/* Contended: pause first, for a peer on another CPU; then hand
@@ -410,14 +403,14 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 			sched_yield();
 		else
 			__builtin_ia32_pause();
-		if (((yield && iter > 64) || (iter & 15) == 0) && now_ns() >= spin_end)
+		if (((yield && iter > 64) || (iter & 15) == 0) && sl_mono_ns() >= spin_end)
 			break;
 	}
 	/* The spin, forced or learnt, ends here; the sleep protocol below is
 	 * the same whatever the policy chose. */
 	ready = sleep_until_ready(fds, n, socks, kfds, deadline, held_by_caller);
 	if (learn && ready >= 0)
-		sl_spin_note(learn, learnt, false, now_ns() - start);
+		sl_spin_note(learn, learnt, false, sl_mono_ns() - start);
 	return ready;
 }
 
@@ -471,7 +464,7 @@ static bool progress_connects(const struct pollfd *fds, nfds_t n)
 
 int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ns() + (int64_t)timeout_ms * 1000000;
+	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ns() + (int64_t)timeout_ms * 1000000;
 	int r, slice;
 	bool fell_back;
 
@@ -551,7 +544,7 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	/* Threads of this process that wait on s in the same direction take
 	 * turns: each arm would otherwise race the others' drains. */
 	timeout = timeout_for(s, events);
-	deadline = timeout < 0 ? -1 : now_ns() + (int64_t)timeout * 1000000;
+	deadline = timeout < 0 ? -1 : sl_mono_ns() + (int64_t)timeout * 1000000;
 	held[0] = hold(s, dirs_of(events), true, deadline);
 	if (held[0] != dirs_of(events)) {
 		unhold(s, held[0]);
