@@ -1,6 +1,6 @@
 /* test_fallback.c — why a connection is kernel TCP: each situation the native
  * API can create (plain peers, no runtime directory, a bad map, the device
- * fabric, a revoked, refused or undecided offer, a non-dumpable client or a
+ * fabric, a revoked, refused, forged or undecided offer, a non-dumpable client or a
  * taken name where the listener has no rendezvous, descriptors exhausted, a
  * bypass) records its reason, which
  * SCILAN_STATS counts, SCILAN_LOG=info names, and `scilan_ctl stat --all
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -29,6 +30,7 @@
 
 #include "config.h"
 #include "registry.h"
+#include "rendezvous.h"
 #include "scilan.h"
 #include "shm_linger.h"
 #include "stats.h"
@@ -480,6 +482,52 @@ Test(fallback, plain_client_is_no_offer)
 	cr_assert_eq(tu_accelerated(s), 0);
 	expect_listed(s, "no-offer", "accept");
 	expect_counted("no-offer", 1);
+	scilan_close(s);
+	close(c);
+	scilan_close(l);
+}
+
+/* A plain client forges an offer through the listener's rendezvous for its
+ * own connection (accepted there: it owns the other end) with an unsealed
+ * file for a segment: refused as bad, the connection stays kernel TCP. */
+Test(fallback, forged_passed_offer_is_bad_offer)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sl_key dst = { .family = AF_INET, .addr = { 127, 0, 0, 1 } }, src = dst;
+	struct sockaddr_storage ss;
+	uint16_t port;
+	int l, c, s, conn, fds[SL_RDV_FDS], p[2];
+	socklen_t len;
+	char b;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(bind(c, (struct sockaddr *)&me, sizeof(me)), 0);
+	dst.port = port;
+	src.port = tu_local_port(c);
+	fds[0] = memfd_create("forged", MFD_CLOEXEC);
+	cr_assert_geq(fds[0], 0);
+	cr_assert_eq(ftruncate(fds[0], 1 << 20), 0);
+	cr_assert_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	fds[1] = p[0];
+	fds[2] = p[1];
+	conn = sl_rdv_connect(&dst);
+	cr_assert_geq(conn, 0, "rendezvous: %s", strerror(errno));
+	cr_assert_eq(sl_rdv_send(conn, &dst, &src, fds), 0, "send: %s", strerror(errno));
+	close(conn);
+	len = tu_loopback(AF_INET, port, &ss);
+	cr_assert_eq(connect(c, (struct sockaddr *)&ss, len), 0);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	cr_assert_eq(send(c, "q", 1, 0), 1);
+	cr_assert_eq(tu_recv_all(s, &b, 1), 1, "recv: %s", strerror(errno));
+	cr_assert_eq(b, 'q');
+	expect_listed(s, "bad-offer", "accept");
+	expect_counted("bad-offer", 1);
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		close(fds[i]);
 	scilan_close(s);
 	close(c);
 	scilan_close(l);
