@@ -1,10 +1,9 @@
 /* test_fallback.c — why a connection is kernel TCP: each situation the native
  * API can create (plain peers, no runtime directory, a bad map, the device
- * fabric, a revoked, refused, forged or undecided offer, a non-dumpable client or a
- * taken name where the listener has no rendezvous, descriptors exhausted, a
- * bypass) records its reason, which
- * SCILAN_STATS counts, SCILAN_LOG=info names, and `scilan_ctl stat --all
- * --json` lists.
+ * fabric, a revoked, refused, forged or undecided offer, a non-dumpable
+ * client or a taken name where the listener has no rendezvous, descriptors
+ * exhausted, a bypass) records its reason, which SCILAN_STATS counts,
+ * SCILAN_LOG=info names, and `scilan_ctl stat --all --json` lists.
  * The hook-only situations are in tests/hook/test_reasons.c. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
