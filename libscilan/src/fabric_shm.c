@@ -611,9 +611,19 @@ static void refuse(int fd, const struct stat *st, int bell_to_connector)
 static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, const char *who)
 {
 	struct sl_seg_header hdr;
-	uint32_t offered = SL_OFFER_OFFERED;
+	uint32_t offered = SL_OFFER_OFFERED, word = 0;
 	void *base;
 
+	/* Decided before we looked: a connector that closed revoked its offer,
+	 * and once it let go the pages of a queued offer were punched
+	 * (punch_unattached), so its header reads zero: withdrawn, not bad. */
+	if (pread(fd, &word, sizeof(word), SL_SEG_OFFER_OFF) == (ssize_t)sizeof(word) && word != SL_OFFER_OFFERED) {
+		sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
+		sl_fb_hint(SL_FB_REVOKED);
+		sl_sys.close(fd);
+		close_bells(s);
+		return 0;
+	}
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st->st_size)) {
 		sl_warn("segment offered by %s has a bad header; connection uses kernel TCP", who);
 		sl_fb_hint(SL_FB_BAD_OFFER);

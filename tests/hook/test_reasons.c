@@ -1,6 +1,6 @@
 /* test_reasons.c — why a connection is kernel TCP, for the situations only an
- * unmodified program under the hook creates (a plain or starved acceptor, a
- * non-dumpable client, io_uring, seccomp, exec of a static image): the
+ * unmodified program under the hook creates (a plain or starved acceptor,
+ * io_uring on either side, seccomp, exec of a static image): the
  * scenario's SCILAN_STATS lines count the reason, and SCILAN_LOG=info names
  * it in one line per fallback.  (The native-API situations: tests/integration/
  * test_fallback.c, which also checks scilan_ctl stat --all.) */
@@ -98,6 +98,9 @@ Test(reasons, exec_while_offered_undecided, .timeout = 120)
 }
 /* The client sends with io_uring after a hooked connect: the server leads. */
 Test(reasons, uring_client_bypass, .timeout = 120) { expect_reasons("agree", "uring_client", "bypass", NULL); }
+/* The acceptor reads through io_uring and never frees the ring: the client,
+ * blocked on space, moves the connection after its stall shows (stall.c). */
+Test(reasons, uring_reader_stalled, .timeout = 120) { expect_reasons("agree", "uring_reader", "stalled", NULL); }
 /* A forked holder confines itself with seccomp; its peer follows. */
 Test(reasons, seccomp_sandbox_and_peer_moved, .timeout = 120)
 {

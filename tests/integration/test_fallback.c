@@ -1,9 +1,9 @@
 /* test_fallback.c — why a connection is kernel TCP: each situation the native
  * API can create (plain peers, no runtime directory, a bad map, the device
- * fabric, a revoked, refused or undecided offer, a non-dumpable client, a
- * taken name, descriptors exhausted, a bypass) records its reason, which
- * SCILAN_STATS counts, SCILAN_LOG=info names, and `scilan_ctl stat --all
- * --json` lists.
+ * fabric, a revoked, refused, forged or undecided offer, a non-dumpable
+ * client or a taken name where the listener has no rendezvous, descriptors
+ * exhausted, a bypass) records its reason, which SCILAN_STATS counts,
+ * SCILAN_LOG=info names, and `scilan_ctl stat --all --json` lists.
  * The hook-only situations are in tests/hook/test_reasons.c. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
@@ -14,18 +14,22 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "registry.h"
+#include "rendezvous.h"
 #include "scilan.h"
 #include "shm_linger.h"
 #include "stats.h"
@@ -139,6 +143,29 @@ static void expect_accelerated_listed(int fd, const char *side)
 		  "accelerated fd %d: '%s'", fd, obj);
 }
 
+/* A hooked listener on 127.0.0.1 whose rendezvous name (rendezvous.c) a
+ * socket that does not listen holds first (*squat, to close): the listener
+ * gets no rendezvous, its connectors' connect there is refused, and they
+ * come by the registry, the offer file and /proc alone, as those of another
+ * network namespace of the node do. */
+static int listen_without_rendezvous(uint16_t *port, int *squat)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int l = scilan_socket(AF_INET, SOCK_STREAM, 0), n;
+
+	cr_assert_geq(l, 0);
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
+	*port = tu_local_port(l);
+	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv1/4-7f000001-%u", (unsigned)*port);
+	*squat = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(*squat, 0);
+	cr_assert_eq(bind(*squat, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n)),
+		     0, "rendezvous name of port %u: %s", (unsigned)*port, strerror(errno));
+	cr_assert_eq(scilan_listen(l, 4), 0, "listen: %s", strerror(errno));
+	return l;
+}
+
 /* ---- the connecting side ------------------------------------------------------------------ */
 
 Test(fallback, plain_listener_is_no_listener)
@@ -200,18 +227,19 @@ Test(fallback, close_before_accept_is_undecided)
 }
 
 /* The offer's FIFOs are gone when the acceptor looks (as if swept): it
- * refuses the offer, and the connecting side finds it refused. */
+ * refuses the offer, and the connecting side finds it refused.  Only an offer
+ * file names its FIFOs: one passed through the rendezvous carries them open. */
 Test(fallback, refused_offer_both_ends)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 300], b[1];
 	const char *rundir = tu_isolated_rundir();
 	struct dirent *de;
 	uint16_t port;
-	int l, c, s, gone = 0;
+	int l, c, s, squat, gone = 0;
 	DIR *d;
 
 	cr_assert_not_null(rundir);
-	l = tu_listen(AF_INET, 4, &port);
+	l = listen_without_rendezvous(&port, &squat);
 	c = tu_connect(AF_INET, port);
 	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
 	snprintf(dir, sizeof(dir), "%s/offer", rundir);
@@ -242,9 +270,11 @@ Test(fallback, refused_offer_both_ends)
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
+	close(squat);
 }
 
-/* Another connection's offer with the same 4-tuple still has its names. */
+/* Another connection's offer with the same 4-tuple still has its names, and
+ * the listener has no rendezvous to pass the offer through instead. */
 Test(fallback, offer_name_in_use_is_busy)
 {
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -253,10 +283,10 @@ Test(fallback, offer_name_in_use_is_busy)
 	char offer[SL_OFFER_PATH_SIZE], bell[SL_BELL_PATH_SIZE], suffix[48];
 	socklen_t len;
 	uint16_t port;
-	int l, c;
+	int l, c, squat;
 
 	cr_assert_not_null(tu_isolated_rundir());
-	l = tu_listen(AF_INET, 4, &port);
+	l = listen_without_rendezvous(&port, &squat);
 	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
 	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&me, sizeof(me)), 0);
 	memcpy(to.addr, &me.sin_addr, 4);
@@ -275,6 +305,7 @@ Test(fallback, offer_name_in_use_is_busy)
 	unlink(bell);
 	scilan_close(c);
 	scilan_close(l);
+	close(squat);
 }
 
 /* One descriptor left: the set-up's lookup gets it, its FIFOs do not. */
@@ -420,6 +451,8 @@ static pid_t connecting_child(uint16_t port, bool undumpable)
 	if (pid == 0) {
 		int c;
 
+		/* A failed assertion must not leave it paused forever. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (undumpable)
 			prctl(PR_SET_DUMPABLE, 0);
 		c = tu_connect(AF_INET, port);
@@ -453,13 +486,60 @@ Test(fallback, plain_client_is_no_offer)
 	scilan_close(l);
 }
 
-/* The listener could not be registered (its registry is not a directory). */
+/* A plain client forges an offer through the listener's rendezvous for its
+ * own connection (accepted there: it owns the other end) with an unsealed
+ * file for a segment: refused as bad, the connection stays kernel TCP. */
+Test(fallback, forged_passed_offer_is_bad_offer)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sl_key dst = { .family = AF_INET, .addr = { 127, 0, 0, 1 } }, src = dst;
+	struct sockaddr_storage ss;
+	uint16_t port;
+	int l, c, s, conn, fds[SL_RDV_FDS], p[2];
+	socklen_t len;
+	char b;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(bind(c, (struct sockaddr *)&me, sizeof(me)), 0);
+	dst.port = port;
+	src.port = tu_local_port(c);
+	fds[0] = memfd_create("forged", MFD_CLOEXEC);
+	cr_assert_geq(fds[0], 0);
+	cr_assert_eq(ftruncate(fds[0], 1 << 20), 0);
+	cr_assert_eq(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	fds[1] = p[0];
+	fds[2] = p[1];
+	conn = sl_rdv_connect(&dst);
+	cr_assert_geq(conn, 0, "rendezvous: %s", strerror(errno));
+	cr_assert_eq(sl_rdv_send(conn, &dst, &src, fds), 0, "send: %s", strerror(errno));
+	close(conn);
+	len = tu_loopback(AF_INET, port, &ss);
+	cr_assert_eq(connect(c, (struct sockaddr *)&ss, len), 0);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	cr_assert_eq(send(c, "q", 1, 0), 1);
+	cr_assert_eq(tu_recv_all(s, &b, 1), 1, "recv: %s", strerror(errno));
+	cr_assert_eq(b, 'q');
+	expect_listed(s, "bad-offer", "accept");
+	expect_counted("bad-offer", 1);
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		close(fds[i]);
+	scilan_close(s);
+	close(c);
+	scilan_close(l);
+}
+
+/* The listener could not be registered: its registry is not a directory
+ * and another socket holds its rendezvous name. */
 Test(fallback, unregistered_listener)
 {
 	const char *rundir = tu_isolated_rundir();
 	char path[PATH_MAX];
 	uint16_t port;
-	int l, c, s, fd;
+	int l, c, s, fd, squat;
 
 	cr_assert_not_null(rundir);
 	cr_assert(*sl_config()->rundir, "runtime directory %s refused", rundir);
@@ -468,8 +548,7 @@ Test(fallback, unregistered_listener)
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
 	close(fd);
-	l = tu_listen(AF_INET, 4, &port);
-	cr_assert_geq(l, 0);
+	l = listen_without_rendezvous(&port, &squat);
 	c = tu_plain_connect(AF_INET, port);
 	s = tu_accept(l);
 	cr_assert_geq(s, 0);
@@ -481,15 +560,17 @@ Test(fallback, unregistered_listener)
 	scilan_close(s);
 	close(c);
 	scilan_close(l);
+	close(squat);
 }
 
-/* The client was killed after its connect: its segment is gone when the
- * acceptor looks (the offer file and the FIFOs were left behind). */
-Test(fallback, killed_client_is_revoked)
+/* The client was killed after its connect: its segment waits in the
+ * rendezvous queue and is attached; the acceptor then finds the peer gone. */
+Test(fallback, killed_client_is_attached_then_eof)
 {
 	uint16_t port;
 	int l, s, status;
 	pid_t pid;
+	char b;
 
 	cr_assert_not_null(tu_isolated_rundir());
 	l = tu_listen(AF_INET, 4, &port);
@@ -498,7 +579,49 @@ Test(fallback, killed_client_is_revoked)
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	s = tu_accept(l);
 	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 1);
+	expect_accelerated_listed(s, "accept");
+	/* A dead peer's end: end of file or the loud reset, never bytes or a hang. */
+	{
+		ssize_t n = scilan_recv(s, &b, 1, 0);
+
+		cr_assert(n == 0 || (n < 0 && errno == ECONNRESET), "recv: %zd (%s)", n, strerror(errno));
+	}
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* The client closed after its connect, before the accept: it revoked the
+ * offer waiting in the rendezvous queue, and the acceptor finds it so. */
+Test(fallback, closed_client_is_revoked)
+{
+	struct tu_sync sync;
+	uint16_t port;
+	uint64_t v;
+	int l, s, status;
+	pid_t pid;
+	char b;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_eq(tu_sync_init(&sync), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int c = tu_connect(AF_INET, port);
+
+		tu_sync_put_child(&sync, c >= 0 && tu_send_all(c, "z", 1, 0) == 1 && scilan_close(c) == 0);
+		_exit(0);
+	}
+	close(sync.child_fd);
+	cr_assert_eq(tu_sync_get(&sync, &v), 0);
+	cr_assert_eq(v, 1, "the child's connect, send or close failed");
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
 	cr_assert_eq(tu_accelerated(s), 0);
+	cr_assert_eq(tu_recv_all(s, &b, 1), 1, "recv: %s", strerror(errno));
+	cr_assert_eq(b, 'z');
 	expect_listed(s, "revoked", "accept");
 	expect_counted("revoked", 1);
 	scilan_close(s);
@@ -506,9 +629,37 @@ Test(fallback, killed_client_is_revoked)
 }
 
 /* /proc/<pid>/fd of a non-dumpable client is refused (EACCES), as a client
- * of another user's is; root may open it anyway, so we give up
- * CAP_SYS_PTRACE first. */
+ * of another user's is, when the offer file is the only way (no rendezvous);
+ * root may open it anyway, so we give up CAP_SYS_PTRACE first. */
 Test(fallback, undumpable_client_is_other_user)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+	uint16_t port;
+	int l, s, squat;
+	pid_t pid;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = listen_without_rendezvous(&port, &squat);
+	pid = connecting_child(port, true);
+	cr_assert_eq(syscall(SYS_capget, &hdr, data), 0);
+	data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+	cr_assert_eq(syscall(SYS_capset, &hdr, data), 0);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	expect_listed(s, "other-user", "accept");
+	expect_counted("other-user", 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	scilan_close(s);
+	scilan_close(l);
+	close(squat);
+}
+
+/* Through the rendezvous, the segment comes as a descriptor: a non-dumpable
+ * client is accelerated (CAP_SYS_PTRACE given up, as above). */
+Test(fallback, undumpable_client_by_rendezvous_is_accelerated)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2];
@@ -524,9 +675,8 @@ Test(fallback, undumpable_client_is_other_user)
 	cr_assert_eq(syscall(SYS_capset, &hdr, data), 0);
 	s = tu_accept(l);
 	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
-	cr_assert_eq(tu_accelerated(s), 0);
-	expect_listed(s, "other-user", "accept");
-	expect_counted("other-user", 1);
+	cr_assert_eq(tu_accelerated(s), 1);
+	expect_accelerated_listed(s, "accept");
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	scilan_close(s);
