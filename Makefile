@@ -71,7 +71,7 @@ tools: $(CTL_BIN) $(RUN_BIN)
 lib: $(LIB_SO) $(LIB_A)
 bench-bin: $(BENCH_BIN)
 # tests/integration/test_ctl runs $(CTL_BIN).
-tests: $(TEST_BIN) $(THREAD_BIN) $(CTL_BIN)
+tests: $(TEST_BIN) $(THREAD_BIN) $(CTL_BIN) $(RUN_BIN)
 thread-tests: $(THREAD_BIN)
 
 # Not through CFLAGS, which `make CFLAGS=...` replaces: hidden symbols also

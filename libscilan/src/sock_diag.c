@@ -26,9 +26,12 @@ int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, u
 		struct inet_diag_req_v2 r;
 	} req;
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	/* One socket's answer: the message (~72 bytes) and the few attributes
+	 * the kernel adds unasked (~50); a truncated one is not parsed (ENOENT).
+	 * Small: this runs inside connect/accept, on the caller's stack. */
 	union {
 		struct nlmsghdr nlh;
-		char buf[8192];
+		char buf[1024];
 	} ans;
 	int nl, err = ENOENT;
 	ssize_t n;

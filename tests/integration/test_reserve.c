@@ -105,6 +105,7 @@ Test(reserve, failed_reservation_resets, .timeout = 60)
 	int c, s;
 	char buf[64 << 10] = { 1 }, got[64 << 10];
 	ssize_t n;
+	char *log;
 	int tok;
 
 	cr_assert_eq(tu_pair_rcvbuf(AF_INET, 256 << 10, 256 << 10, &c, &s), 0);
@@ -119,7 +120,9 @@ Test(reserve, failed_reservation_resets, .timeout = 60)
 	sl_test_reserve_fail = 0;
 	cr_expect_eq(n, -1);
 	cr_expect_eq(errno, ECONNRESET, "send after a failed reservation: %s", strerror(errno));
-	cr_expect(strstr(tu_capture_end(tok), "reserve"), "no log line about the reservation");
+	log = tu_capture_end(tok);
+	cr_expect(log && strstr(log, "reserve"), "no log line about the reservation");
+	free(log);
 	do
 		n = scilan_recv(s, got, sizeof(got), 0);
 	while (n > 0);
