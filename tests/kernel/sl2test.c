@@ -375,11 +375,18 @@ static void test_hostile(void)
 
 	if (!is_a) {
 		lfd = listen_on(NODE, 11);
+		struct pollfd queued = { .fd = lfd, .events = POLLIN };
+
 		sync_peer("hostile", lfd >= 0);
-		if (lfd >= 0 && conn_accept(&c, NODE, lfd, 0) == 0)
+		/* Bounded: a connect that failed over there must end this test
+		 * with a reason, not hold both guests until run-two.sh's timeout. */
+		if (lfd >= 0 && poll(&queued, 1, 30000) == 1 && conn_accept(&c, NODE, lfd, 0) == 0) {
 			conn_close(&c);
-		else
+		} else {
 			bad++;
+			printf("  hostile: no connection to accept on port 11 within 30 s: %s\n", strerror(errno));
+			fflush(stdout);
+		}
 	} else {
 		sync_peer("hostile", 0);
 	}
@@ -419,6 +426,7 @@ static void test_hostile(void)
 		} else {
 			bad++;
 			printf("  hostile: connect: %s\n", strerror(errno));
+			fflush(stdout);
 		}
 		conn_close(&c);
 	}
