@@ -613,27 +613,12 @@ static int sc_unix(void)
 	SHOW(recv(s, buf, sizeof(buf), 0));
 	/* Pass a pipe with SCM_RIGHTS. */
 	MUST(pipe(p));
-	{
-		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-		struct iovec iov = { "f", 1 };
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &p[1], sizeof(int));
-		SHOW(sendmsg(c, &m, 0));
-		memset(cbuf, 0, sizeof(cbuf));
-		iov.iov_base = buf;
-		m.msg_controllen = sizeof(cbuf);
-		SHOW(recvmsg(s, &m, 0));
-		cm = CMSG_FIRSTHDR(&m);
-		memcpy(&got, CMSG_DATA(cm), sizeof(int));
-		SHOW(write(got, "via", 3));
-		SHOW(read(p[0], buf, sizeof(buf)));
-		close(got);
-	}
+	SHOW(scen_send_fd(c, p[1]));
+	got = scen_recv_fd(s);
+	say("received a descriptor %d", got >= 0);
+	SHOW(write(got, "via", 3));
+	SHOW(read(p[0], buf, sizeof(buf)));
+	close(got);
 	close(c);
 	close(s);
 	close(l);
