@@ -704,7 +704,7 @@ void hk_epoll_forget_fd(int fd)
 	if (set) {
 		pthread_mutex_lock(&set->lock);
 		set->open = false;
-		hk_evq_release(set, true);
+		hk_evq_release(set);
 		set->n = 0;
 		if (set->wake_fd >= 0)
 			sl_own_fd_close(set->wake_fd);

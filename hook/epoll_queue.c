@@ -381,12 +381,12 @@ static void discard(void *arg, uint32_t q)
 	(void)q;
 }
 
-void hk_evq_release(struct epset *set, bool unregister)
+void hk_evq_release(struct epset *set)
 {
 	for (int i = 0; i < set->n; i++) {
 		struct member *m = &set->m[i];
 
-		if (m->q >= 0 && unregister && !set->forked)
+		if (m->q >= 0 && !set->forked)
 			sl_evq_unregister(m->q_sock, m->q_k, m->q_pub);
 		m->q = -1;
 		m->on_list = false;

@@ -119,7 +119,7 @@ bool hk_evq_spin(struct epset *set, int epfd, int left);
 int hk_evq_cap(struct epset *set, int left, int64_t now_ms);
 /* The set closes: members leave the queue (which stays for the next set
  * on this descriptor number). */
-void hk_evq_release(struct epset *set, bool unregister);
+void hk_evq_release(struct epset *set);
 /* A member moves from index from to index to (remove_at). */
 void hk_evq_moved(struct epset *set, int to);
 /* One of the queue's descriptors was moved (a dup2 onto its number). */

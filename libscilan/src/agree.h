@@ -58,7 +58,7 @@ static inline void sl_agree_mark_plain(struct sl_sock *s)
 bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode);
 
 /* After the agreement (bypass.c): the peer's bytes came on the kernel socket
- * (kernel_stirred), or the peer moved to kernel TCP first (SL_PEER_PLAIN).
+ * (SL_AGREE_STIRRED), or the peer moved to kernel TCP first (SL_PEER_PLAIN).
  * true if the connection is now kernel TCP with every byte in order; false
  * if not, or if it was reset (ambiguous: ECONNRESET and a log line). */
 bool sl_bypass(struct sl_sock *s);

@@ -162,9 +162,9 @@ void sl_conn_wake_local(struct sl_sock *s)
 	 * end, and two of their sleepers (a reader and a writer) pass it to
 	 * each other forever.  Our own sleepers count themselves before they
 	 * look at the state our caller just changed (shut, reset: stored before
-	 * this fence), so skipping loses no wake-up; a poller that could not
-	 * take a direction (another thread held it) sleeps at most 10 ms. */
-	atomic_thread_fence(memory_order_seq_cst);
+	 * the full fence that sl_evq_notify_local begins with), so skipping
+	 * loses no wake-up; a poller that could not take a direction (another
+	 * thread held it) sleeps at most 10 ms. */
 	sl_evq_notify_local(s);
 	if (!atomic_load(&s->sleepers[0]) && !atomic_load(&s->sleepers[1]))
 		return;

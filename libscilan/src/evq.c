@@ -358,7 +358,9 @@ void sl_evq_notify_local(struct sl_sock *s)
 	struct sl_area_ctl *c = s->peer_ctl;
 
 	/* Every set of our side, whatever it asked for: a local change is rare
-	 * and may be any readiness (a forked holder's sets see it too). */
+	 * and may be any readiness (a forked holder's sets see it too).  The
+	 * fence orders our caller's state change before every later load, the
+	 * registrations here and sl_conn_wake_local's sleeper counts. */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
 		mark_reg(&c->evq[k]);
