@@ -26,7 +26,6 @@ void sl_agree_start(struct sl_sock *s, _Atomic uint32_t *word)
 {
 	s->offer_word = word;
 	s->agree_deadline_ns = sl_mono_ns() + (int64_t)SL_AGREE_WAIT_MS * 1000000;
-	atomic_store(&s->fell_back, false);
 	atomic_store_explicit(&s->agree, SL_AGREE_PENDING, memory_order_release);
 }
 
@@ -144,7 +143,7 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 	pthread_mutex_lock(&s->ctl_lock);
 	word = s->offer_word;
 	if (!(atomic_load(&s->agree) & SL_AGREE_PENDING) || !word || !s->seg) {
-		plain = atomic_load(&s->fell_back);
+		plain = sl_fell_back(s);
 		goto out;
 	}
 	w = settle_locked(s, word);
@@ -183,10 +182,10 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 	uint32_t w;
 
 	if (!(atomic_load_explicit(&s->agree, memory_order_acquire) & SL_AGREE_PENDING))
-		return atomic_load_explicit(&s->fell_back, memory_order_relaxed);
+		return sl_fell_back(s);
 	word = s->offer_word;
 	if (!word)
-		return atomic_load(&s->fell_back);
+		return sl_fell_back(s);
 	w = atomic_load_explicit(word, memory_order_acquire);
 	if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED) {
 		atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
@@ -207,7 +206,7 @@ bool sl_agree_plain_slow(struct sl_sock *s, enum sl_agree_mode mode)
 	if (a & SL_AGREE_PLAIN)
 		return true;
 	if ((a & SL_AGREE_PENDING) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
-		return atomic_load_explicit(&s->fell_back, memory_order_relaxed);
+		return sl_fell_back(s);
 	if ((atomic_load_explicit(&s->agree, memory_order_relaxed) & SL_AGREE_STIRRED) ||
 	    sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed)))
 		return sl_bypass(s);

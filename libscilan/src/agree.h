@@ -30,7 +30,7 @@ void sl_agree_start(struct sl_sock *s, _Atomic uint32_t *word);
 #define SL_AGREE_PENDING 1u /* our offer is out and undecided (connecting side) */
 #define SL_AGREE_STIRRED 2u /* the kernel socket was seen readable: a plain acceptor
 			     * spoke, or (agreed) the peer's bytes bypassed the rings */
-#define SL_AGREE_PLAIN 4u   /* the connection moved to kernel TCP (fell_back) */
+#define SL_AGREE_PLAIN 4u   /* the connection moved to kernel TCP (sl_fell_back) */
 
 /* Is our offer still undecided? */
 static inline bool sl_agree_pending(const struct sl_sock *s)
@@ -48,8 +48,13 @@ static inline void sl_agree_stir(struct sl_sock *s)
 /* The connection is kernel TCP from now on (with its locks held). */
 static inline void sl_agree_mark_plain(struct sl_sock *s)
 {
-	atomic_store(&s->fell_back, true);
 	atomic_fetch_or(&s->agree, SL_AGREE_PLAIN);
+}
+
+/* The connection moved to kernel TCP; its segment stays mapped until close. */
+static inline bool sl_fell_back(const struct sl_sock *s)
+{
+	return atomic_load((_Atomic uint32_t *)&s->agree) & SL_AGREE_PLAIN;
 }
 
 /* Decide if mode allows: true if the connection is (now) kernel TCP, the

@@ -292,8 +292,8 @@ static bool move(struct sl_sock *s, enum sl_fb leave)
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_fetch_and(&s->agree, ~SL_AGREE_STIRRED);
-	if (atomic_load(&s->fell_back) || !s->seg || atomic_load(&s->reset)) {
-		plain = atomic_load(&s->fell_back);
+	if (sl_fell_back(s) || !s->seg || atomic_load(&s->reset)) {
+		plain = sl_fell_back(s);
 		goto out;
 	}
 	why = decide_locked(s, &plain, leaving, &fb);

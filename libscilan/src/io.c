@@ -329,7 +329,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			}
 		}
 		sl_lock(&s->tx_lock);
-		if (atomic_load_explicit(&s->fell_back, memory_order_relaxed)) {
+		if (sl_fell_back(s)) {
 			sl_unlock(&s->tx_lock);
 			*plain = true;
 			return (ssize_t)sent;
@@ -483,7 +483,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		return 0;
 	for (;;) {
 		sl_lock(&s->rx_lock);
-		if (atomic_load_explicit(&s->fell_back, memory_order_relaxed)) {
+		if (sl_fell_back(s)) {
 			sl_unlock(&s->rx_lock);
 			*plain = true;
 			return (ssize_t)got;

@@ -118,8 +118,6 @@ struct sl_sock {
 				       * words can take the connection off the rings, so that the data
 				       * path guards the agreement with one load of private memory */
 	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
-	_Atomic bool fell_back;       /* the connection moved to kernel TCP; the segment stays mapped until close
-				       * (SL_AGREE_PLAIN says the same to the data path: set both, sl_agree_mark_plain) */
 	char offer_path[SL_OFFER_PATH_SIZE];
 	/* stall.c: since when the peer took nothing of ours (0: not stalled), and its read index then */
 	_Atomic int64_t stall_since_ns;

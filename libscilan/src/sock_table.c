@@ -141,7 +141,6 @@ reset:
 	s->rdv_conn = -1;
 	s->offer_path[0] = '\0';
 	atomic_store(&s->agree, 0);
-	atomic_store(&s->fell_back, false);
 	s->agree_deadline_ns = 0;
 	atomic_store(&s->stall_since_ns, 0);
 	atomic_store(&s->stall_read, 0);

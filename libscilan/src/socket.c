@@ -461,7 +461,7 @@ int scilan_shutdown(int fd, int how)
 	sl_conn_wake_local(s);
 	/* The connection fell back to kernel TCP meanwhile (agree.c): the
 	 * kernel must see the shutdown too. */
-	if (atomic_load(&s->fell_back))
+	if (sl_fell_back(s))
 		return sl_sys.shutdown(fd, how);
 	return 0;
 }

@@ -14,7 +14,7 @@ bool sl_stall_watch(const struct sl_sock *s)
 {
 	uint32_t peer;
 
-	if (!s->seg || !s->tx.read_copy || !s->tx.remote_write || atomic_load(&s->fell_back) ||
+	if (!s->seg || !s->tx.read_copy || !s->tx.remote_write || sl_fell_back(s) ||
 	    atomic_load(&s->reset) || sl_agree_pending(s))
 		return false;
 	peer = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed);

@@ -250,7 +250,7 @@ static void warn_barrier_once(void)
 static bool any_fell_back(struct sl_sock **socks, nfds_t n)
 {
 	for (nfds_t i = 0; i < n; i++)
-		if (socks[i] && atomic_load_explicit(&socks[i]->fell_back, memory_order_relaxed))
+		if (socks[i] && sl_fell_back(socks[i]))
 			return true;
 	return false;
 }
@@ -558,11 +558,11 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	 * (unless a socket timeout is set), so we must too. */
 	do
 		r = poll_accelerated(&pfd, 1, timeout, socks, kfds, spin_first, held);
-	while (timeout < 0 && !atomic_load(&s->fell_back) &&
+	while (timeout < 0 && !sl_fell_back(s) &&
 	       (r == 0 || (r < 0 && errno == EINTR && handlers_restart())));
 	unhold(s, held[0]);
 	/* Fell back to kernel TCP: the caller redoes its call there. */
-	if (atomic_load(&s->fell_back))
+	if (sl_fell_back(s))
 		return 0;
 	if (r == 0) {
 		errno = EAGAIN;
