@@ -176,7 +176,10 @@ static inline void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool fo
 
 	if (room && room / 2 < batch)
 		batch = room / 2;
-	if (force_publish || rx->read - rx->published >= batch || rx->published == 0)
+	/* A drained ring is published too, as TCP acknowledges what it has
+	 * read: a sender waiting for our answer must not take a slow answer
+	 * for a peer that reads the kernel socket instead (stall.c). */
+	if (force_publish || rx->read - rx->published >= batch || rx->published == 0 || rx->read == rx->write_seen)
 		sl_ring_rx_publish(rx);
 }
 

@@ -3,9 +3,12 @@
  * and MSG_WAITALL.  The rest of the old test_io.c: test_{shutdown,errno,options,poll}.c. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cr_helpers.h"
 #include "testutil.h"
@@ -283,4 +286,51 @@ Test(io, msg_waitall, .timeout = 60)
 	scilan_close(l);
 	tu_reap(&child);
 	cr_assert(tu_exited_with(&child, 0), "sender %s\n%s", tu_status_str(&child, st, sizeof(st)), child.output);
+}
+
+struct late_answer {
+	int fd;
+	unsigned delay_ms;
+};
+
+static void *answer_late(void *arg)
+{
+	const struct late_answer *a = arg;
+
+	usleep(a->delay_ms * 1000u);
+	return (void *)(intptr_t)scilan_send(a->fd, "answer", 6, 0);
+}
+
+/* A hooked server that takes longer than the stall watch (3 s) to answer a
+ * request it has read: the waiting client must not take it for a peer that
+ * reads the kernel socket and move a healthy connection to kernel TCP. */
+Test(io, slow_answer_keeps_the_rings, .timeout = 60)
+{
+	struct late_answer a;
+	pthread_t t;
+	char req[100] = { 0 }, got[100];
+	int c, s;
+
+	cr_assert_eq(tu_pair(AF_INET, &c, &s), 0);
+	cr_assert_eq(tu_accelerated(c), 1);
+	/* The server's first consume is published at once whatever the
+	 * batching: the second request is the one that counts. */
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(tu_send_all(c, req, sizeof(req), 0), (ssize_t)sizeof(req));
+		cr_assert_eq(tu_recv_all(s, got, sizeof(req)), (ssize_t)sizeof(req));
+		if (i == 0) {
+			cr_assert_eq(scilan_send(s, "first!", 6, 0), 6);
+			cr_assert_eq(tu_recv_all(c, got, 6), 6);
+		}
+	}
+	a.fd = s;
+	a.delay_ms = 3600;
+	cr_assert_eq(pthread_create(&t, NULL, answer_late, &a), 0);
+	cr_assert_eq(tu_recv_all(c, got, 6), 6, "recv: %s", strerror(errno));
+	pthread_join(t, NULL);
+	cr_expect_eq(memcmp(got, "answer", 6), 0);
+	cr_expect_eq(tu_accelerated(c), 1, "the client moved a healthy connection to kernel TCP");
+	cr_expect_eq(tu_accelerated(s), 1, "the server's connection was moved to kernel TCP");
+	scilan_close(c);
+	scilan_close(s);
 }
