@@ -32,7 +32,6 @@
 #include "shm_linger.h"
 #include "sys.h"
 
-#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
 
 /* Wake-up bells are FIFOs beside the offer (an anonymous eventfd cannot be
  * reopened through /proc): <offer>.bell0 wakes the connecting side,
@@ -277,7 +276,7 @@ static int create_memfd(const struct sl_seg_header *hdr)
 		}
 	}
 	/* Sealed against shrinking, a peer cannot truncate the file under our mapping. */
-	if (sl_sys.fcntl(fd, F_ADD_SEALS, SEALS) < 0)
+	if (sl_sys.fcntl(fd, F_ADD_SEALS, SL_SEGMENT_SEALS) < 0)
 		goto fail;
 	return fd;
 fail:
@@ -544,22 +543,6 @@ static void shm_offer_settle(struct sl_sock *s)
 	}
 }
 
-/* Is fd a segment as we make them: a regular (memfd) file sealed against
- * resizing?  Seals first: once F_SEAL_SHRINK is on, the size fstat reports
- * is final.  -1 with errno otherwise. */
-static int check_segment_fd(int fd, struct stat *st)
-{
-	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SEALS) != SEALS) {
-		errno = EPERM;
-		return -1;
-	}
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
-		errno = EINVAL;
-		return -1;
-	}
-	return 0;
-}
-
 /* Open the offered memfd through /proc; -1 with errno ESRCH if the offer is stale. */
 static int open_offered_memfd(const struct offer *offer, struct stat *st)
 {
@@ -573,7 +556,7 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 			errno = ESRCH;
 		return -1;
 	}
-	if (check_segment_fd(fd, st) < 0) {
+	if (sl_segment_fd_check(fd, st) < 0) {
 		sl_sys.close(fd);
 		return -1;
 	}
@@ -680,7 +663,7 @@ static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
 			return 0;
 		}
 	}
-	if (check_segment_fd(fds[0], &st) < 0) {
+	if (sl_segment_fd_check(fds[0], &st) < 0) {
 		sl_warn("fd %d: the segment passed with the offer is not one (%s); connection uses kernel TCP",
 			s->fd, strerror(errno));
 		sl_fb_hint(SL_FB_BAD_OFFER);

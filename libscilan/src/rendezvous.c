@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "layout.h"
 #include "log.h"
 #include "own_fd.h"
+#include "segment.h"
 #include "sock_diag.h"
 #include "sys.h"
 
@@ -198,11 +200,15 @@ static bool stale_offer(int e)
 	struct rdv_msg m;
 	int fds[SL_RDV_FDS];
 	uint32_t word = 0;
+	struct stat st;
 	bool stale;
 
 	if (recv_with_fds(e, &m, fds, SL_RDV_FDS, MSG_PEEK) < 0)
 		return true;
-	stale = pread(fds[0], &word, sizeof(word), SL_SEG_OFFER_OFF) != (ssize_t)sizeof(word) ||
+	/* Checked before the read: anyone can queue here, and a file on a
+	 * mount that never answers (FUSE, a hung NFS) would hold our accept. */
+	stale = sl_segment_fd_check(fds[0], &st) < 0 ||
+		pread(fds[0], &word, sizeof(word), SL_SEG_OFFER_OFF) != (ssize_t)sizeof(word) ||
 		word != SL_OFFER_OFFERED;
 	close_all(fds, SL_RDV_FDS);
 	return stale;

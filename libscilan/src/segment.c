@@ -4,9 +4,13 @@
  */
 #include "segment.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "holders.h"
+#include "sys.h"
 
 void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1)
 {
@@ -188,4 +192,20 @@ int64_t sl_tx_room(struct sl_sock *s, uint64_t want)
 bool sl_segment_release_holder(struct sl_sock *s)
 {
 	return sl_holders_release(s);
+}
+
+/* Is fd a segment as we make them: a regular (memfd) file sealed against
+ * resizing?  Seals first: once F_SEAL_SHRINK is on, the size fstat reports
+ * is final.  -1 with errno otherwise. */
+int sl_segment_fd_check(int fd, struct stat *st)
+{
+	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SL_SEGMENT_SEALS) != SL_SEGMENT_SEALS) {
+		errno = EPERM;
+		return -1;
+	}
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
 }

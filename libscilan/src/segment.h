@@ -4,6 +4,7 @@
 #ifndef SCILAN_SEGMENT_H
 #define SCILAN_SEGMENT_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +13,12 @@
 #include "sock.h"
 
 /* Fill hdr for rings of cap0 (creator receives) and cap1 (attacher receives). */
+/* The seals every segment carries: nobody can resize it under a mapping. */
+#define SL_SEGMENT_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+/* Is fd a segment as we make them: a regular (memfd) file carrying
+ * SL_SEGMENT_SEALS?  0 with *st filled, else -1 with errno (EPERM, EINVAL). */
+struct stat;
+int sl_segment_fd_check(int fd, struct stat *st);
 void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1);
 /* Check a header copied out of untrusted memory against the mapping size. */
 int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);
