@@ -183,11 +183,13 @@ void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
 }
 
-bool sl_conn_after_consume_locked(struct sl_sock *s)
+bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room)
 {
 	/* Only a published index can unblock the sender; publishing is batched
-	 * (ring.c), so a sleeping sender gets the index at once. */
-	if (s->rx.published != s->rx.read) {
+	 * (ring.h), so a sleeping sender gets the index at once.  Without a
+	 * publish for room the fence is skipped when nobody asked: a sender
+	 * that asks after our look re-reads the index we stored. */
+	if (!published_for_room) {
 		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
 		    !(atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & 0xaaaaaaaau))
 			return false;

@@ -19,7 +19,7 @@ void sl_conn_reset(struct sl_sock *s, const char *why);
 void sl_conn_wake_local(struct sl_sock *s);
 /* After freeing ring space, with rx_lock held: true if the peer sleeps
  * waiting for space and must be stimulated (after unlocking). */
-bool sl_conn_after_consume_locked(struct sl_sock *s);
+bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room);
 /* After adding data or state: wake a peer that sleeps waiting for it
  * (fenced: the publishing store was already a full fence). */
 void sl_conn_after_produce(struct sl_sock *s, bool fenced);

@@ -482,6 +482,8 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	if (len == 0)
 		return 0;
 	for (;;) {
+		bool for_room = false;
+
 		sl_lock(&s->rx_lock);
 		if (sl_fell_back(s)) {
 			sl_unlock(&s->rx_lock);
@@ -500,7 +502,10 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 
 			/* A read stops at the urgent mark; the urgent byte leaves
 			 * the stream unless SO_OOBINLINE. */
-			sl_urg_refresh(s);
+			uint64_t published = s->rx.published;
+
+			sl_urg_refresh(s); /* may consume a passed urgent byte */
+			for_room = s->rx.published != published;
 			avail = sl_ring_rx_avail(&s->rx);
 			if (avail > 0)
 				avail = (int64_t)sl_urg_clip(s, (uint64_t)avail, got != 0, &skip, &stop);
@@ -509,7 +514,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				break;
 			}
 			if (skip && !(flags & MSG_PEEK)) {
-				sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
+				for_room |= sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
 				sl_urg_passed(s);
 				skip = 0;
 			}
@@ -524,14 +529,14 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			} else {
 				/* Shared with a forked process: publish at once, so
 				 * whichever reads next starts exactly here. */
-				sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
+				for_room |= sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
 				if (s->urg.state != SL_URG_NONE)
 					sl_urg_passed(s);
 				sl_stat_add(&s->ctr->rx_bytes, n);
 				got += n;
 			}
 		}
-		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s);
+		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s, for_room);
 		sl_unlock(&s->rx_lock);
 		if (wake_sender)
 			sl_fabric()->stimulate(s, SL_TOKEN_SPACE);

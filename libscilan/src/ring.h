@@ -159,8 +159,10 @@ static inline void sl_ring_rx_publish(struct sl_ring_rx *rx)
 }
 
 /* Advance the read index by len; publishes it to the sender when a quarter
- * ring is unpublished or when force is set. */
-static inline void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool force_publish)
+ * ring is unpublished or when force is set.  Returns whether that publish
+ * may be what a sender waiting for room needs (false for a publish made
+ * only because the ring drained, and for none). */
+static inline bool sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool force_publish)
 {
 	rx->read += len;
 	/* Batched like a TCP window update: a sender that finds the ring full
@@ -176,11 +178,18 @@ static inline void sl_ring_rx_consume(struct sl_ring_rx *rx, size_t len, bool fo
 
 	if (room && room / 2 < batch)
 		batch = room / 2;
+	bool for_room = force_publish || rx->read - rx->published >= batch || rx->published == 0;
+
 	/* A drained ring is published too, as TCP acknowledges what it has
 	 * read: a sender waiting for our answer must not take a slow answer
-	 * for a peer that reads the kernel socket instead (stall.c). */
-	if (force_publish || rx->read - rx->published >= batch || rx->published == 0 || rx->read == rx->write_seen)
+	 * for a peer that reads the kernel socket instead (stall.c).  That
+	 * publish never frees the room a waiting sender needs: it waits only
+	 * with more than 3/4 of its room in flight (POLLOUT wants a quarter
+	 * free), so draining all we saw of that is a batch, and what we have
+	 * not seen yet ends in one too. */
+	if (for_room || rx->read == rx->write_seen)
 		sl_ring_rx_publish(rx);
+	return for_room;
 }
 
 /* Round a requested ring size to the capacity actually used (power of two in

@@ -107,7 +107,7 @@ static int take_mark(struct sl_sock *s, uint64_t mark, bool oobinline)
 		return 0; /* not newer than the one we have */
 	if (!oobinline && u->state != SL_URG_NONE && u->seq == s->rx.read) {
 		/* The reader sits at the old urgent byte: it leaves the stream. */
-		sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
+		(void)sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
 		dropped = 1;
 	}
 	u->seq = mark - 1;
