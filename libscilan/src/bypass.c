@@ -21,7 +21,8 @@
 #include "testing.h"
 #include "urgent.h"
 
-/* The peer's side claimed the move: its word follow within this. */
+/* The peer's side claimed the move: its word follow within this.  Also how
+ * long a move waits for a kernel socket that takes (or gives) nothing. */
 #define PEER_MOVE_WAIT_MS 5000
 
 /* testing.h: how long a move waits for the kernel socket (the peer to read
@@ -42,10 +43,11 @@ static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
 		if (piece > s->tx.cap - off)
 			piece = s->tx.cap - off;
 		n = sl_sys.send(s->fd, s->tx.data + off, (size_t)piece, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n > 0)
+		if (n > 0) {
 			from += (uint64_t)n;
-		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			/* A peer that never reads its kernel socket (a hostile
+			waited = 0; /* a reader that takes them, however slowly, is never cut off */
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* A peer that stops reading its kernel socket (a hostile
 			 * one marked the move) must not hold us forever. */
 			if (waited++ >= sl_bypass_wait_ms / 10) {
 				errno = ETIMEDOUT;
@@ -83,9 +85,10 @@ static bool skip_kernel(struct sl_sock *s, uint64_t n)
 	while (n) {
 		ssize_t got = sl_sys.recv(s->fd, sink, n < sizeof(sink) ? (size_t)n : sizeof(sink), MSG_DONTWAIT);
 
-		if (got > 0)
+		if (got > 0) {
 			n -= (uint64_t)got;
-		else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			waited = 0;
+		} else if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			/* Bytes a peer owes us but never sends (a hostile
 			 * plain_from) must not hold us forever either. */
 			if (waited++ >= sl_bypass_wait_ms / 10)
@@ -182,7 +185,7 @@ static const char *follow(struct sl_sock *s)
  * follower drops from our re-sent bytes what it had read already, so its
  * reads racing with us are fine.  The peer is hooked (it used the rings),
  * so it follows at its next call, which our wake-up brings about. */
-static const char *leave(struct sl_sock *s, _Atomic uint32_t *word)
+static const char *leave(struct sl_sock *s, _Atomic uint32_t *word, enum sl_fb why)
 {
 	uint32_t attached = SL_OFFER_ATTACHED;
 	uint64_t v, w;
@@ -197,7 +200,7 @@ static const char *leave(struct sl_sock *s, _Atomic uint32_t *word)
 	if (w < v || w - v > s->tx.cap)
 		return "the peer published an impossible read index";
 	atomic_store_explicit(&s->peer_ctl->plain_from, v, memory_order_relaxed);
-	sl_segment_set_state(s, SL_PEER_PLAIN);
+	sl_segment_set_state(s, SL_PEER_PLAIN | (why == SL_FB_CLOSED_UNREAD ? SL_PEER_PLAIN_AT_CLOSE : 0));
 	atomic_fetch_or(&s->peer_ctl->peer_state, 0);
 	sl_conn_wake_peer(s);
 	if (!resend(s, v, w))
@@ -254,14 +257,17 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 			return NULL;
 		}
 		if (w == (led ^ 1u) || (ps & SL_PEER_PLAIN)) {
-			if (!(ps & SL_PEER_PLAIN) && !wait_plain_bit(s))
-				return "the peer claimed to move the connection to kernel TCP and never did";
+			if (!(ps & SL_PEER_PLAIN)) {
+				if (!wait_plain_bit(s))
+					return "the peer claimed to move the connection to kernel TCP and never did";
+				ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+			}
 			/* The first of our processes follows, the others just go plain. */
 			if (word && !atomic_compare_exchange_strong(word, &w, SL_OFFER_FOLLOWED)) {
 				*plain = true;
 				return NULL;
 			}
-			*fb = SL_FB_PEER_MOVED;
+			*fb = (ps & SL_PEER_PLAIN_AT_CLOSE) ? SL_FB_CLOSED_UNREAD : SL_FB_PEER_MOVED;
 			why = follow(s);
 		} else if (kernel_bytes(s)) {
 			*fb = SL_FB_BYPASS;
@@ -269,7 +275,7 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 			if (why == again)
 				continue;
 		} else if (leaving) {
-			why = leave(s, word);
+			why = leave(s, word, *fb);
 			if (why == again)
 				continue;
 		} else {
@@ -297,7 +303,14 @@ static bool move(struct sl_sock *s, enum sl_fb leave)
 		goto out;
 	}
 	why = decide_locked(s, &plain, leaving, &fb);
-	if (plain) {
+	if (plain && fb == SL_FB_CLOSED_UNREAD) {
+		/* Only the tail nobody had read moves, at one end's close: the
+		 * connection was the rings' to the end, not a fallback (its
+		 * stats slot closes with the socket). */
+		sl_agree_mark_plain(s);
+		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
+		sl_debug("fd %d: %s; that tail goes by kernel TCP", s->fd, sl_fb_text(fb));
+	} else if (plain) {
 		sl_agree_mark_plain(s);
 		sl_stats_conn_close(s);
 		/* Not below 0: a forked child counts from 0 what its parent accelerated. */
@@ -310,9 +323,7 @@ static bool move(struct sl_sock *s, enum sl_fb leave)
 			/* Debug only: a sandboxed process's stderr may be a file
 			 * it may no longer grow (OpenSSH sets RLIMIT_FSIZE 0:
 			 * the write would kill it with SIGXFSZ). */
-			sl_debug("fd %d: this process is about to lose what the rings need; the connection continues "
-				"on kernel TCP",
-				s->fd);
+			sl_debug("fd %d: %s; the connection continues on kernel TCP", s->fd, sl_fb_text(fb));
 		else
 			sl_debug("fd %d: the peer bypassed the rings (its bytes came on the kernel socket); the "
 				"connection continues on kernel TCP",

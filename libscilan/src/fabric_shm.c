@@ -29,6 +29,7 @@
 #include "rendezvous.h"
 #include "rundir_sweep.h"
 #include "segment.h"
+#include "stall.h"
 #include "shm_linger.h"
 #include "sys.h"
 
@@ -806,6 +807,9 @@ static bool close_at_exit(struct sl_sock *s)
 	if (sl_sock_state(s) != SL_CONNECTED || !s->seg)
 		return false;
 	if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE))
+		return false;
+	/* And bytes an agreed peer took none of, as our close would (socket.c). */
+	if (!sl_holders_others(s) && sl_stall_at_close(s) && sl_bypass_leave(s, SL_FB_CLOSED_UNREAD))
 		return false;
 	unread = sl_conn_unread(s);
 	if (sl_segment_release_holder(s)) {

@@ -45,6 +45,9 @@ static const struct {
 	[SL_FB_STALLED] = { "stalled",
 			    "downgraded: the peer took nothing from its ring for 3 s while this end waited "
 			    "(a reader that bypasses the hook)" },
+	[SL_FB_CLOSED_UNREAD] = { "closed-unread",
+				  "one end closed while the other had taken none of its bytes from the ring: "
+				  "that tail went onto the kernel socket (for a reader that bypasses the hook)" },
 	[SL_FB_OTHER] = { "other", "another failure (see the warning before this line)" },
 };
 
@@ -60,7 +63,7 @@ const char *sl_fb_text(unsigned reason)
 
 bool sl_fb_downgrade(unsigned reason)
 {
-	return reason >= SL_FB_BYPASS && reason <= SL_FB_EXEC;
+	return reason >= SL_FB_BYPASS && reason < SL_FB_OTHER;
 }
 
 static _Thread_local enum sl_fb hint;

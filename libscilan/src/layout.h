@@ -34,6 +34,9 @@
  * urgent pointer as its segment arrives); older ones count as coalesced. */
 #define SL_URG_MARKS 8
 #define SL_PEER_PLAIN 0x40u    /* peer moved the connection to kernel TCP: read and write nothing here */
+#define SL_PEER_PLAIN_AT_CLOSE 0x100u /* with PLAIN: the peer moved only the tail nobody had read, at
+				       * its close (stall.c): not a fallback, both ends stay counted
+				       * as accelerated */
 #define SL_PEER_EVQ 0x80u      /* peer marks our epoll sets' event queues (evq_want, evq[]): a peer
 				* without it (an older library) has its connections scanned */
 

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "scilan.h"
 #include "segment.h"
+#include "stall.h"
 #include "sys.h"
 
 static const unsigned char v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
@@ -530,6 +531,15 @@ void sl_sock_release(int fd)
 			 * into the peer's ring since goes onto the kernel socket
 			 * before the FIN. */
 			if (sl_agree_plain(s, SL_AGREE_POLL)) {
+				release_segment(s);
+				break;
+			}
+			/* Agreed, but the peer took nothing: if it reads the kernel
+			 * socket (io_uring, a holder without the hook), our close
+			 * would leave it EOF without our bytes, and nobody watches
+			 * the ring after us.  A hooked peer merely slow to read
+			 * follows the move at its next call (stall.c). */
+			if (!sl_holders_others(s) && sl_stall_at_close(s) && sl_bypass_leave(s, SL_FB_CLOSED_UNREAD)) {
 				release_segment(s);
 				break;
 			}

@@ -43,6 +43,18 @@ bool sl_stall_note(struct sl_sock *s, int64_t now_ns)
 	return now_ns - since >= (int64_t)SL_STALL_MS * 1000000;
 }
 
+bool sl_stall_at_close(const struct sl_sock *s)
+{
+	/* The first consume publishes at once, so 0 is "nothing taken since
+	 * it agreed".  A peer that read anything through the ring, or wrote
+	 * into ours, uses the hook: it reads the rest after our close as TCP
+	 * would deliver it.  Urgent marks stay out: a move re-sends them as
+	 * plain bytes. */
+	return sl_stall_watch(s) && atomic_load_explicit(s->tx.read_copy, memory_order_acquire) == 0 &&
+	       atomic_load_explicit(s->rx.write_idx, memory_order_acquire) == 0 &&
+	       atomic_load_explicit(&s->peer_ctl->urg_count, memory_order_relaxed) == 0;
+}
+
 void sl_stall_move(struct sl_sock *s)
 {
 	atomic_store_explicit(&s->stall_since_ns, 0, memory_order_relaxed);

@@ -23,6 +23,10 @@ bool sl_stall_watch(const struct sl_sock *s);
 /* After a sleep: note the peer's progress at now_ns; true if it took none
  * of our bytes for SL_STALL_MS, and the caller should move (sl_stall_move). */
 bool sl_stall_note(struct sl_sock *s, int64_t now_ns);
+/* At our last close: has the peer taken none of our bytes since it agreed,
+ * with some unread?  It may be a reader past the hook, which our close
+ * would leave at EOF without them: the caller moves them first. */
+bool sl_stall_at_close(const struct sl_sock *s);
 /* Move the connection to kernel TCP, re-sending what the peer did not take
  * (sl_bypass_leave): a hooked peer that was merely slow follows; one that
  * reads the kernel socket gets every byte. */

@@ -38,3 +38,16 @@ Test(agree, uring_client_after_hooked_connect, .timeout = 120) { hk_scenario("ag
  * than the ring: the client blocks on a ring nobody frees; after the stall
  * bound it moves to kernel TCP and every byte arrives (it hung before). */
 Test(agree, uring_reader_of_more_than_a_ring, .timeout = 120) { hk_scenario("agree", "uring_reader", 0, -1, 30); }
+
+/* A hooked acceptor that reads through io_uring only after the writer sent
+ * less than a ring and closed without waiting: the writer's close moves
+ * the bytes nobody took onto the kernel socket (the reader got 0 of them
+ * and EOF before). */
+Test(agree, uring_reader_after_writer_closed, .timeout = 120)
+{
+	hk_scenario("agree", "uring_reader_after_close", 0, -1, 30);
+}
+Test(agree, uring_reader_after_writer_exited, .timeout = 120)
+{
+	hk_scenario("agree", "uring_reader_after_exit", 0, -1, 30);
+}

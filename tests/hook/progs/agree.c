@@ -466,6 +466,95 @@ static int sc_uring_reader(void)
 	return 0;
 }
 
+/* ---- a hooked acceptor that reads through io_uring after the writer left ---- */
+
+/* Less than a ring each: the writer never waits on the ring, so only its
+ * close can notice that nobody took a byte (1000 B also fits the kernel's
+ * send buffer at once; 100000 B needs the reader to drain it). */
+static const size_t after_close_len[] = { 1000, 100000 };
+
+static int uring_reader_after_close(void *arg)
+{
+	int *sv = arg;
+	char *in = malloc(after_close_len[1] + 1);
+
+	uring_init();
+	for (size_t i = 0; i < sizeof(after_close_len) / sizeof(after_close_len[0]); i++) {
+		size_t want = after_close_len[i], got;
+		int s = MUST(accept(lfd, NULL, NULL));
+
+		chan_put(sv[1], 'a');
+		if (chan_get(sv[1]) != 'c') /* the writer sent and closed */
+			return 1;
+		got = uring_recv_all(s, in, want + 1);
+		say("reader got %zu of %zu, intact %d", got, want, got == want && stream_check(6, i, in, got));
+		close(s);
+	}
+	free(in);
+	return 0;
+}
+
+static int sc_uring_reader_after_close(void)
+{
+	char *out = malloc(after_close_len[1]);
+	struct kid k;
+	int sv[2];
+
+	lfd = tcp_listener(&port);
+	chan_open(sv);
+	kid_start(&k, "uring reader", uring_reader_after_close, sv);
+	close(sv[1]);
+	for (size_t i = 0; i < sizeof(after_close_len) / sizeof(after_close_len[0]); i++) {
+		int c = tcp_connect(port);
+
+		if (chan_get(sv[0]) != 'a') /* accepted: the offer is agreed */
+			break;
+		stream_fill(6, i, out, after_close_len[i]);
+		say("sent %zd", send_all(c, out, after_close_len[i]));
+		SHOW(close(c));
+		chan_put(sv[0], 'c');
+	}
+	kid_join(&k);
+	free(out);
+	return 0;
+}
+
+/* The writer exits without closing: the library's exit path moves them. */
+static int send_and_exit(void *arg)
+{
+	char *out = malloc(after_close_len[0]);
+	int c = tcp_connect(port), *sv = arg;
+
+	if (chan_get(sv[1]) != 'a')
+		return 1;
+	stream_fill(7, 0, out, after_close_len[0]);
+	say("sent %zd", send_all(c, out, after_close_len[0]));
+	exit(0); /* c still open */
+}
+
+static int sc_uring_reader_after_exit(void)
+{
+	char *in = malloc(after_close_len[0] + 1);
+	struct kid k;
+	size_t got;
+	int sv[2], s;
+
+	lfd = tcp_listener(&port);
+	chan_open(sv);
+	kid_start(&k, "writer", send_and_exit, sv);
+	close(sv[1]);
+	s = MUST(accept(lfd, NULL, NULL));
+	chan_put(sv[0], 'a');
+	kid_join(&k);
+	uring_init();
+	got = uring_recv_all(s, in, after_close_len[0] + 1);
+	say("reader got %zu of %zu, intact %d", got, after_close_len[0],
+	    got == after_close_len[0] && stream_check(7, 0, in, got));
+	close(s);
+	free(in);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -480,6 +569,8 @@ int main(int argc, char **argv)
 		{ "exec_rest", sc_exec_rest },
 		{ "uring_client", sc_uring_client },
 		{ "uring_reader", sc_uring_reader },
+		{ "uring_reader_after_close", sc_uring_reader_after_close },
+		{ "uring_reader_after_exit", sc_uring_reader_after_exit },
 		{ NULL, NULL },
 	};
 
