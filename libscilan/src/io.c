@@ -3,117 +3,25 @@
  * index back when the sender needs it.  No syscall unless a side must sleep.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 
-#include "clock.h"
 #include "agree.h"
 #include "conn.h"
+#include "conn_spin.h"
 #include "evq.h"
 #include "fabric.h"
 #include "scilan.h"
 #include "scm.h"
-#include "spin_policy.h"
 #include "sys.h"
 #include "urgent.h"
 
 /* A send to a dead peer fails within this many sends even if nothing sleeps. */
 #define SENDS_PER_LIVENESS_CHECK 256
-
-/* Asked of the kernel only when the call would block, so the fast path makes
- * no syscall; the answer refreshes the hint that decides whether to spin. */
-static bool nonblocking(struct sl_sock *s, int flags)
-{
-	int fl;
-
-	if (flags & MSG_DONTWAIT)
-		return true;
-	fl = sl_sys.fcntl(s->fd, F_GETFL);
-	atomic_store_explicit(&s->nonblock_hint, fl >= 0 && (fl & O_NONBLOCK), memory_order_relaxed);
-	return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-/* A wait whose spin is learnt (spin_policy.c): what the sleep after a spin
- * that did not pay must report.  began == 0: nothing to report. */
-struct spin_wait {
-	int64_t began;
-	uint32_t budget_ns;
-	int dir;
-};
-
-/* Busy-wait (step 1 of the sleep protocol) for the poll time, forced or
- * learnt, before any syscall: a reply that arrives within it costs no kernel
- * entry at all.  changed() is true when the word it watches has moved or the
- * stream ended.  dir: 0 waits for data, 1 for space. */
-static bool spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct sl_sock *s, uint64_t seen),
-		 uint64_t seen, struct spin_wait *w)
-{
-	int poll_us = atomic_load_explicit(&s->poll_us, memory_order_relaxed);
-	int64_t end = 0, t;
-	bool yield = false;
-
-	w->began = 0;
-	if (poll_us == 0 || (flags & MSG_DONTWAIT) || atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed))
-		return false;
-	if (poll_us == SL_POLL_ADAPTIVE) {
-		w->dir = dir;
-		/* No clock yet: a reply within the first microsecond costs no
-		 * clock read at all, as with a forced spin. */
-		w->budget_ns = sl_spin_budget(&s->spin_learn[dir], 0, &yield);
-		if (w->budget_ns == 0) {
-			/* A syscall follows anyway: the clock is cheap beside it,
-			 * and the sleep is timed from here. */
-			w->began = sl_mono_ns();
-			sl_cpus_contended(w->began);
-			return false;
-		}
-		poll_us = -1;
-	}
-	for (unsigned i = 1;; i++) {
-		if (changed(s, seen)) {
-			/* Within the first clock interval the wait counts as 0. */
-			if (poll_us < 0)
-				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, w->began ? sl_mono_ns() - w->began : 0);
-			return true;
-		}
-		/* Contended: a peer running on another CPU answers within the
-		 * first microsecond of pauses; after that, every turn hands our
-		 * CPU to whoever waits for it, the peer perhaps. */
-		if (yield && i > 64)
-			sched_yield();
-		else
-			__builtin_ia32_pause();
-		/* The clock is read only every 64 pauses (about a microsecond),
-		 * or every 4 yields (a syscall each). */
-		if (i % (yield && i > 64 ? 4 : 64))
-			continue;
-		t = sl_mono_ns();
-		if (!end && poll_us < 0) {
-			/* Timed from here: a microsecond late, which the learning
-			 * does not mind. */
-			w->began = t;
-			end = t + w->budget_ns;
-			sl_cpus_contended(t);
-		} else if (!end) {
-			end = t + (int64_t)poll_us * 1000;
-		} else if (t >= end) {
-			return false;
-		}
-	}
-}
-
-/* The spin did not pay: the whole wait, sleep included, teaches the policy. */
-static void slept(struct sl_sock *s, const struct spin_wait *w)
-{
-	if (w->began)
-		sl_spin_note(&s->spin_learn[w->dir], w->budget_ns, false, sl_mono_ns() - w->began);
-}
 
 static bool ended(struct sl_sock *s)
 {
@@ -306,7 +214,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	int64_t space;
 	uint64_t read_seen = 0;
 	bool check_peer;
-	struct spin_wait sw;
+	struct sl_spin_wait sw;
 	int err, r;
 
 	for (;;) {
@@ -395,14 +303,14 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		/* A full ring while the offer is out: maybe nobody will read it. */
 		if (sl_agree_plain(s, SL_AGREE_WAIT))
 			continue;
-		if (sent && nonblocking(s, flags)) {
+		if (sent && sl_io_nonblocking(s, flags)) {
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
 			sl_evq_notify_local(s); /* our sets ask the peer for room now */
 			break;
 		}
-		if (spin(s, flags, 1, space_freed, read_seen, &sw))
+		if (sl_conn_spin(s, flags, 1, space_freed, read_seen, &sw))
 			continue;
-		if (nonblocking(s, flags)) {
+		if (sl_io_nonblocking(s, flags)) {
 			if (sl_conn_check_peer(s) || sl_agree_plain(s, SL_AGREE_WAIT))
 				continue;
 			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
@@ -410,7 +318,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			return fail(EAGAIN);
 		}
 		r = sl_wait(s, POLLOUT, false);
-		slept(s, &sw);
+		sl_conn_slept(s, &sw);
 		if (r < 0) {
 			if (sent)
 				break;
@@ -476,7 +384,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	uint64_t read_seen, skip;
 	bool wake_sender;
 	enum peer_end end;
-	struct spin_wait sw;
+	struct sl_spin_wait sw;
 	int r;
 
 	if (len == 0)
@@ -562,9 +470,9 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			*plain = true;
 			return (ssize_t)got;
 		}
-		if (spin(s, flags, 0, data_arrived, read_seen, &sw))
+		if (sl_conn_spin(s, flags, 0, data_arrived, read_seen, &sw))
 			continue;
-		if (nonblocking(s, flags)) {
+		if (sl_io_nonblocking(s, flags)) {
 			if (got)
 				break;
 			/* An event loop that never sleeps in scilan must still see
@@ -578,7 +486,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			return fail(EAGAIN);
 		}
 		r = sl_wait(s, POLLIN, false);
-		slept(s, &sw);
+		sl_conn_slept(s, &sw);
 		if (r < 0) {
 			if (got)
 				break;
