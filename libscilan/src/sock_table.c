@@ -134,6 +134,7 @@ reset:
 		s->reg_path[i][0] = '\0';
 		s->rdv_fd[i] = -1;
 	}
+	s->defer_accept = 0;
 	s->own_area = 0;
 	sl_segment_unbind(s);
 	s->state_to_peer = 0;
