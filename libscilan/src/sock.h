@@ -90,6 +90,7 @@ struct sl_sock {
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */
 	bool nodelay;
+	_Atomic signed char evq_reach; /* can the peer mark our epoll sets (evq.c)? 0 not known yet, 1 yes, -1 no */
 
 	/* listener */
 	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */

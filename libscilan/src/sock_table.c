@@ -129,6 +129,7 @@ reset:
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
 	s->nodelay = false;
+	atomic_store(&s->evq_reach, 0);
 	for (int i = 0; i < SL_MAX_REG; i++) {
 		s->reg_fd[i] = -1;
 		s->reg_path[i][0] = '\0';

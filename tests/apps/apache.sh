@@ -3,7 +3,8 @@
 # children as www-data) serving a 400 KB and a 2 KB file to curl run as
 # www-data and as root: keep-alive (many URLs in one connection) and a
 # connection per request, on kernel TCP and with both ends under scilan_run,
-# where every connection must be accelerated.  Every client and the server's
+# where every connection must be accelerated; and ab (which waits in epoll)
+# as each user.  Every client and the server's
 # start are bounded: a hang is a failed case, never a stuck suite.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -78,23 +79,28 @@ CONF
 	expect "2 apache2 children as www-data" "$n" -ge 2
 }
 
-# fetch USER LABEL N_URLS CURL_ARGS...: curl as USER (www-data or root) in the
-# case's mode, bounded by CLIENT_TIMEOUT; its stderr in $WORK/cli-USER.err
+# client USER LABEL CMD...: CMD as USER (www-data or root) in the case's
+# mode, bounded by CLIENT_TIMEOUT; its stderr in $WORK/cli-USER.err
 # (appended).  A client that hangs fails the case, saying so.
-fetch() {
+client() {
 	local user=$1 label=$2 rc=0
 	shift 2
 	local -a as=()
 	if [ "$user" = www-data ]; then
 		as=(env SCILAN_RUNDIR="$WORK/rundir-www" setpriv --reuid=www-data --regid=www-data --clear-groups --)
 	fi
-	timeout -k 5 "$CLIENT_TIMEOUT" "${as[@]}" "${PRE[@]}" curl -q -sS --fail "$@" \
-		2>>"$WORK/cli-$user.err" || rc=$?
+	timeout -k 5 "$CLIENT_TIMEOUT" "${as[@]}" "${PRE[@]}" "$@" 2>>"$WORK/cli-$user.err" || rc=$?
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-		echo "$label: curl as $user hung: killed after $CLIENT_TIMEOUT s" >&2
+		echo "$label: $1 as $user hung: killed after $CLIENT_TIMEOUT s" >&2
 		return 1
 	fi
-	[ "$rc" -eq 0 ] || { echo "$label: curl as $user exited with status $rc" >&2; return 1; }
+	[ "$rc" -eq 0 ] || { echo "$label: $1 as $user exited with status $rc" >&2; return 1; }
+}
+
+fetch() { # USER LABEL CURL_ARGS...
+	local user=$1 label=$2
+	shift 2
+	client "$user" "$label" curl -q -sS --fail "$@"
 }
 
 # urls DIR N: curl arguments for N requests, big and small alternating, each
@@ -167,8 +173,41 @@ http_case() { # MODE CLIENTS URLS CONNS_PER_CLIENT [CURL_ARGS...]
 	echo "ok: $((2 * clients * nurls)) responses intact, $((2 * clients * per)) connections, $total bytes"
 }
 
+# ab (epoll, like wrk) as each user, keep-alive, 2 connections: it waits in
+# epoll for answers that children of another user than root send.
+ab_case() { # MODE
+	local mode=$1 user f n size done_ failed
+	server "$mode"
+	pre "$mode"
+	local total=0
+	for user in www-data root; do
+		: >"$WORK/cli-$user.err"
+		for f in small.txt big.bin; do
+			n=$([ "$f" = small.txt ] && echo 2000 || echo 100)
+			size=$(stat -c %s "$WORK/html/$f")
+			client "$user" "ab $f" ab -q -k -c 2 -n "$n" "http://127.0.0.1:$PORT/$f" >"$WORK/ab.out"
+			done_=$(awk '/^Complete requests:/ {print $3}' "$WORK/ab.out")
+			failed=$(awk '/^Failed requests:/ {print $3}' "$WORK/ab.out")
+			expect "$user ab $f: $n requests complete" "${done_:-0}" -eq "$n"
+			expect "$user ab $f: no failed request" "${failed:-1}" -eq 0
+			expect "$user ab $f: document length $size" "$(awk '/^Document Length:/ {print $3}' "$WORK/ab.out")" = "$size"
+			if grep -a 'Non-2xx' "$WORK/ab.out"; then
+				echo "$user ab $f: non-2xx answers" >&2
+				return 1
+			fi
+			total=$((total + n * size))
+		done
+		check_stats "$mode" "client $user" 4 0 0 "$WORK/cli-$user.err"
+		check_conns "$mode" "$user" 4
+	done
+	stop srv TERM
+	check_stats "$mode" server 8 "$total" 0 "$WORK/srv.err"
+	echo "ok: 4200 requests, 8 connections, $total bytes of bodies"
+}
+
 for mode in $MODES; do
 	run_case "$mode apache keep-alive" http_case "$mode" 2 20 1
 	run_case "$mode apache conn per request" http_case "$mode" 4 6 6 -H 'Connection: close'
+	run_case "$mode apache ab -k -c 2" ab_case "$mode"
 done
 apps_finish
