@@ -6,12 +6,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agree.h"
@@ -82,14 +84,64 @@ void sl_evq_close(struct sl_evq *q)
 	*q = (struct sl_evq){ .memfd = -1, .bell_r = -1, .bell_w = -1 };
 }
 
+/* May this process open any process's descriptors through /proc? */
+static bool can_read_any(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	return syscall(SYS_capget, &h, d) == 0 &&
+	       (d[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective & CAP_TO_MASK(CAP_SYS_PTRACE));
+}
+
+void sl_evq_publish_marker(struct sl_area_ctl *c)
+{
+	/* /proc checks the file-system ids, which follow the effective ones. */
+	atomic_store_explicit(&c->marker_uid, (uint32_t)geteuid(), memory_order_relaxed);
+	atomic_store_explicit(&c->marker_gid, (uint32_t)getegid(), memory_order_relaxed);
+	atomic_fetch_or_explicit(&c->marker_flags, SL_MARKER_CRED | (can_read_any() ? SL_MARKER_ANY : 0),
+				 memory_order_release);
+}
+
+/* Whether the peer can open our sets, as the kernel decides for
+ * /proc/PID/fd (ptrace_may_access, "read" with file-system ids): it has all
+ * our user and group ids, or CAP_SYS_PTRACE.  (Our dumpability make_queue
+ * checks.)  A peer of another user (a root client of an nginx worker that
+ * runs as nobody) could never mark us: every answer would wait for the
+ * set's sweep. */
+static bool marker_reaches(struct sl_sock *s)
+{
+	uint32_t f = atomic_load_explicit(&s->own_ctl->marker_flags, memory_order_acquire), uid, gid;
+	signed char known = atomic_load_explicit(&s->evq_reach, memory_order_relaxed);
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	bool ok;
+
+	if (f & SL_MARKER_LOST)
+		return false;
+	if (known)
+		return known > 0;
+	/* An older library says nothing: it is trusted to reach us, as before. */
+	if (!(f & SL_MARKER_CRED))
+		return true;
+	uid = atomic_load_explicit(&s->own_ctl->marker_uid, memory_order_relaxed);
+	gid = atomic_load_explicit(&s->own_ctl->marker_gid, memory_order_relaxed);
+	ok = (f & SL_MARKER_ANY) ||
+	     (getresuid(&ru, &eu, &su) == 0 && getresgid(&rg, &eg, &sg) == 0 && ru == uid && eu == uid && su == uid &&
+	      rg == gid && eg == gid && sg == gid);
+	atomic_store_explicit(&s->evq_reach, ok ? 1 : -1, memory_order_relaxed);
+	return ok;
+}
+
 bool sl_evq_eligible(struct sl_sock *s)
 {
 	/* The device fabric's peer is on another node: it cannot reopen our
 	 * descriptors, so its connections are scanned; so are those of a peer
-	 * that does not say it marks (an older library). */
+	 * that does not say it marks (an older library), or cannot. */
 	return sl_sock_state(s) == SL_CONNECTED && s->seg && !s->dev_map[0] && sl_fabric() == &sl_fabric_shm &&
 	       !sl_agree_pending(s) && !sl_fell_back(s) &&
-	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ);
+	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ) &&
+	       marker_reaches(s);
 }
 
 static uint32_t dir_bits(int k, int dirs)
@@ -255,8 +307,9 @@ static int open_peer_fd(int32_t pid, int32_t fd, int flags, mode_t type)
 	return open(path, flags | O_CLOEXEC | O_NOCTTY);
 }
 
-/* Map set_id of process pid; NULL if it is not what the registration says. */
-static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int32_t bell)
+/* Map set_id of process pid; NULL if it is not what the registration says,
+ * with *lost set if we may not open it. */
+static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int32_t bell, bool *lost)
 {
 	struct evq_map *m = NULL;
 	struct sl_evq_shared *sh;
@@ -280,6 +333,18 @@ static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int3
 		goto out;
 	}
 	fd = open_peer_fd(pid, memfd, O_RDWR, S_IFREG);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		static bool warned;
+
+		/* Not a peer that cannot reach us (marker_reaches kept those
+		 * off the queue): one that changed user since it published.
+		 * (A waiter that is gone, ENOENT, is no news.) */
+		if (!warned)
+			sl_warn("cannot open the epoll set of pid %d (%s): its waits see our data at their next "
+				"sweep", (int)pid, strerror(errno));
+		warned = true;
+		*lost = true;
+	}
 	if (fd < 0)
 		goto out;
 	sh = fstat(fd, &st) == 0 && (size_t)st.st_size >= evq_size()
@@ -309,48 +374,52 @@ out:
 	return m;
 }
 
-static void mark_reg(struct sl_evq_reg *r)
+/* Mark the set of registration r; false if we may not open it. */
+static bool mark_reg(struct sl_evq_reg *r)
 {
 	uint64_t pub = atomic_load_explicit(&r->pub, memory_order_acquire), set_id;
 	int32_t pid, memfd, bell;
 	uint32_t index;
 	struct evq_map *m = NULL;
+	bool lost = false;
 	int n;
 
 	if (!pub)
-		return;
+		return true;
 	set_id = atomic_load(&r->set_id);
 	pid = atomic_load(&r->pid);
 	memfd = atomic_load(&r->memfd);
 	bell = atomic_load(&r->bell);
 	index = atomic_load(&r->index);
 	if (atomic_load(&r->pub) != pub || index >= SL_EVQ_SLOTS)
-		return; /* re-registered meanwhile: the new registrant looks itself */
+		return true; /* re-registered meanwhile: the new registrant looks itself */
 	n = atomic_load(&nmaps);
 	for (int i = 0; i < n && !m; i++)
 		if (maps[i].pid == pid && maps[i].set_id == set_id)
 			m = &maps[i];
 	if (!m)
-		m = map_set(pid, set_id, memfd, bell);
+		m = map_set(pid, set_id, memfd, bell, &lost);
 	if (m)
 		sl_evq_mark(m->sh, m->bell_w, index);
-}
-
-static void notify_bits(struct sl_area_ctl *c, uint32_t mask)
-{
-	uint32_t w = atomic_load_explicit(&c->evq_want, memory_order_relaxed) & mask;
-
-	if (!w)
-		return;
-	w = atomic_fetch_and(&c->evq_want, ~w) & w;
-	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
-		if (w & (3u << (2 * k)))
-			mark_reg(&c->evq[k]);
+	return !lost;
 }
 
 void sl_evq_notify(struct sl_sock *s, int dirs)
 {
-	notify_bits(s->own_ctl, (dirs & SL_DIR_DATA ? 0x55555555u : 0) | (dirs & SL_DIR_SPACE ? 0xaaaaaaaau : 0));
+	uint32_t mask = (dirs & SL_DIR_DATA ? 0x55555555u : 0) | (dirs & SL_DIR_SPACE ? 0xaaaaaaaau : 0);
+	struct sl_area_ctl *c = s->own_ctl;
+	uint32_t w = atomic_load_explicit(&c->evq_want, memory_order_relaxed) & mask;
+
+	if (!w)
+		return;
+	/* The peer's sets take this connection off their queues at their
+	 * next sweep; no use trying /proc at every send till then. */
+	if (atomic_load_explicit(&s->peer_ctl->marker_flags, memory_order_relaxed) & SL_MARKER_LOST)
+		return;
+	w = atomic_fetch_and(&c->evq_want, ~w) & w;
+	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
+		if ((w & (3u << (2 * k))) && !mark_reg(&c->evq[k]))
+			atomic_fetch_or(&s->peer_ctl->marker_flags, SL_MARKER_LOST);
 }
 
 void sl_evq_notify_local(struct sl_sock *s)
@@ -363,5 +432,5 @@ void sl_evq_notify_local(struct sl_sock *s)
 	 * registrations here and sl_conn_wake_local's sleeper counts. */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
-		mark_reg(&c->evq[k]);
+		(void)mark_reg(&c->evq[k]);
 }

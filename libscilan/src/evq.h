@@ -37,8 +37,12 @@ struct sl_evq {
 int sl_evq_open(struct sl_evq *q);
 /* Unmap and close this process's copy (the memory is left as it is). */
 void sl_evq_close(struct sl_evq *q);
-/* Can s be queued at all (connected, shm fabric, no offer out)? */
+/* Can s be queued at all (connected, shm fabric, no offer out, a peer that
+ * can open this process's descriptors to mark the set)? */
 bool sl_evq_eligible(struct sl_sock *s);
+/* Before any data moves: our credentials into the peer's area c, by which
+ * its sets decide whether we can mark them. */
+void sl_evq_publish_marker(struct sl_area_ctl *c);
 /* Register s's bit index with q in s's peer area: the registration slot k,
  * or -1 if all are taken (the set scans s).  *pub names the registration. */
 int sl_evq_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uint64_t *pub);

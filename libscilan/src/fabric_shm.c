@@ -21,6 +21,7 @@
 #include "barrier.h"
 #include "config.h"
 #include "conn.h"
+#include "evq.h"
 #include "fabric.h"
 #include "log.h"
 #include "offer.h"
@@ -324,9 +325,10 @@ static _Atomic uint32_t *offer_word(void *seg)
 
 /* Before any data moves: tell the peer whether our sends fence, so that it
  * knows to pay for the fence with membarrier when it sleeps (barrier.h),
- * and that we mark its epoll sets (evq.c). */
+ * and that we mark its epoll sets (evq.c), as whom. */
 static void publish_unfenced(struct sl_sock *s, uint32_t state)
 {
+	sl_evq_publish_marker(s->peer_ctl);
 	s->tx.unfenced = sl_barrier_unfenced_ok();
 	if (s->tx.unfenced)
 		state |= SL_PEER_UNFENCED;
@@ -629,6 +631,9 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 		return 0;
 	}
 	sl_sys.close(fd);
+	/* Before the commitment: the connector may wait in epoll as soon as it
+	 * sees it, and decides then whether we can mark its set. */
+	sl_evq_publish_marker((struct sl_area_ctl *)((unsigned char *)base + hdr.area_off[0]));
 	/* The commitment: from here the rings carry the connection, unless the
 	 * connecting side revoked first; then its bytes come on the kernel socket. */
 	if (!atomic_compare_exchange_strong(offer_word(base), &offered, SL_OFFER_ATTACHED)) {

@@ -40,6 +40,13 @@
 #define SL_PEER_EVQ 0x80u      /* peer marks our epoll sets' event queues (evq_want, evq[]): a peer
 				* without it (an older library) has its connections scanned */
 
+/* marker_flags (evq.c): marker_uid and marker_gid are set; the peer has
+ * CAP_SYS_PTRACE; a mark of the peer's could not open one of the owner's
+ * sets (the peer's process changed user since, ran out of descriptors). */
+#define SL_MARKER_CRED 0x1u
+#define SL_MARKER_ANY 0x2u
+#define SL_MARKER_LOST 0x4u
+
 /* One epoll set of the peer's holding the connection (evq.c): where its
  * ready bitmap and bell are (process pid's descriptors memfd and bell) and
  * the connection's bit in it.  claim is taken by compare-and-swap; pub is
@@ -82,6 +89,12 @@ struct sl_area_ctl {
 	 * clearing the bits it acts on; the peer sets them again. */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t evq_want;
 	_Alignas(SL_CACHELINE) struct sl_evq_reg evq[SL_EVQ_CONN_SLOTS];
+	/* Who marks the owner's epoll sets: the peer's credentials as it set the
+	 * connection up (SL_MARKER_* bits; zero from an older library).  The
+	 * peer opens a set through /proc/PID/fd, which the kernel allows a
+	 * process of the owner's uids and gids, or one with CAP_SYS_PTRACE. */
+	_Alignas(SL_CACHELINE) _Atomic uint32_t marker_flags;
+	_Atomic uint32_t marker_uid, marker_gid;
 };
 
 /* The data of an area starts one page after the area's start. */

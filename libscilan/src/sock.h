@@ -90,12 +90,15 @@ struct sl_sock {
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */
 	bool nodelay;
+	_Atomic signed char evq_reach; /* can the peer mark our epoll sets (evq.c)? 0 not known yet, 1 yes, -1 no */
 
 	/* listener */
 	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */
 	char reg_path[SL_MAX_REG][256]; /* [0] as bound, [1] the IPv4 alias of a dual-stack IPv6
 					 * listener, then the cluster-map addresses of a wildcard one */
 	int rdv_fd[SL_MAX_REG];  /* the rendezvous sockets for the same addresses (rendezvous.c), -1 if none */
+	int defer_accept;        /* TCP_DEFER_ACCEPT as the program set it (the kernel's rounding), which a
+				  * published listener keeps off its kernel socket (sockopt.c); 0 if none */
 
 	/* connection */
 	void *seg;
@@ -223,6 +226,11 @@ void sl_user_changing(void);
 
 /* A listening socket inherited across exec: publish it as a scilan listener. */
 int sl_listener_adopt(int fd, int domain);
+/* A listener just published (reached through its rendezvous or registry):
+ * takes TCP_DEFER_ACCEPT off its kernel socket, kept in s->defer_accept for
+ * getsockopt.  Deferred, the kernel would wake the accept only when bytes
+ * arrive on the kernel socket, and an accelerated client's go into the ring. */
+void sl_listener_undefer(struct sl_sock *s);
 
 /* Everything close() does for fd except closing the kernel descriptor. */
 void sl_sock_release(int fd);

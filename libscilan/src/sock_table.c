@@ -129,11 +129,13 @@ reset:
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
 	s->nodelay = false;
+	atomic_store(&s->evq_reach, 0);
 	for (int i = 0; i < SL_MAX_REG; i++) {
 		s->reg_fd[i] = -1;
 		s->reg_path[i][0] = '\0';
 		s->rdv_fd[i] = -1;
 	}
+	s->defer_accept = 0;
 	s->own_area = 0;
 	sl_segment_unbind(s);
 	s->state_to_peer = 0;

@@ -136,6 +136,8 @@ static void become_listener(struct sl_sock *s)
 					  sl_fabric()->listen_register(s, &local) < 0))
 			sl_warn("fd %d: listener not registered with scilan (%s); its connections use kernel TCP", fd,
 				*sl_config()->rundir ? strerror(errno) : "no runtime directory");
+		else if (!sl_config()->off)
+			sl_listener_undefer(s);
 	}
 	pthread_mutex_unlock(&s->ctl_lock);
 }

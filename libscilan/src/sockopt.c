@@ -1,6 +1,6 @@
 /* sockopt.c — socket options: scilan's own (SOL_SCILAN), the ones whose
- * meaning moves to the rings (SO_RCVBUF, SO_ERROR, TCP_NODELAY), and the rest
- * passed to the kernel socket unchanged.
+ * meaning moves to the rings (SO_RCVBUF, SO_ERROR, TCP_NODELAY), a listener's
+ * TCP_DEFER_ACCEPT, and the rest passed to the kernel socket unchanged.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "log.h"
 #include "conn.h"
 #include "scilan.h"
 #include "sys.h"
@@ -54,6 +55,28 @@ static struct sl_sock *scilan_only(int fd)
 	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
 		errno = ENOPROTOOPT;
 	return NULL;
+}
+
+static bool published(const struct sl_sock *s)
+{
+	return sl_sock_state(s) == SL_LISTENING && (s->reg_fd[0] >= 0 || s->rdv_fd[0] >= 0);
+}
+
+void sl_listener_undefer(struct sl_sock *s)
+{
+	int v = 0, off = 0;
+	socklen_t len = sizeof(v);
+
+	if (!published(s) || sl_sys.getsockopt(s->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &v, &len) < 0 || v <= 0)
+		return;
+	/* Clients not on scilan are accepted at the handshake instead of at
+	 * their first bytes: what a server without the option sees. */
+	if (sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &off, sizeof(off)) < 0) {
+		sl_warn("fd %d: TCP_DEFER_ACCEPT stays on (%s): its scilan clients are accepted only once "
+			"they give up the rings", s->fd, strerror(errno));
+		return;
+	}
+	s->defer_accept = v;
 }
 
 int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
@@ -104,6 +127,11 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		s->nodelay = v != 0;
 	else if (level == SOL_SOCKET && name == SO_OOBINLINE)
 		sl_urg_set_inline(s, v != 0);
+	else if (level == IPPROTO_TCP && name == TCP_DEFER_ACCEPT && published(s)) {
+		/* Set on the kernel socket first: it checks and rounds the value. */
+		s->defer_accept = 0;
+		sl_listener_undefer(s);
+	}
 	return 0;
 }
 
@@ -149,6 +177,8 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	if (!s || sl_sock_state(s) == SL_PLAIN)
 		return sl_sys.getsockopt(fd, level, name, val, len);
 	state = sl_sock_state(s);
+	if (state == SL_LISTENING && level == IPPROTO_TCP && name == TCP_DEFER_ACCEPT && s->defer_accept > 0)
+		return put_int(val, len, s->defer_accept);
 	/* SO_RCVBUF sizes the ring, but reads back as the kernel reports it
 	 * (doubled, clamped): programs compare what they set with what they get. */
 	if (state == SL_CONNECTED && level == IPPROTO_TCP && name == TCP_NODELAY)

@@ -292,9 +292,15 @@ void hk_out_free(struct hk_out *o)
 	o->out = o->err = NULL;
 }
 
+/* line: up to its '\n' (the search must not run on into the next lines:
+ * any line followed by a stats line would pass for one). */
 static bool is_stats(const char *line)
 {
-	return strncmp(line, "scilan: pid ", 12) == 0 && strstr(line, ": accelerated ");
+	const char *nl = strchr(line, '\n'), *at;
+
+	if (strncmp(line, "scilan: pid ", 12) != 0 || !(at = strstr(line, ": accelerated ")))
+		return false;
+	return !nl || at < nl;
 }
 
 long hk_stat_sum(const char *err, const char *field)

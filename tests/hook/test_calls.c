@@ -1,6 +1,7 @@
 /* test_calls.c — the connection-level calls (progs/calls.c) under the hook
  * against kernel TCP: socket/bind/listen/accept/accept4, blocking and
- * non-blocking connect, names, socket options, shutdown, close, fstat. */
+ * non-blocking connect, names, socket options (TCP_DEFER_ACCEPT on a listener
+ * among them), shutdown, close, fstat. */
 #include <criterion/criterion.h>
 
 #include "runner.h"
@@ -16,3 +17,7 @@ Test(calls, shutdown_wr_rd_rdwr, .timeout = 120) { hk_scenario("calls", "shutdow
 Test(calls, close_eof_reset, .timeout = 120) { hk_scenario("calls", "close", 1, -1, 30); }
 Test(calls, fstat_is_socket, .timeout = 120) { hk_scenario("calls", "fstat", 1, -1, 30); }
 Test(calls, ipv6_and_dual_stack, .timeout = 120) { hk_scenario("calls", "ipv6", 1, -1, 30); }
+/* Both connections accelerated on both ends: the kernel's deferred accept
+ * would wait for bytes that go into the ring, until the client gave up on
+ * its offer (1 s) and sent them over kernel TCP. */
+Test(calls, tcp_defer_accept_listener, .timeout = 120) { hk_scenario("calls", "defer_accept", 4, 4, 30); }

@@ -40,3 +40,13 @@ Test(users, client_killed_before_passed_listener_accepts_loses_nothing, .timeout
 {
 	hk_scenario("users", "killed_before_passed_accept", 1, 1, 30);
 }
+
+/* wrk or ab as root against nginx workers or Apache children of another
+ * user: the peer cannot open root's epoll set through /proc to mark it, so
+ * root's set looks at the connection itself (no warning that a mark failed;
+ * before, every answer waited for the set's 1 s sweep). */
+Test(users, epoll_waiter_of_another_uid_is_scanned, .timeout = 120)
+{
+	need_root();
+	hk_scenario("users", "epoll_waiter_other_uid", 4, 4, 30);
+}

@@ -386,6 +386,65 @@ static int sc_sockopt(void)
 	return 0;
 }
 
+/* The client of sc_defer_accept: it speaks first, as an HTTP client does. */
+static int defer_client(void *arg)
+{
+	int c = tcp_connect((uint16_t)(uintptr_t)arg);
+	char buf[8] = { 0 };
+
+	SHOW(send_all(c, "hello", 5));
+	SHOW(recv_all(c, buf, 5));
+	say("reply '%s'", buf);
+	close(c);
+	return 0;
+}
+
+/* TCP_DEFER_ACCEPT (Apache's default AcceptFilter, nginx's `deferred`): the
+ * kernel wakes the listener only when the client's first bytes arrive on the
+ * kernel socket; an accelerated client writes them into the ring.  Set
+ * before listen and after it, waited for with accept and with poll. */
+static int sc_defer_accept(void)
+{
+	int five = 5, zero = 0;
+
+	for (int after = 0; after < 2; after++) {
+		struct sockaddr_in a;
+		socklen_t len = sizeof(a);
+		struct pollfd pfd;
+		struct kid k;
+		char buf[8] = { 0 };
+		int l = MUST(socket(AF_INET, SOCK_STREAM, 0)), s;
+
+		say("-- TCP_DEFER_ACCEPT set %s listen", after ? "after" : "before");
+		loop_addr(0, &a);
+		MUST(bind(l, (struct sockaddr *)&a, sizeof(a)));
+		if (!after)
+			SHOW(setsockopt(l, IPPROTO_TCP, TCP_DEFER_ACCEPT, &five, sizeof(five)));
+		MUST(listen(l, 8));
+		if (after)
+			SHOW(setsockopt(l, IPPROTO_TCP, TCP_DEFER_ACCEPT, &five, sizeof(five)));
+		/* The kernel rounds seconds to SYN-ACK retransmissions: 5 reads back 7. */
+		opt("TCP_DEFER_ACCEPT(listener)", l, IPPROTO_TCP, TCP_DEFER_ACCEPT);
+		MUST(getsockname(l, (struct sockaddr *)&a, &len));
+		kid_start(&k, "client", defer_client, (void *)(uintptr_t)ntohs(a.sin_port));
+		if (after) {
+			pfd = (struct pollfd){ .fd = l, .events = POLLIN };
+			SHOW(poll(&pfd, 1, 20000));
+			say("listener poll: %s", pollmask(pfd.revents));
+		}
+		s = SHOWFD(accept(l, NULL, NULL));
+		SHOW(recv_all(s, buf, 5));
+		say("request '%s'", buf);
+		SHOW(send_all(s, "world", 5));
+		kid_join(&k);
+		close(s);
+		SHOW(setsockopt(l, IPPROTO_TCP, TCP_DEFER_ACCEPT, &zero, sizeof(zero)));
+		opt("TCP_DEFER_ACCEPT(cleared)", l, IPPROTO_TCP, TCP_DEFER_ACCEPT);
+		close(l);
+	}
+	return 0;
+}
+
 static int sc_shutdown(void)
 {
 	int c, s, p[2];
@@ -591,6 +650,7 @@ int main(int argc, char **argv)
 		{ "accept", sc_accept },   { "connect", sc_connect }, { "connect_nb", sc_connect_nb },
 		{ "names", sc_names },     { "sockopt", sc_sockopt }, { "shutdown", sc_shutdown },
 		{ "close", sc_close },     { "fstat", sc_fstat },     { "ipv6", sc_ipv6 },
+		{ "defer_accept", sc_defer_accept },
 		{ NULL, NULL },
 	};
 

@@ -1,8 +1,10 @@
 /* users.c — connections whose two ends run as different users, as TCP
  * allows: a client that became uid 65534 against a root listener, a
- * listener whose worker drops to 65534 after listen (nginx, php-fpm), and a
- * client killed before its connection was accepted.  Needs root. */
+ * listener whose worker drops to 65534 after listen (nginx, php-fpm), root
+ * waiting in epoll for such a peer, and a client killed before its
+ * connection was accepted.  Needs root. */
 #include <grp.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +105,87 @@ static int sc_worker_drops_uid(void)
 	return 0;
 }
 
+/* ---- root waits in epoll for a peer of another user -------------------------- */
+
+#define ROUNDS 3
+
+/* ROUNDS requests and answers on c, each answer waited for in epoll (as
+ * wrk and ab do); the other end answers with blocking calls. */
+static void epoll_rounds(const char *who, int c, bool ask)
+{
+	int ep = MUST(epoll_create1(EPOLL_CLOEXEC));
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 7 };
+	char buf[8];
+	int n;
+
+	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	for (int i = 0; i < ROUNDS; i++) {
+		if (ask)
+			MUST(send_all(c, "ping", 4));
+		ev = (struct epoll_event){ 0 };
+		n = epoll_wait(ep, &ev, 1, 20000);
+		say("%s round %d: epoll_wait -> %d, %s, data %u", who, i, n, epmask(ev.events), ev.data.u32);
+		MUST(recv_all(c, buf, 4));
+		if (!ask)
+			MUST(send_all(c, "pong", 4));
+	}
+	close(ep);
+}
+
+static int nobody_answers(void *arg)
+{
+	int *chan = arg;
+
+	become_nobody();
+	chan_put(chan[1], 'r');
+	echo_one();
+	return 0;
+}
+
+static int nobody_asks(void *arg)
+{
+	char buf[8];
+	int c;
+
+	(void)arg;
+	become_nobody();
+	c = tcp_connect(port);
+	for (int i = 0; i < ROUNDS; i++) {
+		MUST(send_all(c, "ping", 4));
+		MUST(recv_all(c, buf, 4));
+	}
+	say("asked %d times", ROUNDS);
+	close(c);
+	return 0;
+}
+
+/* Root is dumpable, its peer (uid 65534) may not open root's descriptors,
+ * so it cannot mark root's epoll set: root's sets must look at such a
+ * connection themselves, both as the client (of an nginx worker) and as
+ * the server (of a client of another user). */
+static int sc_epoll_waiter_other_uid(void)
+{
+	struct kid k;
+	int chan[2], c;
+
+	lfd = tcp_listener(&port);
+	chan_open(chan);
+	kid_start(&k, "worker as nobody", nobody_answers, chan);
+	if (chan_get(chan[0]) != 'r')
+		fatal("worker did not start");
+	c = tcp_connect(port);
+	epoll_rounds("root client", c, true);
+	MUST(shutdown(c, SHUT_WR));
+	close(c);
+	kid_join(&k);
+	kid_start(&k, "client as nobody", nobody_asks, NULL);
+	c = MUST(accept(lfd, NULL, NULL));
+	epoll_rounds("root server", c, false);
+	kid_join(&k);
+	close(c);
+	return 0;
+}
+
 /* ---- a client killed with its connection not yet accepted -------------------- */
 
 static int killed_client(void *arg)
@@ -184,6 +267,7 @@ int main(int argc, char **argv)
 		{ "worker_drops_uid", sc_worker_drops_uid },
 		{ "killed_before_accept", sc_killed_before_accept },
 		{ "killed_before_passed_accept", sc_killed_before_passed_accept },
+		{ "epoll_waiter_other_uid", sc_epoll_waiter_other_uid },
 		{ NULL, NULL },
 	};
 
