@@ -188,7 +188,14 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 		return sl_fell_back(s);
 	w = atomic_load_explicit(word, memory_order_acquire);
 	if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED) {
-		atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
+		/* Agreed: the offer's memfd and names go now, not at the first
+		 * sleep, which a busy connection may never reach (a descriptor
+		 * per connection is what thousands of clients run out of). */
+		if (atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING) & SL_AGREE_PENDING) {
+			pthread_mutex_lock(&s->ctl_lock);
+			sl_fabric()->offer_settle(s);
+			pthread_mutex_unlock(&s->ctl_lock);
+		}
 		return false;
 	}
 	if (w == SL_OFFER_OFFERED && !due(s, mode))

@@ -529,8 +529,11 @@ static void shm_offer_settle(struct sl_sock *s)
 		return;
 	w = atomic_load_explicit(s->offer_word, memory_order_acquire);
 	if (w == SL_OFFER_ATTACHED) {
-		sl_own_fd_close(s->memfd);
-		s->memfd = -1;
+		/* Kept where nothing else could hand the segment on. */
+		if (sl_segment_reopenable()) {
+			sl_own_fd_close(s->memfd);
+			s->memfd = -1;
+		}
 		/* An acceptor of another user, or one that came through the
 		 * rendezvous, left the names: they are ours (our socket holds
 		 * the 4-tuple, so no other connection can have them meanwhile). */
@@ -630,7 +633,11 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 		close_bells(s);
 		return 0;
 	}
-	sl_sys.close(fd);
+	/* Kept only where nothing else could hand the segment on. */
+	if (sl_segment_reopenable()) {
+		sl_sys.close(fd);
+		fd = -1;
+	}
 	/* Before the commitment: the connector may wait in epoll as soon as it
 	 * sees it, and decides then whether we can mark its set. */
 	sl_evq_publish_marker((struct sl_area_ctl *)((unsigned char *)base + hdr.area_off[0]));
@@ -640,10 +647,14 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 		sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
 		sl_fb_hint(SL_FB_REVOKED);
 		munmap(base, hdr.total_size);
+		if (fd >= 0)
+			sl_sys.close(fd);
 		close_bells(s);
 		return 0;
 	}
 	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
+	if (fd >= 0)
+		s->memfd = sl_own_fd_is(fd) ? fd : sl_own_fd(fd);
 	s->offer_word = offer_word(base); /* a later bypass is agreed on here too */
 	publish_unfenced(s, SL_PEER_ATTACHED);
 	return 1;

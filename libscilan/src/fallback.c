@@ -48,6 +48,9 @@ static const struct {
 	[SL_FB_CLOSED_UNREAD] = { "closed-unread",
 				  "one end closed while the other had taken none of its bytes from the ring: "
 				  "that tail went onto the kernel socket (for a reader that bypasses the hook)" },
+	[SL_FB_HANDOVER] = { "handover",
+			     "downgraded: its rings could not be handed on with exec or SCM_RIGHTS (the segment "
+			     "could not be reopened: the process gave up the privilege after set-up)" },
 	[SL_FB_OTHER] = { "other", "another failure (see the warning before this line)" },
 };
 

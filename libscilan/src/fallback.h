@@ -31,6 +31,7 @@ enum sl_fb {
 	SL_FB_EXEC,         /* downgraded: exec (or spawn) of an image without the hook */
 	SL_FB_STALLED,      /* downgraded: the peer took nothing from its ring while we waited */
 	SL_FB_CLOSED_UNREAD, /* not a fallback: the unread tail moved at one end's close (stall.c) */
+	SL_FB_HANDOVER,     /* downgraded: the rings could not be handed on (exec, SCM_RIGHTS) */
 	SL_FB_OTHER,        /* anything else (a warning says what) */
 	SL_FB_COUNT
 };

@@ -131,7 +131,7 @@ static void export_device(struct export_state *ex, int fd, struct sl_sock *s)
 
 static void export_connection(struct export_state *ex, int fd, struct sl_sock *s)
 {
-	int seg, brx, btx;
+	int seg, brx, btx, err;
 
 	if (s->dev_map[0]) {
 		export_device(ex, fd, s);
@@ -144,16 +144,20 @@ static void export_connection(struct export_state *ex, int fd, struct sl_sock *s
 	if (seg >= 0 && brx >= 0 && btx >= 0 &&
 	    append(ex, "%d:%d:%d:%d:%d:%d", fd, s->domain, seg, brx, btx, s->own_area))
 		return;
-	/* A connection the new image cannot read must fail loudly, not
-	 * leave its peer writing into a ring nobody drains. */
-	sl_warn("fd %d: cannot hand the connection over across exec (%s); resetting it", fd,
-		seg < 0 ? strerror(errno) : "too many connections");
+	/* A connection the new image cannot read continues on kernel TCP
+	 * (every byte moved first), else fails loudly: never a peer writing
+	 * into a ring nobody drains. */
+	err = errno;
 	if (seg >= 0)
 		sl_sys.close(seg);
 	if (brx >= 0)
 		sl_sys.close(brx);
 	if (btx >= 0)
 		sl_sys.close(btx);
+	if (sl_bypass_leave(s, SL_FB_HANDOVER))
+		return;
+	sl_warn("fd %d: cannot hand the connection over across exec (%s); resetting it", fd,
+		seg < 0 ? strerror(err) : "too many connections");
 	sl_conn_reset(s, "not handed over across exec");
 }
 

@@ -162,11 +162,15 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 		return sl_sys.sendmsg(fd, msg, flags);
 	for (unsigned i = 0; i < n; i++)
 		if (prepare(&pass[i]) < 0) {
-			if (man->e[i].own != SCM_OWN_LISTENER)
+			/* The receiver gets the kernel socket: moved there first
+			 * with every byte, else reset, never left in rings that
+			 * nobody would read. */
+			if (man->e[i].own != SCM_OWN_LISTENER && !sl_bypass_leave(pass[i].s, SL_FB_HANDOVER))
 				sl_conn_reset(pass[i].s, "its rings cannot be passed with SCM_RIGHTS");
 			pass[i].s = NULL;
 		}
-	/* Entries whose rings could not be copied are dropped (they are reset). */
+	/* Entries whose rings could not be copied are dropped (kernel TCP now,
+	 * or reset). */
 	for (unsigned i = 0; i < n; i++)
 		if (pass[i].s) {
 			pass[k] = pass[i];

@@ -6,8 +6,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "holders.h"
 #include "sys.h"
@@ -197,6 +200,43 @@ bool sl_segment_release_holder(struct sl_sock *s)
 /* Is fd a segment as we make them: a regular (memfd) file sealed against
  * resizing?  Seals first: once F_SEAL_SHRINK is on, the size fstat reports
  * is final.  -1 with errno otherwise. */
+/* -1 not probed yet, 0 no, 1 yes. */
+static _Atomic int reopenable = -1;
+
+bool sl_segment_reopenable(void)
+{
+	int r = atomic_load_explicit(&reopenable, memory_order_relaxed);
+	char path[128];
+	void *p = MAP_FAILED;
+	int fd, again;
+
+	if (r >= 0)
+		return r;
+	/* A page of our own, reopened the way sl_handover_segment_fd would. */
+	fd = memfd_create("scilan-probe", MFD_CLOEXEC);
+	if (fd >= 0 && ftruncate(fd, 4096) == 0)
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		sl_sys.close(fd);
+	r = 0;
+	if (p != MAP_FAILED) {
+		snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx", (unsigned long)p,
+			 (unsigned long)p + 4096);
+		again = open(path, O_RDWR | O_CLOEXEC);
+		r = again >= 0;
+		if (again >= 0)
+			sl_sys.close(again);
+		munmap(p, 4096);
+	}
+	atomic_store_explicit(&reopenable, r, memory_order_relaxed);
+	return r;
+}
+
+void sl_segment_reopen_forget(void)
+{
+	atomic_store_explicit(&reopenable, -1, memory_order_relaxed);
+}
+
 int sl_segment_fd_check(int fd, struct stat *st)
 {
 	if ((sl_sys.fcntl(fd, F_GET_SEALS) & SL_SEGMENT_SEALS) != SL_SEGMENT_SEALS) {

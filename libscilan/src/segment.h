@@ -19,6 +19,13 @@
  * SL_SEGMENT_SEALS?  0 with *st filled, else -1 with errno (EPERM, EINVAL). */
 struct stat;
 int sl_segment_fd_check(int fd, struct stat *st);
+/* Can this process reopen a mapped segment through /proc/self/map_files
+ * (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE: root, not an ordinary user)?
+ * Then a connection needs no memfd to be handed on (exec, SCM_RIGHTS), and
+ * drops it to spare a descriptor; else it keeps it.  Probed once, again
+ * after sl_segment_reopen_forget (the process is changing user). */
+bool sl_segment_reopenable(void);
+void sl_segment_reopen_forget(void);
 void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1);
 /* Check a header copied out of untrusted memory against the mapping size. */
 int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);

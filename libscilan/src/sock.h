@@ -113,7 +113,8 @@ struct sl_sock {
 	struct sl_ring_tx tx;
 	struct sl_ring_rx rx;
 	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
-	int memfd;              /* connecting side until the peer attached, else -1 */
+	int memfd;              /* the segment: connecting side until the peer attached, and kept
+				 * by either side that cannot reopen it (sl_segment_reopenable); else -1 */
 	int rdv_conn;           /* connecting side, between lookup and offer: the listener's rendezvous */
 	/* agreement (agree.c): the connecting side's offer until it is decided */
 	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */

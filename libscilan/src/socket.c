@@ -581,6 +581,7 @@ static bool withdraw_listener(struct sl_sock *s)
 
 void sl_user_changing(void)
 {
+	sl_segment_reopen_forget();
 	sl_sock_any(withdraw_listener);
 }
 

@@ -1,9 +1,11 @@
 /* test_resources.c — scilan out of resources: no room for a connection's
  * segment (a file size limit fails its allocation as a full tmpfs or memory
  * cgroup would).  The connection must still work, over kernel TCP, with a
- * clear error on stderr; nothing may be lost.
+ * clear error on stderr; nothing may be lost.  And what a connection costs
+ * in descriptors once agreed.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -58,4 +60,47 @@ Test(resources, no_room_for_segment_falls_back, .timeout = 60)
 		  child.output);
 	scilan_close(fd);
 	scilan_close(lfd);
+}
+
+static int open_descriptors(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Descriptors are what a server with thousands of clients runs out of first
+ * (RLIMIT_NOFILE): once the acceptor attached, the connecting side keeps its
+ * socket and its two bells, not the segment's memfd, even on a connection
+ * that exchanged bytes without ever sleeping (which used to keep it). */
+Test(resources, agreed_connector_keeps_three_descriptors, .timeout = 60)
+{
+	enum { CONNS = 32 };
+	int c[CONNS], s[CONNS], before, after;
+	char b = 'x';
+
+	before = open_descriptors();
+	for (int i = 0; i < CONNS; i++) {
+		cr_assert_eq(tu_pair(AF_INET, &c[i], &s[i]), 0, "pair %d: %s", i, strerror(errno));
+		cr_assert(tu_accelerated(c[i]), "pair %d not accelerated", i);
+		/* One byte each way: the connector learns the offer was taken. */
+		cr_assert_eq(scilan_send(c[i], &b, 1, 0), 1);
+		cr_assert_eq(scilan_recv(s[i], &b, 1, 0), 1);
+		cr_assert_eq(scilan_send(s[i], &b, 1, 0), 1);
+		cr_assert_eq(scilan_recv(c[i], &b, 1, 0), 1);
+	}
+	after = open_descriptors();
+	/* Both ends live in this process: 3 each, the listener's none; a few
+	 * once per process (the statistics file). */
+	cr_assert_leq(after - before, CONNS * 6 + 4, "%d descriptors for %d connections (both ends)", after - before,
+		      CONNS);
+	for (int i = 0; i < CONNS; i++) {
+		scilan_close(c[i]);
+		scilan_close(s[i]);
+	}
 }

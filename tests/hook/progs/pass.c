@@ -4,6 +4,7 @@
  * and a connection passed to a process that runs without the hook.
  * A plain POSIX program. */
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,16 @@ static int worker(void *p)
 	return 0;
 }
 
-static int dispatch(bool raw)
+static void become_nobody(void)
+{
+	MUST(setgroups(0, NULL));
+	MUST(setgid(65534));
+	MUST(setuid(65534));
+}
+
+/* drop: become uid 65534 after the first connection was accepted as root,
+ * before it is passed on. */
+static int dispatch(bool raw, bool drop)
 {
 	uint16_t port;
 	int l = tcp_listener(&port), sv[2];
@@ -85,6 +95,8 @@ static int dispatch(bool raw)
 
 		snprintf(req, sizeof(req), "req%d", i);
 		SHOW(send(c, req, 4, 0)); /* in flight while the descriptor moves */
+		if (drop && i == 0)
+			become_nobody();
 		SHOW(scen_send_fd(sv[0], s));
 		SHOW(close(s));
 		SHOW(recv_all(c, buf, 4));
@@ -106,12 +118,28 @@ static int dispatch(bool raw)
 
 static int sc_syscall_close(void)
 {
-	return dispatch(false);
+	return dispatch(false, false);
 }
 
 static int sc_raw_close(void)
 {
-	return dispatch(true);
+	return dispatch(true, false);
+}
+
+/* The same as an unprivileged user (Node.js run by an ordinary user): no
+ * /proc/self/map_files to reopen a segment from, which is root's only. */
+static int sc_syscall_close_as_nobody(void)
+{
+	become_nobody();
+	return dispatch(false, false);
+}
+
+/* A connection set up as root (which drops the segment's memfd: it could
+ * reopen it) and passed after the process gave root up: it cannot be handed
+ * on, so it moves to kernel TCP with its bytes (it was reset). */
+static int sc_dropped_root_before_passing(void)
+{
+	return dispatch(false, true);
 }
 
 /* ---- listeners passed to workers --------------------------------------------- */
@@ -318,6 +346,8 @@ int main(int argc, char **argv)
 	static const struct scenario t[] = {
 		{ "syscall_close", sc_syscall_close },
 		{ "raw_close", sc_raw_close },
+		{ "syscall_close_as_nobody", sc_syscall_close_as_nobody },
+		{ "dropped_root_before_passing", sc_dropped_root_before_passing },
 		{ "listen_in_worker", sc_listen_in_worker },
 		{ "listener_passed", sc_listener_passed },
 		{ "accept_where_not_listened", sc_accept_where_not_listened },
