@@ -12,3 +12,9 @@ bench-apps-deps:
 # BENCH_SECS (default 12) and the other settings: perf/apps/servers.sh.
 bench-apps: hook bench-apps-deps
 	@SCILAN_BUILD=$(BUILD) perf/apps/servers.sh
+
+# `make bench-scale` (issue 10): nginx+wrk at 100/1,000/10,000 keep-alive
+# connections and redis -c 1 beside 5,000 idle clients (perf/apps/scale.sh).
+.PHONY: bench-scale
+bench-scale: hook bench-apps-deps
+	@SCILAN_BUILD=$(BUILD) perf/apps/scale.sh
