@@ -201,7 +201,7 @@ static uint32_t look(struct epset *set, struct member *m, bool *keep)
 		/* Moved to kernel TCP, or another socket took the number:
 		 * reconcile gives it its new place before the next sleep. */
 		m->q_stale = true;
-		set->settled = false;
+		hk_ep_unsettle(set);
 		return 0;
 	}
 	if (m->disarmed)
@@ -395,7 +395,7 @@ void hk_evq_release(struct epset *set)
 		sl_evq_take(set->evq.sh, discard, NULL);
 	set->nqueued = set->rl_n = set->nfree = set->slot_hi = 0;
 	set->bell_in_kernel = false;
-	set->settled = false;
+	hk_ep_unsettle(set);
 }
 
 void hk_evq_fd_moved(struct epset *set, int from, int to)
@@ -418,7 +418,7 @@ void hk_evq_after_fork_child(struct epset *set)
 	 * shared kernel set), and makes its own queue for its next set on
 	 * this number. */
 	set->forked = true;
-	set->settled = false;
+	hk_ep_unsettle(set);
 	set->bell_in_kernel = false;
 	sl_evq_close(&set->evq);
 }
@@ -429,5 +429,5 @@ void hk_evq_before_exec(int epfd, struct epset *set)
 		return; /* a forked child's copy: the queue is the parent's */
 	for (int i = 0; i < set->n; i++)
 		hk_evq_unqueue(epfd, set, &set->m[i]);
-	set->settled = false;
+	hk_ep_unsettle(set);
 }

@@ -66,6 +66,8 @@ struct epset {
 	bool bell_in_kernel;  /* its bell is in the current kernel set */
 	bool forked;
 	bool settled;         /* no member can change mode before an epoll_ctl: reconcile skips */
+	bool unseen_connect;  /* a kernel member may connect onto the rings unseen: sleeps are short */
+	unsigned unsettled;   /* bumped by every change that unsettles the set after a reconcile */
 	int nscan;            /* scanned emulated members, at the last reconcile */
 	int *slot_member;     /* [bit]: index into m, or -1 */
 	int slot_cap, slot_hi;
@@ -91,6 +93,14 @@ void hk_epoll_sleep_begin(struct epset *set, struct ticket *t);
 bool hk_epoll_sleep_end(struct epset *set, struct ticket *t);
 /* After a change to the emulated members of set (epoll fd epfd). */
 void hk_epoll_wake_sleepers(int epfd, struct epset *set);
+
+/* The set changed after this wait's reconcile: it must run again before a
+ * sleep (set->lock held). */
+static inline void hk_ep_unsettle(struct epset *set)
+{
+	set->settled = false;
+	set->unsettled++;
+}
 
 /* Shared by epoll.c and epoll_queue.c. */
 struct sl_sock *hk_ep_ring_socket(int fd);

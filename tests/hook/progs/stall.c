@@ -1,0 +1,280 @@
+/* stall.c — scenarios of a client that sends a request and waits for the
+ * answer in epoll_wait while the server end reads past the hook (a process
+ * without it that received the connection, an io_uring reader): the request
+ * sits in a ring nobody reads until the client's stall watch moves the
+ * connection to kernel TCP.  A plain POSIX program (and liburing). */
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "scen.h"
+
+#define REQ_LEN 4000   /* well within a ring: the send never blocks */
+#define RSP_LEN 100000 /* more than one read */
+#define REQ_SEED 21
+#define RSP_SEED 22
+
+/* How the client waits. */
+enum wait_mode {
+	LEVEL,    /* EPOLLIN, no timeout */
+	EDGE,     /* EPOLLIN|EPOLLET, no timeout */
+	TIMEOUTS, /* EPOLLIN, 200 ms timeouts that keep expiring */
+};
+
+/* ---- the server end: reads the request, answers its checksum and a stream -- */
+
+typedef size_t (*io_fn)(int fd, char *buf, size_t len);
+
+static size_t answer(int s, io_fn recv_fn, io_fn send_fn)
+{
+	char *req = malloc(REQ_LEN), *rsp = malloc(8 + RSP_LEN);
+	size_t got = recv_fn(s, req, REQ_LEN);
+	uint64_t sum = fnv(FNV_INIT, req, got);
+
+	say("server got %zu, intact %d", got, got == REQ_LEN && stream_check(REQ_SEED, 0, req, got));
+	memcpy(rsp, &sum, 8);
+	stream_fill(RSP_SEED, 0, rsp + 8, RSP_LEN);
+	got = send_fn(s, rsp, 8 + RSP_LEN);
+	free(req);
+	free(rsp);
+	return got;
+}
+
+static size_t plain_recv(int fd, char *buf, size_t len)
+{
+	ssize_t n = recv_all(fd, buf, len);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+static size_t plain_send(int fd, char *buf, size_t len)
+{
+	ssize_t n = send_all(fd, buf, len);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* Exec'd without LD_PRELOAD: it reads the connection's kernel socket. */
+static int sc_unhooked_answerer(void)
+{
+	int s;
+
+	if (scen_argc < 1)
+		fatal("usage: unhooked_answerer FD");
+	s = scen_recv_fd(atoi(scen_argv[0]));
+	if (s < 0)
+		fatal("no connection received");
+	say("answer sent %zu", answer(s, plain_recv, plain_send));
+	close(s);
+	return 0;
+}
+
+static int unhooked_kid(void *arg)
+{
+	int *chan = arg;
+	char fdarg[16];
+
+	snprintf(fdarg, sizeof(fdarg), "%d", chan[1]);
+	MUST(fcntl(chan[1], F_SETFD, 0));
+	unsetenv("LD_PRELOAD");
+	execl(scen_self, scen_self, "unhooked_answerer", fdarg, (char *)NULL);
+	fatal("exec");
+}
+
+static struct io_uring ring;
+
+static int uring_wait(void)
+{
+	struct io_uring_cqe *cqe;
+	int r;
+
+	if (io_uring_submit(&ring) != 1)
+		fatal("io_uring_submit");
+	while ((r = io_uring_wait_cqe(&ring, &cqe)) == -EINTR)
+		;
+	if (r < 0) {
+		errno = -r;
+		fatal("io_uring_wait_cqe");
+	}
+	r = cqe->res;
+	io_uring_cqe_seen(&ring, cqe);
+	return r;
+}
+
+static size_t uring_recv(int fd, char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		int n;
+
+		io_uring_prep_recv(io_uring_get_sqe(&ring), fd, buf + done, len - done, 0);
+		if ((n = uring_wait()) <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
+static size_t uring_send(int fd, char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		int n;
+
+		io_uring_prep_send(io_uring_get_sqe(&ring), fd, buf + done, len - done, MSG_NOSIGNAL);
+		if ((n = uring_wait()) <= 0)
+			break;
+		done += (size_t)n;
+	}
+	return done;
+}
+
+/* A hooked acceptor whose data calls are io_uring's. */
+static int uring_kid(void *arg)
+{
+	int l = *(int *)arg, s = MUST(accept(l, NULL, NULL)), r;
+
+	if ((r = io_uring_queue_init(8, &ring, 0)) < 0) {
+		errno = -r;
+		fatal("io_uring_queue_init");
+	}
+	say("answer sent %zu", answer(s, uring_recv, uring_send));
+	close(s);
+	return 0;
+}
+
+/* ---- the client: request, then the answer through epoll_wait ---------------- */
+
+static void client(int ep, int c, enum wait_mode mode)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (mode == EDGE ? EPOLLET : 0) }, evs[4];
+	char *req = malloc(REQ_LEN), *rsp = malloc(8 + RSP_LEN + 1);
+	size_t got = 0;
+	uint64_t sum;
+	bool eof = false;
+
+	MUST(fcntl(c, F_SETFL, O_NONBLOCK));
+	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	stream_fill(REQ_SEED, 0, req, REQ_LEN);
+	say("request sent %zd", send_all(c, req, REQ_LEN));
+	while (!eof) {
+		int n = epoll_wait(ep, evs, 4, mode == TIMEOUTS ? 200 : -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			fatal("epoll_wait");
+		if (n == 0)
+			continue;
+		/* Drain: under EPOLLET the next report needs new bytes. */
+		for (;;) {
+			ssize_t r = recv(c, rsp + got, 8 + RSP_LEN + 1 - got, 0);
+
+			if (r > 0) {
+				got += (size_t)r;
+				continue;
+			}
+			if (r == 0)
+				eof = true;
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				fatal("recv");
+			break;
+		}
+	}
+	sum = fnv(FNV_INIT, req, REQ_LEN);
+	say("client got %zu, checksum of the request matches %d, answer intact %d", got,
+	    got >= 8 && memcmp(rsp, &sum, 8) == 0, got == 8 + RSP_LEN && stream_check(RSP_SEED, 0, rsp + 8, RSP_LEN));
+	close(c);
+	free(req);
+	free(rsp);
+}
+
+/* The server's end is passed to a process without the hook. */
+static void to_unhooked(int ep, enum wait_mode mode)
+{
+	struct kid k;
+	int chan[2], c, s;
+
+	/* Forked first: holding the connection at its exec, it would move it
+	 * to kernel TCP there (the hand-over). */
+	chan_open(chan);
+	kid_start(&k, "answerer", unhooked_kid, chan);
+	tcp_pair(&c, &s);
+	MUST(scen_send_fd(chan[0], s));
+	close(s);
+	client(ep, c, mode);
+	kid_join(&k);
+	close(chan[0]);
+}
+
+static int sc_unhooked_level(void)
+{
+	to_unhooked(MUST(epoll_create1(0)), LEVEL);
+	return 0;
+}
+
+static int sc_unhooked_edge(void)
+{
+	to_unhooked(MUST(epoll_create1(0)), EDGE);
+	return 0;
+}
+
+static int sc_unhooked_timeouts(void)
+{
+	to_unhooked(MUST(epoll_create1(0)), TIMEOUTS);
+	return 0;
+}
+
+/* The set was made before a fork: the child's copy scans its members, as a
+ * pre-forked worker's inherited set does. */
+static int forked_client(void *arg)
+{
+	to_unhooked(*(int *)arg, LEVEL);
+	return 0;
+}
+
+static int sc_unhooked_forked_set(void)
+{
+	int ep = MUST(epoll_create1(0));
+	struct kid k;
+
+	kid_start(&k, "client", forked_client, &ep);
+	kid_join(&k);
+	return 0;
+}
+
+static int sc_uring_edge(void)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), c;
+	struct kid k;
+
+	kid_start(&k, "uring answerer", uring_kid, &l);
+	c = tcp_connect(port);
+	client(MUST(epoll_create1(0)), c, EDGE);
+	kid_join(&k);
+	close(l);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct scenario t[] = {
+		{ "unhooked_level", sc_unhooked_level },
+		{ "unhooked_edge", sc_unhooked_edge },
+		{ "unhooked_timeouts", sc_unhooked_timeouts },
+		{ "unhooked_forked_set", sc_unhooked_forked_set },
+		{ "uring_edge", sc_uring_edge },
+		{ "unhooked_answerer", sc_unhooked_answerer },
+		{ NULL, NULL },
+	};
+
+	return scen_main(argc, argv, t);
+}
