@@ -617,6 +617,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (armed == 0)
 				sleep_ms = 0;
 			sleep_ms = hk_evq_cap(set, sleep_ms, sl_mono_ms());
+			if (sleep_ms != 0)
+				sleep_ms = hk_evq_stall_cap(set, sleep_ms);
 		}
 		if (!emulated) {
 			r = 0;
@@ -628,6 +630,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (armed >= 0)
 				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
+			if (sleep_ms != 0)
+				hk_evq_stall_after_sleep(set);
 			if (r >= 0) {
 				bool looked = got > 0; /* a member is reported once per wait */
 
@@ -649,6 +653,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (armed >= 0)
 				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
+			if (sleep_ms != 0)
+				hk_evq_stall_after_sleep(set);
 			if (r >= 0) {
 				bool looked = got > 0;
 

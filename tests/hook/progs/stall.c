@@ -136,11 +136,13 @@ static size_t uring_send(int fd, char *buf, size_t len)
 	return done;
 }
 
-/* A hooked acceptor whose data calls are io_uring's. */
+/* A hooked acceptor that greets through the hook (so the client's offer is
+ * decided and its epoll set queues it), then reads and answers with io_uring. */
 static int uring_kid(void *arg)
 {
 	int l = *(int *)arg, s = MUST(accept(l, NULL, NULL)), r;
 
+	say("greeting %zd", send_all(s, "hi", 2));
 	if ((r = io_uring_queue_init(8, &ring, 0)) < 0) {
 		errno = -r;
 		fatal("io_uring_queue_init");
@@ -152,42 +154,54 @@ static int uring_kid(void *arg)
 
 /* ---- the client: request, then the answer through epoll_wait ---------------- */
 
-static void client(int ep, int c, enum wait_mode mode)
+/* Read until want bytes or EOF, waiting in epoll_wait whenever the socket
+ * has nothing (under EPOLLET, only then is a report due): the count. */
+static size_t epoll_read(int ep, int c, enum wait_mode mode, char *buf, size_t want)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (mode == EDGE ? EPOLLET : 0) }, evs[4];
-	char *req = malloc(REQ_LEN), *rsp = malloc(8 + RSP_LEN + 1);
+	struct epoll_event evs[4];
 	size_t got = 0;
-	uint64_t sum;
-	bool eof = false;
 
+	while (got < want) {
+		ssize_t r = recv(c, buf + got, want - got, 0);
+		int n;
+
+		if (r > 0) {
+			got += (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			break;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			fatal("recv");
+		while ((n = epoll_wait(ep, evs, 4, mode == TIMEOUTS ? 200 : -1)) <= 0)
+			if (n < 0 && errno != EINTR)
+				fatal("epoll_wait");
+	}
+	return got;
+}
+
+/* c, non-blocking, in set ep (-1: a new one): the set. */
+static int watched(int ep, int c, enum wait_mode mode)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (mode == EDGE ? EPOLLET : 0) };
+
+	if (ep < 0)
+		ep = MUST(epoll_create1(0));
 	MUST(fcntl(c, F_SETFL, O_NONBLOCK));
 	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	return ep;
+}
+
+/* The request, then the answer: c is in set ep already. */
+static void client(int ep, int c, enum wait_mode mode)
+{
+	char *req = malloc(REQ_LEN), *rsp = malloc(8 + RSP_LEN + 1);
+	size_t got;
+	uint64_t sum;
+
 	stream_fill(REQ_SEED, 0, req, REQ_LEN);
 	say("request sent %zd", send_all(c, req, REQ_LEN));
-	while (!eof) {
-		int n = epoll_wait(ep, evs, 4, mode == TIMEOUTS ? 200 : -1);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			fatal("epoll_wait");
-		if (n == 0)
-			continue;
-		/* Drain: under EPOLLET the next report needs new bytes. */
-		for (;;) {
-			ssize_t r = recv(c, rsp + got, 8 + RSP_LEN + 1 - got, 0);
-
-			if (r > 0) {
-				got += (size_t)r;
-				continue;
-			}
-			if (r == 0)
-				eof = true;
-			else if (errno != EAGAIN && errno != EWOULDBLOCK)
-				fatal("recv");
-			break;
-		}
-	}
+	got = epoll_read(ep, c, mode, rsp, 8 + RSP_LEN + 1);
 	sum = fnv(FNV_INIT, req, REQ_LEN);
 	say("client got %zu, checksum of the request matches %d, answer intact %d", got,
 	    got >= 8 && memcmp(rsp, &sum, 8) == 0, got == 8 + RSP_LEN && stream_check(RSP_SEED, 0, rsp + 8, RSP_LEN));
@@ -209,26 +223,26 @@ static void to_unhooked(int ep, enum wait_mode mode)
 	tcp_pair(&c, &s);
 	MUST(scen_send_fd(chan[0], s));
 	close(s);
-	client(ep, c, mode);
+	client(watched(ep, c, mode), c, mode);
 	kid_join(&k);
 	close(chan[0]);
 }
 
 static int sc_unhooked_level(void)
 {
-	to_unhooked(MUST(epoll_create1(0)), LEVEL);
+	to_unhooked(-1, LEVEL);
 	return 0;
 }
 
 static int sc_unhooked_edge(void)
 {
-	to_unhooked(MUST(epoll_create1(0)), EDGE);
+	to_unhooked(-1, EDGE);
 	return 0;
 }
 
 static int sc_unhooked_timeouts(void)
 {
-	to_unhooked(MUST(epoll_create1(0)), TIMEOUTS);
+	to_unhooked(-1, TIMEOUTS);
 	return 0;
 }
 
@@ -253,15 +267,71 @@ static int sc_unhooked_forked_set(void)
 static int sc_uring_edge(void)
 {
 	uint16_t port;
-	int l = tcp_listener(&port), c;
+	int l = tcp_listener(&port), c, ep;
 	struct kid k;
+	char hi[3] = { 0 };
 
 	kid_start(&k, "uring answerer", uring_kid, &l);
 	c = tcp_connect(port);
-	client(MUST(epoll_create1(0)), c, EDGE);
+	ep = watched(-1, c, EDGE);
+	say("greeting %zu '%s'", epoll_read(ep, c, EDGE, hi, 2), hi);
+	client(ep, c, EDGE);
 	kid_join(&k);
 	close(l);
 	return 0;
+}
+
+/* ---- a hooked server slow to answer: the rings stay ------------------------- */
+
+/* Longer than SL_STALL_MS: the request it read must not look unread. */
+#define SLOW_MS 3600
+
+static int slow_kid(void *arg)
+{
+	int l = *(int *)arg, s = MUST(accept(l, NULL, NULL));
+	char *req = malloc(REQ_LEN);
+
+	say("first request %zd", recv_all(s, req, REQ_LEN));
+	say("first answer %zd", send_all(s, "answer-1", 8));
+	say("second request %zd", recv_all(s, req, REQ_LEN));
+	usleep(SLOW_MS * 1000);
+	say("second answer %zd", send_all(s, "answer-2", 8));
+	close(s);
+	free(req);
+	return 0;
+}
+
+static int slow_answer(enum wait_mode mode)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), c, ep;
+	char *req = malloc(REQ_LEN), rsp[9] = { 0 };
+	struct kid k;
+
+	kid_start(&k, "slow server", slow_kid, &l);
+	c = tcp_connect(port);
+	ep = watched(-1, c, mode);
+	stream_fill(REQ_SEED, 0, req, REQ_LEN);
+	for (int i = 0; i < 2; i++) {
+		say("request sent %zd", send_all(c, req, REQ_LEN));
+		say("answer %zu '%s'", epoll_read(ep, c, mode, rsp, 8), rsp);
+	}
+	say("EOF %zu", epoll_read(ep, c, mode, rsp, 1));
+	close(c);
+	kid_join(&k);
+	close(l);
+	free(req);
+	return 0;
+}
+
+static int sc_slow_answer_level(void)
+{
+	return slow_answer(LEVEL);
+}
+
+static int sc_slow_answer_edge(void)
+{
+	return slow_answer(EDGE);
 }
 
 int main(int argc, char **argv)
@@ -272,6 +342,8 @@ int main(int argc, char **argv)
 		{ "unhooked_timeouts", sc_unhooked_timeouts },
 		{ "unhooked_forked_set", sc_unhooked_forked_set },
 		{ "uring_edge", sc_uring_edge },
+		{ "slow_answer_level", sc_slow_answer_level },
+		{ "slow_answer_edge", sc_slow_answer_edge },
 		{ "unhooked_answerer", sc_unhooked_answerer },
 		{ NULL, NULL },
 	};
