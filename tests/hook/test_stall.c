@@ -18,6 +18,12 @@ Test(stall, epoll_edge_waits_for_unhooked_reader, .timeout = 120)
 }
 /* Each 200 ms wait expires before the bound: the watch adds them up. */
 Test(stall, epoll_timeouts_add_up, .timeout = 120) { hk_scenario("stall", "unhooked_timeouts", 0, -1, 30); }
+/* A nested set makes the wait a poll of the scanned part; the queued client
+ * is watched beside it. */
+Test(stall, epoll_beside_nested_set_waits_for_unhooked_reader, .timeout = 120)
+{
+	hk_scenario("stall", "unhooked_beside_nested", 0, -1, 30);
+}
 /* A set inherited through fork scans its members (no event queue). */
 Test(stall, epoll_forked_set_waits_for_unhooked_reader, .timeout = 120)
 {

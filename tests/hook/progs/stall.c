@@ -246,6 +246,20 @@ static int sc_unhooked_timeouts(void)
 	return 0;
 }
 
+/* The set also holds another epoll set (which the hook scans): the wait
+ * sleeps in a poll of the scanned part with the queued client beside it. */
+static int sc_unhooked_beside_nested(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = MUST(epoll_create1(0)), inner = MUST(epoll_create1(0));
+
+	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, inner, &ev));
+	to_unhooked(ep, LEVEL);
+	close(inner);
+	close(ep);
+	return 0;
+}
+
 /* The set was made before a fork: the child's copy scans its members, as a
  * pre-forked worker's inherited set does. */
 static int forked_client(void *arg)
@@ -341,6 +355,7 @@ int main(int argc, char **argv)
 		{ "unhooked_edge", sc_unhooked_edge },
 		{ "unhooked_timeouts", sc_unhooked_timeouts },
 		{ "unhooked_forked_set", sc_unhooked_forked_set },
+		{ "unhooked_beside_nested", sc_unhooked_beside_nested },
 		{ "uring_edge", sc_uring_edge },
 		{ "slow_answer_level", sc_slow_answer_level },
 		{ "slow_answer_edge", sc_slow_answer_edge },
