@@ -26,6 +26,8 @@
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
 /* What the kernel accepts beside EPOLLEXCLUSIVE. */
 #define EXCLUSIVE_OK (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE)
+/* The longest sleep of a set with a kernel member that may yet connect. */
+#define UNSEEN_CONNECT_MS 10
 
 static struct epset *_Atomic sets[MAX_SET_FD];
 static _Atomic int open_sets;
@@ -113,7 +115,7 @@ static void to_kernel_mode(int epfd, struct member *m, bool want_kernel)
 static int reconcile(int epfd, struct epset *set)
 {
 	int scanned = 0;
-	bool settled = !set->forked;
+	bool settled = !set->forked, unseen = false;
 
 	if (set->settled)
 		return set->nscan;
@@ -138,10 +140,12 @@ static int reconcile(int epfd, struct epset *set)
 		} else if ((s = sl_sock_get(m->fd)) &&
 			   (sl_sock_state(s) == SL_FRESH || sl_sock_state(s) == SL_CONNECTING)) {
 			settled = false; /* may connect and move to the rings */
+			unseen = true;
 		}
 	}
 	set->nscan = scanned;
 	set->settled = settled;
+	set->unseen_connect = unseen;
 	return scanned;
 }
 
@@ -219,7 +223,7 @@ HK_EXPORT int epoll_create1(int flags)
 	set->n = 0;
 	set->sleeping = set->stale = 0;
 	set->signaled = false;
-	set->forked = set->settled = set->bell_in_kernel = false;
+	set->forked = set->settled = set->bell_in_kernel = set->unseen_connect = false;
 	set->nscan = 0;
 	set->open = true;
 	pthread_mutex_unlock(&set->lock);
@@ -244,7 +248,7 @@ static void remove_at(int epfd, struct epset *set, struct member *m)
 	*m = set->m[--set->n];
 	if (m != &set->m[set->n])
 		hk_evq_moved(set, (int)(m - set->m));
-	set->settled = false;
+	hk_ep_unsettle(set);
 }
 
 static int add_member(int epfd, struct epset *set, int fd, const struct epoll_event *ev)
@@ -287,7 +291,7 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 		m->in_kernel = true;
 	}
 	set->n++;
-	set->settled = false;
+	hk_ep_unsettle(set);
 	return 0;
 }
 
@@ -336,7 +340,7 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			m->data = ev->data;
 			m->disarmed = false;
 			m->et_reported = 0;
-			set->settled = false; /* a scanned member re-armed counts again */
+			hk_ep_unsettle(set); /* a scanned member re-armed counts again */
 			hk_evq_touch(set, m);
 		}
 		if (r == 0 && emulated)
@@ -583,10 +587,12 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 
 	for (;;) {
 		int got, left = left_ms(deadline), emulated, sleep_ms, armed = -1;
+		unsigned reconciled;
 		bool woken = false;
 
 		pthread_mutex_lock(&set->lock);
 		emulated = reconcile(epfd, set);
+		reconciled = set->unsettled;
 		got = hk_evq_collect(set, evs, max, sl_mono_ms());
 		if (!got && left != 0 && !emulated && set->settled && set->nqueued && !set->forked) {
 			bool hit;
@@ -597,14 +603,22 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (hit)
 				got = hk_evq_collect(set, evs, max, sl_mono_ms());
 		}
-		/* A member that left the queue gets its place before any sleep. */
-		sleep_ms = got || !set->settled ? 0 : left;
+		/* A member that left the queue since the reconcile gets its place
+		 * before any sleep (the reconcile placed all the others: a set
+		 * that stays unsettled, with scanned members, still sleeps). */
+		sleep_ms = got || set->unsettled != reconciled ? 0 : left;
+		/* A kernel member connecting onto the rings in another thread
+		 * says nothing the kernel set hears: look again soon. */
+		if (set->unseen_connect && (sleep_ms < 0 || sleep_ms > UNSEEN_CONNECT_MS))
+			sleep_ms = UNSEEN_CONNECT_MS;
 		if (sleep_ms != 0) {
 			hk_epoll_sleep_begin(set, &t);
 			armed = hk_evq_arm(set);
 			if (armed == 0)
 				sleep_ms = 0;
 			sleep_ms = hk_evq_cap(set, sleep_ms, sl_mono_ms());
+			if (sleep_ms != 0)
+				sleep_ms = hk_evq_stall_cap(set, sleep_ms);
 		}
 		if (!emulated) {
 			r = 0;
@@ -616,6 +630,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (armed >= 0)
 				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
+			if (sleep_ms != 0)
+				hk_evq_stall_after_sleep(set);
 			if (r >= 0) {
 				bool looked = got > 0; /* a member is reported once per wait */
 
@@ -637,6 +653,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (armed >= 0)
 				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
+			if (sleep_ms != 0)
+				hk_evq_stall_after_sleep(set);
 			if (r >= 0) {
 				bool looked = got > 0;
 

@@ -97,6 +97,7 @@ static int take_slot(struct epset *set)
 	if (set->slot_hi == set->slot_cap) {
 		int cap = set->slot_cap ? set->slot_cap * 2 : 64;
 		int *sm = realloc(set->slot_member, (size_t)cap * sizeof(*sm)), *fs;
+		uint32_t *dl, *st;
 
 		if (!sm)
 			return -1;
@@ -105,6 +106,14 @@ static int take_slot(struct epset *set)
 		if (!fs)
 			return -1;
 		set->free_slots = fs;
+		dl = realloc(set->drop, (size_t)cap * sizeof(*dl));
+		if (!dl)
+			return -1;
+		set->drop = dl;
+		st = realloc(set->stall, (size_t)cap * sizeof(*st));
+		if (!st)
+			return -1;
+		set->stall = st;
 		set->slot_cap = cap;
 	}
 	return set->slot_hi++;
@@ -156,6 +165,7 @@ void hk_evq_unqueue(int epfd, struct epset *set, struct member *m)
 	if (m->q < 0)
 		return;
 	list_del(set, m);
+	hk_evq_stall_forget(set, m);
 	/* A forked child's copy: the registration and the kernel entry (the
 	 * kernel set is shared) are the parent's. */
 	if (!set->forked) {
@@ -201,7 +211,7 @@ static uint32_t look(struct epset *set, struct member *m, bool *keep)
 		/* Moved to kernel TCP, or another socket took the number:
 		 * reconcile gives it its new place before the next sleep. */
 		m->q_stale = true;
-		set->settled = false;
+		hk_ep_unsettle(set);
 		return 0;
 	}
 	if (m->disarmed)
@@ -258,10 +268,12 @@ int hk_evq_collect(struct epset *set, struct epoll_event *evs, int max, int64_t 
 			evs[got].data = m->data;
 			got++;
 		}
-		if (keep)
+		if (keep) {
 			set->rl_tmp[kept++] = set->rl[i];
-		else
+		} else {
 			m->on_list = false;
+			hk_evq_stall_dropped(set, m);
+		}
 	}
 	memmove(set->rl, set->rl + i, (size_t)(set->rl_n - i) * sizeof(*set->rl));
 	memcpy(set->rl + (set->rl_n - i), set->rl_tmp, (size_t)kept * sizeof(*set->rl));
@@ -391,11 +403,12 @@ void hk_evq_release(struct epset *set)
 		m->q = -1;
 		m->on_list = false;
 	}
+	hk_evq_stall_reset(set);
 	if (set->evq.sh && !set->forked)
 		sl_evq_take(set->evq.sh, discard, NULL);
 	set->nqueued = set->rl_n = set->nfree = set->slot_hi = 0;
 	set->bell_in_kernel = false;
-	set->settled = false;
+	hk_ep_unsettle(set);
 }
 
 void hk_evq_fd_moved(struct epset *set, int from, int to)
@@ -418,7 +431,8 @@ void hk_evq_after_fork_child(struct epset *set)
 	 * shared kernel set), and makes its own queue for its next set on
 	 * this number. */
 	set->forked = true;
-	set->settled = false;
+	hk_ep_unsettle(set);
+	hk_evq_stall_reset(set);
 	set->bell_in_kernel = false;
 	sl_evq_close(&set->evq);
 }
@@ -429,5 +443,5 @@ void hk_evq_before_exec(int epfd, struct epset *set)
 		return; /* a forked child's copy: the queue is the parent's */
 	for (int i = 0; i < set->n; i++)
 		hk_evq_unqueue(epfd, set, &set->m[i]);
-	set->settled = false;
+	hk_ep_unsettle(set);
 }

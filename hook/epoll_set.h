@@ -42,6 +42,8 @@ struct member {
 	struct sl_sock *q_sock;
 	bool q_stale;    /* no longer fit for the queue: reconcile takes it out */
 	bool on_list;    /* in the ready list */
+	bool on_drop;    /* in the set's drop list (epoll_stall.c) */
+	bool on_stall;   /* in the set's stall list */
 };
 
 struct epset {
@@ -66,6 +68,8 @@ struct epset {
 	bool bell_in_kernel;  /* its bell is in the current kernel set */
 	bool forked;
 	bool settled;         /* no member can change mode before an epoll_ctl: reconcile skips */
+	bool unseen_connect;  /* a kernel member may connect onto the rings unseen: sleeps are short */
+	unsigned unsettled;   /* bumped by every change that unsettles the set after a reconcile */
 	int nscan;            /* scanned emulated members, at the last reconcile */
 	int *slot_member;     /* [bit]: index into m, or -1 */
 	int slot_cap, slot_hi;
@@ -73,6 +77,11 @@ struct epset {
 	uint32_t *rl;         /* the ready list: bits of members reported or marked since */
 	int rl_n, rl_cap;
 	uint32_t *rl_tmp;
+	/* Bits of queued members, each at most once (sized as slot_member):
+	 * those that left the ready list since the last sleep (the stall
+	 * watch's candidates), and those it watches (epoll_stall.c). */
+	uint32_t *drop, *stall;
+	int ndrop, nstall;
 	int nqueued;
 	int poll_us;          /* the spin of the queued members (SL_POLL_ADAPTIVE: learnt) */
 	_Atomic uint64_t spin_learn;
@@ -91,6 +100,14 @@ void hk_epoll_sleep_begin(struct epset *set, struct ticket *t);
 bool hk_epoll_sleep_end(struct epset *set, struct ticket *t);
 /* After a change to the emulated members of set (epoll fd epfd). */
 void hk_epoll_wake_sleepers(int epfd, struct epset *set);
+
+/* The set changed after this wait's reconcile: it must run again before a
+ * sleep (set->lock held). */
+static inline void hk_ep_unsettle(struct epset *set)
+{
+	set->settled = false;
+	set->unsettled++;
+}
 
 /* Shared by epoll.c and epoll_queue.c. */
 struct sl_sock *hk_ep_ring_socket(int fd);
@@ -131,5 +148,28 @@ void hk_evq_after_fork_child(struct epset *set);
  * image's waits on an inherited set); a failed exec queues them again at
  * the next wait. */
 void hk_evq_before_exec(int epfd, struct epset *set);
+
+/* The stall watch of queued members (epoll_stall.c), all with set->lock
+ * held.  Member m leaves the ready list: a candidate for the next sleep.
+ * Only bytes we wrote since a member's last report or look can wait unread
+ * (a sweep looks at every member), so these are the candidates: one store
+ * per member between sleeps, on the path that returns events. */
+static inline void hk_evq_stall_dropped(struct epset *set, struct member *m)
+{
+	if (m->on_drop || m->q < 0)
+		return;
+	m->on_drop = true;
+	set->drop[set->ndrop++] = (uint32_t)m->q;
+}
+/* m leaves the queue; the set's queue is released or left to the parent. */
+void hk_evq_stall_forget(struct epset *set, struct member *m);
+void hk_evq_stall_reset(struct epset *set);
+/* About to sleep up to sleep_ms (-1 none): the candidates with our bytes
+ * unread in the peer's ring join the watch; the sleep it may last. */
+int hk_evq_stall_cap(struct epset *set, int sleep_ms);
+/* Woken after a sleep: a watched peer that took nothing of ours for
+ * SL_STALL_MS moves the connection to kernel TCP (the member then leaves
+ * the queue at the next reconcile). */
+void hk_evq_stall_after_sleep(struct epset *set);
 
 #endif

@@ -14,8 +14,8 @@ HOOKTEST_SRC  := $(wildcard tests/hook/test_*.c)
 HOOKTEST_BIN  := $(patsubst tests/hook/%.c,$(HOOKTEST_DIR)/%,$(HOOKTEST_SRC))
 HOOKTEST_LIB  := $(filter-out $(HOOKTEST_SRC),$(wildcard tests/hook/*.c))
 HOOK_FLAGS    := -D_GNU_SOURCE $(WARN) $(OPT) -pthread
-# progs/agree.c drives io_uring, whose calls no preload can see.
-$(HOOKPROG_DIR)/agree: HOOKPROG_LIBS := -luring
+# progs/agree.c and stall.c drive io_uring, whose calls no preload can see.
+$(HOOKPROG_DIR)/agree $(HOOKPROG_DIR)/stall: HOOKPROG_LIBS := -luring
 
 $(HOOKPROG_DIR)/%: tests/hook/progs/%.c tests/hook/progs/scen.c tests/hook/progs/scen.h
 	@mkdir -p $(dir $@)

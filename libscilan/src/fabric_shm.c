@@ -574,26 +574,6 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 	return fd;
 }
 
-/* We cannot use an offer we could open: say so in its offer word, so the
- * connecting side moves its bytes to the kernel socket at once instead of
- * finding out by itself (agree.c), and wake it. */
-static void refuse(int fd, const struct stat *st, int bell_to_connector)
-{
-	void *page;
-	uint32_t offered = SL_OFFER_OFFERED;
-	char token = SL_TOKEN_LOCAL;
-
-	if (st->st_size < SL_PAGE) /* not ours: the word would be beyond its end (SIGBUS) */
-		return;
-	page = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (page == MAP_FAILED)
-		return;
-	atomic_compare_exchange_strong(offer_word(page), &offered, SL_OFFER_REFUSED);
-	munmap(page, SL_PAGE);
-	if (bell_to_connector >= 0)
-		sl_sys.write(bell_to_connector, &token, 1);
-}
-
 /* The offered segment fd (closed here), checked by check_segment_fd, with
  * the bells already in s: validate the header, map, and commit.  1 if the
  * rings carry the connection; 0 if it stays kernel TCP. */
@@ -616,7 +596,7 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st->st_size)) {
 		sl_warn("segment offered by %s has a bad header; connection uses kernel TCP", who);
 		sl_fb_hint(SL_FB_BAD_OFFER);
-		refuse(fd, st, s->bell_tx);
+		sl_segment_refuse(fd, s->bell_tx);
 		sl_sys.close(fd);
 		close_bells(s);
 		return 0;
@@ -628,7 +608,7 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 		sl_fb_hint(base == MAP_FAILED ? sl_fb_of_errno(errno, SL_FB_OTHER) : SL_FB_BAD_OFFER);
 		if (base != MAP_FAILED)
 			munmap(base, hdr.total_size);
-		refuse(fd, st, s->bell_tx);
+		sl_segment_refuse(fd, s->bell_tx);
 		sl_sys.close(fd);
 		close_bells(s);
 		return 0;
@@ -670,25 +650,60 @@ static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
 
 	s->bell_rx = fds[2];
 	s->bell_tx = fds[1];
+	if (sl_segment_fd_check(fds[0], &st) < 0) {
+		sl_warn("fd %d: the segment passed with the offer is not one (%s); connection uses kernel TCP",
+			s->fd, strerror(errno));
+		sl_fb_hint(SL_FB_BAD_OFFER);
+		sl_segment_refuse(fds[0], fds[1]); /* if its word can be reached safely */
+		sl_own_fd_close(fds[0]);
+		close_bells(s);
+		return 0;
+	}
 	for (int i = 1; i < SL_RDV_FDS; i++) {
 		int fl = sl_sys.fcntl(fds[i], F_GETFL);
 
 		if (fl < 0 || sl_sys.fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0) {
 			sl_fb_hint(SL_FB_BAD_OFFER);
+			sl_segment_refuse(fds[0], fds[1]);
 			sl_own_fd_close(fds[0]);
 			close_bells(s);
 			return 0;
 		}
 	}
-	if (sl_segment_fd_check(fds[0], &st) < 0) {
-		sl_warn("fd %d: the segment passed with the offer is not one (%s); connection uses kernel TCP",
-			s->fd, strerror(errno));
-		sl_fb_hint(SL_FB_BAD_OFFER);
-		sl_own_fd_close(fds[0]);
-		close_bells(s);
-		return 0;
-	}
 	return attach_segment(s, fds[0], &st, "the connector");
+}
+
+/* Give up the segment the rendezvous gave us without its bells (EMFILE):
+ * refused, closed. */
+static void refuse_held(int *seg, int *bell)
+{
+	if (*seg >= 0) {
+		sl_fb_hint(SL_FB_RESOURCE);
+		sl_segment_refuse(*seg, *bell);
+		sl_own_fd_close(*seg);
+	}
+	sl_own_fd_close(*bell);
+	*seg = *bell = -1;
+}
+
+/* The segment the offer file names, opened; or the one the rendezvous gave
+ * us without its bells (held, taken over here) if it is that one. */
+static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
+{
+	int fd;
+
+	if (*held >= 0) {
+		if (fstat(*held, st) == 0 && st->st_ino == offer->ino && st->st_dev == offer->dev &&
+		    sl_segment_fd_check(*held, st) == 0) {
+			fd = *held;
+			*held = -1;
+			return fd;
+		}
+		/* Another segment for the same connection: not the one this
+		 * offer names, and not one we use. */
+		refuse_held(held, &(int){ -1 });
+	}
+	return open_offered_memfd(offer, st);
 }
 
 /* Every way out but a won compare-and-swap leaves the connection plain:
@@ -702,20 +717,30 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	struct stat st;
 	char path[SL_OFFER_PATH_SIZE]; /* a longer name was never offered */
 	char who[32];
-	int ofd, fd, passed[SL_RDV_FDS];
+	int ofd, fd, passed[SL_RDV_FDS], held = -1, held_bell = -1, took, err;
 	ssize_t got;
 
-	if (sl_rdv_take(listener->rdv_fd, SL_MAX_REG, local, peer, passed)) {
+	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, local, peer, passed);
+	if (took == 1) {
 		/* The names of the same offer (our user's connector) are not
 		 * needed any more; another user's are not ours to see. */
 		if (offer_path(local, peer, path, sizeof(path)) == 0)
 			sl_shm_unlink_offer(path);
 		return attach_passed(s, passed);
 	}
+	if (took == SL_RDV_PARTIAL) {
+		/* Out of descriptors (EMFILE) for its bells: the offer file of
+		 * the same offer, if there is one, names the bells; else it is
+		 * refused below. */
+		held = passed[0];
+		held_bell = passed[1];
+	}
 	/* A connector of this user in another namespace of the node (emulated
 	 * nodes) leaves its offer as a file, found by the 4-tuple alone. */
-	if (offer_path(local, peer, path, sizeof(path)) < 0)
+	if (offer_path(local, peer, path, sizeof(path)) < 0) {
+		refuse_held(&held, &held_bell);
 		return 0;
+	}
 	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (ofd < 0) {
 		if (errno != ENOENT) {
@@ -723,29 +748,52 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 			sl_info("cannot read the connect offer %s (%s); connection uses kernel TCP", path,
 				strerror(errno));
 		}
+		refuse_held(&held, &held_bell);
 		return 0;
 	}
 	got = sl_sys.read(ofd, raw, sizeof(raw));
 	sl_sys.close(ofd);
-	s->bell_rx = open_bell(path, 1, false);
-	s->bell_tx = open_bell(path, 0, false);
+	/* Room for the two bells the file names. */
+	sl_own_fd_close(held_bell);
+	held_bell = -1;
+	if ((s->bell_rx = open_bell(path, 1, false)) < 0 && errno == EMFILE)
+		sl_fb_hint(SL_FB_RESOURCE);
+	if ((s->bell_tx = open_bell(path, 0, false)) < 0 && errno == EMFILE)
+		sl_fb_hint(SL_FB_RESOURCE);
 	sl_shm_unlink_offer(path);
 	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &offer)) {
 		sl_warn("malformed connect offer %s ignored; connection uses kernel TCP", path);
 		sl_fb_hint(SL_FB_BAD_OFFER);
+		refuse_held(&held, &s->bell_tx);
 		close_bells(s);
 		return 0;
 	}
-	fd = open_offered_memfd(&offer, &st);
+	fd = offered_memfd(&offer, &held, &st);
+	if (fd < 0 && errno == EMFILE) {
+		/* Our bells took the last descriptors: without them the segment
+		 * can still be opened and refused (unheard: the connector's
+		 * sleeps are short while its offer is out). */
+		close_bells(s);
+		fd = open_offered_memfd(&offer, &st);
+		if (fd >= 0) {
+			sl_segment_refuse(fd, -1);
+			sl_sys.close(fd);
+		}
+		sl_fb_hint(SL_FB_RESOURCE);
+		sl_debug("no descriptor left for the segment offered by pid %d; connection uses kernel TCP",
+			 (int)offer.pid);
+		return 0;
+	}
 	if (fd < 0) {
-		/* EACCES (the connecting process is not dumpable for us), EMFILE,
-		 * or it withdrew the offer (ESRCH): it finds out by itself. */
+		/* EACCES (the connecting process is not dumpable for us), or it
+		 * withdrew the offer (ESRCH): it finds out by itself. */
+		err = errno;
 		sl_debug("cannot open the segment offered by pid %d (%s); connection uses kernel TCP", (int)offer.pid,
-			 strerror(errno));
-		sl_fb_hint(errno == EACCES ? SL_FB_OTHER_USER
-			   : errno == ESRCH ? SL_FB_REVOKED
-			   : errno == EPERM ? SL_FB_BAD_OFFER
-					    : sl_fb_of_errno(errno, SL_FB_OTHER));
+			 strerror(err));
+		sl_fb_hint(err == EACCES ? SL_FB_OTHER_USER
+			   : err == ESRCH ? SL_FB_REVOKED
+			   : err == EPERM ? SL_FB_BAD_OFFER
+					  : sl_fb_of_errno(err, SL_FB_OTHER));
 		close_bells(s);
 		return 0;
 	}

@@ -30,7 +30,7 @@ static const struct {
 	[SL_FB_UNCONFIRMED] = { "unconfirmed",
 				"the accepting side did not confirm the offer (a plain server: it spoke or closed "
 				"first, or was silent for 1 s)" },
-	[SL_FB_REFUSED] = { "refused", "the accepting side refused the offer (it could not map it)" },
+	[SL_FB_REFUSED] = { "refused", "the accepting side refused the offer (out of descriptors, a bad segment)" },
 	[SL_FB_UNDECIDED] = { "undecided",
 			      "closed, exec'd or passed with SCM_RIGHTS before the accepting side confirmed" },
 	[SL_FB_BUSY] = { "busy", "the offer's name was in use (another connection with the same 4-tuple)" },

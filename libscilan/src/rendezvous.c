@@ -151,8 +151,11 @@ int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, co
 	return send_with_fds(conn, &m, fds, SL_RDV_FDS) == (ssize_t)sizeof(m) ? 0 : -1;
 }
 
-/* Receive (or with MSG_PEEK, copy) the message and exactly want descriptors. */
-static int recv_with_fds(int e, struct rdv_msg *m, int *fds, int want, int flags)
+/* Receive (or with MSG_PEEK, copy) the message and exactly want descriptors:
+ * 0.  With partial_ok, a whole message whose descriptors did not all fit
+ * (EMFILE: the kernel installs what it can and drops the rest) is 1, with
+ * those that came first in fds (the rest -1). */
+static int recv_with_fds(int e, struct rdv_msg *m, int *fds, int want, int flags, bool partial_ok)
 {
 	union {
 		struct cmsghdr h;
@@ -186,6 +189,9 @@ static int recv_with_fds(int e, struct rdv_msg *m, int *fds, int want, int flags
 			got++;
 		}
 	}
+	if (partial_ok && n == (ssize_t)sizeof(*m) && m->magic == RDV_MAGIC && (msg.msg_flags & MSG_CTRUNC) &&
+	    got > 0 && got < want)
+		return 1;
 	if (n != (ssize_t)sizeof(*m) || got != want || (msg.msg_flags & MSG_CTRUNC) || m->magic != RDV_MAGIC) {
 		close_all(fds, want < got ? want : got);
 		return -1;
@@ -203,7 +209,7 @@ static bool stale_offer(int e)
 	struct stat st;
 	bool stale;
 
-	if (recv_with_fds(e, &m, fds, SL_RDV_FDS, MSG_PEEK) < 0)
+	if (recv_with_fds(e, &m, fds, SL_RDV_FDS, MSG_PEEK, false) < 0)
 		return true;
 	/* Checked before the read: anyone can queue here, and a file on a
 	 * mount that never answers (FUSE, a hung NFS) would hold our accept. */
@@ -243,7 +249,8 @@ static bool is_unix_stream(int fd)
 	       type == SOCK_STREAM;
 }
 
-/* One queue entry e (ours to close): 1 if it was our offer (fds filled). */
+/* One queue entry e (ours to close): 1 if it was our offer (fds filled),
+ * SL_RDV_PARTIAL if it was but not all of its descriptors fit. */
 static int consider(int l, int e, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS],
 		    uint32_t hops)
 {
@@ -251,13 +258,13 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	struct ucred who;
 	socklen_t len = sizeof(who);
 	uid_t owner;
-	int inner;
+	int inner, r;
 
 	if (sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT) != (ssize_t)sizeof(m) || m.magic != RDV_MAGIC)
 		goto drop;
 	if (m.kind == RDV_CARRIER) {
 		/* Carriers carry offers, never carriers. */
-		if (hops || recv_with_fds(e, &m, &inner, 1, 0) < 0)
+		if (hops || recv_with_fds(e, &m, &inner, 1, 0, false) < 0)
 			goto drop;
 		sl_sys.close(e);
 		if (!is_unix_stream(inner)) {
@@ -278,7 +285,7 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	 * kernel's word (SO_PEERCRED of the connector, sock_diag of the socket);
 	 * anything else local could have connected here and said so. */
 	if (sl_sys.getsockopt(e, SOL_SOCKET, SO_PEERCRED, &who, &len) < 0 ||
-	    recv_with_fds(e, &m, fds, SL_RDV_FDS, 0) < 0)
+	    (r = recv_with_fds(e, &m, fds, SL_RDV_FDS, 0, true)) < 0)
 		goto drop;
 	sl_sys.close(e);
 	if (sl_diag_tcp_owner(peer, local, &owner) < 0) {
@@ -287,6 +294,10 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 		close_all(fds, SL_RDV_FDS);
 		return 0;
 	}
+	/* Not the offer for this connection as far as we can tell: nothing is
+	 * written into it (its maker may have named our 4-tuple to see what
+	 * we do); a real client whose user changed between its socket and its
+	 * connect finds out after its agreement bound. */
 	if (!owner_matches(who.uid, owner)) {
 		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)owner,
 			(int)who.pid, (unsigned)who.uid);
@@ -295,7 +306,7 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	}
 	for (int i = 0; i < SL_RDV_FDS; i++)
 		fds[i] = sl_own_fd(fds[i]);
-	return 1;
+	return r == 1 ? SL_RDV_PARTIAL : 1;
 drop:
 	sl_sys.close(e);
 	return 0;
@@ -303,7 +314,7 @@ drop:
 
 int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS])
 {
-	int budget = RDV_SCAN;
+	int budget = RDV_SCAN, r;
 
 	/* A second look when the first saw others' offers: another acceptor
 	 * may have been sending ours back to the queue meanwhile. */
@@ -319,8 +330,8 @@ int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct s
 				if (e < 0)
 					break;
 				budget--;
-				if (consider(ls[i], e, local, peer, fds, 0))
-					return 1;
+				if ((r = consider(ls[i], e, local, peer, fds, 0)))
+					return r;
 				others = true;
 			}
 		}

@@ -249,3 +249,30 @@ int sl_segment_fd_check(int fd, struct stat *st)
 	}
 	return 0;
 }
+
+void sl_segment_refuse(int fd, int bell)
+{
+	uint32_t offered = SL_OFFER_OFFERED;
+	char token = SL_TOKEN_LOCAL;
+	struct stat st;
+	int seals = sl_sys.fcntl(fd, F_GET_SEALS), fl;
+	void *page;
+
+	/* A file that can shrink could be cut under the store (SIGBUS); one
+	 * shorter than the word's page has no offer word at all. */
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)SL_PAGE)
+		return;
+	page = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (page == MAP_FAILED)
+		return;
+	atomic_compare_exchange_strong((_Atomic uint32_t *)((unsigned char *)page + SL_SEG_OFFER_OFF), &offered,
+				       SL_OFFER_REFUSED);
+	munmap(page, SL_PAGE);
+	/* Its sleeps are capped at 10 ms while the offer is out: the bell only
+	 * saves those.  Only a pipe (F_GETPIPE_SZ asks no file system: a
+	 * FUSE file would hold a write, or an fstat). */
+	if (bell >= 0 && sl_sys.fcntl(bell, F_GETPIPE_SZ) > 0 && (fl = sl_sys.fcntl(bell, F_GETFL)) >= 0 &&
+	    ((fl & O_NONBLOCK) || sl_sys.fcntl(bell, F_SETFL, fl | O_NONBLOCK) == 0))
+		sl_sys.write(bell, &token, 1);
+}

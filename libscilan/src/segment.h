@@ -26,6 +26,15 @@ int sl_segment_fd_check(int fd, struct stat *st);
  * after sl_segment_reopen_forget (the process is changing user). */
 bool sl_segment_reopenable(void);
 void sl_segment_reopen_forget(void);
+/* Accepting side: we hold the segment offered for our connection but will
+ * not use it.  Store REFUSED in its offer word (compare-and-swap from
+ * OFFERED: a decided offer stays decided) and ring bell (the connector's,
+ * -1: none), so the connector moves to kernel TCP at once.  Only where that
+ * store is safe whoever made the file: a regular file that cannot shrink
+ * under our mapping (else nothing is written); the bell only if it is a
+ * pipe, made non-blocking first (a hostile sender could pass a full
+ * blocking pipe, or a file on a mount that never answers). */
+void sl_segment_refuse(int fd, int bell);
 void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1);
 /* Check a header copied out of untrusted memory against the mapping size. */
 int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);

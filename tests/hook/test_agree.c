@@ -23,6 +23,23 @@ Test(agree, exec_before_plain_acceptor_spoke, .timeout = 120)
 	hk_scenario("agree", "exec_while_offered", 0, 0, 30);
 }
 Test(agree, acceptor_cannot_open_offer, .timeout = 120) { hk_scenario("agree", "starved_acceptor", 0, 0, 30); }
+/* An acceptor out of descriptors that holds (or can open) the client's
+ * segment but not all it needs with it refuses the offer: the client moves
+ * its bytes at once (test_reasons: "refused"), every byte arrives.  With one
+ * more descriptor the segment the rendezvous gave is used with the offer
+ * file's bells: accelerated. */
+Test(agree, starved_acceptor_refuses_from_offer_file, .timeout = 120)
+{
+	hk_scenario("agree", "starved_offer_file", 0, 0, 30);
+}
+Test(agree, starved_acceptor_refuses_passed_segment, .timeout = 120)
+{
+	hk_scenario("agree", "starved_rdv_segment", 0, 0, 30);
+}
+Test(agree, starved_acceptor_uses_passed_segment_with_file_bells, .timeout = 120)
+{
+	hk_scenario("agree", "starved_rdv_bell", 2, 2, 30);
+}
 /* The descriptors are passed, not opened through /proc: a client the
  * server may not ptrace (non-dumpable) is accelerated all the same. */
 Test(agree, undumpable_client_accelerated, .timeout = 120)

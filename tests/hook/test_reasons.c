@@ -88,6 +88,16 @@ Test(reasons, starved_acceptor_resource, .timeout = 120)
 {
 	expect_reasons("agree", "starved_acceptor", "resource", "unconfirmed", NULL);
 }
+/* EMFILE once the acceptor holds, or can open, the segment: it refuses the
+ * offer, and the client says why it moved (it guessed, after 1 s, before). */
+Test(reasons, starved_acceptor_refuses_from_offer_file, .timeout = 120)
+{
+	expect_reasons("agree", "starved_offer_file", "resource", "refused", NULL);
+}
+Test(reasons, starved_acceptor_refuses_passed_segment, .timeout = 120)
+{
+	expect_reasons("agree", "starved_rdv_segment", "resource", "refused", NULL);
+}
 /* An undumpable client is no longer refused: its segment travels over the
  * listener's rendezvous socket (agree/undumpable_client_accelerated); the
  * other-user path, for a listener without one, is test_fallback's. */

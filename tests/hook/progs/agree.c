@@ -318,16 +318,21 @@ static int sc_exec_while_offered(void)
 
 /* A hooked acceptor that cannot open the offer (no descriptor left for
  * it): the connection must still carry everything, on kernel TCP. */
+/* An acceptor with room for arg descriptors beside the accepted socket: 0,
+ * none for the offer; 1, the rendezvous connection but none of what it
+ * passes, then the offer file and one of its bells but not the segment; 2,
+ * the rendezvous connection and the segment but not the bells passed with
+ * it; 3, also the connector's bell but not its own (the offer file's bells
+ * then fit beside the segment). */
 static int starved_server(void *arg)
 {
 	struct rlimit old, low;
 	int s, lowest = MUST(fcntl(lfd, F_DUPFD, 0));
 
-	(void)arg;
 	close(lowest);
 	MUST(getrlimit(RLIMIT_NOFILE, &old));
 	low = old;
-	low.rlim_cur = (rlim_t)lowest + 1; /* room for the accepted socket only */
+	low.rlim_cur = (rlim_t)lowest + 1 + (rlim_t)(intptr_t)arg;
 	MUST(setrlimit(RLIMIT_NOFILE, &low));
 	s = accept(lfd, NULL, NULL);
 	MUST(setrlimit(RLIMIT_NOFILE, &old));
@@ -338,18 +343,40 @@ static int starved_server(void *arg)
 	return 0;
 }
 
-static int sc_starved_acceptor(void)
+static int starved(intptr_t room)
 {
 	struct kid k;
 	int c;
 
 	lfd = tcp_listener(&port);
-	kid_start(&k, "starved server", starved_server, NULL);
+	kid_start(&k, "starved server", starved_server, (void *)room);
 	c = tcp_connect(port);
 	client_exchange("client", c, false, false);
 	close(c);
 	kid_join(&k);
 	return 0;
+}
+
+static int sc_starved_acceptor(void)
+{
+	return starved(0);
+}
+
+/* The acceptor holds, or can open, the segment for its connection but not
+ * all it needs with it: it refuses the offer, the client moves at once. */
+static int sc_starved_offer_file(void)
+{
+	return starved(1);
+}
+
+static int sc_starved_rdv_segment(void)
+{
+	return starved(2);
+}
+
+static int sc_starved_rdv_bell(void)
+{
+	return starved(3);
 }
 
 /* A hooked acceptor that may not open the client's descriptors (EACCES on
@@ -564,6 +591,9 @@ int main(int argc, char **argv)
 		{ "raw_banner_epoll", sc_raw_banner_epoll },
 		{ "close_after_send", sc_close_after_send },
 		{ "starved_acceptor", sc_starved_acceptor },
+		{ "starved_offer_file", sc_starved_offer_file },
+		{ "starved_rdv_segment", sc_starved_rdv_segment },
+		{ "starved_rdv_bell", sc_starved_rdv_bell },
 		{ "undumpable_client", sc_undumpable_client },
 		{ "exec_while_offered", sc_exec_while_offered },
 		{ "exec_rest", sc_exec_rest },
