@@ -140,7 +140,7 @@ int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, co
 	/* Anyone may bind an abstract name first: the segment goes only to the
 	 * process that made the listener the kernel connects us to. */
 	if (sl_sys.getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &listener, &len) < 0 ||
-	    sl_diag_tcp_owner(dst, src, &owner) < 0)
+	    sl_diag_tcp_owner(dst, src, true, &owner) < 0)
 		return -1;
 	if (!owner_matches(listener.uid, owner)) {
 		sl_warn("the scilan listener for port %u runs as uid %u but the TCP listener belongs to uid %u; "
@@ -288,7 +288,7 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	    (r = recv_with_fds(e, &m, fds, SL_RDV_FDS, 0, true)) < 0)
 		goto drop;
 	sl_sys.close(e);
-	if (sl_diag_tcp_owner(peer, local, &owner) < 0) {
+	if (sl_diag_tcp_owner(peer, local, false, &owner) < 0) {
 		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
 			(unsigned)local->port, strerror(errno));
 		close_all(fds, SL_RDV_FDS);

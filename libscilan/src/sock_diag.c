@@ -9,6 +9,7 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -19,7 +20,7 @@ static void put_addr(__be32 *dst, const struct sl_key *k)
 	memcpy(dst, k->addr, k->family == AF_INET ? 4 : 16);
 }
 
-int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, uid_t *uid)
+int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -50,7 +51,9 @@ int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, u
 	/* The kernel looks it up as a segment from dst:dport to src:sport
 	 * would be: src is the socket's own end. */
 	req.r.id.idiag_sport = htons(local->port);
-	req.r.id.idiag_dport = htons(remote->port);
+	/* From port 0 no connection can match: the lookup falls through to
+	 * the listener, past a TIME_WAIT socket of the same 4-tuple. */
+	req.r.id.idiag_dport = listener ? 0 : htons(remote->port);
 	put_addr(req.r.id.idiag_src, local);
 	put_addr(req.r.id.idiag_dst, remote);
 	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
@@ -75,8 +78,11 @@ int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, u
 		if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
 			const struct inet_diag_msg *m = NLMSG_DATA(h);
 
-			/* Our own end, connected or (no connection yet) listening. */
-			if (m->id.idiag_sport != htons(local->port))
+			/* Our own end, in the state asked for: a TIME_WAIT socket
+			 * has no owner the kernel reports (0), so it says nothing. */
+			if (m->id.idiag_sport != htons(local->port) ||
+			    (listener ? m->idiag_state != TCP_LISTEN
+				      : m->idiag_state == TCP_LISTEN || m->idiag_state == TCP_TIME_WAIT))
 				break;
 			*uid = m->idiag_uid;
 			sl_sys.close(nl);

@@ -9,10 +9,12 @@
 
 #include "sock.h"
 
-/* The owner uid of the TCP socket the kernel would hand a segment from
- * remote to local: the connected socket with that 4-tuple (local its own
- * end), else the listener that would accept it.  0, or -1 with errno
+/* The owner uid of a TCP socket, by the kernel's lookup of a segment from
+ * remote to local: with listener, the listener that would accept a
+ * connection from remote (never an older connection's socket of that
+ * 4-tuple: a TIME_WAIT one belongs to nobody, uid 0); else the connected
+ * socket with that 4-tuple (local its own end).  0, or -1 with errno
  * (ENOENT: no such socket). */
-int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, uid_t *uid);
+int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid);
 
 #endif

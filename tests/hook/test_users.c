@@ -50,3 +50,12 @@ Test(users, epoll_waiter_of_another_uid_is_scanned, .timeout = 120)
 	need_root();
 	hk_scenario("users", "epoll_waiter_other_uid", 4, 4, 30);
 }
+
+/* A client reusing a 4-tuple that waits in TIME_WAIT on the server's side:
+ * the owner check must find the listener, not the TIME_WAIT socket (uid 0
+ * to the kernel), so both connections are accelerated (2 each side). */
+Test(users, time_wait_tuple_reused_accelerated, .timeout = 120)
+{
+	need_root();
+	hk_scenario("users", "time_wait_tuple", 4, 4, 30);
+}

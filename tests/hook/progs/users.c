@@ -69,6 +69,47 @@ static int sc_other_uid_client(void)
 	return 0;
 }
 
+/* ---- a 4-tuple still in TIME_WAIT, reused ------------------------------------ */
+
+/* A client bound to one port connects twice to the same listener; the
+ * server closes first, so the first connection's 4-tuple waits in TIME_WAIT
+ * on the server's side when the second connect reuses it (as the kernel
+ * allows).  The kernel's owner lookup of that 4-tuple finds the TIME_WAIT
+ * socket, which belongs to nobody (uid 0): taking it for the listener told
+ * a client of uid 65534 that root listened there, and it used kernel TCP. */
+static int sc_time_wait_tuple(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	uint16_t cport = 0;
+	int one = 1;
+
+	become_nobody();
+	lfd = tcp_listener(&port);
+	for (int round = 0; round < 2; round++) {
+		int c = MUST(socket(AF_INET, SOCK_STREAM, 0)), s;
+		ssize_t sent, got;
+		char b = 'x';
+
+		MUST(setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+		loop_addr(cport, &a);
+		MUST(bind(c, (struct sockaddr *)&a, sizeof(a)));
+		MUST(getsockname(c, (struct sockaddr *)&a, &len));
+		cport = ntohs(a.sin_port);
+		loop_addr(port, &a);
+		MUST(connect(c, (struct sockaddr *)&a, sizeof(a)));
+		s = MUST(accept(lfd, NULL, NULL));
+		sent = send(c, &b, 1, 0);
+		got = recv(s, &b, 1, 0);
+		say("round %d: send %zd, recv %zd", round, sent, got);
+		close(s); /* first: TIME_WAIT is the server's */
+		say("round %d: EOF %zd", round, recv(c, &b, 1, 0));
+		close(c);
+	}
+	close(lfd);
+	return 0;
+}
+
 /* ---- a root listener whose worker accepts as another user -------------------- */
 
 static int nobody_worker(void *arg)
@@ -264,6 +305,7 @@ int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "other_uid_client", sc_other_uid_client },
+		{ "time_wait_tuple", sc_time_wait_tuple },
 		{ "worker_drops_uid", sc_worker_drops_uid },
 		{ "killed_before_accept", sc_killed_before_accept },
 		{ "killed_before_passed_accept", sc_killed_before_passed_accept },
