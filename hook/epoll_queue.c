@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include "barrier.h"
 #include "clock.h"
 #include "conn.h"
 #include "epoll_set.h"
@@ -35,6 +36,25 @@ static struct member *member_at(struct epset *set, uint32_t q)
 	if ((int)q >= set->slot_hi || (i = set->slot_member[q]) < 0 || i >= set->n)
 		return NULL;
 	return &set->m[i];
+}
+
+static void fence_forget(struct epset *set, struct member *m)
+{
+	if (!m->on_fence)
+		return;
+	m->on_fence = false;
+	for (int i = 0; i < set->nfence; i++)
+		if (set->fence[i] == (uint32_t)m->q) {
+			set->fence[i] = set->fence[--set->nfence];
+			return;
+		}
+}
+
+static void fence_reset(struct epset *set)
+{
+	for (int i = 0; i < set->n; i++)
+		set->m[i].on_fence = false;
+	set->nfence = 0;
 }
 
 static int list_add(struct epset *set, struct member *m)
@@ -97,7 +117,7 @@ static int take_slot(struct epset *set)
 	if (set->slot_hi == set->slot_cap) {
 		int cap = set->slot_cap ? set->slot_cap * 2 : 64;
 		int *sm = realloc(set->slot_member, (size_t)cap * sizeof(*sm)), *fs;
-		uint32_t *dl, *st;
+		uint32_t *dl, *st, *fl;
 
 		if (!sm)
 			return -1;
@@ -114,6 +134,10 @@ static int take_slot(struct epset *set)
 		if (!st)
 			return -1;
 		set->stall = st;
+		fl = realloc(set->fence, (size_t)cap * sizeof(*fl));
+		if (!fl)
+			return -1;
+		set->fence = fl;
 		set->slot_cap = cap;
 	}
 	return set->slot_hi++;
@@ -166,6 +190,7 @@ void hk_evq_unqueue(int epfd, struct epset *set, struct member *m)
 		return;
 	list_del(set, m);
 	hk_evq_stall_forget(set, m);
+	fence_forget(set, m);
 	/* A forked child's copy: the registration and the kernel entry (the
 	 * kernel set is shared) are the parent's. */
 	if (!set->forked) {
@@ -218,7 +243,10 @@ static uint32_t look(struct epset *set, struct member *m, bool *keep)
 		return 0;
 	/* Step 2 of the sleep protocol, per connection: ask the peer to mark
 	 * us at its next change, then look. */
-	sl_evq_want(s, m->q_k, SL_DIR_DATA);
+	if (sl_evq_want(s, m->q_k, SL_DIR_DATA) && !m->on_fence) {
+		m->on_fence = true;
+		set->fence[set->nfence++] = (uint32_t)m->q;
+	}
 	all = (uint32_t)sl_conn_ready(s, (short)(m->events & HK_EP_EVENT_BITS));
 	if ((m->events & EPOLLOUT) && !(all & (EPOLLOUT | EPOLLHUP | EPOLLERR))) {
 		/* Room comes from the peer's reads: it publishes them now. */
@@ -320,6 +348,21 @@ int hk_evq_arm(struct epset *set)
 	/* Drain first: a ring that lands after the drain stays for the sleep. */
 	sl_evq_drain(&set->evq);
 	sl_evq_arm(&set->evq);
+	if (set->nfence) {
+		/* The wants' owed barrier, once for the sleep (sl_evq_want):
+		 * after it, an unfenced peer's data is seen by a second look,
+		 * or its next publish sees the want and marks the armed set. */
+		(void)sl_barrier_remote();
+		for (int i = 0; i < set->nfence; i++) {
+			struct member *m = member_at(set, set->fence[i]);
+
+			if (m && m->q == (int)set->fence[i]) {
+				m->on_fence = false;
+				list_add(set, m);
+			}
+		}
+		set->nfence = 0;
+	}
 	return !sl_evq_pending(set->evq.sh) && set->rl_n == 0;
 }
 
@@ -404,6 +447,7 @@ void hk_evq_release(struct epset *set)
 		m->on_list = false;
 	}
 	hk_evq_stall_reset(set);
+	fence_reset(set);
 	if (set->evq.sh && !set->forked)
 		sl_evq_take(set->evq.sh, discard, NULL);
 	set->nqueued = set->rl_n = set->nfree = set->slot_hi = 0;
@@ -433,6 +477,7 @@ void hk_evq_after_fork_child(struct epset *set)
 	set->forked = true;
 	hk_ep_unsettle(set);
 	hk_evq_stall_reset(set);
+	fence_reset(set);
 	set->bell_in_kernel = false;
 	sl_evq_close(&set->evq);
 }

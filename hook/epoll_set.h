@@ -44,6 +44,7 @@ struct member {
 	bool on_list;    /* in the ready list */
 	bool on_drop;    /* in the set's drop list (epoll_stall.c) */
 	bool on_stall;   /* in the set's stall list */
+	bool on_fence;   /* in the set's fence list (epoll_queue.c) */
 };
 
 struct epset {
@@ -82,6 +83,11 @@ struct epset {
 	 * watch's candidates), and those it watches (epoll_stall.c). */
 	uint32_t *drop, *stall;
 	int ndrop, nstall;
+	/* Members whose data want was newly set on an unfenced peer since the
+	 * set last slept: one barrier before the next sleep, then a second
+	 * look at each (sl_evq_want). */
+	uint32_t *fence;
+	int nfence;
 	int nqueued;
 	int poll_us;          /* the spin of the queued members (SL_POLL_ADAPTIVE: learnt) */
 	_Atomic uint64_t spin_learn;

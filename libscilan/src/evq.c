@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "agree.h"
-#include "barrier.h"
 #include "fabric.h"
 #include "layout.h"
 #include "log.h"
@@ -190,22 +189,21 @@ void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub)
 	atomic_store(&r->claim, 0);
 }
 
-void sl_evq_want(struct sl_sock *s, int k, int dirs)
+bool sl_evq_want(struct sl_sock *s, int k, int dirs)
 {
 	uint32_t bits = dir_bits(k, dirs);
 
 	/* Set already: the peer has not acted on it since, and will. */
 	if ((atomic_load(&s->peer_ctl->evq_want) & bits) == bits)
-		return;
+		return false;
 	atomic_fetch_or(&s->peer_ctl->evq_want, bits);
 	/* A peer that publishes data unfenced (barrier.h) could read this word
 	 * before our store lands while we read its index before its store
 	 * lands (store buffering): both would miss, until the next sweep.  Its
-	 * half of the fence is ours to pay, as wait.c's sleeper pays it; if the
-	 * barrier fails, the sweep bounds the delay. */
-	if ((dirs & SL_DIR_DATA) &&
-	    (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_UNFENCED))
-		(void)sl_barrier_remote();
+	 * half of the fence is ours to pay, as wait.c's sleeper pays it, but
+	 * only before a sleep, followed by a second look (the caller's). */
+	return (dirs & SL_DIR_DATA) &&
+	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_UNFENCED);
 }
 
 void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index)

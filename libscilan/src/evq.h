@@ -48,8 +48,11 @@ void sl_evq_publish_marker(struct sl_area_ctl *c);
 int sl_evq_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uint64_t *pub);
 void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub);
 /* Ask the peer to mark the set at its next change in dirs (SL_DIR_*):
- * before the re-check of s, as step 2 of the sleep protocol. */
-void sl_evq_want(struct sl_sock *s, int k, int dirs);
+ * before the re-check of s, as step 2 of the sleep protocol.  true: a data
+ * want newly set on a peer that publishes unfenced, which the set owes a
+ * sl_barrier_remote() and a second look at s before it sleeps (a busy set
+ * never sleeps, so it pays no barrier per want). */
+bool sl_evq_want(struct sl_sock *s, int k, int dirs);
 /* Mark index ready (and ring the bell if a waiter is armed). */
 void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index);
 /* Take every marked index: fn(arg, index) for each.  Returns how many. */
