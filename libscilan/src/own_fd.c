@@ -92,6 +92,11 @@ int sl_own_fd(int fd)
 	return fd;
 }
 
+void sl_own_fd_forget(int fd)
+{
+	mark(fd, false);
+}
+
 void sl_own_fd_close(int fd)
 {
 	if (fd < 0)

@@ -15,6 +15,9 @@
 int sl_own_fd(int fd);
 /* Close one of ours (unmarks it first). */
 void sl_own_fd_close(int fd);
+/* fd is being closed, whoever's it was: no longer one of ours (sys.c's
+ * close does it for every close through the table). */
+void sl_own_fd_forget(int fd);
 /* Is fd a descriptor the library keeps for itself? */
 bool sl_own_fd_is(int fd);
 /* The application is about to reuse fd's number (dup2/dup3 onto it): move

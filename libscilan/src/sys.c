@@ -9,8 +9,36 @@
 #include <sys/sendfile.h>
 #include <unistd.h>
 
+#include "own_fd.h"
+
 #define SL_SYS_INIT(name, ret, params) .name = name,
 struct sl_sys sl_sys = { SL_SYS_CALLS(SL_SYS_INIT) };
+
+/* Every close the library (or the hook, for the program) makes through
+ * the table first forgets the number as one of the library's own
+ * (own_fd.c): the kernel may hand it to the program next, which must not
+ * find it hidden (close() was EBADF, the socket leaked).  Forgotten before
+ * the close, so no other thread's fresh mark on the number is undone. */
+static int (*close_real)(int) = close;
+
+static int close_forgetting(int fd)
+{
+	sl_own_fd_forget(fd);
+	return close_real(fd);
+}
+
+static void wrap_close(void)
+{
+	if (sl_sys.close != close_forgetting) {
+		close_real = sl_sys.close;
+		sl_sys.close = close_forgetting;
+	}
+}
+
+__attribute__((constructor)) static void sys_init(void)
+{
+	wrap_close();
+}
 
 #define SL_SYS_NEXT(name, ret, params)                    \
 	do {                                              \
@@ -22,4 +50,5 @@ struct sl_sys sl_sys = { SL_SYS_CALLS(SL_SYS_INIT) };
 void sl_sys_use_next(void)
 {
 	SL_SYS_CALLS(SL_SYS_NEXT)
+	wrap_close();
 }

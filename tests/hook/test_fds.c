@@ -20,3 +20,9 @@ Test(fds, std_streams_on_lowest_numbers, .timeout = 120) { hk_scenario("fds", "s
 /* Issue 9: a close the hook does not see (syscall(SYS_close)), then a file,
  * pipe or socketpair on that number. */
 Test(fds, raw_close_then_new_descriptor, .timeout = 120) { hk_scenario("fds", "raw_close", 3, -1, 30); }
+/* Numbers the library closed are the program's again: near the descriptor
+ * limit a program got EBADF from close() on its own sockets. */
+Test(fds, numbers_the_library_closed_are_the_programs, .timeout = 120)
+{
+	hk_scenario("fds", "reused_numbers", 8, -1, 30);
+}

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,6 +636,44 @@ static int sc_raw_close(void)
 	return 0;
 }
 
+/* ---- numbers the library let go of ------------------------------------------- */
+
+/* The library keeps its own descriptors at high numbers and hides them from
+ * the program (a close of one is EBADF).  One it closed must be the
+ * program's again at once: nginx near its descriptor limit got EBADF from
+ * close() on sockets whose numbers a connection's segment had used. */
+static int sc_reused_numbers(void)
+{
+	struct rlimit rl = { 160, 160 };
+	uint16_t port;
+	int l, failed = 0, opened = 0, fds[160];
+
+	MUST(setrlimit(RLIMIT_NOFILE, &rl)); /* the library's numbers start at 80 */
+	l = tcp_listener(&port);
+	for (int i = 0; i < 8; i++) {
+		int c = tcp_connect(port), s = MUST(accept(l, NULL, NULL));
+		char b = 'x';
+
+		MUST(send(c, &b, 1, 0));
+		MUST(recv(s, &b, 1, 0));
+		close(c);
+		close(s);
+	}
+	close(l);
+	/* Every number up to the limit, then each closed. */
+	for (int i = 0; i < 160; i++) {
+		fds[i] = dup(1);
+		if (fds[i] < 0)
+			break;
+		opened++;
+	}
+	for (int i = 0; i < opened; i++)
+		if (close(fds[i]) < 0)
+			failed++;
+	say("opened at least 100: %d, closes failed: %d", opened >= 100, failed);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -642,7 +681,8 @@ int main(int argc, char **argv)
 		{ "stdio", sc_stdio }, { "close_range", sc_close_range }, { "foreign_numbers", sc_foreign_numbers },
 		{ "std_streams", sc_std_streams },
 		{ "dup3_open", sc_dup3_open }, { "std_lowest", sc_std_lowest },
-		{ "raw_close", sc_raw_close }, { NULL, NULL },
+		{ "raw_close", sc_raw_close }, { "reused_numbers", sc_reused_numbers },
+		{ NULL, NULL },
 	};
 
 	return scen_main(argc, argv, t);
