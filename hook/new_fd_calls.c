@@ -5,6 +5,7 @@
  * close), so what the tables say about it is stale and is released.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -75,6 +76,21 @@ static FILE *created_file(FILE *f, const void *ret)
 
 #define RET __builtin_return_address(0)
 
+/* A call of the program's that failed for want of descriptors, which our
+ * ring connections hold three at a time, is made once more after some of
+ * them moved to kernel TCP and gave theirs back (sl_reclaim_descriptors):
+ * on kernel TCP alone it would have had them.  Not the library's own. */
+#define RECLAIM_BATCH 8
+#define RETRY_EMFILE(failed, expr)                                                                   \
+	({                                                                                           \
+		__typeof__(expr) r_ = (expr);                                                        \
+		if (failed && errno == EMFILE && !from_library(RET) && sl_reclaim_descriptors(RECLAIM_BATCH)) \
+			r_ = (expr);                                                                 \
+		r_;                                                                                  \
+	})
+#define RETRY_INT(expr) RETRY_EMFILE(r_ < 0, expr)
+#define RETRY_FILE(expr) RETRY_EMFILE(!r_, expr)
+
 #define OPEN_MODE(flags, mode)                                 \
 	do {                                                   \
 		if (__OPEN_NEEDS_MODE(flags)) {                \
@@ -90,7 +106,7 @@ HK_EXPORT int open(const char *path, int flags, ...)
 	mode_t mode = 0;
 
 	OPEN_MODE(flags, mode);
-	return created(HK_NEXT(open)(path, flags, mode), RET);
+	return created(RETRY_INT(HK_NEXT(open)(path, flags, mode)), RET);
 }
 
 HK_EXPORT int open64(const char *path, int flags, ...)
@@ -98,7 +114,7 @@ HK_EXPORT int open64(const char *path, int flags, ...)
 	mode_t mode = 0;
 
 	OPEN_MODE(flags, mode);
-	return created(HK_NEXT(open64)(path, flags, mode), RET);
+	return created(RETRY_INT(HK_NEXT(open64)(path, flags, mode)), RET);
 }
 
 HK_EXPORT int openat(int dir, const char *path, int flags, ...)
@@ -106,7 +122,7 @@ HK_EXPORT int openat(int dir, const char *path, int flags, ...)
 	mode_t mode = 0;
 
 	OPEN_MODE(flags, mode);
-	return created(HK_NEXT(openat)(dir, path, flags, mode), RET);
+	return created(RETRY_INT(HK_NEXT(openat)(dir, path, flags, mode)), RET);
 }
 
 HK_EXPORT int openat64(int dir, const char *path, int flags, ...)
@@ -114,7 +130,7 @@ HK_EXPORT int openat64(int dir, const char *path, int flags, ...)
 	mode_t mode = 0;
 
 	OPEN_MODE(flags, mode);
-	return created(HK_NEXT(openat64)(dir, path, flags, mode), RET);
+	return created(RETRY_INT(HK_NEXT(openat64)(dir, path, flags, mode)), RET);
 }
 
 /* Fortified builds call these when the flags need no mode. */
@@ -125,32 +141,32 @@ int __openat64_2(int dir, const char *path, int flags);
 
 HK_EXPORT int __open_2(const char *path, int flags)
 {
-	return created(HK_NEXT(__open_2)(path, flags), RET);
+	return created(RETRY_INT(HK_NEXT(__open_2)(path, flags)), RET);
 }
 
 HK_EXPORT int __open64_2(const char *path, int flags)
 {
-	return created(HK_NEXT(__open64_2)(path, flags), RET);
+	return created(RETRY_INT(HK_NEXT(__open64_2)(path, flags)), RET);
 }
 
 HK_EXPORT int __openat_2(int dir, const char *path, int flags)
 {
-	return created(HK_NEXT(__openat_2)(dir, path, flags), RET);
+	return created(RETRY_INT(HK_NEXT(__openat_2)(dir, path, flags)), RET);
 }
 
 HK_EXPORT int __openat64_2(int dir, const char *path, int flags)
 {
-	return created(HK_NEXT(__openat64_2)(dir, path, flags), RET);
+	return created(RETRY_INT(HK_NEXT(__openat64_2)(dir, path, flags)), RET);
 }
 
 HK_EXPORT int creat(const char *path, mode_t mode)
 {
-	return created(HK_NEXT(creat)(path, mode), RET);
+	return created(RETRY_INT(HK_NEXT(creat)(path, mode)), RET);
 }
 
 HK_EXPORT int creat64(const char *path, mode_t mode)
 {
-	return created(HK_NEXT(creat64)(path, mode), RET);
+	return created(RETRY_INT(HK_NEXT(creat64)(path, mode)), RET);
 }
 
 /* glibc opens these files with internal calls no preload sees. */
@@ -181,12 +197,12 @@ HK_EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
 
 HK_EXPORT FILE *fopen(const char *path, const char *mode)
 {
-	return created_file(HK_NEXT(fopen)(path, mode), RET);
+	return created_file(RETRY_FILE(HK_NEXT(fopen)(path, mode)), RET);
 }
 
 HK_EXPORT FILE *fopen64(const char *path, const char *mode)
 {
-	return created_file(HK_NEXT(fopen64)(path, mode), RET);
+	return created_file(RETRY_FILE(HK_NEXT(fopen64)(path, mode)), RET);
 }
 
 HK_EXPORT FILE *tmpfile(void)
@@ -201,27 +217,27 @@ HK_EXPORT FILE *tmpfile64(void)
 
 HK_EXPORT int pipe(int fds[2])
 {
-	return created2(HK_NEXT(pipe)(fds), fds, RET);
+	return created2(RETRY_INT(HK_NEXT(pipe)(fds)), fds, RET);
 }
 
 HK_EXPORT int pipe2(int fds[2], int flags)
 {
-	return created2(HK_NEXT(pipe2)(fds, flags), fds, RET);
+	return created2(RETRY_INT(HK_NEXT(pipe2)(fds, flags)), fds, RET);
 }
 
 HK_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
 {
-	return created2(HK_NEXT(socketpair)(domain, type, protocol, fds), fds, RET);
+	return created2(RETRY_INT(HK_NEXT(socketpair)(domain, type, protocol, fds)), fds, RET);
 }
 
 HK_EXPORT int eventfd(unsigned int initval, int flags)
 {
-	return created(HK_NEXT(eventfd)(initval, flags), RET);
+	return created(RETRY_INT(HK_NEXT(eventfd)(initval, flags)), RET);
 }
 
 HK_EXPORT int memfd_create(const char *name, unsigned int flags)
 {
-	return created(HK_NEXT(memfd_create)(name, flags), RET);
+	return created(RETRY_INT(HK_NEXT(memfd_create)(name, flags)), RET);
 }
 
 HK_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
@@ -234,15 +250,15 @@ HK_EXPORT int signalfd(int fd, const sigset_t *mask, int flags)
 
 HK_EXPORT int timerfd_create(int clock, int flags)
 {
-	return created(HK_NEXT(timerfd_create)(clock, flags), RET);
+	return created(RETRY_INT(HK_NEXT(timerfd_create)(clock, flags)), RET);
 }
 
 HK_EXPORT int inotify_init(void)
 {
-	return created(HK_NEXT(inotify_init)(), RET);
+	return created(RETRY_INT(HK_NEXT(inotify_init)()), RET);
 }
 
 HK_EXPORT int inotify_init1(int flags)
 {
-	return created(HK_NEXT(inotify_init1)(flags), RET);
+	return created(RETRY_INT(HK_NEXT(inotify_init1)(flags)), RET);
 }

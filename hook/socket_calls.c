@@ -32,10 +32,22 @@ static bool tcp_type(int domain, int type, int protocol)
 	       (protocol == 0 || protocol == IPPROTO_TCP);
 }
 
+/* Out of descriptors that our ring connections hold three at a time: some
+ * of them give theirs back (sl_reclaim_descriptors) and the call is made
+ * once more, as kernel TCP alone would have had them. */
+#define RECLAIM_BATCH 8
+#define RETRY_EMFILE(expr)                                                             \
+	({                                                                             \
+		int r_ = (expr);                                                       \
+		if (r_ < 0 && errno == EMFILE && sl_reclaim_descriptors(RECLAIM_BATCH)) \
+			r_ = (expr);                                                   \
+		r_;                                                                    \
+	})
+
 HK_EXPORT int socket(int domain, int type, int protocol)
 {
 	hk_enter();
-	return created(scilan_socket(domain, type, protocol), tcp_type(domain, type, protocol));
+	return created(RETRY_EMFILE(scilan_socket(domain, type, protocol)), tcp_type(domain, type, protocol));
 }
 
 HK_EXPORT int listen(int fd, int backlog)
@@ -58,8 +70,8 @@ HK_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 	hk_enter();
 	if (!sl_sock_get(fd))
-		return created(sl_sys.accept(fd, addr, len), false);
-	r = scilan_accept4(fd, addr, len, 0);
+		return created(RETRY_EMFILE(sl_sys.accept(fd, addr, len)), false);
+	r = RETRY_EMFILE(scilan_accept4(fd, addr, len, 0));
 	/* Asked after the accept: a socket this process only bound, which
 	 * another process made listen, becomes our listener inside it. */
 	ours = scilan_listener(fd);
@@ -72,7 +84,7 @@ HK_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	int r;
 
 	hk_enter();
-	r = scilan_accept4(fd, addr, len, flags);
+	r = RETRY_EMFILE(scilan_accept4(fd, addr, len, flags));
 	ours = scilan_listener(fd); /* after the accept, as above */
 	return created(r, ours);
 }

@@ -721,6 +721,16 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	ssize_t got;
 
 	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, local, peer, passed);
+	if (took == 1 && !sl_own_fd_room(s->fd)) {
+		/* Our descriptors would crowd the program's: refused at once,
+		 * the client continues on kernel TCP (socket.c's connect, the
+		 * same rule). */
+		sl_fb_hint(SL_FB_RESOURCE);
+		sl_segment_refuse(passed[0], passed[1]);
+		for (int i = 0; i < SL_RDV_FDS; i++)
+			sl_own_fd_close(passed[i]);
+		return 0;
+	}
 	if (took == 1) {
 		/* The names of the same offer (our user's connector) are not
 		 * needed any more; another user's are not ours to see. */

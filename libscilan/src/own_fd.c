@@ -39,16 +39,58 @@ static void compute_base(void)
 		own_base = 0; /* too few descriptors to set any apart */
 }
 
+/* How many numbers are marked: what sl_own_fd_room counts as ours. */
+static _Atomic int own_count;
+
 static void mark(int fd, bool on)
 {
 	uint64_t bit = 1ull << (fd % 64);
 
 	if (fd < 0 || (unsigned)fd >= OWN_FD_LIMIT)
 		return;
-	if (on)
-		atomic_fetch_or_explicit(&own_bits[fd / 64], bit, memory_order_release);
+	if (on) {
+		if (!(atomic_fetch_or_explicit(&own_bits[fd / 64], bit, memory_order_release) & bit))
+			atomic_fetch_add_explicit(&own_count, 1, memory_order_relaxed);
+	} else if (atomic_fetch_and_explicit(&own_bits[fd / 64], ~bit, memory_order_release) & bit) {
+		atomic_fetch_sub_explicit(&own_count, 1, memory_order_relaxed);
+	}
+}
+
+/* The soft limit as last read: programs raise it at start-up (nginx's
+ * worker_rlimit_nofile), so a "no" reads it again before it stands. */
+static _Atomic long nofile_cached;
+
+static long nofile(bool fresh)
+{
+	struct rlimit rl;
+	long n = atomic_load_explicit(&nofile_cached, memory_order_relaxed);
+
+	if (n && !fresh)
+		return n;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > OWN_FD_LIMIT)
+		n = OWN_FD_LIMIT;
 	else
-		atomic_fetch_and_explicit(&own_bits[fd / 64], ~bit, memory_order_release);
+		n = (long)rl.rlim_cur;
+	atomic_store_explicit(&nofile_cached, n, memory_order_relaxed);
+	return n;
+}
+
+bool sl_own_fd_room(int newfd)
+{
+	/* newfd is the lowest number the kernel had free, about how many the
+	 * program holds; ours are counted.  A connection on the rings holds
+	 * SL_FDS_PER_CONN more than on kernel TCP: an eighth of the limit
+	 * stays the program's, and should its calls still run out, the hook
+	 * moves connections to kernel TCP to give ours back
+	 * (sl_reclaim_descriptors) before they fail where kernel TCP alone
+	 * would not have. */
+	long used = (long)newfd + atomic_load_explicit(&own_count, memory_order_relaxed) + SL_FDS_PER_CONN, lim;
+
+	lim = nofile(false);
+	if (used <= lim - lim / 8)
+		return true;
+	lim = nofile(true);
+	return used <= lim - lim / 8;
 }
 
 bool sl_own_fd_is(int fd)

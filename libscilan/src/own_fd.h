@@ -15,6 +15,12 @@
 int sl_own_fd(int fd);
 /* Close one of ours (unmarks it first). */
 void sl_own_fd_close(int fd);
+/* Descriptors a connection on the rings holds besides its socket (segment,
+ * two bells), at most. */
+#define SL_FDS_PER_CONN 3
+/* May a new connection (socket newfd) ride the rings without eating into
+ * the eighth of RLIMIT_NOFILE kept for the program's own descriptors? */
+bool sl_own_fd_room(int newfd);
 /* fd is being closed, whoever's it was: no longer one of ours (sys.c's
  * close does it for every close through the table). */
 void sl_own_fd_forget(int fd);

@@ -16,6 +16,7 @@
 #include "fabric.h"
 #include "stats_file.h"
 #include "log.h"
+#include "own_fd.h"
 #include "scilan.h"
 #include "segment.h"
 #include "stall.h"
@@ -386,6 +387,8 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		why = SL_FB_OTHER;
 	else if (!*sl_config()->rundir)
 		why = unusable_reason();
+	else if (!sl_own_fd_room(fd))
+		why = SL_FB_RESOURCE;
 	else if (!find_listener(s, addr, len, &dst, &peer_ring))
 		why = SL_FB_NO_LISTENER;
 	if (why == SL_FB_NONE) {
@@ -583,6 +586,59 @@ void sl_user_changing(void)
 {
 	sl_segment_reopen_forget();
 	sl_sock_any(withdraw_listener);
+}
+
+/* sl_reclaim_descriptors' pass: connections still to move, and whether a
+ * pass may take one with bytes in flight (the second, if idle ones were too
+ * few).  One pass at a time: a program's threads failing at once share it. */
+static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
+static int reclaim_left, reclaim_moved;
+static bool reclaim_busy_too;
+
+static bool reclaim_one(struct sl_sock *s)
+{
+	bool idle;
+
+	/* Only what this process alone holds, agreed, on the shm fabric
+	 * (the device fabric's peer is across the link), with nobody asleep
+	 * on it (whom the release would have to wait for). */
+	if (sl_sock_state(s) != SL_CONNECTED || !s->seg || s->dev_map[0] || sl_agree_pending(s) || sl_fell_back(s) ||
+	    atomic_load(&s->reset) || sl_holders_others(s) || atomic_load(&s->sleepers[0]) ||
+	    atomic_load(&s->sleepers[1]))
+		return false;
+	/* Idle first: a move with nothing to re-send is a few stores. */
+	idle = !sl_stall_watch(s);
+	if (idle) {
+		sl_lock(&s->rx_lock);
+		idle = s->seg && sl_ring_rx_avail(&s->rx) == 0;
+		sl_unlock(&s->rx_lock);
+	}
+	if (!idle && !reclaim_busy_too)
+		return false;
+	if (!sl_bypass_leave(s, SL_FB_RESOURCE))
+		return false;
+	release_segment(s);
+	reclaim_moved++;
+	return --reclaim_left <= 0;
+}
+
+int sl_reclaim_descriptors(int want)
+{
+	int moved;
+
+	pthread_mutex_lock(&reclaim_lock);
+	reclaim_left = want;
+	reclaim_moved = 0;
+	reclaim_busy_too = false;
+	if (!sl_sock_any(reclaim_one)) {
+		reclaim_busy_too = true;
+		sl_sock_any(reclaim_one);
+	}
+	moved = reclaim_moved;
+	pthread_mutex_unlock(&reclaim_lock);
+	if (moved)
+		sl_info("out of descriptors: %d connection(s) moved to kernel TCP to give theirs back", moved);
+	return moved;
 }
 
 int scilan_is_socket(int fd)

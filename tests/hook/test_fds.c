@@ -26,3 +26,9 @@ Test(fds, numbers_the_library_closed_are_the_programs, .timeout = 120)
 {
 	hk_scenario("fds", "reused_numbers", 8, -1, 30);
 }
+/* Near the descriptor limit the library's own descriptors give way: every
+ * connection works (the later ones on kernel TCP), as on kernel TCP alone. */
+Test(fds, own_descriptors_give_way_near_the_limit, .timeout = 120)
+{
+	hk_scenario("fds", "crowded", 2, -1, 30);
+}
