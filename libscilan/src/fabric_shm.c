@@ -131,7 +131,10 @@ static int register_key(struct sl_sock *s, int slot, const struct sl_key *key)
 	if (s->rdv_fd[slot] < 0 && errno == EADDRINUSE)
 		sl_info("fd %d: another listener holds the scilan rendezvous for port %u; only connections "
 			"of this user reach this one", s->fd, (unsigned)key->port);
-	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, s->reg_path[slot], sizeof(s->reg_path[slot]));
+	/* A socket another process may hold (inherited before this listen,
+	 * passed, adopted) may be accepted on there without the rendezvous. */
+	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, s->rdv_fd[slot] < 0 || sl_sock_maybe_shared(s),
+					  s->reg_path[slot], sizeof(s->reg_path[slot]));
 	return s->rdv_fd[slot] >= 0 || s->reg_fd[slot] >= 0 ? 0 : -1;
 }
 
@@ -207,19 +210,30 @@ static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 
 /* The rendezvous first: it reaches listeners of any user.  The registry
  * then only says which ring size our own user's listener wants (else it
- * gets ours); without a rendezvous (another namespace of this node), the
- * registry's offer file and /proc are the way. */
+ * gets ours), and whether one of its holders accepts without the rendezvous
+ * (SL_REG_NAMED): only then does the offer need its files.  Without a
+ * rendezvous (another namespace of this node), the registry's offer file
+ * and /proc are the way. */
 static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
 {
 	int conn = sl_rdv_connect(dst);
+	uint32_t flags = 0;
 
 	if (conn < 0)
-		return sl_registry_find(dst, peer_ring);
+		return sl_registry_find(dst, peer_ring, &flags);
 	if (s->rdv_conn >= 0)
 		sl_sys.close(s->rdv_conn);
 	s->rdv_conn = conn;
-	if (!sl_registry_find(dst, peer_ring) || !*peer_ring)
+	if (!sl_registry_find(dst, peer_ring, &flags)) {
+		/* Not our user's listener, or one that withdrew its entry
+		 * (it changed user): our runtime directory is closed to it. */
 		*peer_ring = s->ring_bytes;
+		s->rdv_only = true;
+		return 1;
+	}
+	if (!*peer_ring)
+		*peer_ring = s->ring_bytes;
+	s->rdv_only = !(flags & SL_REG_NAMED);
 	return 1;
 }
 
@@ -365,13 +379,16 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	struct stat st;
 	void *base;
 	int fd, err;
-	/* Named (an offer file and FIFOs in our runtime directory) when we have
-	 * one: a process of our user that holds the listener but not its
-	 * rendezvous (received with SCM_RIGHTS, or accepting where another
-	 * process made it listen) finds the offer there.  Passed through the
-	 * rendezvous as well when the listener has one: that reaches any user.
-	 * Whichever way the acceptor comes, the offer word decides once. */
-	bool named = offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
+	/* Named (an offer file and FIFOs in our runtime directory) when the
+	 * listener has no rendezvous, or the registry says a holder of it
+	 * accepts without one (an SO_REUSEPORT sibling, a process that made a
+	 * passed socket listen): that process of our user finds the offer
+	 * there.  Passed through the rendezvous when the listener has one:
+	 * that reaches any user.  Whichever way the acceptor comes, the offer
+	 * word decides once.  Names cost a third of a short connection's
+	 * set-up (a file written, linked and removed, two FIFOs). */
+	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
+		     offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
 
 	if (!named && s->rdv_conn < 0)
 		return -1;

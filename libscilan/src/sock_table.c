@@ -25,10 +25,17 @@
 struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
 struct sl_totals sl_totals;
 pid_t sl_self_pid;
+_Atomic unsigned sl_forks;
 
 static void learn_pid(void)
 {
 	sl_self_pid = getpid();
+}
+
+/* In the parent, before the fork: both sides then see the count moved. */
+static void count_fork(void)
+{
+	atomic_fetch_add(&sl_forks, 1);
 }
 
 /* From the start, not from configuration (config.c's fork handlers): a child
@@ -37,7 +44,7 @@ static void learn_pid(void)
 __attribute__((constructor)) static void learn_pid_at_load(void)
 {
 	learn_pid();
-	pthread_atfork(NULL, NULL, learn_pid);
+	pthread_atfork(count_fork, NULL, learn_pid);
 }
 
 /* Slots set aside by dup over them: a racing lookup may still read one, so
@@ -139,6 +146,9 @@ reset:
 	s->state_to_peer = 0;
 	s->memfd = -1;
 	s->rdv_conn = -1;
+	s->rdv_only = false;
+	s->maybe_shared = false;
+	s->born_fork = atomic_load(&sl_forks);
 	s->offer_path[0] = '\0';
 	atomic_store(&s->agree, 0);
 	s->agree_deadline_ns = 0;
