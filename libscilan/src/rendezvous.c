@@ -29,6 +29,11 @@
 #define RDV_MAX_HOPS 64                /* an offer nobody takes is dropped after this many returns */
 
 enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
+/* In an offer's hops (a carrier's count is its own): the connector also
+ * made the offer's names, which the acceptor then removes (the connector
+ * does too once it sees the offer taken, and sweeps take a dead one's).
+ * The connector's word: it can only spare or cost itself the tidying. */
+#define RDV_NAMED 0x80000000u
 
 /* An offer: dst and src as the connector sees its connection, with the
  * SL_RDV_FDS descriptors.  A carrier: an offer's Unix connection (one
@@ -130,9 +135,11 @@ static ssize_t send_with_fds(int conn, const struct rdv_msg *m, const int *fds, 
 	return sl_sys.sendmsg(conn, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS])
+int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
+		bool named)
 {
-	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .dst = *dst, .src = *src };
+	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .hops = named ? RDV_NAMED : 0, .dst = *dst,
+			     .src = *src };
 	struct ucred listener;
 	socklen_t len = sizeof(listener);
 	uid_t owner;
@@ -245,7 +252,7 @@ static bool is_unix_stream(int fd)
 
 /* One queue entry e (ours to close): 1 if it was our offer (fds filled). */
 static int consider(int l, int e, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS],
-		    uint32_t hops)
+		    uint32_t hops, bool *named)
 {
 	struct rdv_msg m;
 	struct ucred who;
@@ -264,7 +271,7 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 			sl_sys.close(inner);
 			return 0;
 		}
-		return consider(l, inner, local, peer, fds, m.hops ? m.hops : 1);
+		return consider(l, inner, local, peer, fds, m.hops ? m.hops : 1, named);
 	}
 	if (m.kind != RDV_OFFER)
 		goto drop;
@@ -295,13 +302,15 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	}
 	for (int i = 0; i < SL_RDV_FDS; i++)
 		fds[i] = sl_own_fd(fds[i]);
+	*named = (m.hops & RDV_NAMED) != 0;
 	return 1;
 drop:
 	sl_sys.close(e);
 	return 0;
 }
 
-int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS])
+int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS],
+		bool *named)
 {
 	int budget = RDV_SCAN;
 
@@ -319,7 +328,7 @@ int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct s
 				if (e < 0)
 					break;
 				budget--;
-				if (consider(ls[i], e, local, peer, fds, 0))
+				if (consider(ls[i], e, local, peer, fds, 0, named))
 					return 1;
 				others = true;
 			}

@@ -4,6 +4,7 @@
  * ring locks' slow path.
  */
 #include "sock.h"
+#include "seg_pool.h"
 
 #include "holders.h"
 #include "own_fd.h"
@@ -324,6 +325,7 @@ void sl_sock_after_fork_child(void)
 		}
 	}
 	sl_holders_in_child();
+	sl_seg_pool_after_fork_child();
 	sl_stats_file_after_fork_child();
 	sl_stats_reset_in_child();
 }

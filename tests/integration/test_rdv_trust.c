@@ -81,7 +81,7 @@ static int forge_offer(void *p)
 	}
 	conn = sl_rdv_connect(&st->dst);
 	TU_CHECK(conn >= 0, "reach the listener's rendezvous");
-	TU_CHECK(sl_rdv_send(conn, &st->dst, &st->src, fds) == 0, "offer sent");
+	TU_CHECK(sl_rdv_send(conn, &st->dst, &st->src, fds, false) == 0, "offer sent");
 	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
 	TU_CHECK(tu_sync_get_child(&st->sync, &v) == 0, "wait for the accept");
 	TU_CHECK(atomic_load(word) == SL_OFFER_OFFERED, "the forged ring was attached (word %u)",
