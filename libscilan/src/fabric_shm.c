@@ -352,7 +352,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 
 		/* Refused (a listener we do not trust, a full queue): the offer
 		 * file alone, for our own user's acceptors. */
-		if (sl_rdv_send(s->rdv_conn, dst, src, fds, named) < 0 && !named)
+		if (sl_rdv_send(s->rdv_conn, s->fd, dst, src, fds, named) < 0 && !named)
 			goto fail_map;
 		/* The offer waits in the listener's queue, not in our socket. */
 		sl_sys.close(s->rdv_conn);
@@ -619,7 +619,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	bool named = true;
 	ssize_t got;
 
-	if (sl_rdv_take(listener->rdv_fd, SL_MAX_REG, local, peer, passed, &named)) {
+	if (sl_rdv_take(listener->rdv_fd, SL_MAX_REG, s->fd, local, peer, passed, &named)) {
 		/* The names of the same offer (our user's connector) are not
 		 * needed any more; another user's are not ours to see. */
 		if (named && offer_path(local, peer, path, sizeof(path)) == 0)

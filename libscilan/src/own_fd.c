@@ -5,6 +5,7 @@
  */
 #include "own_fd.h"
 #include "seg_pool.h"
+#include "sock_diag.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +150,7 @@ int sl_own_fd_evict(int fd)
 	sl_sock_any(renumber_sock);
 	sl_stats_file_renumber(fd, to);
 	sl_seg_pool_renumber(fd, to);
+	sl_diag_renumber(fd, to);
 	if (atomic_load(&move_callback))
 		atomic_load(&move_callback)(fd, to);
 	mark(fd, false);

@@ -135,7 +135,7 @@ static ssize_t send_with_fds(int conn, const struct rdv_msg *m, const int *fds, 
 	return sl_sys.sendmsg(conn, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
+int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
 		bool named)
 {
 	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .hops = named ? RDV_NAMED : 0, .dst = *dst,
@@ -147,7 +147,7 @@ int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, co
 	/* Anyone may bind an abstract name first: the segment goes only to the
 	 * process that made the listener the kernel connects us to. */
 	if (sl_sys.getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &listener, &len) < 0 ||
-	    sl_diag_tcp_owner(dst, src, &owner) < 0)
+	    sl_diag_tcp_owner(tcp, dst, src, &owner) < 0)
 		return -1;
 	if (!owner_matches(listener.uid, owner)) {
 		sl_warn("the scilan listener for port %u runs as uid %u but the TCP listener belongs to uid %u; "
@@ -251,8 +251,8 @@ static bool is_unix_stream(int fd)
 }
 
 /* One queue entry e (ours to close): 1 if it was our offer (fds filled). */
-static int consider(int l, int e, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS],
-		    uint32_t hops, bool *named)
+static int consider(int l, int e, int tcp, const struct sl_key *local, const struct sl_key *peer,
+		    int fds[SL_RDV_FDS], uint32_t hops, bool *named)
 {
 	struct rdv_msg m;
 	struct ucred who;
@@ -271,7 +271,7 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 			sl_sys.close(inner);
 			return 0;
 		}
-		return consider(l, inner, local, peer, fds, m.hops ? m.hops : 1, named);
+		return consider(l, inner, tcp, local, peer, fds, m.hops ? m.hops : 1, named);
 	}
 	if (m.kind != RDV_OFFER)
 		goto drop;
@@ -288,7 +288,7 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	    recv_with_fds(e, &m, fds, SL_RDV_FDS, 0) < 0)
 		goto drop;
 	sl_sys.close(e);
-	if (sl_diag_tcp_owner(peer, local, &owner) < 0) {
+	if (sl_diag_tcp_owner(tcp, peer, local, &owner) < 0) {
 		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
 			(unsigned)local->port, strerror(errno));
 		close_all(fds, SL_RDV_FDS);
@@ -309,8 +309,8 @@ drop:
 	return 0;
 }
 
-int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS],
-		bool *named)
+int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
+		int fds[SL_RDV_FDS], bool *named)
 {
 	int budget = RDV_SCAN;
 
@@ -328,7 +328,7 @@ int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct s
 				if (e < 0)
 					break;
 				budget--;
-				if (consider(ls[i], e, local, peer, fds, 0, named))
+				if (consider(ls[i], e, tcp, local, peer, fds, 0, named))
 					return 1;
 				others = true;
 			}

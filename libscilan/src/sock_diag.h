@@ -11,8 +11,11 @@
 
 /* The owner uid of the TCP socket the kernel would hand a segment from
  * remote to local: the connected socket with that 4-tuple (local its own
- * end), else the listener that would accept it.  0, or -1 with errno
+ * end), else the listener that would accept it, in the network namespace
+ * of the TCP socket tcp (ours, of that connection).  0, or -1 with errno
  * (ENOENT: no such socket). */
-int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, uid_t *uid);
+int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, uid_t *uid);
+/* own_fd.c, under its eviction lock: a descriptor of ours moved. */
+void sl_diag_renumber(int from, int to);
 
 #endif
