@@ -441,8 +441,9 @@ static void shm_release(struct sl_sock *s)
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	/* The names were removed by the acceptor that attached or by whoever
 	 * decided against the offer; while undecided, another process of our
-	 * side still holds the connection and its offer. */
-	sl_shm_unmap(seg, len, fds, NULL);
+	 * side still holds the connection and its offer.  Unmapped at our next
+	 * wait: the last unmap frees the pages, which a close need not wait for. */
+	sl_seg_retire(seg, len, fds);
 }
 
 /* The offer is decided: the acceptor attached (it removed the names), or

@@ -250,17 +250,54 @@ static bool is_unix_stream(int fd)
 	       type == SOCK_STREAM;
 }
 
+/* A connector between its rendezvous connect and its send (it sends before
+ * its TCP connect, so this is never the offer of a connection we accepted):
+ * set aside for this scan, then queued again once for its acceptor.
+ * Dropping it, as a malformed entry, lost that offer (EPIPE on its send),
+ * and queueing it again at once would meet it again in the same scan. */
+#define RDV_LATER 16
+
+struct scan {
+	int tcp;
+	const struct sl_key *local, *peer;
+	int *fds;
+	bool *named;
+	int nlater;
+	struct {
+		int l, e;
+		uint32_t hops;
+	} later[RDV_LATER];
+};
+
+static void set_aside(struct scan *sc, int l, int e, uint32_t hops)
+{
+	if (hops >= RDV_MAX_HOPS) {
+		sl_sys.close(e);
+	} else if (sc->nlater == RDV_LATER) {
+		send_back(l, e, hops);
+	} else {
+		sc->later[sc->nlater].l = l;
+		sc->later[sc->nlater].e = e;
+		sc->later[sc->nlater].hops = hops;
+		sc->nlater++;
+	}
+}
+
 /* One queue entry e (ours to close): 1 if it was our offer (fds filled). */
-static int consider(int l, int e, int tcp, const struct sl_key *local, const struct sl_key *peer,
-		    int fds[SL_RDV_FDS], uint32_t hops, bool *named)
+static int consider(struct scan *sc, int l, int e, uint32_t hops)
 {
 	struct rdv_msg m;
 	struct ucred who;
 	socklen_t len = sizeof(who);
 	uid_t owner;
 	int inner;
+	ssize_t got = sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
 
-	if (sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT) != (ssize_t)sizeof(m) || m.magic != RDV_MAGIC)
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		set_aside(sc, l, e, hops);
+		return 0;
+	}
+	if (got != (ssize_t)sizeof(m) || m.magic != RDV_MAGIC)
 		goto drop;
 	if (m.kind == RDV_CARRIER) {
 		/* Carriers carry offers, never carriers. */
@@ -271,11 +308,11 @@ static int consider(int l, int e, int tcp, const struct sl_key *local, const str
 			sl_sys.close(inner);
 			return 0;
 		}
-		return consider(l, inner, tcp, local, peer, fds, m.hops ? m.hops : 1, named);
+		return consider(sc, l, inner, m.hops ? m.hops : 1);
 	}
 	if (m.kind != RDV_OFFER)
 		goto drop;
-	if (!same_key(&m.dst, local) || !same_key(&m.src, peer)) {
+	if (!same_key(&m.dst, sc->local) || !same_key(&m.src, sc->peer)) {
 		if (hops >= RDV_MAX_HOPS || stale_offer(e))
 			goto drop;
 		send_back(l, e, hops);
@@ -285,32 +322,31 @@ static int consider(int l, int e, int tcp, const struct sl_key *local, const str
 	 * kernel's word (SO_PEERCRED of the connector, sock_diag of the socket);
 	 * anything else local could have connected here and said so. */
 	if (sl_sys.getsockopt(e, SOL_SOCKET, SO_PEERCRED, &who, &len) < 0 ||
-	    recv_with_fds(e, &m, fds, SL_RDV_FDS, 0) < 0)
+	    recv_with_fds(e, &m, sc->fds, SL_RDV_FDS, 0) < 0)
 		goto drop;
 	sl_sys.close(e);
-	if (sl_diag_tcp_owner(tcp, peer, local, &owner) < 0) {
+	if (sl_diag_tcp_owner(sc->tcp, sc->peer, sc->local, &owner) < 0) {
 		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
-			(unsigned)local->port, strerror(errno));
-		close_all(fds, SL_RDV_FDS);
+			(unsigned)sc->local->port, strerror(errno));
+		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	if (!owner_matches(who.uid, owner)) {
 		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)owner,
 			(int)who.pid, (unsigned)who.uid);
-		close_all(fds, SL_RDV_FDS);
+		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	for (int i = 0; i < SL_RDV_FDS; i++)
-		fds[i] = sl_own_fd(fds[i]);
-	*named = (m.hops & RDV_NAMED) != 0;
+		sc->fds[i] = sl_own_fd(sc->fds[i]);
+	*sc->named = (m.hops & RDV_NAMED) != 0;
 	return 1;
 drop:
 	sl_sys.close(e);
 	return 0;
 }
 
-int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
-		int fds[SL_RDV_FDS], bool *named)
+static int scan_queues(struct scan *sc, const int *ls, int n)
 {
 	int budget = RDV_SCAN;
 
@@ -328,7 +364,7 @@ int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const
 				if (e < 0)
 					break;
 				budget--;
-				if (consider(ls[i], e, tcp, local, peer, fds, 0, named))
+				if (consider(sc, ls[i], e, 0))
 					return 1;
 				others = true;
 			}
@@ -338,4 +374,15 @@ int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const
 		sched_yield();
 	}
 	return 0;
+}
+
+int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
+		int fds[SL_RDV_FDS], bool *named)
+{
+	struct scan sc = { .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
+	int r = scan_queues(&sc, ls, n);
+
+	for (int i = 0; i < sc.nlater; i++)
+		send_back(sc.later[i].l, sc.later[i].e, sc.later[i].hops);
+	return r;
 }

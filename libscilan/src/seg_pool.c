@@ -1,7 +1,9 @@
-/* seg_pool.c — the connecting side's segment (a sealed memfd, reserved,
- * mapped, its header and offer word written) and its anonymous bells: made
- * at connect, or one set ahead of need per process, while the process
- * waits after a connect, so that its next connect takes it ready.
+/* seg_pool.c — segment memory outside a connection's life: the connecting
+ * side's segment (a sealed memfd, reserved, mapped, its header and offer
+ * word written) and its anonymous bells, made at connect or one set ahead
+ * of need per process; and closed connections' mappings and descriptors,
+ * let go of at the process's next wait.  Both while the process waits (for
+ * a reply, say), not while a connect or close waits on them.
  */
 #include "seg_pool.h"
 
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "own_fd.h"
+#include "shm_linger.h"
 #include "segment.h"
 #include "sys.h"
 
@@ -212,6 +215,64 @@ void sl_seg_pool_note_offer(const struct sl_seg_header *hdr, bool bells)
 		atomic_store(&need, true);
 }
 
+/* Closed connections' segments: the last unmap of a segment frees its
+ * pages (shmem_evict_inode), ~10-20 us that a close paid before the next
+ * connect could start. */
+#define RETIRE_MAX 4
+
+struct retired {
+	void *seg;
+	size_t len;
+	int fds[SL_SHM_FDS];
+};
+
+static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct retired retired[RETIRE_MAX];
+static int nretired;
+static _Atomic bool retire_pending;
+
+static void let_go(const struct retired *r)
+{
+	sl_shm_unmap(r->seg, r->len, r->fds, NULL);
+}
+
+void sl_seg_retire(void *seg, size_t len, const int fds[SL_SHM_FDS])
+{
+	struct retired r = { .seg = seg, .len = len }, oldest;
+	bool full;
+	int err = errno;
+
+	memcpy(r.fds, fds, sizeof(r.fds));
+	pthread_mutex_lock(&retire_lock);
+	full = nretired == RETIRE_MAX;
+	if (full) {
+		oldest = retired[0];
+		memmove(retired, retired + 1, sizeof(retired[0]) * (RETIRE_MAX - 1));
+		nretired--;
+	}
+	retired[nretired++] = r;
+	pthread_mutex_unlock(&retire_lock);
+	atomic_store(&retire_pending, true);
+	/* A process that never waits lets go as it closes, RETIRE_MAX later. */
+	if (full)
+		let_go(&oldest);
+	errno = err;
+}
+
+static void let_go_all(void)
+{
+	struct retired batch[RETIRE_MAX];
+	int n;
+
+	pthread_mutex_lock(&retire_lock);
+	n = nretired;
+	memcpy(batch, retired, sizeof(batch[0]) * (size_t)n);
+	nretired = 0;
+	pthread_mutex_unlock(&retire_lock);
+	for (int i = 0; i < n; i++)
+		let_go(&batch[i]);
+}
+
 void sl_seg_pool_idle(void)
 {
 	struct sl_seg_header hdr;
@@ -219,6 +280,11 @@ void sl_seg_pool_idle(void)
 	bool bells;
 	int err;
 
+	if (atomic_load_explicit(&retire_pending, memory_order_relaxed) && atomic_exchange(&retire_pending, false)) {
+		err = errno;
+		let_go_all();
+		errno = err;
+	}
 	if (!atomic_load_explicit(&need, memory_order_relaxed) || !atomic_exchange(&need, false))
 		return;
 	err = errno;
@@ -248,11 +314,26 @@ void sl_seg_pool_renumber(int from, int to)
 {
 	struct premade *p = atomic_load(&slot);
 
+	pthread_mutex_lock(&retire_lock);
+	for (int i = 0; i < nretired; i++)
+		for (int k = 0; k < SL_SHM_FDS; k++)
+			renumber(&retired[i].fds[k], from, to);
+	pthread_mutex_unlock(&retire_lock);
 	if (!p)
 		return;
 	renumber(&p->m.fd, from, to);
 	renumber(&p->m.bell_rx, from, to);
 	renumber(&p->m.bell_tx, from, to);
+}
+
+void sl_seg_pool_before_fork(void)
+{
+	pthread_mutex_lock(&retire_lock);
+}
+
+void sl_seg_pool_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&retire_lock);
 }
 
 void sl_seg_pool_after_fork_child(void)
@@ -265,4 +346,9 @@ void sl_seg_pool_after_fork_child(void)
 	atomic_store(&need, false);
 	atomic_store(&offers, 0);
 	pthread_mutex_init(&tmpl_lock, NULL);
+	/* Our copies of what the parent lets go of: not ours to keep.  The
+	 * lock was held across the fork (sl_seg_pool_before_fork). */
+	pthread_mutex_init(&retire_lock, NULL);
+	let_go_all();
+	atomic_store(&retire_pending, false);
 }

@@ -368,11 +368,13 @@ void sl_sock_count_fork(void)
 	/* Last, in the order evictions nest them: the child then inherits
 	 * no list or table in the middle of an update. */
 	sl_own_fd_fork_lock();
+	sl_seg_pool_before_fork();
 	pthread_mutex_lock(&spare_lock);
 }
 
 void sl_sock_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&spare_lock);
+	sl_seg_pool_after_fork_parent();
 	sl_own_fd_fork_unlock(false);
 }

@@ -12,7 +12,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -337,5 +339,39 @@ Test(rendezvous, fork_before_listen_child_accepts_first_connection, .timeout = 6
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: exit status %d (4: not accelerated)",
 		  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	scilan_close(c);
+	scilan_close(l);
+}
+
+/* A connector is connected to the rendezvous before it sends its offer
+ * (it fixes its end of the 4-tuple and makes its segment in between): an
+ * acceptor scanning the queue then finds a connection with nothing in it
+ * yet.  That entry is for a connection not yet made (offers go before the
+ * TCP connect), so it goes back to the queue for its acceptor; closing it
+ * lost that offer (the connector's send failed with EPIPE and, through the
+ * rendezvous alone, its connection went plain). */
+Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	uint16_t port;
+	int l, raw, c, s, n;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv1/4-7f000001-%u", (unsigned)port);
+	raw = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(raw, 0);
+	cr_assert_eq(connect(raw, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n)),
+		     0, "rendezvous of port %u: %s", (unsigned)port, strerror(errno));
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(c >= 0 && s >= 0);
+	cr_assert_eq(tu_accelerated(s), 1, "the connection behind a connector still sending is not accelerated");
+	cr_assert_eq(send(raw, "x", 1, MSG_NOSIGNAL), 1, "the connector still sending lost its place: %s",
+		     strerror(errno));
+	expect_echo(c, s, "behind");
+	close(raw);
+	scilan_close(c);
+	scilan_close(s);
 	scilan_close(l);
 }

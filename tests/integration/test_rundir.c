@@ -186,7 +186,10 @@ Test(rundir, sigkill_storm_leaves_nothing_after_sweeps, .init = setup, .timeout 
 			break;
 		tu_sleep_ms(10);
 	}
-	for (int i = 0; i < HOLDERS + CHURNERS; i++) {
+	/* Churners first: one still churning sweeps (at most once a second,
+	 * SL_SWEEP_BUDGET entries), and would take dead holders' files before
+	 * they are counted below. */
+	for (int i = HOLDERS + CHURNERS - 1; i >= 0; i--) {
 		tu_kill(&kids[i]);
 		tu_reap(&kids[i]);
 	}

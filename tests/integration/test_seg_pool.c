@@ -188,3 +188,59 @@ Test(seg_pool, one_connect_makes_nothing_ahead, .timeout = 30)
 	scilan_close(s);
 	scilan_close(l);
 }
+
+static bool mapped(unsigned long ino)
+{
+	unsigned long all[MAX_SEGS];
+	int n = segment_inodes(all, MAX_SEGS);
+
+	for (int i = 0; i < n; i++)
+		if (all[i] == ino)
+			return true;
+	return false;
+}
+
+/* A closed connection's segment is unmapped (and its descriptors closed)
+ * at the process's next wait, not in the close: the last unmap frees the
+ * pages.  The peer still reads every byte and the end.  A fork child lets
+ * go of its copies at once. */
+Test(seg_pool, closed_segment_let_go_at_next_wait_and_in_a_fork_child, .timeout = 60)
+{
+	unsigned long gone;
+	int l, c1, s1, c2, s2, status;
+	uint16_t port;
+	char buf[4];
+	pid_t child;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 8, &port);
+	cr_assert_geq(l, 0);
+	pair(l, port, &c1, &s1);
+	pair(l, port, &c2, &s2);
+	gone = seg_inode(c1);
+	cr_assert_eq(scilan_send(c1, "last", 4, 0), 4);
+	scilan_close(c1);
+	scilan_close(s2);
+	cr_assert_eq(tu_recv_all(s1, buf, 4), 4, "the peer lost bytes sent before the close");
+	cr_assert_eq(memcmp(buf, "last", 4), 0);
+	cr_assert_eq(scilan_recv(s1, buf, 1, 0), 0, "no EOF after the close");
+	scilan_close(s1);
+	cr_assert(mapped(gone), "the closed segment was unmapped in the close (expected: at the next wait)");
+
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0)
+		_exit(mapped(gone) ? 1 : 0);
+	waitpid(child, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a fork child kept its copy of a closed segment");
+
+	/* c2's peer closed: EOF, not a wait.  A wait on an empty ring: */
+	pair(l, port, &c1, &s1);
+	cr_assert_eq(scilan_recv(c1, buf, 1, MSG_DONTWAIT), -1);
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert(!mapped(gone), "the closed segment is still mapped after a wait");
+	scilan_close(c1);
+	scilan_close(s1);
+	scilan_close(c2);
+	scilan_close(l);
+}
