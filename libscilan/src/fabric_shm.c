@@ -29,6 +29,7 @@
 #include "registry.h"
 #include "rendezvous.h"
 #include "rundir_sweep.h"
+#include "seg_pool.h"
 #include "segment.h"
 #include "stall.h"
 #include "shm_linger.h"
@@ -52,23 +53,6 @@ static int open_bell(const char *offer_path, int which, bool create)
 		return -1;
 	/* O_RDWR: neither end blocks in open, and the pipe never reports EOF. */
 	return sl_own_fd(open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
-}
-
-/* A bell for a passed offer: a pipe reopened O_RDWR through /proc/self, one
- * descriptor for both ends as a FIFO opened O_RDWR is, so it behaves as the
- * named bells do (never EOF, no blocking open) without a name. */
-static int anon_bell(void)
-{
-	char path[48];
-	int p[2], fd;
-
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-		return -1;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
-	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	sl_sys.close(p[0]);
-	sl_sys.close(p[1]);
-	return sl_own_fd(fd);
 }
 
 /* Offers are named by the TCP 4-tuple as both ends see it: the listener's
@@ -133,7 +117,10 @@ static int register_key(struct sl_sock *s, int slot, const struct sl_key *key)
 	if (s->rdv_fd[slot] < 0 && errno == EADDRINUSE)
 		sl_info("fd %d: another listener holds the scilan rendezvous for port %u; only connections "
 			"of this user reach this one", s->fd, (unsigned)key->port);
-	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, s->reg_path[slot], sizeof(s->reg_path[slot]));
+	/* A socket another process may hold (inherited before this listen,
+	 * passed, adopted) may be accepted on there without the rendezvous. */
+	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, s->rdv_fd[slot] < 0 || sl_sock_maybe_shared(s),
+					  s->reg_path[slot], sizeof(s->reg_path[slot]));
 	return s->rdv_fd[slot] >= 0 || s->reg_fd[slot] >= 0 ? 0 : -1;
 }
 
@@ -209,83 +196,31 @@ static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
 
 /* The rendezvous first: it reaches listeners of any user.  The registry
  * then only says which ring size our own user's listener wants (else it
- * gets ours); without a rendezvous (another namespace of this node), the
- * registry's offer file and /proc are the way. */
+ * gets ours), and whether one of its holders accepts without the rendezvous
+ * (SL_REG_NAMED): only then does the offer need its files.  Without a
+ * rendezvous (another namespace of this node), the registry's offer file
+ * and /proc are the way. */
 static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
 {
 	int conn = sl_rdv_connect(dst);
+	uint32_t flags = 0;
 
 	if (conn < 0)
-		return sl_registry_find(dst, peer_ring);
+		return sl_registry_find(dst, peer_ring, &flags);
 	if (s->rdv_conn >= 0)
 		sl_sys.close(s->rdv_conn);
 	s->rdv_conn = conn;
-	if (!sl_registry_find(dst, peer_ring) || !*peer_ring)
+	if (!sl_registry_find(dst, peer_ring, &flags)) {
+		/* Not our user's listener, or one that withdrew its entry
+		 * (it changed user): our runtime directory is closed to it. */
 		*peer_ring = s->ring_bytes;
-	return 1;
-}
-
-/* Whether this kernel has MADV_POPULATE_WRITE (5.14), by which senders
- * reserve the rest of their rings later; once per process. */
-static bool can_populate(void)
-{
-	static int known; /* 0 unknown, 1 yes, -1 no */
-	void *p;
-
-	if (known)
-		return known > 0;
-	p = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return false; /* not remembered: ENOMEM says nothing of the kernel */
-	known = madvise(p, SL_PAGE, 23 /* MADV_POPULATE_WRITE */) == 0 ? 1 : -1;
-	munmap(p, SL_PAGE);
-	return known > 0;
-}
-
-static int reserve(int fd, uint64_t off, uint64_t len)
-{
-	int err = posix_fallocate(fd, (off_t)off, (off_t)len);
-
-	errno = err;
-	return err ? -1 : 0;
-}
-
-static int create_memfd(const struct sl_seg_header *hdr)
-{
-	int fd = memfd_create("scilan-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	int err;
-
-	if (fd < 0)
-		return -1;
-	if (ftruncate(fd, (off_t)hdr->total_size) < 0)
-		goto fail;
-	/* Reserve pages now: a full memory cgroup must fail this connect, not
-	 * raise SIGBUS on a later store.  All of it cost half of a short
-	 * connection (two 256 KiB rings, ~180 us of ~360): only the header, the
-	 * control pages and the first SL_RING_RESERVE_FIRST of each ring here;
-	 * each sender reserves the rest of its ring before it first writes
-	 * there (ARCHITECTURE.md, "Segment memory"). */
-	if (!can_populate()) {
-		if (reserve(fd, 0, hdr->total_size) < 0)
-			goto fail;
-	} else {
-		for (int a = 0; a < 2; a++) {
-			uint64_t ring = hdr->ring_cap[a] < SL_RING_RESERVE_FIRST ? hdr->ring_cap[a] : SL_RING_RESERVE_FIRST;
-			uint64_t from = a ? hdr->area_off[1] : 0;
-
-			if (reserve(fd, from, hdr->area_off[a] - from + SL_AREA_CTL_SIZE + ring) < 0)
-				goto fail;
-		}
+		s->rdv_only = true;
+		return 1;
 	}
-	/* Sealed against shrinking, a peer cannot truncate the file under our mapping. */
-	if (sl_sys.fcntl(fd, F_ADD_SEALS, SL_SEGMENT_SEALS) < 0)
-		goto fail;
-	return fd;
-fail:
-	err = errno;
-	sl_sys.close(fd);
-	errno = err;
-	return -1;
+	if (!*peer_ring)
+		*peer_ring = s->ring_bytes;
+	s->rdv_only = !(flags & SL_REG_NAMED);
+	return 1;
 }
 
 static int write_offer(const char *path, const struct offer *offer)
@@ -365,16 +300,19 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 {
 	struct sl_seg_header hdr;
 	struct offer offer = { .magic = OFFER_MAGIC, .pid = getpid() };
-	struct stat st;
+	struct sl_made made;
 	void *base;
 	int fd, err;
-	/* Named (an offer file and FIFOs in our runtime directory) when we have
-	 * one: a process of our user that holds the listener but not its
-	 * rendezvous (received with SCM_RIGHTS, or accepting where another
-	 * process made it listen) finds the offer there.  Passed through the
-	 * rendezvous as well when the listener has one: that reaches any user.
-	 * Whichever way the acceptor comes, the offer word decides once. */
-	bool named = offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
+	/* Named (an offer file and FIFOs in our runtime directory) when the
+	 * listener has no rendezvous, or the registry says a holder of it
+	 * accepts without one (an SO_REUSEPORT sibling, a process that made a
+	 * passed socket listen): that process of our user finds the offer
+	 * there.  Passed through the rendezvous when the listener has one:
+	 * that reaches any user.  Whichever way the acceptor comes, the offer
+	 * word decides once.  Names cost a third of a short connection's
+	 * set-up (a file written, linked and removed, two FIFOs). */
+	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
+		     offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
 
 	if (!named && s->rdv_conn < 0)
 		return -1;
@@ -382,20 +320,16 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		s->offer_path[0] = '\0';
 	sl_rundir_sweep_tick();
 	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
-	fd = sl_own_fd(create_memfd(&hdr));
-	if (fd < 0)
+	/* Made ahead while we waited after our last connect, if it fits. */
+	if (sl_seg_make(&hdr, !named, &made) < 0)
 		goto fail_path;
-	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED)
-		goto fail_fd;
-	memcpy(base, &hdr, sizeof(hdr));
-	/* Before the offer is published: the acceptor's compare-and-swap needs it. */
-	atomic_store(offer_word(base), SL_OFFER_OFFERED);
-	if (fstat(fd, &st) < 0)
-		goto fail_map;
+	fd = made.fd;
+	base = made.base;
+	s->bell_rx = made.bell_rx;
+	s->bell_tx = made.bell_tx;
 	offer.memfd = fd;
-	offer.ino = st.st_ino;
-	offer.dev = st.st_dev;
+	offer.ino = made.ino;
+	offer.dev = made.dev;
 	if (named) {
 		s->bell_rx = open_bell(s->offer_path, 0, true);
 		if (s->bell_rx >= 0)
@@ -410,20 +344,18 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 			close_bells(s);
 			s->offer_path[0] = '\0';
 			named = false;
+			s->bell_rx = sl_anon_bell();
+			s->bell_tx = sl_anon_bell();
+			if (s->bell_rx < 0 || s->bell_tx < 0)
+				goto fail_map;
 		}
-	}
-	if (!named) {
-		s->bell_rx = anon_bell();
-		s->bell_tx = anon_bell();
-		if (s->bell_rx < 0 || s->bell_tx < 0)
-			goto fail_map;
 	}
 	if (s->rdv_conn >= 0) {
 		int fds[SL_RDV_FDS] = { fd, s->bell_rx, s->bell_tx };
 
 		/* Refused (a listener we do not trust, a full queue): the offer
 		 * file alone, for our own user's acceptors. */
-		if (sl_rdv_send(s->rdv_conn, dst, src, fds) < 0 && !named)
+		if (sl_rdv_send(s->rdv_conn, s->fd, dst, src, fds, named) < 0 && !named)
 			goto fail_map;
 		/* The offer waits in the listener's queue, not in our socket. */
 		sl_sys.close(s->rdv_conn);
@@ -433,6 +365,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
 	sl_agree_start(s, offer_word(base));
 	publish_unfenced(s, 0);
+	sl_seg_pool_note_offer(&hdr, !named);
 	return 0;
 fail_bells:
 	unlink_own_bells(s);
@@ -440,9 +373,6 @@ fail_map:
 	close_bells(s);
 	err = errno;
 	munmap(base, hdr.total_size);
-	errno = err;
-fail_fd:
-	err = errno;
 	sl_own_fd_close(fd);
 	errno = err;
 fail_path:
@@ -514,8 +444,9 @@ static void shm_release(struct sl_sock *s)
 	forget_segment(s); /* before the unmap: racing readers see the stand-in */
 	/* The names were removed by the acceptor that attached or by whoever
 	 * decided against the offer; while undecided, another process of our
-	 * side still holds the connection and its offer. */
-	sl_shm_unmap(seg, len, fds, NULL);
+	 * side still holds the connection and its offer.  Unmapped at our next
+	 * wait: the last unmap frees the pages, which a close need not wait for. */
+	sl_seg_retire(seg, len, fds);
 }
 
 /* The offer is decided: the acceptor attached (it removed the names), or
@@ -718,9 +649,10 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	char path[SL_OFFER_PATH_SIZE]; /* a longer name was never offered */
 	char who[32];
 	int ofd, fd, passed[SL_RDV_FDS], held = -1, held_bell = -1, took, err;
+	bool named = true;
 	ssize_t got;
 
-	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, local, peer, passed);
+	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, s->fd, local, peer, passed, &named);
 	if (took == 1 && !sl_own_fd_room(s->fd)) {
 		/* Our descriptors would crowd the program's: refused at once,
 		 * the client continues on kernel TCP (socket.c's connect, the
@@ -734,7 +666,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	if (took == 1) {
 		/* The names of the same offer (our user's connector) are not
 		 * needed any more; another user's are not ours to see. */
-		if (offer_path(local, peer, path, sizeof(path)) == 0)
+		if (named && offer_path(local, peer, path, sizeof(path)) == 0)
 			sl_shm_unlink_offer(path);
 		return attach_passed(s, passed);
 	}

@@ -17,6 +17,7 @@
 #include "fabric.h"
 #include "scilan.h"
 #include "scm.h"
+#include "seg_pool.h"
 #include "sys.h"
 #include "urgent.h"
 
@@ -470,6 +471,9 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			*plain = true;
 			return (ssize_t)got;
 		}
+		/* Waiting (or about to say EAGAIN to an event loop): the
+		 * time to make the next connect's segment, if one is wanted. */
+		sl_seg_pool_idle();
 		if (sl_conn_spin(s, flags, 0, data_arrived, read_seen, &sw))
 			continue;
 		if (sl_io_nonblocking(s, flags)) {

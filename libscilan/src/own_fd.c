@@ -4,6 +4,8 @@
  * at high numbers, are marked in a bitmap, and are moved out of the way.
  */
 #include "own_fd.h"
+#include "seg_pool.h"
+#include "sock_diag.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -194,6 +196,8 @@ int sl_own_fd_evict(int fd)
 	mark(to, true);
 	sl_sock_any(renumber_sock);
 	sl_stats_file_renumber(fd, to);
+	sl_seg_pool_renumber(fd, to);
+	sl_diag_renumber(fd, to);
 	if (atomic_load(&move_callback))
 		atomic_load(&move_callback)(fd, to);
 	mark(fd, false);

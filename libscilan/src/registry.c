@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@
 struct reg_entry {
 	uint64_t magic;
 	int32_t pid;
-	uint32_t reserved;
+	uint32_t flags; /* SL_REG_NAMED; 0 in entries of older versions */
 	uint64_t ring_bytes;
 };
 
@@ -113,9 +114,10 @@ static void remove_if_unclaimed(const char *path)
 	sl_sys.close(fd);
 }
 
-int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, size_t path_size)
+int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, char *path, size_t path_size)
 {
-	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes };
+	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes,
+				   .flags = no_rdv ? SL_REG_NAMED : 0 };
 	int lock, fd, saved;
 
 	if (entry_path(key, path, path_size) < 0)
@@ -128,9 +130,16 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, char *path, s
 		goto fail;
 	/* Our own read lock does not conflict with this probe: F_UNLCK means we
 	 * are the only listener, so the content is ours to (re)write. */
-	if (ofd_lock(fd, F_WRLCK, F_OFD_GETLK) == F_UNLCK &&
-	    pwrite(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
+	if (ofd_lock(fd, F_WRLCK, F_OFD_GETLK) == F_UNLCK) {
+		if (pwrite(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
+			goto fail;
+	} else if (no_rdv &&
+		   pwrite(fd, &entry.flags, sizeof(entry.flags), offsetof(struct reg_entry, flags)) !=
+			   (ssize_t)sizeof(entry.flags)) {
+		/* Others hold the entry (and maybe the rendezvous): their
+		 * connectors must still name offers, or we would see none. */
 		goto fail;
+	}
 	sl_sys.close(lock);
 	return sl_own_fd(fd);
 fail:
@@ -165,21 +174,21 @@ void sl_registry_withdraw(int fd, const char *path)
 		sl_sys.close(lock);
 }
 
-static int find_at(const struct sl_key *key, uint64_t *ring_bytes, char *path);
+static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags, char *path);
 
-int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes)
+int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags)
 {
 	char *path = malloc(SL_PATH_SIZE); /* not on the stack: set-up runs on application threads */
 	int r;
 
 	if (!path)
 		return 0;
-	r = find_at(key, ring_bytes, path);
+	r = find_at(key, ring_bytes, flags, path);
 	free(path);
 	return r;
 }
 
-static int find_at(const struct sl_key *key, uint64_t *ring_bytes, char *path)
+static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags, char *path)
 {
 	struct reg_entry entry;
 	int fd, holder, lock;
@@ -206,6 +215,7 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, char *path)
 	}
 	sl_sys.close(fd);
 	*ring_bytes = entry.ring_bytes;
+	*flags = entry.flags;
 	return 1;
 }
 

@@ -29,6 +29,11 @@
 #define RDV_MAX_HOPS 64                /* an offer nobody takes is dropped after this many returns */
 
 enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
+/* In an offer's hops (a carrier's count is its own): the connector also
+ * made the offer's names, which the acceptor then removes (the connector
+ * does too once it sees the offer taken, and sweeps take a dead one's).
+ * The connector's word: it can only spare or cost itself the tidying. */
+#define RDV_NAMED 0x80000000u
 
 /* An offer: dst and src as the connector sees its connection, with the
  * SL_RDV_FDS descriptors.  A carrier: an offer's Unix connection (one
@@ -130,9 +135,11 @@ static ssize_t send_with_fds(int conn, const struct rdv_msg *m, const int *fds, 
 	return sl_sys.sendmsg(conn, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS])
+int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
+		bool named)
 {
-	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .dst = *dst, .src = *src };
+	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .hops = named ? RDV_NAMED : 0, .dst = *dst,
+			     .src = *src };
 	struct ucred listener;
 	socklen_t len = sizeof(listener);
 	uid_t owner;
@@ -140,7 +147,7 @@ int sl_rdv_send(int conn, const struct sl_key *dst, const struct sl_key *src, co
 	/* Anyone may bind an abstract name first: the segment goes only to the
 	 * process that made the listener the kernel connects us to. */
 	if (sl_sys.getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &listener, &len) < 0 ||
-	    sl_diag_tcp_owner(dst, src, true, &owner) < 0)
+	    sl_diag_tcp_owner(tcp, dst, src, true, &owner) < 0)
 		return -1;
 	if (!owner_matches(listener.uid, owner)) {
 		sl_warn("the scilan listener for port %u runs as uid %u but the TCP listener belongs to uid %u; "
@@ -249,18 +256,55 @@ static bool is_unix_stream(int fd)
 	       type == SOCK_STREAM;
 }
 
+/* A connector between its rendezvous connect and its send (it sends before
+ * its TCP connect, so this is never the offer of a connection we accepted):
+ * set aside for this scan, then queued again once for its acceptor.
+ * Dropping it, as a malformed entry, lost that offer (EPIPE on its send),
+ * and queueing it again at once would meet it again in the same scan. */
+#define RDV_LATER 16
+
+struct scan {
+	int tcp;
+	const struct sl_key *local, *peer;
+	int *fds;
+	bool *named;
+	int nlater;
+	struct {
+		int l, e;
+		uint32_t hops;
+	} later[RDV_LATER];
+};
+
+static void set_aside(struct scan *sc, int l, int e, uint32_t hops)
+{
+	if (hops >= RDV_MAX_HOPS) {
+		sl_sys.close(e);
+	} else if (sc->nlater == RDV_LATER) {
+		send_back(l, e, hops);
+	} else {
+		sc->later[sc->nlater].l = l;
+		sc->later[sc->nlater].e = e;
+		sc->later[sc->nlater].hops = hops;
+		sc->nlater++;
+	}
+}
+
 /* One queue entry e (ours to close): 1 if it was our offer (fds filled),
  * SL_RDV_PARTIAL if it was but not all of its descriptors fit. */
-static int consider(int l, int e, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS],
-		    uint32_t hops)
+static int consider(struct scan *sc, int l, int e, uint32_t hops)
 {
 	struct rdv_msg m;
 	struct ucred who;
 	socklen_t len = sizeof(who);
 	uid_t owner;
 	int inner, r;
+	ssize_t got = sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
 
-	if (sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT) != (ssize_t)sizeof(m) || m.magic != RDV_MAGIC)
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		set_aside(sc, l, e, hops);
+		return 0;
+	}
+	if (got != (ssize_t)sizeof(m) || m.magic != RDV_MAGIC)
 		goto drop;
 	if (m.kind == RDV_CARRIER) {
 		/* Carriers carry offers, never carriers. */
@@ -271,11 +315,11 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 			sl_sys.close(inner);
 			return 0;
 		}
-		return consider(l, inner, local, peer, fds, m.hops ? m.hops : 1);
+		return consider(sc, l, inner, m.hops ? m.hops : 1);
 	}
 	if (m.kind != RDV_OFFER)
 		goto drop;
-	if (!same_key(&m.dst, local) || !same_key(&m.src, peer)) {
+	if (!same_key(&m.dst, sc->local) || !same_key(&m.src, sc->peer)) {
 		if (hops >= RDV_MAX_HOPS || stale_offer(e))
 			goto drop;
 		send_back(l, e, hops);
@@ -285,13 +329,13 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	 * kernel's word (SO_PEERCRED of the connector, sock_diag of the socket);
 	 * anything else local could have connected here and said so. */
 	if (sl_sys.getsockopt(e, SOL_SOCKET, SO_PEERCRED, &who, &len) < 0 ||
-	    (r = recv_with_fds(e, &m, fds, SL_RDV_FDS, 0, true)) < 0)
+	    (r = recv_with_fds(e, &m, sc->fds, SL_RDV_FDS, 0, true)) < 0)
 		goto drop;
 	sl_sys.close(e);
-	if (sl_diag_tcp_owner(peer, local, false, &owner) < 0) {
+	if (sl_diag_tcp_owner(sc->tcp, sc->peer, sc->local, false, &owner) < 0) {
 		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
-			(unsigned)local->port, strerror(errno));
-		close_all(fds, SL_RDV_FDS);
+			(unsigned)sc->local->port, strerror(errno));
+		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	/* Not the offer for this connection as far as we can tell: nothing is
@@ -301,18 +345,19 @@ static int consider(int l, int e, const struct sl_key *local, const struct sl_ke
 	if (!owner_matches(who.uid, owner)) {
 		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)owner,
 			(int)who.pid, (unsigned)who.uid);
-		close_all(fds, SL_RDV_FDS);
+		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	for (int i = 0; i < SL_RDV_FDS; i++)
-		fds[i] = sl_own_fd(fds[i]);
+		sc->fds[i] = sl_own_fd(sc->fds[i]);
+	*sc->named = (m.hops & RDV_NAMED) != 0;
 	return r == 1 ? SL_RDV_PARTIAL : 1;
 drop:
 	sl_sys.close(e);
 	return 0;
 }
 
-int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct sl_key *peer, int fds[SL_RDV_FDS])
+static int scan_queues(struct scan *sc, const int *ls, int n)
 {
 	int budget = RDV_SCAN, r;
 
@@ -330,7 +375,7 @@ int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct s
 				if (e < 0)
 					break;
 				budget--;
-				if ((r = consider(ls[i], e, local, peer, fds, 0)))
+				if ((r = consider(sc, ls[i], e, 0)))
 					return r;
 				others = true;
 			}
@@ -340,4 +385,15 @@ int sl_rdv_take(const int *ls, int n, const struct sl_key *local, const struct s
 		sched_yield();
 	}
 	return 0;
+}
+
+int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
+		int fds[SL_RDV_FDS], bool *named)
+{
+	struct scan sc = { .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
+	int r = scan_queues(&sc, ls, n);
+
+	for (int i = 0; i < sc.nlater; i++)
+		send_back(sc.later[i].l, sc.later[i].e, sc.later[i].hops);
+	return r;
 }

@@ -131,8 +131,14 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			s = sl_sock_connected(pfd);
 			if (!s && (s = sl_sock_get(pfd)) &&
-			    (sl_sock_state(s) != SL_LISTENING || s->rdv_fd[0] < 0))
+			    (sl_sock_state(s) != SL_LISTENING || s->rdv_fd[0] < 0)) {
+				/* Not listening yet: whichever of us makes it
+				 * listen, the other may accept without the
+				 * rendezvous (registry.h, SL_REG_NAMED). */
+				if (sl_sock_state(s) == SL_FRESH)
+					s->maybe_shared = true;
 				s = NULL;
+			}
 			if (s && sl_sock_state(s) == SL_LISTENING) {
 				if (app_fds + 3 * (n + 1) + 1 > SCM_MAX_FDS)
 					continue; /* the receiver finds the offer files instead */

@@ -116,6 +116,11 @@ struct sl_sock {
 	int memfd;              /* the segment: connecting side until the peer attached, and kept
 				 * by either side that cannot reopen it (sl_segment_reopenable); else -1 */
 	int rdv_conn;           /* connecting side, between lookup and offer: the listener's rendezvous */
+	bool rdv_only;          /* with rdv_conn: no acceptor of our user needs the offer as files */
+	/* Another process may hold this socket (sl_sock_maybe_shared): then a
+	 * listener's registry entry asks connectors for offer files. */
+	bool maybe_shared;      /* received, adopted or passed on */
+	unsigned born_fork;     /* sl_forks when the state was made */
 	/* agreement (agree.c): the connecting side's offer until it is decided */
 	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
 	_Atomic uint32_t agree;       /* SL_AGREE_* bits (agree.h): zero while nothing but the peer's
@@ -177,6 +182,15 @@ void sl_claim_rx_take(struct sl_sock *s);
 void sl_claim_tx_take(struct sl_sock *s);
 /* This process's pid, kept current across fork (one load on the data path). */
 extern pid_t sl_self_pid;
+/* Forks this process (and its parents, for a child) made since the library
+ * was loaded: a socket older than the last one is held by another process
+ * too. */
+extern _Atomic unsigned sl_forks;
+
+static inline bool sl_sock_maybe_shared(const struct sl_sock *s)
+{
+	return s->maybe_shared || s->born_fork != atomic_load_explicit(&sl_forks, memory_order_relaxed);
+}
 static inline void sl_claim_rx(struct sl_sock *s)
 {
 	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) != sl_self_pid)

@@ -10,11 +10,14 @@
 #include "sock.h"
 
 /* The owner uid of a TCP socket, by the kernel's lookup of a segment from
- * remote to local: with listener, the listener that would accept a
+ * remote to local in the network namespace of the TCP socket tcp (ours, of
+ * that connection): with listener, the listener that would accept a
  * connection from remote (never an older connection's socket of that
  * 4-tuple: a TIME_WAIT one belongs to nobody, uid 0); else the connected
  * socket with that 4-tuple (local its own end).  0, or -1 with errno
  * (ENOENT: no such socket). */
-int sl_diag_tcp_owner(const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid);
+int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid);
+/* own_fd.c, under its eviction lock: a descriptor of ours moved. */
+void sl_diag_renumber(int from, int to);
 
 #endif

@@ -4,6 +4,7 @@
  * ring locks' slow path.
  */
 #include "sock.h"
+#include "seg_pool.h"
 
 #include "holders.h"
 #include "own_fd.h"
@@ -25,10 +26,17 @@
 struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
 struct sl_totals sl_totals;
 pid_t sl_self_pid;
+_Atomic unsigned sl_forks;
 
 static void learn_pid(void)
 {
 	sl_self_pid = getpid();
+}
+
+/* In the parent, before the fork: both sides then see the count moved. */
+static void count_fork(void)
+{
+	atomic_fetch_add(&sl_forks, 1);
 }
 
 /* From the start, not from configuration (config.c's fork handlers): a child
@@ -37,7 +45,7 @@ static void learn_pid(void)
 __attribute__((constructor)) static void learn_pid_at_load(void)
 {
 	learn_pid();
-	pthread_atfork(NULL, NULL, learn_pid);
+	pthread_atfork(count_fork, NULL, learn_pid);
 }
 
 /* Slots set aside by dup over them: a racing lookup may still read one, so
@@ -141,6 +149,9 @@ reset:
 	s->state_to_peer = 0;
 	s->memfd = -1;
 	s->rdv_conn = -1;
+	s->rdv_only = false;
+	s->maybe_shared = false;
+	s->born_fork = atomic_load(&sl_forks);
 	s->offer_path[0] = '\0';
 	atomic_store(&s->agree, 0);
 	s->agree_deadline_ns = 0;
@@ -316,6 +327,7 @@ void sl_sock_after_fork_child(void)
 		}
 	}
 	sl_holders_in_child();
+	sl_seg_pool_after_fork_child();
 	sl_stats_file_after_fork_child();
 	sl_stats_reset_in_child();
 }
@@ -358,11 +370,13 @@ void sl_sock_count_fork(void)
 	/* Last, in the order evictions nest them: the child then inherits
 	 * no list or table in the middle of an update. */
 	sl_own_fd_fork_lock();
+	sl_seg_pool_before_fork();
 	pthread_mutex_lock(&spare_lock);
 }
 
 void sl_sock_after_fork_parent(void)
 {
 	pthread_mutex_unlock(&spare_lock);
+	sl_seg_pool_after_fork_parent();
 	sl_own_fd_fork_unlock(false);
 }

@@ -182,6 +182,7 @@ int sl_listener_adopt(int fd, int domain)
 		return -1;
 	atomic_store(&s->poll_us, cfg->poll_us);
 	s->ring_bytes = cfg->ring_bytes;
+	s->maybe_shared = true; /* made elsewhere: its maker may accept too */
 	become_listener(s);
 	return 0;
 }
@@ -199,8 +200,10 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	/* Another process holding the socket made it listen (it was passed
 	 * on, or inherited, bound): clients may have found that process's
 	 * registration, so this accept must attach their offers too. */
-	if (sl_sock_state(s) == SL_FRESH)
+	if (sl_sock_state(s) == SL_FRESH) {
+		s->maybe_shared = true;
 		become_listener(s);
+	}
 	if (sl_sock_state(s) != SL_LISTENING)
 		return nfd;
 	ns = sl_sock_new(nfd, s->domain, SL_FRESH);

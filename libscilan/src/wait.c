@@ -21,6 +21,7 @@
 #include "fabric.h"
 #include "log.h"
 #include "scilan.h"
+#include "seg_pool.h"
 #include "spin_policy.h"
 #include "sys.h"
 
@@ -381,6 +382,9 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 
 		return kready < 0 ? -1 : (ready ? ready : scan(fds, n, socks)) + kready;
 	}
+	/* A wait that would block: the time to make the next connect's
+	 * segment, if one is wanted (seg_pool.c). */
+	sl_seg_pool_idle();
 	/* Decided only for a wait that would block, so instant answers do
 	 * not count as waits the spin caught. */
 	if (spin)

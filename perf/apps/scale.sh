@@ -104,9 +104,10 @@ for i in range(n):
     s = socket.create_connection(("127.0.0.1", port))
     s.sendall(b"PING\r\n")
     conns.append(s)
-for s in conns:
-    if s.recv(64) != b"+PONG\r\n":
-        sys.exit("bad PONG")
+for i, s in enumerate(conns):
+    r = s.recv(64)
+    if r != b"+PONG\r\n":
+        sys.exit("connection %d: %r instead of +PONG" % (i, r))
 print("ready", flush=True)
 sys.stdin.read()
 ' "$port" "$n" <"$WORK/idle.in" >"$WORK/idle.out" 2>"$WORK/idle.err" &

@@ -513,7 +513,7 @@ Test(fallback, forged_passed_offer_is_bad_offer)
 	fds[2] = p[1];
 	conn = sl_rdv_connect(&dst);
 	cr_assert_geq(conn, 0, "rendezvous: %s", strerror(errno));
-	cr_assert_eq(sl_rdv_send(conn, &dst, &src, fds), 0, "send: %s", strerror(errno));
+	cr_assert_eq(sl_rdv_send(conn, -1, &dst, &src, fds, false), 0, "send: %s", strerror(errno));
 	close(conn);
 	len = tu_loopback(AF_INET, port, &ss);
 	cr_assert_eq(connect(c, (struct sockaddr *)&ss, len), 0);

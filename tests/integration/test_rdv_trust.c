@@ -11,10 +11,15 @@
 #include <grp.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "layout.h"
@@ -81,7 +86,7 @@ static int forge_offer(void *p)
 	}
 	conn = sl_rdv_connect(&st->dst);
 	TU_CHECK(conn >= 0, "reach the listener's rendezvous");
-	TU_CHECK(sl_rdv_send(conn, &st->dst, &st->src, fds) == 0, "offer sent");
+	TU_CHECK(sl_rdv_send(conn, -1, &st->dst, &st->src, fds, false) == 0, "offer sent");
 	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
 	TU_CHECK(tu_sync_get_child(&st->sync, &v) == 0, "wait for the accept");
 	TU_CHECK(atomic_load(word) == SL_OFFER_OFFERED, "the forged ring was attached (word %u)",
@@ -238,5 +243,126 @@ Test(rdv_trust, revoked_offer_left_queued_holds_no_pages, .timeout = 60)
 		close(fds[i]);
 	close(e);
 	close(ps);
+	scilan_close(l);
+}
+
+static void loopback_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(fd, 0);
+	strcpy(ifr.ifr_name, "lo");
+	cr_assert_eq(ioctl(fd, SIOCGIFFLAGS, &ifr), 0, "SIOCGIFFLAGS lo: %s", strerror(errno));
+	ifr.ifr_flags |= IFF_UP;
+	cr_assert_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0, "SIOCSIFFLAGS lo: %s", strerror(errno));
+	close(fd);
+}
+
+/* The kernel's word on who owns a socket comes from a netlink socket the
+ * process keeps between queries (sock_diag.c); a socket of another network
+ * namespace would answer for that namespace's sockets, where the same
+ * 4-tuple may be someone else's, or no one's.  After the process moves to
+ * a new namespace, its checks must ask that one: a connection there is
+ * accelerated (a query of the old namespace finds no such listener). */
+Test(rdv_trust, owner_query_follows_the_network_namespace, .timeout = 60)
+{
+	uint16_t port;
+	int l, c, s;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(c >= 0 && s >= 0);
+	cr_assert_eq(tu_accelerated(s), 1, "first connection, first namespace: not accelerated");
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+	if (unshare(CLONE_NEWNET) < 0)
+		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
+	loopback_up();
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0, "listen in the new namespace: %s", strerror(errno));
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(c >= 0 && s >= 0);
+	cr_assert_eq(tu_accelerated(s), 1, "a connection of the new namespace was checked in the old one");
+	cr_assert_eq(tu_accelerated(c), 1);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* Inode of the NETLINK_SOCK_DIAG socket this process holds (0: none). */
+static unsigned long diag_socket_held(void)
+{
+	unsigned long found = 0;
+	char line[256];
+	FILE *f = fopen("/proc/net/netlink", "r");
+
+	cr_assert_not_null(f);
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long ino;
+		int proto;
+
+		if (sscanf(line, "%*s %d %*s %*s %*s %*s %*s %*s %*s %lu", &proto, &ino) != 2 || proto != 4)
+			continue;
+		for (int fd = 0; fd < 4096 && !found; fd++) {
+			char path[64], target[64];
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+			n = readlink(path, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			snprintf(path, sizeof(path), "socket:[%lu]", ino);
+			if (!strcmp(target, path))
+				found = ino;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* A fork child inherits the kept query socket, and must not share it with
+ * its parent (answers to two processes' queries in one socket could be
+ * read by the wrong one): the child's first query drops its copy and asks
+ * through its own. */
+Test(rdv_trust, fork_child_asks_through_its_own_query_socket, .timeout = 60)
+{
+	unsigned long parents;
+	uint16_t port;
+	int l, c, s, status;
+	pid_t kid;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(c >= 0 && s >= 0 && tu_accelerated(s) == 1);
+	parents = diag_socket_held();
+	cr_assert_neq(parents, 0, "no query socket kept after a connection");
+	kid = fork();
+	cr_assert_geq(kid, 0);
+	if (kid == 0) {
+		int c2 = tu_connect(AF_INET, port), s2 = c2 < 0 ? -1 : scilan_accept(l, NULL, NULL);
+		unsigned long mine;
+
+		if (s2 < 0 || tu_accelerated(s2) != 1 || tu_accelerated(c2) != 1)
+			_exit(2);
+		mine = diag_socket_held();
+		_exit(mine == parents ? 3 : mine == 0 ? 4 : 0);
+	}
+	waitpid(kid, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "child: %d (2: not accelerated, 3: asked through its parent's socket, 4: kept none)",
+		  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	cr_assert_eq(diag_socket_held(), parents, "the parent lost its query socket");
+	scilan_close(c);
+	scilan_close(s);
 	scilan_close(l);
 }

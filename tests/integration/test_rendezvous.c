@@ -1,13 +1,20 @@
 /* test_rendezvous.c — the connect offer must match exactly the connection the
  * listener accepts: connecting to the unspecified address (Linux: loopback),
- * and two clients with the same port on different source addresses.
+ * and two clients with the same port on different source addresses; offers
+ * are named (files) only for listeners that some holder serves without the
+ * rendezvous.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,5 +195,183 @@ Test(rendezvous, parent_closes_child_serves, .timeout = 30)
 	waitpid(child, &status, 0);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed");
 	scilan_close(c);
+	scilan_close(l);
+}
+
+/* Entries in <rundir>/offer: names an offer left there. */
+static int offer_names(const char *rundir)
+{
+	char path[256];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/offer", rundir);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* Every holder of the listener has its rendezvous: the offer travels there
+ * alone, with no file or FIFO made (and removed) for it in the runtime
+ * directory. */
+Test(rendezvous, offer_through_rendezvous_has_no_names, .timeout = 30)
+{
+	const char *rundir = tu_isolated_rundir();
+	uint16_t port;
+	int l, c, s;
+
+	cr_assert_not_null(rundir);
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	cr_assert_eq(offer_names(rundir), 0, "the offer left names in %s/offer", rundir);
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated");
+	cr_assert_eq(tu_accelerated(s), 1, "server end not accelerated");
+	expect_echo(c, s, "no names");
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+static int reuseport_listener(uint16_t port)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, l = scilan_socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(l, 0);
+	cr_assert_eq(scilan_setsockopt(l, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
+	cr_assert_eq(scilan_listen(l, 64), 0, "listen: %s", strerror(errno));
+	return l;
+}
+
+/* An SO_REUSEPORT group: the second listener finds the rendezvous name
+ * taken by the first, and the kernel gives it about half the connections;
+ * their offers reach it only as files, which the registry tells connectors
+ * to make (SL_REG_NAMED).  Every connection, whichever listener the kernel
+ * picks, is accelerated on both ends. */
+Test(rendezvous, reuseport_sibling_without_rendezvous_is_accelerated, .timeout = 60)
+{
+	int ls[2], got[2] = { 0, 0 };
+	uint16_t port;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	ls[0] = reuseport_listener(0);
+	port = tu_local_port(ls[0]);
+	ls[1] = reuseport_listener(port);
+	for (int i = 0; i < 24; i++) {
+		struct pollfd p[2] = { { .fd = ls[0], .events = POLLIN }, { .fd = ls[1], .events = POLLIN } };
+		int c = tu_connect(AF_INET, port), s, which;
+
+		cr_assert_geq(c, 0, "connect %d: %s", i, strerror(errno));
+		cr_assert_geq(poll(p, 2, 10000), 1, "connection %d never queued", i);
+		which = (p[0].revents & POLLIN) ? 0 : 1;
+		s = scilan_accept(ls[which], NULL, NULL);
+		cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+		got[which]++;
+		cr_assert_eq(tu_accelerated(s), 1, "connection %d accepted by listener %d not accelerated", i, which);
+		cr_assert_eq(tu_accelerated(c), 1, "connection %d (listener %d): client end not accelerated", i, which);
+		expect_echo(c, s, "reuseport");
+		scilan_close(c);
+		scilan_close(s);
+	}
+	cr_assert(got[0] > 0 && got[1] > 0, "the kernel gave all 24 connections to one listener (%d, %d)", got[0],
+		  got[1]);
+	scilan_close(ls[0]);
+	scilan_close(ls[1]);
+}
+
+/* A socket bound, then inherited by a fork child, then made to listen by
+ * the parent: the rendezvous is the parent's, and the child, which accepts,
+ * finds the offer only as a file.  The fork told the parent's listen that
+ * another process may accept (SL_REG_NAMED), so even the first connection
+ * is offered with names. */
+Test(rendezvous, fork_before_listen_child_accepts_first_connection, .timeout = 60)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int l, go[2], c, status;
+	char buf[8] = { 0 };
+	uint16_t port;
+	pid_t child;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_geq(l, 0);
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
+	port = tu_local_port(l);
+	cr_assert_eq(pipe(go), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		char req[4], r;
+		int s;
+
+		if (read(go[0], &r, 1) != 1)
+			_exit(2);
+		s = scilan_accept(l, NULL, NULL);
+		if (s < 0)
+			_exit(3);
+		if (tu_accelerated(s) != 1)
+			_exit(4);
+		if (tu_recv_all(s, req, 4) != 4 || scilan_send(s, "pong", 4, 0) != 4)
+			_exit(5);
+		scilan_close(s);
+		_exit(0);
+	}
+	cr_assert_eq(scilan_listen(l, 4), 0, "listen: %s", strerror(errno));
+	cr_assert_eq(write(go[1], "r", 1), 1);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	cr_assert_eq(scilan_send(c, "ping", 4, 0), 4);
+	cr_assert_eq(tu_recv_all(c, buf, 4), 4);
+	cr_assert_str_eq(buf, "pong");
+	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated");
+	waitpid(child, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: exit status %d (4: not accelerated)",
+		  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	scilan_close(c);
+	scilan_close(l);
+}
+
+/* A connector is connected to the rendezvous before it sends its offer
+ * (it fixes its end of the 4-tuple and makes its segment in between): an
+ * acceptor scanning the queue then finds a connection with nothing in it
+ * yet.  That entry is for a connection not yet made (offers go before the
+ * TCP connect), so it goes back to the queue for its acceptor; closing it
+ * lost that offer (the connector's send failed with EPIPE and, through the
+ * rendezvous alone, its connection went plain). */
+Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	uint16_t port;
+	int l, raw, c, s, n;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv1/4-7f000001-%u", (unsigned)port);
+	raw = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(raw, 0);
+	cr_assert_eq(connect(raw, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n)),
+		     0, "rendezvous of port %u: %s", (unsigned)port, strerror(errno));
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(c >= 0 && s >= 0);
+	cr_assert_eq(tu_accelerated(s), 1, "the connection behind a connector still sending is not accelerated");
+	cr_assert_eq(send(raw, "x", 1, MSG_NOSIGNAL), 1, "the connector still sending lost its place: %s",
+		     strerror(errno));
+	expect_echo(c, s, "behind");
+	close(raw);
+	scilan_close(c);
+	scilan_close(s);
 	scilan_close(l);
 }
