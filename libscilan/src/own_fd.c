@@ -77,16 +77,35 @@ static long nofile(bool fresh)
 	return n;
 }
 
+/* Ours at numbers from fd up (a popcount of the bitmap below it). */
+static int own_above(int fd)
+{
+	int below = 0;
+
+	if (fd <= 0)
+		return atomic_load_explicit(&own_count, memory_order_relaxed);
+	if ((unsigned)fd > OWN_FD_LIMIT)
+		fd = OWN_FD_LIMIT;
+	for (int w = 0; w < fd / 64; w++)
+		below += __builtin_popcountll(atomic_load_explicit(&own_bits[w], memory_order_relaxed));
+	if (fd % 64)
+		below += __builtin_popcountll(atomic_load_explicit(&own_bits[fd / 64], memory_order_relaxed) &
+					      ((1ull << (fd % 64)) - 1));
+	below = atomic_load_explicit(&own_count, memory_order_relaxed) - below;
+	return below > 0 ? below : 0;
+}
+
 bool sl_own_fd_room(int newfd)
 {
-	/* newfd is the lowest number the kernel had free, about how many the
-	 * program holds; ours are counted.  A connection on the rings holds
+	/* newfd is the lowest number the kernel had free: below it every
+	 * number is open (the program's and ours), above it only what was
+	 * opened before lower ones were closed, ours counted.  A connection on the rings holds
 	 * SL_FDS_PER_CONN more than on kernel TCP: an eighth of the limit
 	 * stays the program's, and should its calls still run out, the hook
 	 * moves connections to kernel TCP to give ours back
 	 * (sl_reclaim_descriptors) before they fail where kernel TCP alone
 	 * would not have. */
-	long used = (long)newfd + atomic_load_explicit(&own_count, memory_order_relaxed) + SL_FDS_PER_CONN, lim;
+	long used = (long)newfd + own_above(newfd) + SL_FDS_PER_CONN, lim;
 
 	lim = nofile(false);
 	if (used <= lim - lim / 8)

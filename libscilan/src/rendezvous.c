@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "fallback.h"
 #include "log.h"
 #include "own_fd.h"
 #include "segment.h"
@@ -200,6 +201,10 @@ static int recv_with_fds(int e, struct rdv_msg *m, int *fds, int want, int flags
 	    got > 0 && got < want)
 		return 1;
 	if (n != (ssize_t)sizeof(*m) || got != want || (msg.msg_flags & MSG_CTRUNC) || m->magic != RDV_MAGIC) {
+		/* An offer whose descriptors did not fit (EMFILE) is lost to
+		 * us: the connection is kernel TCP for want of them. */
+		if (msg.msg_flags & MSG_CTRUNC)
+			sl_fb_hint(SL_FB_RESOURCE);
 		close_all(fds, want < got ? want : got);
 		return -1;
 	}

@@ -23,12 +23,13 @@ Test(agree, exec_before_plain_acceptor_spoke, .timeout = 120)
 	hk_scenario("agree", "exec_while_offered", 0, 0, 30);
 }
 Test(agree, acceptor_cannot_open_offer, .timeout = 120) { hk_scenario("agree", "starved_acceptor", 0, 0, 30); }
-/* An acceptor out of descriptors that holds (or can open) the client's
- * segment but not all it needs with it refuses the offer: the client moves
- * its bytes at once (test_reasons: "refused"), every byte arrives.  With one
- * more descriptor the segment the rendezvous gave is used with the offer
- * file's bells: accelerated. */
-Test(agree, starved_acceptor_refuses_from_offer_file, .timeout = 120)
+/* An acceptor out of descriptors: with room for the rendezvous connection
+ * but none of what it passes, the offer is lost to it (the client moves
+ * after its 1 s bound); holding the client's segment but not all it needs
+ * with it, it refuses the offer and the client moves at once (test_reasons:
+ * "refused"); with room for all of it but less than an eighth of its limit
+ * left, it refuses too (own_fd.c).  Every byte arrives. */
+Test(agree, starved_acceptor_without_room_for_what_is_passed, .timeout = 120)
 {
 	hk_scenario("agree", "starved_offer_file", 0, 0, 30);
 }
@@ -36,9 +37,9 @@ Test(agree, starved_acceptor_refuses_passed_segment, .timeout = 120)
 {
 	hk_scenario("agree", "starved_rdv_segment", 0, 0, 30);
 }
-Test(agree, starved_acceptor_uses_passed_segment_with_file_bells, .timeout = 120)
+Test(agree, starved_acceptor_near_its_limit_refuses, .timeout = 120)
 {
-	hk_scenario("agree", "starved_rdv_bell", 2, 2, 30);
+	hk_scenario("agree", "starved_rdv_bell", 0, 0, 30);
 }
 /* The descriptors are passed, not opened through /proc: a client the
  * server may not ptrace (non-dumpable) is accelerated all the same. */

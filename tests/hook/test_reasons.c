@@ -88,11 +88,18 @@ Test(reasons, starved_acceptor_resource, .timeout = 120)
 {
 	expect_reasons("agree", "starved_acceptor", "resource", "unconfirmed", NULL);
 }
-/* EMFILE once the acceptor holds, or can open, the segment: it refuses the
- * offer, and the client says why it moved (it guessed, after 1 s, before). */
-Test(reasons, starved_acceptor_refuses_from_offer_file, .timeout = 120)
+/* EMFILE for what the rendezvous passes: the offer is lost to the
+ * acceptor, which says why; the client moves after its bound. */
+Test(reasons, starved_acceptor_cannot_take_the_offer, .timeout = 120)
 {
-	expect_reasons("agree", "starved_offer_file", "resource", "refused", NULL);
+	expect_reasons("agree", "starved_offer_file", "resource", "unconfirmed", NULL);
+}
+/* EMFILE once the acceptor holds the segment, or less than an eighth of
+ * its limit left: it refuses the offer, and the client says why it moved
+ * (it guessed, after 1 s, before). */
+Test(reasons, starved_acceptor_near_its_limit_refuses, .timeout = 120)
+{
+	expect_reasons("agree", "starved_rdv_bell", "resource", "refused", NULL);
 }
 Test(reasons, starved_acceptor_refuses_passed_segment, .timeout = 120)
 {
