@@ -8,14 +8,15 @@
 
 HOOKPROG_DIR  := $(BUILD)/hookprogs
 HOOKTEST_DIR  := $(BUILD)/hooktests
-HOOKPROG_SRC  := $(filter-out tests/hook/progs/scen.c,$(wildcard tests/hook/progs/*.c))
+HOOKPROG_SRC  := $(filter-out tests/hook/progs/scen%.c,$(wildcard tests/hook/progs/*.c))
 HOOKPROG_BIN  := $(patsubst tests/hook/progs/%.c,$(HOOKPROG_DIR)/%,$(HOOKPROG_SRC))
 HOOKTEST_SRC  := $(wildcard tests/hook/test_*.c)
 HOOKTEST_BIN  := $(patsubst tests/hook/%.c,$(HOOKTEST_DIR)/%,$(HOOKTEST_SRC))
 HOOKTEST_LIB  := $(filter-out $(HOOKTEST_SRC),$(wildcard tests/hook/*.c))
 HOOK_FLAGS    := -D_GNU_SOURCE $(WARN) $(OPT) -pthread
 # progs/agree.c and stall.c drive io_uring, whose calls no preload can see.
-$(HOOKPROG_DIR)/agree $(HOOKPROG_DIR)/stall: HOOKPROG_LIBS := -luring
+$(HOOKPROG_DIR)/agree $(HOOKPROG_DIR)/stall: HOOKPROG_LIBS := tests/hook/progs/scen_uring.c -luring
+$(HOOKPROG_DIR)/agree $(HOOKPROG_DIR)/stall: tests/hook/progs/scen_uring.c tests/hook/progs/scen_uring.h
 
 $(HOOKPROG_DIR)/%: tests/hook/progs/%.c tests/hook/progs/scen.c tests/hook/progs/scen.h
 	@mkdir -p $(dir $@)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "scen.h"
+#include "scen_uring.h"
 
 #define REQ_LEN 300000  /* more than a 256 KiB ring: the client blocks on it */
 #define RSP_LEN 200000
@@ -24,77 +25,6 @@
 
 static uint16_t port;
 static int lfd;
-
-/* ---- io_uring calls (the kernel's own: no preload sees them) ---------------- */
-
-static struct io_uring ring;
-
-static void uring_init(void)
-{
-	int r = io_uring_queue_init(8, &ring, 0);
-
-	if (r < 0) {
-		errno = -r;
-		fatal("io_uring_queue_init");
-	}
-}
-
-/* Submit the prepared entry and wait for its completion: the result. */
-static int uring_wait(void)
-{
-	struct io_uring_cqe *cqe;
-	int r;
-
-	if (io_uring_submit(&ring) != 1)
-		fatal("io_uring_submit");
-	while ((r = io_uring_wait_cqe(&ring, &cqe)) == -EINTR)
-		;
-	if (r < 0) {
-		errno = -r;
-		fatal("io_uring_wait_cqe");
-	}
-	r = cqe->res;
-	io_uring_cqe_seen(&ring, cqe);
-	return r;
-}
-
-static int uring_accept(int l)
-{
-	io_uring_prep_accept(io_uring_get_sqe(&ring), l, NULL, NULL, 0);
-	return uring_wait();
-}
-
-static size_t uring_send_all(int fd, const char *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		int n;
-
-		io_uring_prep_send(io_uring_get_sqe(&ring), fd, buf + done, len - done, MSG_NOSIGNAL);
-		n = uring_wait();
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
-	return done;
-}
-
-static size_t uring_recv_all(int fd, char *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		int n;
-
-		io_uring_prep_recv(io_uring_get_sqe(&ring), fd, buf + done, len - done, 0);
-		n = uring_wait();
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
-	return done;
-}
 
 /* ---- the hooked end ----------------------------------------------------------- */
 
@@ -448,7 +378,7 @@ static int sc_uring_client(void)
 	sent = uring_send_all(c, out, len);
 	got = uring_recv_all(c, in, len);
 	say("client: sent %zu, echoed %zu, intact %d", sent, got, stream_check(3, 0, in, got));
-	io_uring_prep_shutdown(io_uring_get_sqe(&ring), c, SHUT_WR);
+	io_uring_prep_shutdown(io_uring_get_sqe(&scen_ring), c, SHUT_WR);
 	say("io_uring shutdown -> %d", uring_wait());
 	say("io_uring recv at EOF -> %zu", uring_recv_all(c, in, 1));
 	kid_join(&k);

@@ -309,14 +309,7 @@ static int sc_unhooked_receiver(void)
 
 static int unhooked_kid(void *arg)
 {
-	int *chan = arg;
-	char fdarg[16];
-
-	snprintf(fdarg, sizeof(fdarg), "%d", chan[1]);
-	MUST(fcntl(chan[1], F_SETFD, 0));
-	unsetenv("LD_PRELOAD");
-	execl(scen_self, scen_self, "unhooked_receiver", fdarg, (char *)NULL);
-	fatal("exec");
+	scen_exec_unhooked(((int *)arg)[1], "unhooked_receiver");
 }
 
 static int sc_pass_to_unhooked(void)

@@ -129,6 +129,9 @@ int scen_send_fd(int via, int fd);
 int scen_recv_fd(int via);
 
 extern const char *scen_self;
+/* In a forked child: this program again without the hook (LD_PRELOAD
+ * unset), running scenario with the descriptor chan as its argument. */
+_Noreturn void scen_exec_unhooked(int chan, const char *scenario);
 extern int scen_argc;
 extern char **scen_argv;
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "scen.h"
+#include "scen_uring.h"
 
 #define REQ_LEN 4000   /* well within a ring: the send never blocks */
 #define RSP_LEN 100000 /* more than one read */
@@ -76,78 +77,24 @@ static int sc_unhooked_answerer(void)
 
 static int unhooked_kid(void *arg)
 {
-	int *chan = arg;
-	char fdarg[16];
-
-	snprintf(fdarg, sizeof(fdarg), "%d", chan[1]);
-	MUST(fcntl(chan[1], F_SETFD, 0));
-	unsetenv("LD_PRELOAD");
-	execl(scen_self, scen_self, "unhooked_answerer", fdarg, (char *)NULL);
-	fatal("exec");
+	scen_exec_unhooked(((int *)arg)[1], "unhooked_answerer");
 }
 
-static struct io_uring ring;
-
-static int uring_wait(void)
-{
-	struct io_uring_cqe *cqe;
-	int r;
-
-	if (io_uring_submit(&ring) != 1)
-		fatal("io_uring_submit");
-	while ((r = io_uring_wait_cqe(&ring, &cqe)) == -EINTR)
-		;
-	if (r < 0) {
-		errno = -r;
-		fatal("io_uring_wait_cqe");
-	}
-	r = cqe->res;
-	io_uring_cqe_seen(&ring, cqe);
-	return r;
-}
-
-static size_t uring_recv(int fd, char *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		int n;
-
-		io_uring_prep_recv(io_uring_get_sqe(&ring), fd, buf + done, len - done, 0);
-		if ((n = uring_wait()) <= 0)
-			break;
-		done += (size_t)n;
-	}
-	return done;
-}
-
+/* answer()'s transport: io_uring's send, with its buffer type. */
 static size_t uring_send(int fd, char *buf, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		int n;
-
-		io_uring_prep_send(io_uring_get_sqe(&ring), fd, buf + done, len - done, MSG_NOSIGNAL);
-		if ((n = uring_wait()) <= 0)
-			break;
-		done += (size_t)n;
-	}
-	return done;
+	return uring_send_all(fd, buf, len);
 }
 
 /* A hooked acceptor that greets through the hook (so the client's offer is
  * decided and its epoll set queues it), then reads and answers with io_uring. */
 static int uring_kid(void *arg)
 {
-	int l = *(int *)arg, s = MUST(accept(l, NULL, NULL)), r;
+	int l = *(int *)arg, s = MUST(accept(l, NULL, NULL));
 
 	say("greeting %zd", send_all(s, "hi", 2));
-	if ((r = io_uring_queue_init(8, &ring, 0)) < 0) {
-		errno = -r;
-		fatal("io_uring_queue_init");
-	}
-	say("answer sent %zu", answer(s, uring_recv, uring_send));
+	uring_init();
+	say("answer sent %zu", answer(s, uring_recv_all, uring_send));
 	close(s);
 	return 0;
 }
