@@ -46,10 +46,13 @@ static _Atomic int own_count;
 
 static void mark(int fd, bool on)
 {
-	uint64_t bit = 1ull << (fd % 64);
+	uint64_t bit;
 
+	/* Any number comes here: sys.c's close forgets whatever it closes,
+	 * close(-1) included. */
 	if (fd < 0 || (unsigned)fd >= OWN_FD_LIMIT)
 		return;
+	bit = 1ull << (fd % 64);
 	if (on) {
 		if (!(atomic_fetch_or_explicit(&own_bits[fd / 64], bit, memory_order_release) & bit))
 			atomic_fetch_add_explicit(&own_count, 1, memory_order_relaxed);
