@@ -76,15 +76,13 @@ static FILE *created_file(FILE *f, const void *ret)
 
 #define RET __builtin_return_address(0)
 
-/* A call of the program's that failed for want of descriptors, which our
- * ring connections hold three at a time, is made once more after some of
- * them moved to kernel TCP and gave theirs back (sl_reclaim_descriptors):
- * on kernel TCP alone it would have had them.  Not the library's own. */
-#define RECLAIM_BATCH 8
+/* A call of the program's that failed for want of descriptors is made once
+ * more after agreed offers gave back the segment descriptors they still
+ * held (sl_reclaim_descriptors).  Not the library's own calls. */
 #define RETRY_EMFILE(failed, expr)                                                                   \
 	({                                                                                           \
 		__typeof__(expr) r_ = (expr);                                                        \
-		if (failed && errno == EMFILE && !from_library(RET) && sl_reclaim_descriptors(RECLAIM_BATCH)) \
+		if (failed && errno == EMFILE && !from_library(RET) && sl_reclaim_descriptors()) \
 			r_ = (expr);                                                                 \
 		r_;                                                                                  \
 	})

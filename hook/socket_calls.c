@@ -32,14 +32,12 @@ static bool tcp_type(int domain, int type, int protocol)
 	       (protocol == 0 || protocol == IPPROTO_TCP);
 }
 
-/* Out of descriptors that our ring connections hold three at a time: some
- * of them give theirs back (sl_reclaim_descriptors) and the call is made
- * once more, as kernel TCP alone would have had them. */
-#define RECLAIM_BATCH 8
+/* Out of descriptors: agreed offers give back the segment descriptors they
+ * still held (sl_reclaim_descriptors) and the call is made once more. */
 #define RETRY_EMFILE(expr)                                                             \
 	({                                                                             \
 		int r_ = (expr);                                                       \
-		if (r_ < 0 && errno == EMFILE && sl_reclaim_descriptors(RECLAIM_BATCH)) \
+		if (r_ < 0 && errno == EMFILE && sl_reclaim_descriptors()) \
 			r_ = (expr);                                                   \
 		r_;                                                                    \
 	})

@@ -104,10 +104,9 @@ bool sl_own_fd_room(int newfd)
 	 * number is open (the program's and ours), above it only what was
 	 * opened before lower ones were closed, ours counted.  A connection on the rings holds
 	 * SL_FDS_PER_CONN more than on kernel TCP: an eighth of the limit
-	 * stays the program's, and should its calls still run out, the hook
-	 * moves connections to kernel TCP to give ours back
-	 * (sl_reclaim_descriptors) before they fail where kernel TCP alone
-	 * would not have. */
+	 * stays the program's, and should its calls still run out, agreed
+	 * offers give their segment descriptors back first
+	 * (sl_reclaim_descriptors). */
 	long used = (long)newfd + own_above(newfd) + SL_FDS_PER_CONN, lim;
 
 	lim = nofile(false);

@@ -238,10 +238,10 @@ void sl_lock_init_bias(void);
 
 /* The process is about to change its user id: withdraw its listeners. */
 void sl_user_changing(void);
-/* A call of the program's failed with EMFILE: move up to want idle ring
- * connections of this process to kernel TCP, giving their segment and bells
- * back (socket.c).  How many moved (0: retrying cannot help). */
-int sl_reclaim_descriptors(int want);
+/* A call of the program's failed with EMFILE: give back the descriptors
+ * that agreed offers this process has not settled yet still hold (their
+ * segments' memfds; socket.c).  How many (0: retrying cannot help). */
+int sl_reclaim_descriptors(void);
 
 /* A listening socket inherited across exec: publish it as a scilan listener. */
 int sl_listener_adopt(int fd, int domain);

@@ -591,57 +591,40 @@ void sl_user_changing(void)
 	sl_sock_any(withdraw_listener);
 }
 
-/* sl_reclaim_descriptors' pass: connections still to move, and whether a
- * pass may take one with bytes in flight (the second, if idle ones were too
- * few).  One pass at a time: a program's threads failing at once share it. */
+/* sl_reclaim_descriptors' count.  One pass at a time: a program's threads
+ * failing at once share it. */
 static pthread_mutex_t reclaim_lock = PTHREAD_MUTEX_INITIALIZER;
-static int reclaim_left, reclaim_moved;
-static bool reclaim_busy_too;
+static int reclaimed;
 
-static bool reclaim_one(struct sl_sock *s)
+/* A connector that has not looked at its offer since the acceptor took it
+ * still holds the segment's memfd (a client that sends and reads later, a
+ * pool warming up): settling the offer gives that back. */
+static bool settle_one(struct sl_sock *s)
 {
-	bool idle;
-
-	/* Only what this process alone holds, agreed, on the shm fabric
-	 * (the device fabric's peer is across the link), with nobody asleep
-	 * on it (whom the release would have to wait for). */
-	if (sl_sock_state(s) != SL_CONNECTED || !s->seg || s->dev_map[0] || sl_agree_pending(s) || sl_fell_back(s) ||
-	    atomic_load(&s->reset) || sl_holders_others(s) || atomic_load(&s->sleepers[0]) ||
-	    atomic_load(&s->sleepers[1]))
+	if (sl_sock_state(s) != SL_CONNECTED || !sl_agree_pending(s) || s->memfd < 0)
 		return false;
-	/* Idle first: a move with nothing to re-send is a few stores. */
-	idle = !sl_stall_watch(s);
-	if (idle) {
-		sl_lock(&s->rx_lock);
-		idle = s->seg && sl_ring_rx_avail(&s->rx) == 0;
-		sl_unlock(&s->rx_lock);
-	}
-	if (!idle && !reclaim_busy_too)
-		return false;
-	if (!sl_bypass_leave(s, SL_FB_RESOURCE))
-		return false;
-	release_segment(s);
-	reclaim_moved++;
-	return --reclaim_left <= 0;
+	sl_agree_decide(s, SL_AGREE_POLL);
+	if (s->memfd < 0)
+		reclaimed++;
+	return false;
 }
 
-int sl_reclaim_descriptors(int want)
+int sl_reclaim_descriptors(void)
 {
-	int moved;
+	int n;
 
+	/* Not by moving live connections to kernel TCP: a peer that wrote
+	 * into our ring and then closed, or that makes no call on the
+	 * connection again (an idle server that answered), would never
+	 * re-send what we had not read yet. */
 	pthread_mutex_lock(&reclaim_lock);
-	reclaim_left = want;
-	reclaim_moved = 0;
-	reclaim_busy_too = false;
-	if (!sl_sock_any(reclaim_one)) {
-		reclaim_busy_too = true;
-		sl_sock_any(reclaim_one);
-	}
-	moved = reclaim_moved;
+	reclaimed = 0;
+	sl_sock_any(settle_one);
+	n = reclaimed;
 	pthread_mutex_unlock(&reclaim_lock);
-	if (moved)
-		sl_info("out of descriptors: %d connection(s) moved to kernel TCP to give theirs back", moved);
-	return moved;
+	if (n)
+		sl_debug("out of descriptors: %d agreed offer(s) gave their segment's descriptor back", n);
+	return n;
 }
 
 int scilan_is_socket(int fd)

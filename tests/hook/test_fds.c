@@ -32,3 +32,9 @@ Test(fds, own_descriptors_give_way_near_the_limit, .timeout = 120)
 {
 	hk_scenario("fds", "crowded", 2, -1, 30);
 }
+/* A client near its limit whose offers stay undecided on its side (it
+ * sends and reads later): their segments' descriptors are given back. */
+Test(fds, undecided_offers_give_descriptors_back, .timeout = 120)
+{
+	hk_scenario("fds", "crowded_sender", 2, -1, 30);
+}

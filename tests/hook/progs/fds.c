@@ -675,13 +675,13 @@ static int sc_reused_numbers(void)
 	return 0;
 }
 
-/* As many connections as the descriptor limit allows on kernel TCP (both
- * ends here: 120 of 160 descriptors): the library's own descriptors (a
- * segment and two bells per connection on the rings) must never make the
- * program's calls fail; the connections beyond its share use kernel TCP. */
+/* Connections taking 120 of 320 descriptors on kernel TCP (both ends
+ * here): the library's own (a segment and two bells per connection on the
+ * rings, 420 for all of them) must not make the program's calls fail; the
+ * connections beyond the library's share use kernel TCP. */
 static int sc_crowded(void)
 {
-	struct rlimit rl = { 160, 160 };
+	struct rlimit rl = { 320, 320 };
 	int c[60], s[60], errors = 0, l;
 	uint16_t port;
 
@@ -709,6 +709,57 @@ static int sc_crowded(void)
 	return 0;
 }
 
+/* A client near its limit that sends on each connection and reads every
+ * answer only at the end (a connection pool warming up): its offers stay
+ * undecided on its side, each holding the segment's descriptor, until the
+ * library gives those back when a socket() runs out. */
+static int answer_each(void *arg)
+{
+	int l = *(int *)arg;
+
+	for (int i = 0; i < 100; i++) {
+		int s = MUST(accept(l, NULL, NULL));
+		char b;
+
+		if (recv(s, &b, 1, 0) == 1)
+			MUST(send(s, &b, 1, 0));
+		close(s); /* after the answer: the client reads it later */
+	}
+	return 0;
+}
+
+static int sc_crowded_sender(void)
+{
+	struct rlimit rl = { 320, 320 };
+	int c[100], errors = 0, l;
+	uint16_t port;
+	struct kid k;
+
+	l = tcp_listener(&port);
+	kid_start(&k, "server", answer_each, &l);
+	MUST(setrlimit(RLIMIT_NOFILE, &rl));
+	for (int i = 0; i < 100; i++) {
+		struct sockaddr_in a;
+
+		loop_addr(port, &a);
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		if (c[i] < 0 || connect(c[i], (struct sockaddr *)&a, sizeof(a)) < 0 || send(c[i], "x", 1, 0) != 1)
+			errors++;
+	}
+	for (int i = 0; i < 100; i++) {
+		char b = 0;
+
+		if (c[i] < 0 || recv(c[i], &b, 1, 0) != 1 || b != 'x')
+			errors++;
+		if (c[i] >= 0)
+			close(c[i]);
+	}
+	say("100 connections, errors %d", errors);
+	kid_join(&k);
+	close(l);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -717,6 +768,7 @@ int main(int argc, char **argv)
 		{ "std_streams", sc_std_streams },
 		{ "dup3_open", sc_dup3_open }, { "std_lowest", sc_std_lowest },
 		{ "raw_close", sc_raw_close }, { "reused_numbers", sc_reused_numbers }, { "crowded", sc_crowded },
+		{ "crowded_sender", sc_crowded_sender },
 		{ NULL, NULL },
 	};
 
