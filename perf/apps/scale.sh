@@ -79,8 +79,10 @@ wrk_run() { # MODE CONNS
 		"http://127.0.0.1:$PORT/small.bin" >"$WORK/cli.out" 2>"$WORK/cli.err" ||
 		{ stop srv QUIT || true; cat "$WORK/cli.out" "$WORK/cli.err" >&2; return 1; }
 	stop srv QUIT || true
-	# Every connection of wrk's: it opens them all at the start.
-	accelerated "$mode" "$WORK/cli.err" "$c"
+	# wrk opens them all at the start; near the descriptor limit the
+	# library leaves some on kernel TCP (own_fd.c), so at least one.
+	accelerated "$mode" "$WORK/cli.err" 1
+	[ "$mode" = kernel ] || echo "accelerated: $(stat_sum accelerated "$WORK/cli.err") of $c"
 	if grep -aE 'Non-2xx|Socket errors' "$WORK/cli.out"; then
 		tail -n 5 "$WORK/srv.err" >&2
 		return 1
