@@ -13,6 +13,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "sock.h"
@@ -24,22 +26,25 @@
 #define OWN_FD_LIMIT (1u << 20)
 static _Atomic uint64_t own_bits[OWN_FD_LIMIT / 64];
 
-static pthread_once_t base_once = PTHREAD_ONCE_INIT;
-static int own_base;
+/* Where ours live.  The program's numbers must be the ones it would have on
+ * kernel TCP, and its whole RLIMIT_NOFILE must stay its own: programs size
+ * tables by their connection count (redis's event loop is maxclients + 128
+ * and silently ignores a client numbered past it; it sets its limit to
+ * maxclients + 32), and select() users stay under FD_SETSIZE.
+ *  - Above the soft limit, when the hard limit leaves room: the soft limit is
+ *    raised for the one F_DUPFD and put back (the kernel checks it only when
+ *    it allocates a number), so ours cost the program nothing.
+ *  - Else at the top of the program's range, growing downwards: its numbers
+ *    stay dense, and sl_own_fd_room keeps an eighth of them free.  The top
+ *    is at most OWN_TOP_CAP: the kernel's table grows to the highest number
+ *    in use (8 bytes each), and a soft limit of 2^20 should not cost every
+ *    process 8 MiB. */
+#define OWN_TOP_CAP 65536
+#define OWN_FIRST_REGION 64
+#define OWN_MIN_LIMIT 128 /* below it, too few numbers to set any apart */
 
-/* Programs allocate upwards from 0, so ours start at half the soft limit
- * (at most 1024: the kernel's descriptor table grows to the highest number in
- * use, and a select()-bound program never sees ours anyway). */
-static void compute_base(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
-		rl.rlim_cur = 1024;
-	own_base = rl.rlim_cur >= 2048 ? 1024 : (int)(rl.rlim_cur / 2);
-	if (own_base < 64)
-		own_base = 0; /* too few descriptors to set any apart */
-}
+static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
+static int region_top, region_floor; /* ours are placed in [floor, top) */
 
 /* How many numbers are marked: what sl_own_fd_room counts as ours. */
 static _Atomic int own_count;
@@ -98,6 +103,26 @@ static int own_above(int fd)
 	return below > 0 ? below : 0;
 }
 
+/* The RLIMIT_NOFILE pair through the system call itself: prlimit64 swaps in
+ * one step, and the library must not meet a hook's setrlimit. */
+static int nofile_swap(const struct rlimit *set, struct rlimit *old)
+{
+	return (int)syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, set, old);
+}
+
+
+/* Is there room for need more of ours above the soft limit (read into rl)? */
+static bool room_above_limit(struct rlimit *rl, int need)
+{
+	rlim_t cap;
+
+	if (nofile_swap(NULL, rl) < 0 || rl->rlim_cur == RLIM_INFINITY || rl->rlim_cur < OWN_MIN_LIMIT ||
+	    rl->rlim_cur >= OWN_FD_LIMIT || rl->rlim_max <= rl->rlim_cur)
+		return false;
+	cap = rl->rlim_max < OWN_FD_LIMIT ? rl->rlim_max : OWN_FD_LIMIT;
+	return (rlim_t)own_above((int)rl->rlim_cur) + (rlim_t)need <= cap - rl->rlim_cur;
+}
+
 bool sl_own_fd_room(int newfd)
 {
 	/* newfd is the lowest number the kernel had free: below it every
@@ -108,7 +133,11 @@ bool sl_own_fd_room(int newfd)
 	 * offers give their segment descriptors back first
 	 * (sl_reclaim_descriptors). */
 	long used = (long)newfd + own_above(newfd) + SL_FDS_PER_CONN, lim;
+	struct rlimit rl;
 
+	/* Ours go above the program's limit while the hard limit has room. */
+	if (room_above_limit(&rl, SL_FDS_PER_CONN))
+		return true;
 	lim = nofile(false);
 	if (used <= lim - lim / 8)
 		return true;
@@ -123,19 +152,80 @@ bool sl_own_fd_is(int fd)
 	return atomic_load_explicit(&own_bits[fd / 64], memory_order_acquire) & (1ull << (fd % 64));
 }
 
-/* A copy of fd at or above our base, close-on-exec; -1 if there is no room. */
-static int move_high(int fd)
+static long nofile(bool fresh);
+
+/* A copy of fd at the lowest free number at or above the soft limit; -1 if
+ * the hard limit leaves no room (or need more of ours would not fit). */
+static int place_above_limit(int fd, int need)
+{
+	struct rlimit rl, raised, seen;
+	int high;
+
+	if (!room_above_limit(&rl, need))
+		return -1;
+	raised = (struct rlimit){ rl.rlim_max < OWN_FD_LIMIT ? rl.rlim_max : OWN_FD_LIMIT, rl.rlim_max };
+	if (nofile_swap(&raised, &rl) < 0) /* past fs.nr_open */
+		return -1;
+	high = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, (int)rl.rlim_cur);
+	/* Put the program's limit back; had one of its threads set another
+	 * meanwhile, that one stands. */
+	if (nofile_swap(&rl, &seen) == 0 && (seen.rlim_cur != raised.rlim_cur || seen.rlim_max != raised.rlim_max))
+		nofile_swap(&seen, NULL);
+	return high;
+}
+
+/* A copy of fd at the top of the program's range, close-on-exec; -1 if
+ * there is no room.  The region starts as the top OWN_FIRST_REGION numbers
+ * and doubles downwards when full; a raised limit starts a new one at the
+ * new top (ours already open stay where they are). */
+static int place_in_range(int fd)
+{
+	bool fresh = false;
+	int high = -1;
+
+	for (;;) {
+		long lim = nofile(fresh);
+		int top = lim < OWN_TOP_CAP ? (int)lim : OWN_TOP_CAP;
+
+		if (top < OWN_MIN_LIMIT)
+			break;
+		if (top != region_top) {
+			region_top = top;
+			region_floor = top - OWN_FIRST_REGION;
+		}
+		high = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, region_floor);
+		if (high >= 0 && high < region_top)
+			break;
+		if (high >= 0) /* the program's numbers above a capped top */
+			sl_sys.close(high);
+		else if (errno != EMFILE && errno != EINVAL)
+			break;
+		high = -1;
+		if (!fresh) { /* the program may have raised or lowered its limit */
+			fresh = true;
+			continue;
+		}
+		/* Full: double the region downwards, but never past half the
+		 * numbers, where ours would interleave with the program's. */
+		if (region_top - region_floor >= region_top / 2)
+			break;
+		region_floor = region_top - 2 * (region_top - region_floor);
+		if (region_floor < region_top / 2)
+			region_floor = region_top / 2;
+	}
+	return high;
+}
+
+/* A copy of fd where ours live (above), or -1. */
+static int place_high(int fd)
 {
 	int high;
 
-	pthread_once(&base_once, compute_base);
-	if (!own_base || fd >= own_base)
-		return -1;
-	high = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, own_base);
-	if (high >= 0 && (unsigned)high >= OWN_FD_LIMIT) {
-		sl_sys.close(high);
-		return -1;
-	}
+	pthread_mutex_lock(&region_lock);
+	high = place_above_limit(fd, 1);
+	if (high < 0)
+		high = place_in_range(fd);
+	pthread_mutex_unlock(&region_lock);
 	return high;
 }
 
@@ -145,7 +235,7 @@ int sl_own_fd(int fd)
 
 	if (fd < 0)
 		return fd;
-	high = move_high(fd);
+	high = place_high(fd);
 	if (high >= 0) {
 		sl_sys.close(fd);
 		fd = high;
@@ -204,8 +294,8 @@ int sl_own_fd_evict(int fd)
 	if (!sl_own_fd_is(fd))
 		return 0;
 	pthread_mutex_lock(&evict_lock);
-	to = move_high(fd);
-	if (to < 0) /* already high, or no room there: anywhere else will do */
+	to = place_high(fd);
+	if (to < 0) /* no room there: anywhere else will do */
 		to = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
 	if (to < 0) {
 		pthread_mutex_unlock(&evict_lock);
@@ -245,12 +335,16 @@ int sl_own_fd_next(unsigned first, unsigned last)
 void sl_own_fd_fork_lock(void)
 {
 	pthread_mutex_lock(&evict_lock);
+	pthread_mutex_lock(&region_lock);
 }
 
 void sl_own_fd_fork_unlock(bool child)
 {
-	if (child) /* the locking thread is this one, under another tid */
+	if (child) { /* the locking thread is this one, under another tid */
+		pthread_mutex_init(&region_lock, NULL);
 		pthread_mutex_init(&evict_lock, NULL);
-	else
+	} else {
+		pthread_mutex_unlock(&region_lock);
 		pthread_mutex_unlock(&evict_lock);
+	}
 }

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 /* Take fd (just opened by the library) as one of ours: it is moved above the
- * numbers programs normally use and marked.  Returns the descriptor to keep
+ * program's soft limit (or to the top of its range) and marked.  Returns the descriptor to keep
  * (fd itself when it cannot be moved).  A negative fd is returned as is, so
  * calls can be wrapped: s->bell = sl_own_fd(open(...)). */
 int sl_own_fd(int fd);

@@ -38,3 +38,15 @@ Test(fds, undecided_offers_give_descriptors_back, .timeout = 120)
 {
 	hk_scenario("fds", "crowded_sender", 2, -1, 30);
 }
+/* The library's own descriptors never take the numbers a program would get
+ * on kernel TCP (redis left clients past its event-loop size unserved). */
+Test(fds, programs_numbers_stay_dense, .timeout = 120)
+{
+	hk_scenario("fds", "dense_numbers", 500, -1, 60);
+}
+/* A program whose soft limit is just what it needs keeps all of it: the
+ * library's descriptors live above it, every connection on the rings. */
+Test(fds, program_keeps_its_whole_limit, .timeout = 120)
+{
+	hk_scenario("fds", "whole_limit", 550, -1, 60);
+}

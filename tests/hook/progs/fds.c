@@ -709,6 +709,58 @@ static int sc_crowded(void)
 	return 0;
 }
 
+/* The program's numbers are the kernel's: the library's own descriptors
+ * (bells, segments) must not take numbers the program would get.  redis
+ * sizes its event loop by maxclients and silently ignored clients whose
+ * numbers the library had pushed past it. */
+static int dense_numbers(rlim_t soft, rlim_t hard)
+{
+	struct rlimit rl = { soft, hard };
+	int c[600], s[600], errors = 0, highest = 0, l;
+	uint16_t port;
+
+	MUST(setrlimit(RLIMIT_NOFILE, &rl));
+	l = tcp_listener(&port);
+	for (int i = 0; i < 600; i++) {
+		struct sockaddr_in a;
+		char b = 'x';
+
+		loop_addr(port, &a);
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		s[i] = -1;
+		if (c[i] < 0 || connect(c[i], (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    (s[i] = accept(l, NULL, NULL)) < 0 || send(c[i], &b, 1, 0) != 1 || recv(s[i], &b, 1, 0) != 1)
+			errors++;
+		if (c[i] > highest)
+			highest = c[i];
+		if (s[i] > highest)
+			highest = s[i];
+	}
+	for (int i = 0; i < 600; i++) {
+		if (c[i] >= 0)
+			close(c[i]);
+		if (s[i] >= 0)
+			close(s[i]);
+	}
+	close(l);
+	/* 1,201 sockets from number 3 up, beside stdio and the runner's few. */
+	say("600 connections, errors %d, highest number within 1,220: %d", errors, highest <= 1220);
+	return 0;
+}
+
+/* No room above the limit (soft = hard): ours take the top of the range. */
+static int sc_dense_numbers(void)
+{
+	return dense_numbers(8192, 8192);
+}
+
+/* A program whose limit is just what it needs (redis sets maxclients + 32):
+ * every number below it stays the program's, ours go above it. */
+static int sc_whole_limit(void)
+{
+	return dense_numbers(1240, 8192);
+}
+
 /* A client near its limit that sends on each connection and reads every
  * answer only at the end (a connection pool warming up): its offers stay
  * undecided on its side, each holding the segment's descriptor, until the
@@ -768,7 +820,8 @@ int main(int argc, char **argv)
 		{ "std_streams", sc_std_streams },
 		{ "dup3_open", sc_dup3_open }, { "std_lowest", sc_std_lowest },
 		{ "raw_close", sc_raw_close }, { "reused_numbers", sc_reused_numbers }, { "crowded", sc_crowded },
-		{ "crowded_sender", sc_crowded_sender },
+		{ "crowded_sender", sc_crowded_sender }, { "dense_numbers", sc_dense_numbers },
+		{ "whole_limit", sc_whole_limit },
 		{ NULL, NULL },
 	};
 
