@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/apps/redis.sh — redis-server with redis-benchmark (-c 1, -c 50, -P 16)
+# tests/apps/redis.sh — redis-server with redis-benchmark (-c 1, -c 50, -P 16),
+# 1,400 idle clients
 # and redis-cli (1 MB value) on kernel TCP, under scilan_run, and mixed ends.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -87,6 +88,51 @@ bash_case() {
 	echo "ok: SET and GET of a ${#value}-byte value from bash"
 }
 
+# Many idle clients: 1,400 connections each send PING, then every reply is
+# read.  redis sizes its event loop to maxclients + 128 and ignores, without
+# a word, a client whose descriptor number lies past it: the library's own
+# descriptors must not push the program's numbers up.
+idle_case() {
+	local mode=$1 hard limit got
+	hard=$(ulimit -Hn)
+	limit=8192
+	[ "$hard" = unlimited ] || [ "$hard" -ge "$limit" ] || limit=$hard
+	PORT=$(free_port)
+	( ulimit -Sn 4096; daemon srv "$mode" redis-server --port "$PORT" --bind 127.0.0.1 --save '' \
+		--appendonly no --daemonize no --logfile '' --dir "$WORK" --maxclients 1500
+	  echo "${DPID[srv]}" >"$WORK/srv.pid" )
+	DPID[srv]=$(cat "$WORK/srv.pid")
+	wait_listen "$PORT"
+	pre "$mode"
+	got=$( (ulimit -Sn "$limit"; timeout -k 5 120 "${PRE[@]}" python3 -c '
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+conns = []
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"PING\r\n")
+    conns.append(s)
+bad = 0
+for s in conns:
+    s.settimeout(20)
+    try:
+        r = s.recv(16)
+    except OSError:
+        r = b""
+    bad += r != b"+PONG\r\n"
+print("unanswered", bad)
+' "$PORT" 1400) 2>"$WORK/cli.err")
+	echo "python: $got"
+	expect "every PING of 1,400 idle clients answered" "$got" = "unanswered 0"
+	kill -TERM "${DPID[srv]}" 2>/dev/null || true
+	for ((i = 0; i < 150; i++)); do kill -0 "${DPID[srv]}" 2>/dev/null || break; sleep 0.1; done
+	if [ "$mode" != kernel ]; then
+		stat_lines_of "$WORK/srv.err"
+		expect "server: connections accelerated" "$(stat_sum accelerated "$WORK/srv.err")" -ge 1000
+	fi
+	echo "ok: 1,400 idle clients, every PING answered"
+}
+
 # Mixed ends: a preloaded client of a plain server and a plain client of a
 # preloaded server fall back to kernel TCP (fallback counted, nothing
 # accelerated) and still get every reply right.
@@ -120,6 +166,7 @@ for mode in $MODES; do
 	run_case "$mode redis -c 50 -P 16" bench_case "$mode" 200000 50 -P 16
 	run_case "$mode redis 1 MB value" value_case "$mode"
 	run_case "$mode redis bash /dev/tcp" bash_case "$mode"
+	run_case "$mode redis 1,400 idle clients" idle_case "$mode"
 done
 [[ " $MODES " == *" scilan "* ]] && run_case "mixed redis ends" mixed_case
 apps_finish
