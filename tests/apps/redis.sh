@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/apps/redis.sh — redis-server with redis-benchmark (-c 1, -c 50, -P 16),
-# 1,400 idle clients
-# and redis-cli (1 MB value) on kernel TCP, under scilan_run, and mixed ends.
+# redis-cli (1 MB value) and 1,400 idle clients, on kernel TCP, under
+# scilan_run, and mixed ends.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 apps_init redis
