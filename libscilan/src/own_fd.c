@@ -254,10 +254,8 @@ void sl_own_fd_forget(int fd)
 
 void sl_own_fd_close(int fd)
 {
-	if (fd < 0)
-		return;
-	mark(fd, false);
-	sl_sys.close(fd);
+	if (fd >= 0)
+		sl_sys.close(fd); /* sys.c's close forgets the mark first */
 }
 
 /* Repointing holders: sl_sock_any's callback takes no context, and evictions

@@ -242,6 +242,8 @@ void sl_user_changing(void);
  * that agreed offers this process has not settled yet still hold (their
  * segments' memfds; socket.c).  How many (0: retrying cannot help). */
 int sl_reclaim_descriptors(void);
+/* fork child: the reclaim's lock may have been held by a parent thread. */
+void sl_reclaim_after_fork_child(void);
 
 /* A listening socket inherited across exec: publish it as a scilan listener. */
 int sl_listener_adopt(int fd, int domain);

@@ -314,6 +314,7 @@ void sl_sock_after_fork_child(void)
 	sl_self_pid = getpid();
 	pthread_mutex_init(&spare_lock, NULL);
 	sl_own_fd_fork_unlock(true);
+	sl_reclaim_after_fork_child();
 	for (unsigned i = 0; i < spares; i++)
 		reset_in_child(spare[i]);
 	for (unsigned c = 0; c < CHUNKS; c++) {

@@ -609,6 +609,13 @@ static bool settle_one(struct sl_sock *s)
 	return false;
 }
 
+/* A fork child of a thread that was reclaiming: the lock is the dead
+ * thread's, and the sockets it was settling are reset anyway. */
+void sl_reclaim_after_fork_child(void)
+{
+	pthread_mutex_init(&reclaim_lock, NULL);
+}
+
 int sl_reclaim_descriptors(void)
 {
 	int n;
