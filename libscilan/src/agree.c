@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "fabric.h"
 #include "log.h"
+#include "sock_diag.h"
 #include "stats_file.h"
 #include "sys.h"
 
@@ -43,12 +44,30 @@ static bool kernel_readable(struct sl_sock *s)
 	return sl_agree_kernel_ready(s, POLLIN) != 0;
 }
 
+/* Still in the listener's accept queue: no process holds the acceptor's
+ * end yet, so no acceptor had its chance (a busy server's backlog).  Asked
+ * of the kernel by sock_diag; an end it cannot see (another network
+ * namespace) counts as accepted, and the second stands. */
+static bool acceptor_queued(struct sl_sock *s)
+{
+	struct sl_key local, peer;
+
+	return sl_sock_kernel_names(s->fd, &local, &peer) == 0 && sl_diag_tcp_queued(s->fd, &peer, &local) == 1;
+}
+
 static bool due(struct sl_sock *s, enum sl_agree_mode mode)
 {
-	if (mode == SL_AGREE_FORCE)
+	int64_t now;
+
+	if (mode == SL_AGREE_FORCE || (atomic_load(&s->agree) & SL_AGREE_STIRRED))
 		return true;
-	if ((atomic_load(&s->agree) & SL_AGREE_STIRRED) || sl_mono_ns() >= s->agree_deadline_ns)
-		return true;
+	now = sl_mono_ns();
+	if (now >= atomic_load_explicit(&s->agree_deadline_ns, memory_order_relaxed)) {
+		if (!acceptor_queued(s))
+			return true;
+		atomic_store_explicit(&s->agree_deadline_ns, now + (int64_t)SL_AGREE_WAIT_MS * 1000000,
+				      memory_order_relaxed);
+	}
 	return mode == SL_AGREE_WAIT && kernel_readable(s);
 }
 

@@ -126,7 +126,7 @@ struct sl_sock {
 	_Atomic uint32_t agree;       /* SL_AGREE_* bits (agree.h): zero while nothing but the peer's
 				       * words can take the connection off the rings, so that the data
 				       * path guards the agreement with one load of private memory */
-	int64_t agree_deadline_ns;    /* CLOCK_MONOTONIC: undecided by then, we revoke */
+	_Atomic int64_t agree_deadline_ns; /* CLOCK_MONOTONIC: undecided by then, we revoke */
 	char offer_path[SL_OFFER_PATH_SIZE];
 	/* stall.c: since when the peer took nothing of ours (0: not stalled), and its read index then */
 	_Atomic int64_t stall_since_ns;
@@ -241,6 +241,8 @@ void sl_user_changing(void);
 /* A call of the program's failed with EMFILE: give back the descriptors
  * that agreed offers this process has not settled yet still hold (their
  * segments' memfds; socket.c).  How many (0: retrying cannot help). */
+/* Both ends of a connected kernel socket as keys.  0, or -1. */
+int sl_sock_kernel_names(int fd, struct sl_key *local, struct sl_key *peer);
 int sl_reclaim_descriptors(void);
 /* fork child: the reclaim's lock may have been held by a parent thread. */
 void sl_reclaim_after_fork_child(void);

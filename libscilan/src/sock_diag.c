@@ -109,7 +109,14 @@ static void put_addr(__be32 *dst, const struct sl_key *k)
 	memcpy(dst, k->addr, k->family == AF_INET ? 4 : 16);
 }
 
-int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid)
+/* What the kernel says of one socket. */
+struct found {
+	uid_t uid;
+	uint32_t inode; /* 0: no process holds it (queued, or orphaned) */
+	uint8_t state;
+};
+
+static int lookup(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, struct found *f)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -179,7 +186,9 @@ int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *
 			    (listener ? m->idiag_state != TCP_LISTEN
 				      : m->idiag_state == TCP_LISTEN || m->idiag_state == TCP_TIME_WAIT))
 				break;
-			*uid = m->idiag_uid;
+			f->uid = m->idiag_uid;
+			f->inode = m->idiag_inode;
+			f->state = m->idiag_state;
 			put(k, true);
 			return 0;
 		}
@@ -192,4 +201,28 @@ fail:
 	put(k, false);
 	errno = err;
 	return -1;
+}
+
+int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid)
+{
+	struct found f;
+
+	if (lookup(tcp, local, remote, listener, &f) < 0)
+		return -1;
+	*uid = f.uid;
+	return 0;
+}
+
+int sl_diag_tcp_queued(int tcp, const struct sl_key *local, const struct sl_key *remote)
+{
+	struct found f;
+
+	if (lookup(tcp, local, remote, false, &f) < 0)
+		return -1;
+	if (f.inode || (f.state != TCP_ESTABLISHED && f.state != TCP_SYN_RECV))
+		return 0;
+	/* Held by nobody is also a child its listener left behind when it
+	 * closed (killed as the handshake completed): queued only while a
+	 * listener would still take it. */
+	return lookup(tcp, local, remote, true, &f) == 0;
 }

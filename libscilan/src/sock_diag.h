@@ -17,6 +17,10 @@
  * socket with that 4-tuple (local its own end).  0, or -1 with errno
  * (ENOENT: no such socket). */
 int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid);
+/* Is the connected socket with that 4-tuple (local its own end) still in
+ * its listener's accept queue, held by no process?  1 or 0, or -1 with
+ * errno (ENOENT: not in this network namespace, or gone). */
+int sl_diag_tcp_queued(int tcp, const struct sl_key *local, const struct sl_key *remote);
 /* own_fd.c, under its eviction lock: a descriptor of ours moved. */
 void sl_diag_renumber(int from, int to);
 

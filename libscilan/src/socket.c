@@ -65,6 +65,11 @@ static int kernel_name(int fd, bool peer, struct sl_key *key)
 	return key_from_sockaddr((struct sockaddr *)&ss, len, key);
 }
 
+int sl_sock_kernel_names(int fd, struct sl_key *local, struct sl_key *peer)
+{
+	return kernel_name(fd, false, local) < 0 || kernel_name(fd, true, peer) < 0 ? -1 : 0;
+}
+
 static void set_state(struct sl_sock *s, enum sl_state state)
 {
 	atomic_store_explicit(&s->state, (int)state, memory_order_release);

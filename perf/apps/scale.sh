@@ -93,27 +93,48 @@ wrk_run() { # MODE CONNS
 	echo "ok: $rps req/s"
 }
 
-# IDLE clients that connect, PING once (so the server has accepted and
-# answered each) and then wait on stdin; they print "ready" when all are up.
+# IDLE clients that connect and PING once, reading the answer (a pool that
+# checks each connection it opens), then wait on stdin; each process of up to 1,000 of them
+# prints "ready" when all its connections are up (split: one process with
+# 5,000 would need 20,000 descriptors on the rings, over this machine's hard
+# limit).
+IDLE_PER_PROC=1000
 idle_clients() { # MODE PORT N
 	local mode=$1 port=$2 n=$3
 	pre "$mode"
 	"${CLI[@]}" "${PRE[@]}" python3 -c '
-import socket, sys
-port, n = int(sys.argv[1]), int(sys.argv[2])
-conns = []
-for i in range(n):
-    s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"PING\r\n")
-    conns.append(s)
-for i, s in enumerate(conns):
-    r = s.recv(64)
-    if r != b"+PONG\r\n":
-        sys.exit("connection %d: %r instead of +PONG" % (i, r))
-print("ready", flush=True)
-sys.stdin.read()
-' "$port" "$n" <"$WORK/idle.in" >"$WORK/idle.out" 2>"$WORK/idle.err" &
+import os, socket, sys
+port, n, per = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+kids = []
+for first in range(0, n, per):
+    pid = os.fork()
+    if pid:
+        kids.append(pid)
+        continue
+    conns = []
+    for i in range(first, min(n, first + per)):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"PING\r\n")
+        r = s.recv(64)
+        if r != b"+PONG\r\n":
+            sys.exit("connection %d: %r instead of +PONG" % (i, r))
+        conns.append(s)
+    print("ready", flush=True)
+    sys.stdin.read()
+    sys.exit(0)
+bad = 0
+for pid in kids:
+    bad += os.waitpid(pid, 0)[1] != 0
+sys.exit(bad)
+' "$port" "$n" "$IDLE_PER_PROC" <"$WORK/idle.in" >"$WORK/idle.out" 2>"$WORK/idle.err" &
 	IDLE_PID=$!
+}
+
+# All idle client processes said ready.
+idle_ready() {
+	local c
+	c=$(grep -c ready "$WORK/idle.out" 2>/dev/null) || true
+	[ "${c:-0}" -ge $(((IDLE + IDLE_PER_PROC - 1) / IDLE_PER_PROC)) ]
 }
 
 redis_idle_run() { # MODE
@@ -127,11 +148,11 @@ redis_idle_run() { # MODE
 	idle_clients "$mode" "$port" "$IDLE"
 	exec {hold}>"$WORK/idle.in" # their stdin stays open until we close it
 	for ((i = 0; i < 1200; i++)); do
-		grep -q ready "$WORK/idle.out" 2>/dev/null && break
+		idle_ready && break
 		kill -0 "$IDLE_PID" 2>/dev/null || break
 		sleep 0.1
 	done
-	grep -q ready "$WORK/idle.out" ||
+	idle_ready ||
 		{ exec {hold}>&-; stop srv TERM || true; cat "$WORK/idle.err" >&2; return 1; }
 	pre "$mode"
 	timeout -k 5 120 "${CLI[@]}" "${PRE[@]}" redis-benchmark -p "$port" -c 1 -n $((SECS * 20000)) -t set,get --csv \

@@ -48,6 +48,14 @@ Test(agree, undumpable_client_accelerated, .timeout = 120)
 	hk_scenario("agree", "undumpable_client", 2, 2, 30);
 }
 
+/* A hooked server that accepts 2.5 s after the connect (its backlog): the
+ * connection still waits in the listener's queue when the agreement's second
+ * is up, so the client waits on; both ends on the rings. */
+Test(agree, late_acceptor_still_accelerated, .timeout = 120)
+{
+	hk_scenario("agree", "late_acceptor", 2, 2, 30);
+}
+
 /* A hooked echo server whose client connected through the hook, then sends
  * and receives with io_uring: the server's rings never see a byte. */
 Test(agree, uring_client_after_hooked_connect, .timeout = 120) { hk_scenario("agree", "uring_client", 0, -1, 30); }

@@ -6,6 +6,7 @@
  * its client went plain. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -309,11 +310,15 @@ static unsigned long diag_socket_held(void)
 
 		if (sscanf(line, "%*s %d %*s %*s %*s %*s %*s %*s %*s %lu", &proto, &ino) != 2 || proto != 4)
 			continue;
-		for (int fd = 0; fd < 4096 && !found; fd++) {
-			char path[64], target[64];
+		/* Every number: the library's own live above the soft limit. */
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *e;
+
+		while (d && !found && (e = readdir(d))) {
+			char path[300], target[64];
 			ssize_t n;
 
-			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+			snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
 			n = readlink(path, target, sizeof(target) - 1);
 			if (n <= 0)
 				continue;
@@ -322,6 +327,8 @@ static unsigned long diag_socket_held(void)
 			if (!strcmp(target, path))
 				found = ino;
 		}
+		if (d)
+			closedir(d);
 	}
 	fclose(f);
 	return found;

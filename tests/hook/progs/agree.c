@@ -350,6 +350,37 @@ static int sc_undumpable_client(void)
 	return 0;
 }
 
+/* ---- a hooked acceptor slow to accept ------------------------------------------ */
+
+/* A busy server's backlog: the connection waits in the listener's queue
+ * for longer than the agreement's second.  Nothing can happen to it before
+ * accept, so the client must not take the silence for a plain server. */
+static int late_server(void *arg)
+{
+	int s;
+
+	(void)arg;
+	usleep(2500 * 1000);
+	s = MUST(accept(lfd, NULL, NULL));
+	server_exchange(s, libc_recv_all, libc_send_all);
+	close(s);
+	return 0;
+}
+
+static int sc_late_acceptor(void)
+{
+	struct kid k;
+	int c;
+
+	lfd = tcp_listener(&port);
+	kid_start(&k, "late server", late_server, NULL);
+	c = tcp_connect(port);
+	client_exchange("client", c, false, false);
+	close(c);
+	kid_join(&k);
+	return 0;
+}
+
 /* ---- a hooked acceptor, a client that bypasses the hook after connect ---------- */
 
 static int echo_server(void *arg)
@@ -525,6 +556,7 @@ int main(int argc, char **argv)
 		{ "starved_rdv_segment", sc_starved_rdv_segment },
 		{ "starved_rdv_bell", sc_starved_rdv_bell },
 		{ "undumpable_client", sc_undumpable_client },
+		{ "late_acceptor", sc_late_acceptor },
 		{ "exec_while_offered", sc_exec_while_offered },
 		{ "exec_rest", sc_exec_rest },
 		{ "uring_client", sc_uring_client },
