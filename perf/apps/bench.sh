@@ -86,27 +86,8 @@ wrk_run() { # MODE
 	local mode=$1 port d rps
 	port=$(free_port)
 	d="$WORK/nginx.$port"
-	mkdir -p "$d/html" "$d/tmp"
+	nginx_static_conf "$d" "$port" 64
 	head -c 4096 /dev/urandom >"$d/html/small.bin"
-	cat >"$d/nginx.conf" <<CONF
-user root;
-worker_processes 1;
-pid $d/nginx.pid;
-error_log stderr warn;
-events { worker_connections 64; }
-http {
-	access_log off;
-	sendfile on;
-	keepalive_timeout 65;
-	keepalive_requests 10000000;
-	client_body_temp_path $d/tmp/body;
-	proxy_temp_path $d/tmp/proxy;
-	fastcgi_temp_path $d/tmp/fastcgi;
-	uwsgi_temp_path $d/tmp/uwsgi;
-	scgi_temp_path $d/tmp/scgi;
-	server { listen 127.0.0.1:$port; root $d/html; }
-}
-CONF
 	daemon srv "$mode" "${SRV[@]}" nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;'
 	wait_listen "$port"
 	pre "$mode"

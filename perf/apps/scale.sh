@@ -45,28 +45,8 @@ nginx_start() { # MODE CONNS: nginx on a free port ($PORT), one worker
 	wc=$((2 * conns + 64))
 	[ "$wc" -lt "$(ulimit -Hn)" ] || wc=$(($(ulimit -Hn) - 64))
 	d="$WORK/nginx.$PORT"
-	mkdir -p "$d/html" "$d/tmp"
+	nginx_static_conf "$d" "$PORT" "$wc" "worker_rlimit_nofile $(ulimit -Hn);" " backlog=16384"
 	head -c 1024 /dev/urandom >"$d/html/small.bin"
-	cat >"$d/nginx.conf" <<CONF
-user root;
-worker_processes 1;
-worker_rlimit_nofile $(ulimit -Hn);
-pid $d/nginx.pid;
-error_log stderr warn;
-events { worker_connections $wc; }
-http {
-	access_log off;
-	sendfile on;
-	keepalive_timeout 65;
-	keepalive_requests 10000000;
-	client_body_temp_path $d/tmp/body;
-	proxy_temp_path $d/tmp/proxy;
-	fastcgi_temp_path $d/tmp/fastcgi;
-	uwsgi_temp_path $d/tmp/uwsgi;
-	scgi_temp_path $d/tmp/scgi;
-	server { listen 127.0.0.1:$PORT backlog=16384; root $d/html; }
-}
-CONF
 	daemon srv "$mode" "${SRV[@]}" nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;'
 	wait_listen "$PORT"
 }

@@ -218,3 +218,31 @@ reap() {
 	[ "$rc" -eq 0 ] || echo "$name exited with status $rc" >&2
 	return "$rc"
 }
+
+# nginx_static_conf DIR PORT CONNS [MAIN_LINE] [LISTEN_OPTS]: DIR/nginx.conf
+# for one worker serving DIR/html over keep-alive on 127.0.0.1:PORT (the
+# perf benches' static file server); MAIN_LINE is added to the main context.
+nginx_static_conf() {
+	local d=$1 port=$2 conns=$3 main=${4:-} listen_opts=${5:-}
+	mkdir -p "$d/html" "$d/tmp"
+	cat >"$d/nginx.conf" <<CONF
+user root;
+worker_processes 1;
+$main
+pid $d/nginx.pid;
+error_log stderr warn;
+events { worker_connections $conns; }
+http {
+	access_log off;
+	sendfile on;
+	keepalive_timeout 65;
+	keepalive_requests 10000000;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	server { listen 127.0.0.1:$port$listen_opts; root $d/html; }
+}
+CONF
+}
