@@ -101,6 +101,7 @@ static void shm_listen_unregister(struct sl_sock *s)
 		if (s->reg_fd[i] >= 0)
 			sl_registry_remove(s->reg_fd[i], s->reg_path[i]);
 		s->reg_fd[i] = -1;
+		sl_rdv_forget_listener(s->rdv_fd[i]);
 		sl_own_fd_close(s->rdv_fd[i]);
 		s->rdv_fd[i] = -1;
 	}
@@ -652,7 +653,8 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	bool named = true;
 	ssize_t got;
 
-	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, s->fd, local, peer, passed, &named);
+	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, s->fd, local, peer, passed, &named,
+			   !sl_sock_maybe_shared(listener));
 	if (took == 1 && !sl_own_fd_room(s->fd)) {
 		/* Our descriptors would crowd the program's: refused at once,
 		 * the client continues on kernel TCP (socket.c's connect, the

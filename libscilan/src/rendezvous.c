@@ -6,11 +6,14 @@
 #include "rendezvous.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,6 +31,7 @@
 #define RDV_MAGIC 0x31564452204c53ull /* "SL RDV1" */
 #define RDV_SCAN 128                   /* queue entries one accept looks at */
 #define RDV_MAX_HOPS 64                /* an offer nobody takes is dropped after this many returns */
+#define RDV_STASH 1024                 /* offers a process that accepts alone keeps for later */
 
 enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
 /* In an offer's hops (a carrier's count is its own): the connector also
@@ -235,20 +239,158 @@ static bool stale_offer(int e)
 /* Back to the queue for the process that accepted its TCP connection: the
  * offer's own Unix connection travels, so its SO_PEERCRED (the connector)
  * travels with it. */
-static void send_back(int l, int e, uint32_t hops)
+static void send_back_to(const struct sockaddr_un *at, socklen_t at_len, int e, uint32_t hops)
 {
 	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_CARRIER, .hops = hops + 1 };
-	struct sockaddr_un sun;
-	socklen_t len = sizeof(sun);
-	int c;
+	int c = sl_sys.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-	if (sl_sys.getsockname(l, (struct sockaddr *)&sun, &len) == 0 &&
-	    (c = sl_sys.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) >= 0) {
-		if (sl_sys.connect(c, (struct sockaddr *)&sun, len) < 0 || send_with_fds(c, &m, &e, 1) < 0)
+	if (c >= 0) {
+		if (sl_sys.connect(c, (const struct sockaddr *)at, at_len) < 0 || send_with_fds(c, &m, &e, 1) < 0)
 			sl_debug("an offer for another connection could not be queued again (%s)", strerror(errno));
 		sl_sys.close(c);
 	}
 	sl_sys.close(e);
+}
+
+static void send_back(int l, int e, uint32_t hops)
+{
+	struct sockaddr_un sun;
+	socklen_t len = sizeof(sun);
+
+	if (sl_sys.getsockname(l, (struct sockaddr *)&sun, &len) == 0)
+		send_back_to(&sun, len, e, hops);
+	else
+		sl_sys.close(e);
+}
+
+/* The stash.  A listener no other process holds (sl_sock_maybe_shared) has
+ * one acceptor: every offer in its queue is for a connection this process
+ * will accept, or for none.  Sending the others back costs four system
+ * calls each and a hop, at every accept that passes them: a burst of
+ * connections whose accepts come in another order than their offers (a
+ * backlog that overflowed completes handshakes out of order) made each
+ * accept pay O(queue), and offers were dropped after RDV_MAX_HOPS or lay
+ * beyond RDV_SCAN, their connections falling back to kernel TCP (2 of 5
+ * clients of a 5,000-connection burst on redis).  Kept here instead, each
+ * offer is looked at once.  The oldest gives way when full (its client, if
+ * alive, revokes); a listener that becomes shared (a fork) gets its offers
+ * back into the queue, where its other acceptors look; a fork child drops
+ * its copies. */
+struct stashed {
+	int e;                  /* the offer's Unix connection (one of ours) */
+	uint32_t hops;
+	uint64_t seq;           /* age: the oldest gives way */
+	struct sl_key dst, src; /* as its message says */
+	struct sockaddr_un at;  /* the queue it came from */
+	socklen_t at_len;
+};
+
+static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stashed *stash;
+static _Atomic int nstash; /* read unlocked only to skip an empty stash */
+static uint64_t stash_seq;
+
+static void send_back_to(const struct sockaddr_un *at, socklen_t at_len, int e, uint32_t hops);
+
+static void stash_drop_locked(int i)
+{
+	sl_sys.close(stash[i].e);
+	stash[i] = stash[--nstash];
+}
+
+/* Keep e (an offer for another connection of queue l); false if it cannot. */
+static bool stash_put(int l, int e, uint32_t hops, const struct rdv_msg *m)
+{
+	struct stashed st = { .hops = hops, .dst = m->dst, .src = m->src, .at_len = sizeof(st.at) };
+
+	if (sl_sys.getsockname(l, (struct sockaddr *)&st.at, &st.at_len) < 0)
+		return false;
+	pthread_mutex_lock(&stash_lock);
+	if (!stash)
+		stash = calloc(RDV_STASH, sizeof(*stash));
+	pthread_mutex_unlock(&stash_lock);
+	if (!stash)
+		return false;
+	st.e = sl_own_fd(e); /* many may be kept: above the program's numbers */
+	pthread_mutex_lock(&stash_lock);
+	if (nstash == RDV_STASH) {
+		int oldest = 0;
+
+		for (int i = 1; i < nstash; i++)
+			if (stash[i].seq < stash[oldest].seq)
+				oldest = i;
+		stash_drop_locked(oldest);
+	}
+	st.seq = ++stash_seq;
+	stash[nstash++] = st;
+	pthread_mutex_unlock(&stash_lock);
+	return true;
+}
+
+/* The kept offer for (dst, src), or -1. */
+static int stash_take(const struct sl_key *dst, const struct sl_key *src, uint32_t *hops)
+{
+	int e = -1;
+
+	pthread_mutex_lock(&stash_lock);
+	for (int i = 0; i < nstash; i++)
+		if (same_key(&stash[i].dst, dst) && same_key(&stash[i].src, src)) {
+			e = stash[i].e;
+			*hops = stash[i].hops;
+			stash[i] = stash[--nstash];
+			break;
+		}
+	pthread_mutex_unlock(&stash_lock);
+	return e;
+}
+
+/* Offers kept from queue l: back into it (to_queue), or dropped. */
+static void stash_release(int l, bool to_queue)
+{
+	struct sockaddr_un at;
+	socklen_t at_len = sizeof(at);
+
+	if (!atomic_load_explicit(&nstash, memory_order_relaxed) ||
+	    sl_sys.getsockname(l, (struct sockaddr *)&at, &at_len) < 0)
+		return;
+	pthread_mutex_lock(&stash_lock);
+	for (int i = 0; i < nstash;) {
+		if (stash[i].at_len != at_len || memcmp(&stash[i].at, &at, at_len)) {
+			i++;
+			continue;
+		}
+		if (to_queue)
+			send_back_to(&at, at_len, stash[i].e, stash[i].hops);
+		else
+			sl_sys.close(stash[i].e);
+		stash[i] = stash[--nstash];
+	}
+	pthread_mutex_unlock(&stash_lock);
+}
+
+void sl_rdv_forget_listener(int l)
+{
+	if (l >= 0)
+		stash_release(l, false);
+}
+
+void sl_rdv_fork_lock(void)
+{
+	pthread_mutex_lock(&stash_lock);
+}
+
+void sl_rdv_fork_unlock(bool child)
+{
+	if (!child) {
+		pthread_mutex_unlock(&stash_lock);
+		return;
+	}
+	/* The parent keeps its offers (and hands them back to the queue at its
+	 * next accept: the listener is shared now). */
+	pthread_mutex_init(&stash_lock, NULL);
+	for (int i = 0; i < nstash; i++)
+		sl_sys.close(stash[i].e);
+	nstash = 0;
 }
 
 static bool is_unix_stream(int fd)
@@ -269,6 +411,7 @@ static bool is_unix_stream(int fd)
 #define RDV_LATER 16
 
 struct scan {
+	bool keep; /* others' offers go to the stash, not back to the queue */
 	int tcp;
 	const struct sl_key *local, *peer;
 	int *fds;
@@ -325,7 +468,11 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	if (m.kind != RDV_OFFER)
 		goto drop;
 	if (!same_key(&m.dst, sc->local) || !same_key(&m.src, sc->peer)) {
-		if (hops >= RDV_MAX_HOPS || stale_offer(e))
+		if (hops >= RDV_MAX_HOPS)
+			goto drop;
+		if (sc->keep && stash_put(l, e, hops, &m))
+			return 0;
+		if (stale_offer(e))
 			goto drop;
 		send_back(l, e, hops);
 		return 0;
@@ -364,7 +511,13 @@ drop:
 
 static int scan_queues(struct scan *sc, const int *ls, int n)
 {
-	int budget = RDV_SCAN, r;
+	/* Kept offers are looked at once each: the whole queue may be. */
+	int budget = sc->keep ? RDV_STASH : RDV_SCAN, r;
+	uint32_t hops;
+	int e;
+
+	if (sc->keep && (e = stash_take(sc->local, sc->peer, &hops)) >= 0 && (r = consider(sc, -1, e, hops)))
+		return r;
 
 	/* A second look when the first saw others' offers: another acceptor
 	 * may have been sending ours back to the queue meanwhile. */
@@ -393,10 +546,16 @@ static int scan_queues(struct scan *sc, const int *ls, int n)
 }
 
 int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
-		int fds[SL_RDV_FDS], bool *named)
+		int fds[SL_RDV_FDS], bool *named, bool alone)
 {
-	struct scan sc = { .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
-	int r = scan_queues(&sc, ls, n);
+	struct scan sc = { .keep = alone, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
+	int r;
+
+	if (!alone) /* shared since it kept some: its other acceptors look there */
+		for (int i = 0; i < n; i++)
+			if (ls[i] >= 0)
+				stash_release(ls[i], true);
+	r = scan_queues(&sc, ls, n);
 
 	for (int i = 0; i < sc.nlater; i++)
 		send_back(sc.later[i].l, sc.later[i].e, sc.later[i].hops);

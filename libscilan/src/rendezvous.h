@@ -38,7 +38,15 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
  * connections, are never written to; the latter go back to the queue for
  * their acceptors. */
 #define SL_RDV_PARTIAL 2
+/* alone: no other process holds the listener, so offers for other
+ * connections are kept in this process (the stash) for its later accepts
+ * instead of going back to the queue. */
 int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
-		int fds[SL_RDV_FDS], bool *named);
+		int fds[SL_RDV_FDS], bool *named, bool alone);
+/* The listener's queue l closes: drop what the stash kept from it. */
+void sl_rdv_forget_listener(int l);
+/* fork: the stash is held across it; a child drops its copies. */
+void sl_rdv_fork_lock(void);
+void sl_rdv_fork_unlock(bool child);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "holders.h"
 #include "own_fd.h"
+#include "rendezvous.h"
 #include "segment.h"
 #include "stats.h"
 #include "stats_file.h"
@@ -314,6 +315,7 @@ void sl_sock_after_fork_child(void)
 	sl_self_pid = getpid();
 	pthread_mutex_init(&spare_lock, NULL);
 	sl_own_fd_fork_unlock(true);
+	sl_rdv_fork_unlock(true);
 	sl_reclaim_after_fork_child();
 	for (unsigned i = 0; i < spares; i++)
 		reset_in_child(spare[i]);
@@ -370,6 +372,7 @@ void sl_sock_count_fork(void)
 	sl_holders_before_fork();
 	/* Last, in the order evictions nest them: the child then inherits
 	 * no list or table in the middle of an update. */
+	sl_rdv_fork_lock();
 	sl_own_fd_fork_lock();
 	sl_seg_pool_before_fork();
 	pthread_mutex_lock(&spare_lock);
@@ -380,4 +383,5 @@ void sl_sock_after_fork_parent(void)
 	pthread_mutex_unlock(&spare_lock);
 	sl_seg_pool_after_fork_parent();
 	sl_own_fd_fork_unlock(false);
+	sl_rdv_fork_unlock(false);
 }

@@ -13,11 +13,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "rendezvous.h"
 #include "testutil.h"
 
 static void expect_echo(int c, int s, const char *msg)
@@ -371,6 +373,47 @@ Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
 		     strerror(errno));
 	expect_echo(c, s, "behind");
 	close(raw);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A process that accepts alone finds its offer however many offers for
+ * other connections wait ahead of it: a burst whose accepts come in another
+ * order than its offers (a backlog that overflowed completes handshakes out
+ * of order).  Such offers used to be sent back, one accept looking at 128
+ * at most: the 129th offer's connection went to kernel TCP. */
+Test(rendezvous, offers_queued_ahead_do_not_hide_ours, .timeout = 60)
+{
+	struct sl_key dst = { .family = AF_INET, .addr = { 127, 0, 0, 1 } };
+	int l, c, s, tcp, fds[SL_RDV_FDS];
+	uint16_t port;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	dst.port = port;
+	tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(tcp, 0);
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		cr_assert_geq(fds[i] = memfd_create("not-a-segment", MFD_CLOEXEC), 0);
+	/* 300 offers for connections from ports nobody connects from. */
+	for (int i = 0; i < 300; i++) {
+		struct sl_key src = { .family = AF_INET, .addr = { 127, 0, 0, 1 }, .port = (uint16_t)(20000 + i) };
+		int conn = sl_rdv_connect(&dst);
+
+		cr_assert_geq(conn, 0, "rendezvous connect %d: %s", i, strerror(errno));
+		cr_assert_eq(sl_rdv_send(conn, tcp, &dst, &src, fds, false), 0, "offer %d: %s", i, strerror(errno));
+		close(conn);
+	}
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(c >= 0 && s >= 0);
+	cr_assert_eq(tu_accelerated(s), 1, "our offer behind 300 others was not found");
+	expect_echo(c, s, "behind the burst");
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		close(fds[i]);
+	close(tcp);
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
