@@ -13,14 +13,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "conn.h"
+#include "sync/clock.h"
+#include "conn/conn.h"
 #include "epoll_set.h"
 #include "hook.h"
-#include "log.h"
-#include "own_fd.h"
+#include "runtime/log.h"
+#include "runtime/own_fd.h"
 #include "scilan.h"
-#include "sock.h"
+#include "socket/sock_state.h"
 
 #define MAX_SET_FD 65536 /* epoll fds above this number are left to the kernel alone */
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-#include "evq.h"
-#include "sock.h"
+#include "evq/evq.h"
+#include "socket/sock_state.h"
 
 /* data of the wake-up descriptor's kernel entry: a non-canonical address,
  * which no member's pointer and no small number can be. */

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agree.h"
-#include "handover.h"
+#include "conn/agree.h"
+#include "process/handover.h"
 #include "hook.h"
 
 #define HANDOVER_MAX 16384

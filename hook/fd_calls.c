@@ -13,9 +13,9 @@
 #include <linux/sockios.h>
 
 #include "hook.h"
-#include "own_fd.h"
-#include "sock.h"
-#include "urgent.h"
+#include "runtime/own_fd.h"
+#include "socket/sock_state.h"
+#include "ring/urgent.h"
 
 static void note_nonblock(int fd, bool on)
 {

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "handover.h"
+#include "runtime/config.h"
+#include "process/handover.h"
 #include "hook.h"
-#include "log.h"
-#include "stats.h"
+#include "runtime/log.h"
+#include "runtime/stats.h"
 
 _Atomic bool hk_ready;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "log.h"
-#include "sock.h"
+#include "runtime/log.h"
+#include "socket/sock_state.h"
 
 #ifndef __OPEN_NEEDS_MODE
 #define __OPEN_NEEDS_MODE(fl) (((fl) & O_CREAT) || ((fl) & __O_TMPFILE) == __O_TMPFILE)

@@ -8,10 +8,10 @@
 #include <sys/select.h>
 #include <time.h>
 
-#include "clock.h"
+#include "sync/clock.h"
 #include "hook.h"
 #include "scilan.h"
-#include "sock.h"
+#include "socket/sock_state.h"
 
 /* Does this fd need the emulation: a connection whose data is in a ring (or
  * being set up), or an epoll set that may hold one? */

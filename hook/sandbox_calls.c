@@ -8,10 +8,10 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "agree.h"
+#include "conn/agree.h"
 #include "hook.h"
-#include "log.h"
-#include "sock.h"
+#include "runtime/log.h"
+#include "socket/sock_state.h"
 
 static bool leave_one(int fd, struct sl_sock *s)
 {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "sock.h"
+#include "socket/sock_state.h"
 
 extern char **environ;
 

@@ -7,9 +7,9 @@
 #include <sys/socket.h>
 
 #include "hook.h"
-#include "own_fd.h"
+#include "runtime/own_fd.h"
 #include "scilan.h"
-#include "sock.h"
+#include "socket/sock_state.h"
 
 /* A descriptor the library gives state of its own (a TCP socket, one
  * accepted from a scilan listener) replaces whatever was stale on that

@@ -18,7 +18,7 @@
 
 #include "cr_helpers.h"
 #include "scilan.h"
-#include "stats_file.h" /* the file format, to forge a dead process's file */
+#include "runtime/stats_file.h" /* the file format, to forge a dead process's file */
 #include "testutil.h"
 
 extern char **environ;

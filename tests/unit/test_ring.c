@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
-#include "ring.h"
+#include "ring/layout.h"
+#include "ring/ring.h"
 #include "testutil.h"
 
 #define GUARD 256
