@@ -13,14 +13,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "sync/clock.h"
-#include "conn/conn.h"
+#include "preload_api.h"
 #include "epoll_set.h"
 #include "hook.h"
-#include "runtime/log.h"
-#include "runtime/own_fd.h"
 #include "scilan.h"
-#include "socket/sock_state.h"
 
 #define MAX_SET_FD 65536 /* epoll fds above this number are left to the kernel alone */
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
@@ -355,7 +351,7 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 
 /* Poll events to ask for member m: under EPOLLET, an event already reported
  * is asked again only after its edge (new data, a send that found the ring
- * full, a state change).  0 means nothing to wait for. */
+ * full, a state change).  -1 means nothing to wait for. */
 short hk_ep_wanted(struct member *m, struct sl_sock *s)
 {
 	uint32_t ev = m->events & EVENT_BITS;
@@ -364,22 +360,22 @@ short hk_ep_wanted(struct member *m, struct sl_sock *s)
 
 	if (!(m->events & EPOLLET) || !m->et_reported || !s || sl_sock_state(s) != SL_CONNECTED)
 		return (short)ev;
-	state = atomic_load(&s->own_ctl->peer_state) | (uint32_t)atomic_load(&s->reset) << 31;
+	state = sl_edge_state(s);
 	if (state != m->et_state_mark)
 		return (short)ev;
 	if (m->et_reported & (EPOLLHUP | EPOLLERR))
 		return -1; /* nothing more can happen on this connection */
 	/* Data left unread since the report is no new edge; an empty ring is
 	 * asked for, as the next arrival is one. */
-	written = atomic_load(s->rx.write_idx);
-	if ((m->et_reported & EPOLLIN) && written == m->et_rx_mark && written != s->rx.read)
+	written = sl_rx_written(s);
+	if ((m->et_reported & EPOLLIN) && written == m->et_rx_mark && sl_rx_unread(s, written))
 		ev &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
 	/* A pending urgent byte is an edge again only when more data arrives. */
 	if ((m->et_reported & EPOLLPRI) && written == m->et_rx_mark)
 		ev &= ~(uint32_t)EPOLLPRI;
 	/* Writable again only after a send found the ring full, as TCP's
 	 * write-space wake-up needs a send that ran out of room. */
-	if ((m->et_reported & EPOLLOUT) && atomic_load(&s->tx_blocked) == m->et_tx_mark)
+	if ((m->et_reported & EPOLLOUT) && sl_tx_blocked_count(s) == m->et_tx_mark)
 		ev &= ~(uint32_t)EPOLLOUT;
 	return ev ? (short)ev : -1;
 }
@@ -391,9 +387,9 @@ void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents)
 	if (!(m->events & EPOLLET) || !s || sl_sock_state(s) != SL_CONNECTED)
 		return;
 	m->et_reported = revents;
-	m->et_rx_mark = atomic_load(s->rx.write_idx);
-	m->et_tx_mark = atomic_load(&s->tx_blocked);
-	m->et_state_mark = atomic_load(&s->own_ctl->peer_state) | (uint32_t)atomic_load(&s->reset) << 31;
+	m->et_rx_mark = sl_rx_written(s);
+	m->et_tx_mark = sl_tx_blocked_count(s);
+	m->et_state_mark = sl_edge_state(s);
 }
 
 /* What one wait polls: the set's own kernel fd first, then per emulated

@@ -11,14 +11,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "sync/barrier.h"
-#include "sync/clock.h"
-#include "conn/conn.h"
+#include "preload_api.h"
 #include "epoll_set.h"
-#include "fabric/fabric.h"
-#include "runtime/log.h"
-#include "sync/spin_policy.h"
-#include "runtime/sys.h"
 
 /* Every queued member is looked at now and then whatever its bit says: a
  * hostile peer that maps the set can clear bits or the armed word, and a

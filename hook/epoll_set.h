@@ -10,8 +10,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-#include "evq/evq.h"
-#include "socket/sock_state.h"
+#include "preload_api.h"
 
 /* data of the wake-up descriptor's kernel entry: a non-canonical address,
  * which no member's pointer and no small number can be. */

@@ -11,8 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn/agree.h"
-#include "process/handover.h"
+#include "preload_api.h"
 #include "hook.h"
 
 #define HANDOVER_MAX 16384

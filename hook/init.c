@@ -7,11 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/config.h"
-#include "process/handover.h"
+#include "preload_api.h"
 #include "hook.h"
-#include "runtime/log.h"
-#include "runtime/stats.h"
 
 _Atomic bool hk_ready;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

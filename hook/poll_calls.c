@@ -8,10 +8,9 @@
 #include <sys/select.h>
 #include <time.h>
 
-#include "sync/clock.h"
+#include "preload_api.h"
 #include "hook.h"
 #include "scilan.h"
-#include "socket/sock_state.h"
 
 /* Does this fd need the emulation: a connection whose data is in a ring (or
  * being set up), or an epoll set that may hold one? */

@@ -8,10 +8,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "conn/agree.h"
+#include "preload_api.h"
 #include "hook.h"
-#include "runtime/log.h"
-#include "socket/sock_state.h"
 
 static bool leave_one(int fd, struct sl_sock *s)
 {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "socket/sock_state.h"
+#include "preload_api.h"
 
 extern char **environ;
 

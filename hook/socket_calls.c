@@ -7,9 +7,8 @@
 #include <sys/socket.h>
 
 #include "hook.h"
-#include "runtime/own_fd.h"
+#include "preload_api.h"
 #include "scilan.h"
-#include "socket/sock_state.h"
 
 /* A descriptor the library gives state of its own (a TCP socket, one
  * accepted from a scilan listener) replaces whatever was stale on that
