@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "ring/layout.h"
-#include "runtime/testing.h"
+#include "test_segment.h"
 #include "testutil.h"
 
 #define WATCHDOG_SECS 30

@@ -15,7 +15,7 @@
 #include "ring/layout.h"
 #include "process/scm.h"
 #include "ring/segment.h"
-#include "runtime/testing.h"
+#include "test_segment.h"
 #include "testutil.h"
 
 #define WATCHDOG_SECS 30

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runtime/testing.h"
+#include "test_segment.h"
 #include "testutil.h"
 
 /* Pages the memfd behind fd's segment has allocated (reserved by fallocate

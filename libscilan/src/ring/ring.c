@@ -101,12 +101,6 @@ void sl_ring_tx_limit(struct sl_ring_tx *tx, int sndbuf)
 	atomic_store_explicit(tx->room_word, tx->room < tx->cap ? tx->room : 0, memory_order_release);
 }
 
-void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len)
-{
-	sl_ring_tx_copy(tx, buf, len, 0);
-	sl_ring_tx_commit(tx, len);
-}
-
 uint64_t sl_ring_cap_for(uint64_t requested)
 {
 	uint64_t cap = SL_RING_MIN;

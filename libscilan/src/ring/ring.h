@@ -80,12 +80,9 @@ static inline bool sl_ring_tx_reserve(struct sl_ring_tx *tx, uint64_t len)
 	return sl_ring_tx_extend(tx, len);
 }
 
-/* Copy len bytes (len <= space) into the ring and publish the new write
- * index; unless write_combining or unfenced, the publication is also a full
- * fence. */
-void sl_ring_tx_put(struct sl_ring_tx *tx, const void *buf, size_t len);
-/* The two halves of put, for gathering several pieces into one publication:
- * copy at write+offset (not yet visible), then publish len bytes. */
+/* A send in two halves, so that several pieces gather into one
+ * publication: copy at write+offset (not yet visible), then publish len
+ * bytes (unless write_combining or unfenced, also a full fence). */
 static inline void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset)
 {
 	uint64_t off = (tx->write + offset) & (tx->cap - 1);

@@ -1,7 +1,8 @@
-/* testing.c — the accessor behind testing.h, for tests that play a hostile
- * peer against a live connection.
+/* test_segment.c — test-only: the shared segment behind a live connection,
+ * for tests that play a hostile peer.  Linked into the test binaries only,
+ * never into libscilan.so, libscilan.a or the preload library.
  */
-#include "runtime/testing.h"
+#include "test_segment.h"
 
 #include <errno.h>
 
