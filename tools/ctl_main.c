@@ -1,7 +1,7 @@
-/* scilan_ctl.c — the administration command: `scilan_ctl map add|del|list`
+/* ctl_main.c — scilan_ctl, the administration command: `map add|del|list`
  * edits and shows the cluster map (which addresses are scilan nodes), and the
- * dispatch to `devices` (ctl_devices.c), `topo` (ctl_topo.c) and `stat`
- * (ctl_stat.c).
+ * dispatch to `devices` (ctl_devices.c), `topo` (ctl_topo.c), `stat`
+ * (ctl_stat.c) and `status` (ctl_status.c).
  */
 #include <errno.h>
 #include <getopt.h>

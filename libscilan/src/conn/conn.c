@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 

@@ -42,11 +42,6 @@ void sl_log_set_level(enum sl_log_level level)
 	atomic_store(&current_level, (int)level);
 }
 
-enum sl_log_level sl_log_get_level(void)
-{
-	return (enum sl_log_level)atomic_load(&current_level);
-}
-
 bool sl_log_fd_is_network(int fd)
 {
 	int domain;

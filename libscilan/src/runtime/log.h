@@ -15,7 +15,6 @@ bool sl_log_fd_is_network(int fd);
  * process may not grow; whether it stopped (the stats line asks too). */
 void sl_log_before_sandbox(void);
 bool sl_log_stderr_muted(void);
-enum sl_log_level sl_log_get_level(void);
 
 #define sl_err(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)
 #define sl_warn(...) sl_log(SL_LOG_WARN, __VA_ARGS__)

@@ -104,7 +104,7 @@ static bool offer_memfd_gone(const char *path)
 	return st.st_ino != o.ino || st.st_dev != o.dev;
 }
 
-/* Names in offer/ (fabric_shm.c, shm_linger.c): <offer>, <offer>.bell0 and
+/* Names in offer/ (fabric_shm.c, offer_names.c): <offer>, <offer>.bell0 and
  * .bell1, and <offer>.<n>.tmp while the offer is written.  A bell may be
  * held by others than its connector: its descriptor also travels with the
  * offer through the listener's rendezvous (rendezvous.c), where it waits

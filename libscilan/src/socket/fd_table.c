@@ -1,6 +1,6 @@
-/* sock_table.c — maps kernel fd numbers to scilan state (two-level array;
+/* fd_table.c — maps kernel fd numbers to scilan state (two-level array;
  * slots are reused, never freed, so a racing lookup can never touch freed
- * memory; the lock-free lookup is sl_sock_get, inline in sock.h), plus the
+ * memory; the lock-free lookup is sl_sock_get, inline in sock_state.h), plus the
  * ring locks' slow path.
  */
 #include "socket/sock_state.h"

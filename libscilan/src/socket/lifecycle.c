@@ -1,4 +1,4 @@
-/* socket.c — socket life cycle: socket, bind, listen, accept, connect,
+/* lifecycle.c — socket life cycle: socket, bind, listen, accept, connect,
  * shutdown and close.  The kernel TCP socket does set-up, ports and errno;
  * scilan adds the rendezvous that moves the data onto shared rings.
  */

@@ -1,8 +1,8 @@
-/* sock.h — the per-socket state libscilan keeps beside each kernel fd, the
+/* sock_state.h — the per-socket state libscilan keeps beside each kernel fd, the
  * fd -> state table, and the small locks that serialize each ring's users.
  */
-#ifndef SCILAN_SOCK_H
-#define SCILAN_SOCK_H
+#ifndef SCILAN_SOCK_STATE_H
+#define SCILAN_SOCK_STATE_H
 
 #include <netinet/in.h>
 #include <pthread.h>
@@ -44,7 +44,7 @@ struct sl_key {
 /* A ring lock biased to the first thread that uses it: that thread enters
  * with plain stores (no locked instruction on the fast path); another
  * thread revokes the bias once, with membarrier, and from then on everyone
- * takes the spinlock.  See sock_table.c. */
+ * takes the spinlock.  See fd_table.c. */
 struct sl_lock {
 	_Atomic int held;  /* the spinlock, once the bias is revoked */
 	_Atomic int owner; /* tid the lock is biased to; 0 none yet, -1 revoked */
@@ -139,7 +139,7 @@ struct sl_sock {
 	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
 	_Atomic bool sent_after_close; /* a send found the peer closed: its kernel would have answered
 				        * with RST, so the connection is now reset (EPIPE, data kept) */
-	int bell_rx;             /* eventfd we sleep on: the peer's stimulus, or a local shutdown/close
+	int bell_rx;             /* bell (pipe) we sleep on: the peer's stimulus, or a local shutdown/close
 				  * (device fabric: the /dev/scilanN endpoint) */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */
 
@@ -240,7 +240,7 @@ void sl_lock_init_bias(void);
 void sl_user_changing(void);
 /* A call of the program's failed with EMFILE: give back the descriptors
  * that agreed offers this process has not settled yet still hold (their
- * segments' memfds; socket.c).  How many (0: retrying cannot help). */
+ * segments' memfds; lifecycle.c).  How many (0: retrying cannot help). */
 int sl_reclaim_descriptors(void);
 
 /* A listening socket inherited across exec: publish it as a scilan listener. */
@@ -265,7 +265,7 @@ static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 	return (enum sl_state)atomic_load_explicit(&s->state, memory_order_acquire);
 }
 
-/* The fd table (sock_table.c): chunks of slots, each allocated on first use
+/* The fd table (fd_table.c): chunks of slots, each allocated on first use
  * and never freed, and slots reused, never freed, so that a racing lookup
  * never touches freed memory.  Up to 1M descriptors. */
 #define SL_FD_CHUNK_BITS 10
@@ -294,7 +294,7 @@ static inline struct sl_sock *sl_sock_get(int fd)
  * fork child).  Initial-exec: the lock's fast path reads it without calling
  * into the dynamic linker, as the general model would in a shared library. */
 extern __thread int sl_lock_tid __attribute__((tls_model("initial-exec")));
-/* Everything but the biased owner's re-entry (sock_table.c). */
+/* Everything but the biased owner's re-entry (fd_table.c). */
 void sl_lock_slow(struct sl_lock *l);
 
 /* The bias owner enters with plain stores (see struct sl_lock); inline, so

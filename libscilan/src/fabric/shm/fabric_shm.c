@@ -1,7 +1,7 @@
 /* fabric_shm.c — the shared-memory fabric: segments are sealed memfds, the
  * connecting side publishes an offer file keyed by the TCP 4-tuple before its
  * kernel connect, the accepting side opens the memfd through /proc; wake-ups
- * are single bytes on the connection's kernel TCP socket.
+ * are single bytes on two FIFOs beside the offer.
  */
 #include <ifaddrs.h>
 #include <errno.h>
@@ -655,7 +655,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, s->fd, local, peer, passed, &named);
 	if (took == 1 && !sl_own_fd_room(s->fd)) {
 		/* Our descriptors would crowd the program's: refused at once,
-		 * the client continues on kernel TCP (socket.c's connect, the
+		 * the client continues on kernel TCP (lifecycle.c's connect, the
 		 * same rule). */
 		sl_fb_hint(SL_FB_RESOURCE);
 		sl_segment_refuse(passed[0], passed[1]);
@@ -814,7 +814,7 @@ static bool close_at_exit(struct sl_sock *s)
 		return false;
 	if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE))
 		return false;
-	/* And bytes an agreed peer took none of, as our close would (socket.c). */
+	/* And bytes an agreed peer took none of, as our close would (lifecycle.c). */
 	if (!sl_holders_others(s) && sl_stall_at_close(s) && sl_bypass_leave(s, SL_FB_CLOSED_UNREAD))
 		return false;
 	unread = sl_conn_unread(s);

@@ -1,4 +1,4 @@
-/* shm_linger.c — the names and descriptors of a shm connection's offer:
+/* offer_names.c — the names and descriptors of a shm connection's offer:
  * the wake-up FIFOs beside the offer file, and unmapping a segment with its
  * descriptors.  (Nothing lingers any more: an offer still out at close is
  * revoked and its bytes go onto the kernel socket, agree.c.)

@@ -1,13 +1,13 @@
-/* shm_linger.h — the names and descriptors of a shm connection's offer
+/* offer_names.h — the names and descriptors of a shm connection's offer
  * (wake-up FIFOs, offer file) and the unmapping of its segment.
  */
-#ifndef SCILAN_SHM_LINGER_H
-#define SCILAN_SHM_LINGER_H
+#ifndef SCILAN_OFFER_NAMES_H
+#define SCILAN_OFFER_NAMES_H
 
 #include <stddef.h>
 
 /* The descriptors a connecting side holds for its peer to open: the memfd
- * and the two wake-up eventfds. */
+ * and the two wake-up FIFOs. */
 #define SL_SHM_FDS 3
 
 /* An offer's path is short (sl_sock.offer_path; a runtime directory too long
