@@ -32,42 +32,9 @@
 #include "fabric/shm/seg_pool.h"
 #include "ring/segment.h"
 #include "conn/stall.h"
+#include "fabric/shm/bells.h"
 #include "fabric/shm/offer_names.h"
 #include "runtime/sys.h"
-
-
-/* Wake-up bells are FIFOs beside the offer (an anonymous eventfd cannot be
- * reopened through /proc): <offer>.bell0 wakes the connecting side,
- * <offer>.bell1 the accepting side.  A pipe is pollable with the
- * application's other descriptors and a one-byte write costs no more than an
- * eventfd's. */
-static int open_bell(const char *offer_path, int which, bool create)
-{
-	char path[SL_BELL_PATH_SIZE];
-
-	if (sl_shm_bell_path(offer_path, which, path, sizeof(path)) < 0)
-		return -1;
-	/* Created exclusively: a name that exists belongs to another connection
-	 * with the same 4-tuple (a port reused quickly), never to share. */
-	if (create && mkfifo(path, 0600) < 0)
-		return -1;
-	/* O_RDWR: neither end blocks in open, and the pipe never reports EOF. */
-	return sl_own_fd(open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
-}
-
-/* Offers are named by the TCP 4-tuple as both ends see it: the listener's
- * address and port, then the connecting side's. */
-static int offer_path(const struct sl_key *dst, const struct sl_key *src, char *path, size_t size)
-{
-	char suffix[48];
-	int len = src->family == AF_INET ? 4 : 16, n = 1;
-
-	suffix[0] = '-';
-	for (int i = 0; i < len; i++)
-		n += snprintf(suffix + n, sizeof(suffix) - (size_t)n, "%02x", src->addr[i]);
-	snprintf(suffix + n, sizeof(suffix) - (size_t)n, "-%u", (unsigned)src->port);
-	return sl_key_path("offer", dst, suffix, path, size);
-}
 
 static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key *local)
 {
@@ -312,7 +279,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	 * word decides once.  Names cost a third of a short connection's
 	 * set-up (a file written, linked and removed, two FIFOs). */
 	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
-		     offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
+		     sl_shm_offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
 
 	if (!named && s->rdv_conn < 0)
 		return -1;
@@ -331,9 +298,9 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	offer.ino = made.ino;
 	offer.dev = made.dev;
 	if (named) {
-		s->bell_rx = open_bell(s->offer_path, 0, true);
+		s->bell_rx = sl_shm_open_bell(s->offer_path, 0, true);
 		if (s->bell_rx >= 0)
-			s->bell_tx = open_bell(s->offer_path, 1, true);
+			s->bell_tx = sl_shm_open_bell(s->offer_path, 1, true);
 		if (s->bell_rx < 0 || s->bell_tx < 0 || write_offer(s->offer_path, &offer) < 0) {
 			/* The directory is not ours to write any more (we changed
 			 * user since it was chosen), or the name is taken: the
@@ -666,7 +633,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	if (took == 1) {
 		/* The names of the same offer (our user's connector) are not
 		 * needed any more; another user's are not ours to see. */
-		if (named && offer_path(local, peer, path, sizeof(path)) == 0)
+		if (named && sl_shm_offer_path(local, peer, path, sizeof(path)) == 0)
 			sl_shm_unlink_offer(path);
 		return attach_passed(s, passed);
 	}
@@ -679,7 +646,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	}
 	/* A connector of this user in another namespace of the node (emulated
 	 * nodes) leaves its offer as a file, found by the 4-tuple alone. */
-	if (offer_path(local, peer, path, sizeof(path)) < 0) {
+	if (sl_shm_offer_path(local, peer, path, sizeof(path)) < 0) {
 		refuse_held(&held, &held_bell);
 		return 0;
 	}
@@ -698,9 +665,9 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	/* Room for the two bells the file names. */
 	sl_own_fd_close(held_bell);
 	held_bell = -1;
-	if ((s->bell_rx = open_bell(path, 1, false)) < 0 && errno == EMFILE)
+	if ((s->bell_rx = sl_shm_open_bell(path, 1, false)) < 0 && errno == EMFILE)
 		sl_fb_hint(SL_FB_RESOURCE);
-	if ((s->bell_tx = open_bell(path, 0, false)) < 0 && errno == EMFILE)
+	if ((s->bell_tx = sl_shm_open_bell(path, 0, false)) < 0 && errno == EMFILE)
 		sl_fb_hint(SL_FB_RESOURCE);
 	sl_shm_unlink_offer(path);
 	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &offer)) {
@@ -743,93 +710,6 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	return attach_segment(s, fd, &st, who);
 }
 
-static void ring_bell(struct sl_sock *s, int bell, int token)
-{
-	char byte = (char)token;
-
-	/* A full pipe (EAGAIN) already holds wake-ups enough. */
-	if (bell >= 0 && sl_sys.write(bell, &byte, 1) < 0 && errno != EAGAIN)
-		sl_debug("wake-up on fd %d not sent: %s", s->fd, strerror(errno));
-}
-
-static void shm_stimulate(struct sl_sock *s, int token)
-{
-	ring_bell(s, s->bell_tx, token);
-}
-
-static void shm_ring_self(struct sl_sock *s, int token)
-{
-	ring_bell(s, s->bell_rx, token);
-}
-
-static void shm_flush_remote(struct sl_sock *s)
-{
-	(void)s;
-	atomic_thread_fence(memory_order_seq_cst);
-}
-
-static int shm_drain(struct sl_sock *s)
-{
-	unsigned char tokens[64];
-	ssize_t n;
-	int seen = 0;
-
-	do {
-		n = sl_sys.read(s->bell_rx, tokens, sizeof(tokens));
-		for (ssize_t i = 0; i < n; i++)
-			seen |= tokens[i];
-	} while (n == (ssize_t)sizeof(tokens));
-	return seen & (SL_TOKEN_DATA | SL_TOKEN_SPACE | SL_TOKEN_LOCAL);
-}
-
-static bool shm_peer_gone(struct sl_sock *s)
-{
-	char b;
-	ssize_t n;
-
-	/* Bytes here are the peer's stream bypassing the rings: never dropped;
-	 * the next would-block or poll moves the connection (bypass.c).  Not
-	 * the carriers of its urgent sends' SIGURG. */
-	sl_urg_drop_carriers(s);
-	do
-		n = sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n > 0) {
-		sl_agree_stir(s);
-		return false;
-	}
-	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-}
-
-/* Exit closes our sockets in the kernel, a close the peer must see as EOF
- * (or as the reset TCP sends for unread data or SO_LINGER {1, 0}), not as a
- * death.  An offer still out is revoked first (the last live holder's exit,
- * as its close would): its ring bytes go onto the kernel socket, which the
- * kernel delivers after we are gone, where the segment would die with us. */
-static bool close_at_exit(struct sl_sock *s)
-{
-	bool unread;
-
-	if (sl_sock_state(s) != SL_CONNECTED || !s->seg)
-		return false;
-	if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE))
-		return false;
-	/* And bytes an agreed peer took none of, as our close would (lifecycle.c). */
-	if (!sl_holders_others(s) && sl_stall_at_close(s) && sl_bypass_leave(s, SL_FB_CLOSED_UNREAD))
-		return false;
-	unread = sl_conn_unread(s);
-	if (sl_segment_release_holder(s)) {
-		sl_segment_set_state(s, sl_conn_close_bits(s, unread));
-		sl_conn_wake_peer(s);
-	}
-	return false;
-}
-
-__attribute__((destructor)) static void shm_at_exit(void)
-{
-	sl_sock_any(close_at_exit);
-}
-
 const struct sl_fabric_ops sl_fabric_shm = {
 	.name = "shm",
 	.listen_register = shm_listen_register,
@@ -840,10 +720,10 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.offer_withdraw = shm_offer_withdraw,
 	.offer_settle = shm_offer_settle,
 	.attach = shm_attach,
-	.stimulate = shm_stimulate,
-	.ring_self = shm_ring_self,
-	.flush_remote = shm_flush_remote,
-	.drain = shm_drain,
-	.peer_gone = shm_peer_gone,
+	.stimulate = sl_shm_stimulate,
+	.ring_self = sl_shm_ring_self,
+	.flush_remote = sl_shm_flush_remote,
+	.drain = sl_shm_drain,
+	.peer_gone = sl_shm_peer_gone,
 	.release = shm_release,
 };

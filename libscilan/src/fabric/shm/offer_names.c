@@ -1,25 +1,67 @@
-/* offer_names.c — the names and descriptors of a shm connection's offer:
- * the wake-up FIFOs beside the offer file, and unmapping a segment with its
- * descriptors.  (Nothing lingers any more: an offer still out at close is
- * revoked and its bytes go onto the kernel socket, agree.c.)
+/* offer_names.c — every name the shm fabric gives in the runtime directory:
+ * an endpoint's (listener entries, rendezvous), an offer's by its 4-tuple,
+ * the wake-up FIFOs beside it, and the removal of an offer's files.
  */
 #include "fabric/shm/offer_names.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "runtime/own_fd.h"
+#include "runtime/cluster_map.h"
+#include "runtime/config.h"
+#include "runtime/rundir.h"
+#include "socket/sock_state.h"
 
-void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path)
+void sl_key_name(const struct sl_key *key, char *buf, size_t size)
 {
-	if (seg)
-		munmap(seg, len);
-	for (int i = 0; i < SL_SHM_FDS; i++)
-		sl_own_fd_close(fds[i]);
-	if (offer_path && *offer_path)
-		sl_shm_unlink_offer(offer_path);
+	char hex[33];
+	int len = key->family == AF_INET ? 4 : 16;
+
+	const struct sl_map_entry *node = sl_cluster_map_find(&sl_config()->map, key);
+
+	for (int i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", key->addr[i]);
+	/* An address the cluster map gives to a node is named after that node,
+	 * so emulated nodes (network namespaces) find each other's listeners;
+	 * any other address only within its own namespace. */
+	if (node && node->fabric == SL_MAP_SHM)
+		snprintf(buf, size, "n%u-%d-%s-%u", node->node, key->family == AF_INET ? 4 : 6, hex,
+			 (unsigned)key->port);
+	else
+		snprintf(buf, size, "%llx-%d-%s-%u", sl_node_id(), key->family == AF_INET ? 4 : 6, hex,
+			 (unsigned)key->port);
+}
+
+int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix, char *path, size_t size)
+{
+	const char *rundir = sl_config()->rundir;
+	char name[96];
+
+	if (!*rundir) {
+		errno = ENOENT;
+		return -1;
+	}
+	sl_key_name(key, name, sizeof(name));
+	if (snprintf(path, size, "%s/%s/%s%s", rundir, subdir, name, suffix) >= (int)size) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* Offers are named by the TCP 4-tuple as both ends see it: the listener's
+ * address and port, then the connecting side's. */
+int sl_shm_offer_path(const struct sl_key *dst, const struct sl_key *src, char *path, size_t size)
+{
+	char suffix[48];
+	int len = src->family == AF_INET ? 4 : 16, n = 1;
+
+	suffix[0] = '-';
+	for (int i = 0; i < len; i++)
+		n += snprintf(suffix + n, sizeof(suffix) - (size_t)n, "%02x", src->addr[i]);
+	snprintf(suffix + n, sizeof(suffix) - (size_t)n, "-%u", (unsigned)src->port);
+	return sl_key_path("offer", dst, suffix, path, size);
 }
 
 int sl_shm_bell_path(const char *offer_path, int which, char *buf, size_t size)

@@ -1,5 +1,5 @@
-/* offer_names.h — the names and descriptors of a shm connection's offer
- * (wake-up FIFOs, offer file) and the unmapping of its segment.
+/* offer_names.h — the names the shm fabric gives in the runtime directory
+ * (offer_names.c): endpoints, offers, the wake-up FIFOs beside an offer.
  */
 #ifndef SCILAN_OFFER_NAMES_H
 #define SCILAN_OFFER_NAMES_H
@@ -15,8 +15,16 @@
 #define SL_OFFER_PATH_SIZE 256
 #define SL_BELL_PATH_SIZE (SL_OFFER_PATH_SIZE + 8)
 
-/* Unmap a segment and close its descriptors (-1 entries skipped) and offer file. */
-void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path);
+struct sl_key;
+
+/* File name for an endpoint: "<node>-<family>-<hex address>-<port>". */
+void sl_key_name(const struct sl_key *key, char *buf, size_t size);
+
+/* <rundir>/<subdir>/<key name><suffix>; -1 with errno if no runtime dir or too long. */
+int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix, char *path, size_t size);
+
+/* The offer file of the connection from src to the listener at dst. */
+int sl_shm_offer_path(const struct sl_key *dst, const struct sl_key *src, char *path, size_t size);
 
 /* The wake-up FIFO beside an offer: which 0 wakes the connecting side.
  * -1 (ENAMETOOLONG) when it does not fit: no offer of ours has that name. */

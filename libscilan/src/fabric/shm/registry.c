@@ -15,6 +15,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "fabric/shm/offer_names.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -29,43 +30,6 @@ struct reg_entry {
 	uint32_t flags; /* SL_REG_NAMED; 0 in entries of older versions */
 	uint64_t ring_bytes;
 };
-
-void sl_key_name(const struct sl_key *key, char *buf, size_t size)
-{
-	char hex[33];
-	int len = key->family == AF_INET ? 4 : 16;
-
-	const struct sl_map_entry *node = sl_cluster_map_find(&sl_config()->map, key);
-
-	for (int i = 0; i < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", key->addr[i]);
-	/* An address the cluster map gives to a node is named after that node,
-	 * so emulated nodes (network namespaces) find each other's listeners;
-	 * any other address only within its own namespace. */
-	if (node && node->fabric == SL_MAP_SHM)
-		snprintf(buf, size, "n%u-%d-%s-%u", node->node, key->family == AF_INET ? 4 : 6, hex,
-			 (unsigned)key->port);
-	else
-		snprintf(buf, size, "%llx-%d-%s-%u", sl_node_id(), key->family == AF_INET ? 4 : 6, hex,
-			 (unsigned)key->port);
-}
-
-int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix, char *path, size_t size)
-{
-	const char *rundir = sl_config()->rundir;
-	char name[96];
-
-	if (!*rundir) {
-		errno = ENOENT;
-		return -1;
-	}
-	sl_key_name(key, name, sizeof(name));
-	if (snprintf(path, size, "%s/%s/%s%s", rundir, subdir, name, suffix) >= (int)size) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	return 0;
-}
 
 static int entry_path(const struct sl_key *key, char *path, size_t size)
 {

@@ -10,12 +10,6 @@
 
 #include "socket/sock_state.h"
 
-/* File name for an endpoint: "<node>-<family>-<hex address>-<port>". */
-void sl_key_name(const struct sl_key *key, char *buf, size_t size);
-
-/* <rundir>/<subdir>/<key name><suffix>; -1 with errno if no runtime dir or too long. */
-int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix, char *path, size_t size);
-
 /* Register a listener: returns an fd holding the entry alive, or -1 (errno).
  * no_rdv: this listener holds no rendezvous (another holds the name), so
  * connectors of our user must name their offers (SL_REG_NAMED) for it. */

@@ -215,6 +215,17 @@ void sl_seg_pool_note_offer(const struct sl_seg_header *hdr, bool bells)
 		atomic_store(&need, true);
 }
 
+/* Unmap a segment and close its descriptors (-1 entries skipped) and offer file. */
+void sl_shm_unmap(void *seg, size_t len, const int fds[SL_SHM_FDS], const char *offer_path)
+{
+	if (seg)
+		munmap(seg, len);
+	for (int i = 0; i < SL_SHM_FDS; i++)
+		sl_own_fd_close(fds[i]);
+	if (offer_path && *offer_path)
+		sl_shm_unlink_offer(offer_path);
+}
+
 /* Closed connections' segments: the last unmap of a segment frees its
  * pages (shmem_evict_inode), ~10-20 us that a close paid before the next
  * connect could start. */

@@ -37,6 +37,9 @@ void sl_seg_pool_idle(void);
 /* A closed connection's segment and descriptors (SL_SHM_FDS, -1 skipped):
  * unmapped and closed at the process's next wait (sl_seg_pool_idle), or
  * when more are waiting than a few. */
+/* Unmap a segment and close its descriptors (-1 entries skipped) and offer file. */
+void sl_shm_unmap(void *seg, size_t len, const int fds[3], const char *offer_path);
+
 void sl_seg_retire(void *seg, size_t len, const int fds[3]);
 /* fork handlers: the parent's set is the parent's to hand out, and what it
  * lets go of later, a child lets go of at once (its copies). */
