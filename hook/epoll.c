@@ -46,12 +46,8 @@ bool hk_epoll_known(int fd)
 struct sl_sock *hk_ep_ring_socket(int fd)
 {
 	struct sl_sock *s = sl_sock_get(fd);
-	enum sl_state st;
 
-	if (!s)
-		return NULL;
-	st = sl_sock_state(s);
-	return st == SL_CONNECTED || st == SL_CONNECTING ? s : NULL;
+	return s && sl_sock_rings_or_deciding(s) ? s : NULL;
 }
 
 static bool wants_emulation(int fd)

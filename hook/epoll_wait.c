@@ -36,7 +36,7 @@ short hk_ep_wanted(struct member *m, struct sl_sock *s)
 	uint32_t state;
 	uint64_t written;
 
-	if (!(m->events & EPOLLET) || !m->et_reported || !s || sl_sock_state(s) != SL_CONNECTED)
+	if (!(m->events & EPOLLET) || !m->et_reported || !s || !sl_sock_on_rings(s))
 		return (short)ev;
 	state = sl_edge_state(s);
 	if (state != m->et_state_mark)
@@ -62,7 +62,7 @@ void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents)
 {
 	if (m->events & EPOLLONESHOT)
 		m->disarmed = true;
-	if (!(m->events & EPOLLET) || !s || sl_sock_state(s) != SL_CONNECTED)
+	if (!(m->events & EPOLLET) || !s || !sl_sock_on_rings(s))
 		return;
 	m->et_reported = revents;
 	m->et_rx_mark = sl_rx_written(s);

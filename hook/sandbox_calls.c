@@ -14,7 +14,7 @@
 static bool leave_one(int fd, struct sl_sock *s)
 {
 	(void)fd;
-	if (sl_sock_state(s) == SL_CONNECTED && s->seg && !sl_fell_back(s) && !atomic_load(&s->reset))
+	if (sl_sock_on_rings(s) && s->seg && !sl_fell_back(s) && !atomic_load(&s->reset))
 		sl_bypass_leave(s, SL_FB_SANDBOX);
 	return false;
 }

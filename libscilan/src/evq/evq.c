@@ -137,7 +137,7 @@ bool sl_evq_eligible(struct sl_sock *s)
 	/* The device fabric's peer is on another node: it cannot reopen our
 	 * descriptors, so its connections are scanned; so are those of a peer
 	 * that does not say it marks (an older library), or cannot. */
-	return sl_sock_state(s) == SL_CONNECTED && s->seg && !s->dev_map[0] && sl_fabric() == &sl_fabric_shm &&
+	return sl_sock_on_rings(s) && s->seg && !s->dev_map[0] && sl_fabric() == &sl_fabric_shm &&
 	       !sl_agree_pending(s) && !sl_fell_back(s) &&
 	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ) &&
 	       marker_reaches(s);

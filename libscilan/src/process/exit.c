@@ -19,7 +19,7 @@ static bool close_at_exit(struct sl_sock *s)
 {
 	bool unread;
 
-	if (sl_sock_state(s) != SL_CONNECTED || !s->seg)
+	if (!sl_sock_on_rings(s) || !s->seg)
 		return false;
 	if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE))
 		return false;

@@ -171,7 +171,7 @@ static bool export_one(int fd, struct sl_sock *s)
 	 * attached): the new image could not tell which transport it holds. */
 	if (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
 		return false;
-	if ((sl_sock_state(s) != SL_CONNECTED && sl_sock_state(s) != SL_LISTENING) || atomic_load(&s->reset))
+	if ((!sl_sock_on_rings(s) && sl_sock_state(s) != SL_LISTENING) || atomic_load(&s->reset))
 		return false;
 	seen = seen_entry(ex, s);
 	fdflags = sl_sys.fcntl(fd, F_GETFD);
@@ -218,7 +218,7 @@ int sl_handover_export(char *buf, size_t size)
 
 		/* Only while others hold it: the last holder's exec is its
 		 * kernel socket's close, which the peer sees. */
-		if (ex->seen[i].first_fd < 0 && sl_sock_state(s) == SL_CONNECTED && s->seg && sl_holders_others(s)) {
+		if (ex->seen[i].first_fd < 0 && sl_sock_on_rings(s) && s->seg && sl_holders_others(s)) {
 			sl_holders_release(s);
 			dropped[ndropped++] = s;
 		}
@@ -389,7 +389,7 @@ int sl_handover_adopt(const char *list)
 			struct sl_sock *first = sl_sock_get(brx);
 
 			/* Another name of a connection adopted just before. */
-			adopted += first && sl_sock_state(first) == SL_CONNECTED && sl_sock_alias(fd, first) == 0;
+			adopted += first && sl_sock_on_rings(first) && sl_sock_alias(fd, first) == 0;
 		} else if (seg < 0) {
 			adopted += sl_listener_adopt(fd, domain) == 0;
 		} else if (btx == SL_HANDOVER_DEV) {

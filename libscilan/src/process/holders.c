@@ -308,7 +308,7 @@ static unsigned fork_gen;
 
 static bool count_child(struct sl_sock *s)
 {
-	if (sl_sock_state(s) != SL_CONNECTED || !s->seg || s->fork_mark == fork_gen ||
+	if (!sl_sock_on_rings(s) || !s->seg || s->fork_mark == fork_gen ||
 	    s->holder_slot == SL_HOLDER_NONE)
 		return false;
 	s->fork_mark = fork_gen;
@@ -330,7 +330,7 @@ static bool name_child(struct sl_sock *s)
 {
 	if (s->fork_mark == fork_gen && fork_gen) {
 		s->fork_mark = 0;
-		if (sl_sock_state(s) == SL_CONNECTED && s->seg) {
+		if (sl_sock_on_rings(s) && s->seg) {
 			sl_holders_arrive(s);
 			/* A process that had our pid before us (dead, the pid
 			 * reused) may be the last user of a direction: we must

@@ -291,7 +291,7 @@ static bool same_socket(struct sl_sock *s)
 {
 	struct stat st;
 
-	if (sl_sock_state(s) == SL_CONNECTED && s->seg && fstat(s->fd, &st) == 0 && st.st_ino == same_ino) {
+	if (sl_sock_on_rings(s) && s->seg && fstat(s->fd, &st) == 0 && st.st_ino == same_ino) {
 		same_found = s;
 		return true;
 	}

@@ -15,7 +15,7 @@ static _Thread_local struct sl_stats *summing;
 /* Once per connection: a dup'ed one has a table slot per descriptor. */
 static bool add_live(int fd, struct sl_sock *s)
 {
-	if (sl_sock_state(s) == SL_CONNECTED && fd == s->fd) {
+	if (sl_sock_on_rings(s) && fd == s->fd) {
 		summing->tx_bytes += atomic_load_explicit(&s->ctr->tx_bytes, memory_order_relaxed);
 		summing->rx_bytes += atomic_load_explicit(&s->ctr->rx_bytes, memory_order_relaxed);
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/config.h"
+#include "runtime/endpoint_key.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "runtime/rundir_sweep.h"
@@ -165,24 +166,6 @@ static struct sl_stats_map *open_map(void)
 	return map;
 }
 
-static void kernel_key(int fd, bool peer, struct sl_key *key)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	memset(key, 0, sizeof(*key));
-	if ((peer ? sl_sys.getpeername : sl_sys.getsockname)(fd, (struct sockaddr *)&ss, &len) < 0)
-		return;
-	key->family = ss.ss_family;
-	if (ss.ss_family == AF_INET) {
-		memcpy(key->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-		key->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	} else if (ss.ss_family == AF_INET6) {
-		memcpy(key->addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-		key->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	}
-}
-
 static void take_slot(struct sl_sock *s, bool accelerated)
 {
 	struct sl_stats_map *m;
@@ -197,8 +180,8 @@ static void take_slot(struct sl_sock *s, bool accelerated)
 		slot->fd = s->fd;
 		slot->reason = accelerated ? SL_FB_NONE : (uint32_t)s->fb_reason;
 		slot->side = (uint32_t)(accelerated ? s->own_area : (int)s->fb_side);
-		kernel_key(s->fd, false, &slot->local);
-		kernel_key(s->fd, true, &slot->peer);
+		sl_key_of_fd(s->fd, false, &slot->local);
+		sl_key_of_fd(s->fd, true, &slot->peer);
 		atomic_store(&slot->ctr.tx_bytes, atomic_load(&s->own_ctr.tx_bytes));
 		atomic_store(&slot->ctr.rx_bytes, atomic_load(&s->own_ctr.rx_bytes));
 		atomic_store(&slot->ctr.sleeps, atomic_load(&s->own_ctr.sleeps));

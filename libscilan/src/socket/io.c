@@ -508,7 +508,7 @@ static inline struct sl_sock *connected(int fd)
 {
 	struct sl_sock *s = sl_sock_get(fd);
 
-	if (s && sl_sock_state(s) == SL_CONNECTED)
+	if (s && sl_sock_on_rings(s))
 		return s;
 	return s ? connecting(s) : NULL;
 }
@@ -736,5 +736,5 @@ static struct sl_sock *connecting(struct sl_sock *s)
 {
 	if (sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
-	return sl_sock_state(s) == SL_CONNECTED ? s : NULL;
+	return sl_sock_on_rings(s) ? s : NULL;
 }

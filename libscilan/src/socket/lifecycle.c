@@ -12,6 +12,7 @@
 #include "conn/agree.h"
 #include "process/holders.h"
 #include "runtime/config.h"
+#include "runtime/endpoint_key.h"
 #include "conn/conn.h"
 #include "fabric/fabric.h"
 #include "runtime/stats_file.h"
@@ -21,49 +22,6 @@
 #include "ring/segment.h"
 #include "conn/stall.h"
 #include "runtime/sys.h"
-
-static const unsigned char v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-/* Registry key of a socket address; IPv4-mapped IPv6 addresses fold to IPv4. */
-static int key_from_sockaddr(const struct sockaddr *sa, socklen_t len, struct sl_key *key)
-{
-	memset(key, 0, sizeof(*key));
-	if (!sa)
-		return -1;
-	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-
-		key->family = AF_INET;
-		memcpy(key->addr, &in->sin_addr, 4);
-		key->port = ntohs(in->sin_port);
-		return 0;
-	}
-	if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-		key->port = ntohs(in6->sin6_port);
-		if (memcmp(&in6->sin6_addr, v4_mapped_prefix, 12) == 0) {
-			key->family = AF_INET;
-			memcpy(key->addr, (const unsigned char *)&in6->sin6_addr + 12, 4);
-		} else {
-			key->family = AF_INET6;
-			memcpy(key->addr, &in6->sin6_addr, 16);
-		}
-		return 0;
-	}
-	return -1;
-}
-
-static int kernel_name(int fd, bool peer, struct sl_key *key)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int r = peer ? sl_sys.getpeername(fd, (struct sockaddr *)&ss, &len) : sl_sys.getsockname(fd, (struct sockaddr *)&ss, &len);
-
-	if (r < 0)
-		return -1;
-	return key_from_sockaddr((struct sockaddr *)&ss, len, key);
-}
 
 static void set_state(struct sl_sock *s, enum sl_state state)
 {
@@ -133,7 +91,7 @@ static void become_listener(struct sl_sock *s)
 	if (sl_sock_state(s) == SL_FRESH) {
 		set_state(s, SL_LISTENING);
 		/* When scilan is off in the process, that was reported once already. */
-		if (!sl_config()->off && (!*sl_config()->rundir || kernel_name(fd, false, &local) < 0 ||
+		if (!sl_config()->off && (!*sl_config()->rundir || sl_key_of_fd(fd, false, &local) < 0 ||
 					  sl_fabric()->listen_register(s, &local) < 0))
 			sl_warn("fd %d: listener not registered with scilan (%s); its connections use kernel TCP", fd,
 				*sl_config()->rundir ? strerror(errno) : "no runtime directory");
@@ -220,7 +178,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		become_plain(ns, *sl_config()->rundir ? SL_FB_UNREGISTERED : unusable_reason(), SL_FB_ACCEPTOR);
 		return nfd;
 	}
-	if (kernel_name(nfd, false, &local) < 0 || kernel_name(nfd, true, &peer) < 0) {
+	if (sl_key_of_fd(nfd, false, &local) < 0 || sl_key_of_fd(nfd, true, &peer) < 0) {
 		become_plain(ns, SL_FB_OTHER, SL_FB_ACCEPTOR);
 		return nfd;
 	}
@@ -271,7 +229,7 @@ static int route_source(int domain, const struct sockaddr *dst, socklen_t len, s
 	if (probe < 0)
 		return -1;
 	r = sl_sys.connect(probe, dst, len) == 0 && sl_sys.getsockname(probe, (struct sockaddr *)&ss, &sslen) == 0 &&
-	    key_from_sockaddr((struct sockaddr *)&ss, sslen, src) == 0;
+	    sl_key_from_sockaddr((struct sockaddr *)&ss, sslen, src) == 0;
 	sl_sys.close(probe);
 	return r ? 0 : -1;
 }
@@ -339,7 +297,7 @@ static int source_of(struct sl_sock *s, const struct sockaddr *dst, socklen_t le
 		return -1;
 	if (sl_sys.bind(s->fd, (struct sockaddr *)&name, name_len) < 0 && errno != EINVAL)
 		return -1;
-	if (kernel_name(s->fd, false, &local) < 0 || local.port == 0)
+	if (sl_key_of_fd(s->fd, false, &local) < 0 || local.port == 0)
 		return -1;
 	if (memcmp(local.addr, zero, local.family == AF_INET ? 4 : 16) != 0) {
 		*src = local;
@@ -384,7 +342,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	pthread_mutex_lock(&s->ctl_lock);
 	sl_fb_take_hint(SL_FB_NONE);
-	if (key_from_sockaddr(addr, len, &dst) == 0)
+	if (sl_key_from_sockaddr(addr, len, &dst) == 0)
 		unspecified_to_loopback(&dst);
 	if (!dst.family)
 		why = SL_FB_OTHER;
@@ -449,7 +407,7 @@ int scilan_shutdown(int fd, int how)
 
 	if (s && sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
-	if (!s || sl_sock_state(s) != SL_CONNECTED)
+	if (!s || !sl_sock_on_rings(s))
 		return sl_sys.shutdown(fd, how);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
 		errno = EINVAL;
@@ -601,7 +559,7 @@ static int reclaimed;
  * pool warming up): settling the offer gives that back. */
 static bool settle_one(struct sl_sock *s)
 {
-	if (sl_sock_state(s) != SL_CONNECTED || !sl_agree_pending(s) || s->memfd < 0)
+	if (!sl_sock_on_rings(s) || !sl_agree_pending(s) || s->memfd < 0)
 		return false;
 	sl_agree_decide(s, SL_AGREE_POLL);
 	if (s->memfd < 0)

@@ -290,6 +290,30 @@ static inline struct sl_sock *sl_sock_get(int fd)
 	return s;
 }
 
+/* The one test of "a ring connection": its data goes through the rings now
+ * (not a plain socket, a listener, or a connect still deciding). */
+static inline bool sl_sock_on_rings(const struct sl_sock *s)
+{
+	return sl_sock_state(s) == SL_CONNECTED;
+}
+
+/* fd's state if it is a ring connection, else NULL (the kernel's fd). */
+static inline struct sl_sock *sl_ring_sock(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	return s && sl_sock_on_rings(s) ? s : NULL;
+}
+
+/* A ring connection or one a pending connect may yet make: readiness the
+ * kernel cannot see, so poll and epoll emulate it. */
+static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
+{
+	enum sl_state st = sl_sock_state(s);
+
+	return st == SL_CONNECTED || st == SL_CONNECTING;
+}
+
 /* The calling thread's tid once a ring lock learnt it (0 before, and in a
  * fork child).  Initial-exec: the lock's fast path reads it without calling
  * into the dynamic linker, as the general model would in a shared library. */

@@ -103,7 +103,7 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		return 0;
 	}
 	s = sl_sock_get(fd);
-	if (s && sl_sock_state(s) == SL_CONNECTED && level == IPPROTO_TCP && name == TCP_NODELAY) {
+	if (s && sl_sock_on_rings(s) && level == IPPROTO_TCP && name == TCP_NODELAY) {
 		/* The kernel socket carries wake-ups only and keeps NODELAY set. */
 		if (get_int(val, len, &v) < 0)
 			return -1;
@@ -114,7 +114,7 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		return -1;
 	if (!s || get_int(val, len, &v) < 0)
 		return 0;
-	if (level == SOL_SOCKET && name == SO_RCVBUF && v > 0 && sl_sock_state(s) != SL_CONNECTED)
+	if (level == SOL_SOCKET && name == SO_RCVBUF && v > 0 && !sl_sock_on_rings(s))
 		s->ring_bytes = sl_ring_cap_for((uint64_t)v);
 	else if (level == SOL_SOCKET && name == SO_SNDBUF) {
 		s->sndbuf = v;

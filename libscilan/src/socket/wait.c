@@ -38,13 +38,6 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static struct sl_sock *accelerated(int fd)
-{
-	struct sl_sock *s = sl_sock_get(fd);
-
-	return s && sl_sock_state(s) == SL_CONNECTED ? s : NULL;
-}
-
 static int dirs_of(short events)
 {
 	return ((events & (POLLIN | POLLRDNORM | POLLRDHUP | POLLPRI)) ? SL_DIR_DATA : 0) |
@@ -426,7 +419,7 @@ static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms, bool *fell_ba
 
 	*fell_back = false;
 	for (nfds_t i = 0; i < n && !any; i++)
-		any = accelerated(fds[i].fd) != NULL;
+		any = sl_ring_sock(fds[i].fd) != NULL;
 	if (!any)
 		return kernel_wait(fds, n, timeout_ms);
 	if (n > STACK_FDS) {
@@ -440,7 +433,7 @@ static int poll_once(struct pollfd *fds, nfds_t n, int timeout_ms, bool *fell_ba
 		}
 	}
 	for (nfds_t i = 0; i < n; i++)
-		socks[i] = accelerated(fds[i].fd);
+		socks[i] = sl_ring_sock(fds[i].fd);
 	r = poll_accelerated(fds, n, timeout_ms, socks, kfds, true, NULL);
 	*fell_back = r == 0 && any_fell_back(socks, n);
 	if (socks != stack_socks) {
