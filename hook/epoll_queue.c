@@ -400,11 +400,7 @@ bool hk_evq_spin(struct epset *set, int epfd, int left)
 			found = true;
 			break;
 		}
-		if (yield && iter > 64)
-			sched_yield();
-		else
-			__builtin_ia32_pause();
-		if ((yield && iter > 64) || (iter & 15) == 0) {
+		if (sl_spin_turn(iter, yield)) {
 			int64_t now = sl_mono_ns();
 			struct pollfd pf = { .fd = epfd, .events = POLLIN };
 

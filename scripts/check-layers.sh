@@ -38,6 +38,7 @@ runtime/own_fd.c fabric/shm/sock_diag.h     the same, for the netlink socket
 runtime/rundir_sweep.c fabric/shm/offer.h   the janitor removes dead processes' offers
 runtime/rundir_sweep.c fabric/shm/registry.h  and listener entries
 runtime/rundir_sweep.c fabric/shm/offer_names.h  and wake-up FIFOs
+runtime/rundir_sweep.c sync/clock.h         the janitor ticks once a second by the one clock
 "
 # Public or foreign headers any library file may include.
 PUBLIC="scilan.h"

@@ -23,6 +23,7 @@
 #include "socket/sock_state.h"
 #include "sync/barrier.h"
 #include "sync/clock.h"
+#include "sync/spin.h"
 #include "sync/spin_policy.h"
 
 /* What an edge-triggered epoll member compares between two waits (hook/epoll.c):

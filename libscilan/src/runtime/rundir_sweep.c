@@ -26,6 +26,7 @@
 #include "fabric/shm/offer_names.h"
 #include "runtime/stats_file.h"
 #include "runtime/sys.h"
+#include "sync/clock.h"
 
 /* Files that exist only in the middle of a connect set-up (a FIFO between
  * mkfifo and its open, an offer being written) are left alone this long: a
@@ -231,16 +232,16 @@ void sl_rundir_sweep_tick(void)
 {
 	static _Atomic int64_t last;
 	static _Atomic pid_t last_pid;
-	struct timespec now;
+	/* Coarse: a once-a-second tick needs no precise clock. */
+	int64_t now_s = sl_clock_ns(CLOCK_MONOTONIC_COARSE) / 1000000000;
 	pid_t pid = sl_self_pid;
 
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
 	/* A fork child sweeps at once: short-lived forked workers may be all
 	 * that ever sets up connections.  Racing threads may both sweep. */
 	if (atomic_load_explicit(&last_pid, memory_order_relaxed) == pid &&
-	    (int64_t)now.tv_sec - atomic_load_explicit(&last, memory_order_relaxed) < 1)
+	    now_s - atomic_load_explicit(&last, memory_order_relaxed) < 1)
 		return;
-	atomic_store_explicit(&last, (int64_t)now.tv_sec, memory_order_relaxed);
+	atomic_store_explicit(&last, now_s, memory_order_relaxed);
 	atomic_store_explicit(&last_pid, pid, memory_order_relaxed);
 	sl_rundir_sweep(SL_SWEEP_BUDGET);
 }

@@ -35,7 +35,7 @@ static struct sl_stats_map *detached;
 static int map_fd = -1;
 static pid_t map_pid;
 static bool map_failed;
-static char map_path[4200];
+static char map_path[SL_PATH_SIZE];
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void remove_at_exit(void)
@@ -124,8 +124,12 @@ static struct sl_stats_map *open_map(void)
 		return map;
 	/* Where processes come and go: clean up after those that left. */
 	sl_rundir_sweep_tick();
-	snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid);
-	fd = sl_own_fd(create_locked(map_path));
+	if (snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid) >= (int)sizeof(map_path)) {
+		errno = ENAMETOOLONG;
+		fd = -1;
+	} else {
+		fd = sl_own_fd(create_locked(map_path));
+	}
 	if (fd < 0 || ftruncate(fd, sizeof(*m)) < 0) {
 		sl_debug("no live statistics file %s: %s", map_path, strerror(errno));
 		if (fd >= 0) {

@@ -1,7 +1,7 @@
 /* fd_table.c — maps kernel fd numbers to scilan state (two-level array;
  * slots are reused, never freed, so a racing lookup can never touch freed
- * memory; the lock-free lookup is sl_sock_get, inline in sock_state.h), plus the
- * ring locks' slow path.
+ * memory; the lock-free lookup is sl_sock_get, inline in sock_state.h), and
+ * the table's side of fork.
  */
 #include "socket/sock_state.h"
 #include "fabric/shm/seg_pool.h"
@@ -12,9 +12,7 @@
 #include "runtime/stats.h"
 #include "runtime/stats_file.h"
 
-#include <linux/membarrier.h>
 #include <sched.h>
-#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -231,65 +229,6 @@ bool sl_sock_unalias(int fd, struct sl_sock *s)
 	return true;
 }
 
-static bool bias_ok;
-__thread int sl_lock_tid __attribute__((tls_model("initial-exec")));
-
-static int my_tid(void)
-{
-	if (!sl_lock_tid)
-		sl_lock_tid = (int)syscall(SYS_gettid);
-	return sl_lock_tid;
-}
-
-void sl_lock_init_bias(void)
-{
-	bias_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-void sl_lock_slow(struct sl_lock *l)
-{
-	int me = my_tid(), owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
-
-	if (owner == me || (owner == 0 && bias_ok &&
-			    atomic_compare_exchange_strong(&l->owner, &owner, me))) {
-		/* The owner's half of an asymmetric Dekker: store busy, then
-		 * load owner, with only a compiler barrier between; a revoker's
-		 * membarrier supplies the fence (sleep protocol, same argument). */
-		atomic_store_explicit(&l->busy, me, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
-		if (atomic_load_explicit(&l->owner, memory_order_acquire) == me)
-			return;
-		atomic_store_explicit(&l->busy, 0, memory_order_release);
-	}
-	for (unsigned spins = 0;; spins++) {
-		if (!atomic_load_explicit(&l->held, memory_order_relaxed) &&
-		    !atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
-			break;
-		/* Ring locks are held only for a copy, never across a sleep. */
-		if (spins < 256)
-			__builtin_ia32_pause();
-		else
-			sched_yield();
-	}
-	if (atomic_load_explicit(&l->owner, memory_order_relaxed) != -1) {
-		owner = atomic_exchange(&l->owner, -1);
-		if (owner > 0 && owner != me) {
-			/* After this, the owner either sees the revocation or its
-			 * busy store is visible to us: wait until it has left. */
-			syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-			while (atomic_load_explicit(&l->busy, memory_order_acquire) != 0)
-				sched_yield();
-		}
-	}
-}
-
-static void reset_lock(struct sl_lock *l)
-{
-	atomic_store(&l->owner, -1);
-	atomic_store(&l->busy, 0);
-	atomic_store(&l->held, 0);
-}
-
 /* In a fork child, for every state we have (in use or not): the locks and
  * sleeper counts as if no thread used them.  A thread of the parent may
  * have been asleep in recv (holding a sleep lock), copying (a ring lock) or
@@ -297,8 +236,8 @@ static void reset_lock(struct sl_lock *l)
  * would never return. */
 static void reset_in_child(struct sl_sock *s)
 {
-	reset_lock(&s->tx_lock);
-	reset_lock(&s->rx_lock);
+	sl_lock_reset(&s->tx_lock);
+	sl_lock_reset(&s->rx_lock);
 	pthread_mutex_init(&s->ctl_lock, NULL);
 	pthread_mutex_init(&s->sleep_lock[0], NULL);
 	pthread_mutex_init(&s->sleep_lock[1], NULL);

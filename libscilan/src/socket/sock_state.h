@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include "runtime/fallback.h"
+#include "sync/ring_lock.h"
 #include "ring/ring.h"
 #include "fabric/shm/offer_names.h"
 
@@ -40,16 +41,6 @@ struct sl_key {
 #define SL_TOKEN_DATA 1
 #define SL_TOKEN_SPACE 2
 #define SL_TOKEN_LOCAL 4
-
-/* A ring lock biased to the first thread that uses it: that thread enters
- * with plain stores (no locked instruction on the fast path); another
- * thread revokes the bias once, with membarrier, and from then on everyone
- * takes the spinlock.  See fd_table.c. */
-struct sl_lock {
-	_Atomic int held;  /* the spinlock, once the bias is revoked */
-	_Atomic int owner; /* tid the lock is biased to; 0 none yet, -1 revoked */
-	_Atomic int busy;  /* tid of the owner while inside, else 0 */
-};
 
 #define SL_MAX_REG 8
 
@@ -233,8 +224,6 @@ bool sl_sock_unalias(int fd, struct sl_sock *s);
 void sl_sock_count_fork(void);
 void sl_sock_after_fork_parent(void);
 void sl_sock_after_fork_child(void);
-/* Whether ring locks may be biased (membarrier registered); set at init. */
-void sl_lock_init_bias(void);
 
 /* The process is about to change its user id: withdraw its listeners. */
 void sl_user_changing(void);
@@ -312,42 +301,6 @@ static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
 	enum sl_state st = sl_sock_state(s);
 
 	return st == SL_CONNECTED || st == SL_CONNECTING;
-}
-
-/* The calling thread's tid once a ring lock learnt it (0 before, and in a
- * fork child).  Initial-exec: the lock's fast path reads it without calling
- * into the dynamic linker, as the general model would in a shared library. */
-extern __thread int sl_lock_tid __attribute__((tls_model("initial-exec")));
-/* Everything but the biased owner's re-entry (fd_table.c). */
-void sl_lock_slow(struct sl_lock *l);
-
-/* The bias owner enters with plain stores (see struct sl_lock); inline, so
- * that the data path's lock costs no call. */
-static inline void sl_lock(struct sl_lock *l)
-{
-	int me = sl_lock_tid;
-
-	if (me && atomic_load_explicit(&l->owner, memory_order_relaxed) == me) {
-		/* The owner's half of an asymmetric Dekker: store busy, then
-		 * load owner, with only a compiler barrier between; a revoker's
-		 * membarrier supplies the fence (sleep protocol, same argument). */
-		atomic_store_explicit(&l->busy, me, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
-		if (atomic_load_explicit(&l->owner, memory_order_acquire) == me)
-			return;
-		atomic_store_explicit(&l->busy, 0, memory_order_release);
-	}
-	sl_lock_slow(l);
-}
-
-static inline void sl_unlock(struct sl_lock *l)
-{
-	int me = sl_lock_tid;
-
-	if (me && atomic_load_explicit(&l->busy, memory_order_relaxed) == me)
-		atomic_store_explicit(&l->busy, 0, memory_order_release);
-	else
-		atomic_store_explicit(&l->held, 0, memory_order_release);
 }
 
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */

@@ -22,6 +22,7 @@
 #include "runtime/log.h"
 #include "scilan.h"
 #include "fabric/shm/seg_pool.h"
+#include "sync/spin.h"
 #include "sync/spin_policy.h"
 #include "runtime/sys.h"
 
@@ -29,14 +30,6 @@
 /* A direction another thread sleeps on is watched without being armed; its
  * token may be consumed by that thread first, so such sleeps are bounded. */
 #define SHARED_WAIT_CAP_MS 10
-
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int dirs_of(short events)
 {
@@ -59,7 +52,7 @@ static int hold(struct sl_sock *s, int dirs, bool block, int64_t deadline)
 			pthread_mutex_lock(&s->sleep_lock[d]);
 		} else if (block) {
 			/* SO_RCVTIMEO/SO_SNDTIMEO also bound the wait for our turn. */
-			int64_t realtime = deadline - sl_mono_ns() + realtime_ns();
+			int64_t realtime = deadline - sl_mono_ns() + sl_clock_ns(CLOCK_REALTIME);
 
 			until.tv_sec = realtime / 1000000000;
 			until.tv_nsec = realtime % 1000000000;
@@ -394,13 +387,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 				sl_spin_note(learn, learnt, true, sl_mono_ns() - start);
 			return kready < 0 ? -1 : ready + kready;
 		}
-		/* Contended: pause first, for a peer on another CPU; then hand
-		 * our CPU over at every turn (io.c spins alike). */
-		if (yield && iter > 64)
-			sched_yield();
-		else
-			__builtin_ia32_pause();
-		if (((yield && iter > 64) || (iter & 15) == 0) && sl_mono_ns() >= spin_end)
+		if (sl_spin_turn(iter, yield) && sl_mono_ns() >= spin_end)
 			break;
 	}
 	/* The spin, forced or learnt, ends here; the sleep protocol below is

@@ -1,5 +1,6 @@
-/* barrier.c — registers the process for membarrier(GLOBAL_EXPEDITED) once and
- * issues it for sleepers; without kernel support every send fences instead.
+/* barrier.c — the one caller of membarrier: registers the process for
+ * GLOBAL_EXPEDITED once and issues it for sleepers (without kernel support
+ * every send fences instead), and PRIVATE_EXPEDITED for the ring locks.
  */
 #include "sync/barrier.h"
 
@@ -37,4 +38,14 @@ bool sl_barrier_unfenced_ok(void)
 int sl_barrier_remote(void)
 {
 	return membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0 ? 0 : -1;
+}
+
+bool sl_barrier_private_register(void)
+{
+	return membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+}
+
+void sl_barrier_private(void)
+{
+	membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 }

@@ -5,10 +5,10 @@
 #include "sync/conn_spin.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/socket.h>
 
 #include "sync/clock.h"
+#include "sync/spin.h"
 #include "sync/spin_policy.h"
 #include "runtime/sys.h"
 
@@ -60,16 +60,9 @@ bool sl_conn_spin(struct sl_sock *s, int flags, int dir, bool (*changed)(struct 
 				sl_spin_note(&s->spin_learn[dir], w->budget_ns, true, w->began ? sl_mono_ns() - w->began : 0);
 			return true;
 		}
-		/* Contended: a peer running on another CPU answers within the
-		 * first microsecond of pauses; after that, every turn hands our
-		 * CPU to whoever waits for it, the peer perhaps. */
-		if (yield && i > 64)
-			sched_yield();
-		else
-			__builtin_ia32_pause();
-		/* The clock is read only every 64 pauses (about a microsecond),
-		 * or every 4 yields (a syscall each). */
-		if (i % (yield && i > 64 ? 4 : 64))
+		/* Contended: after the first microsecond of pauses, every turn
+		 * hands our CPU to whoever waits for it, the peer perhaps. */
+		if (!sl_spin_turn(i, yield))
 			continue;
 		t = sl_mono_ns();
 		if (!end && poll_us < 0) {
