@@ -48,10 +48,6 @@ bool sl_conn_unread(struct sl_sock *s);
  * signal bytes are consumed first (urgent.c). */
 uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread);
 
-/* A non-blocking connect with an offer out: move to SL_CONNECTED once the
- * kernel connection is up, or back to SL_FRESH if it failed. */
-void sl_connect_progress(struct sl_sock *s);
-
 /* Counters are written only under the lock that serializes their side, so
  * a plain add suffices; the atomics keep concurrent readers well defined. */
 static inline void sl_stat_add(_Atomic uint64_t *counter, uint64_t n)
@@ -59,13 +55,5 @@ static inline void sl_stat_add(_Atomic uint64_t *counter, uint64_t n)
 	atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
 			      memory_order_relaxed);
 }
-
-/* Sleep until s is ready for events (the sleep protocol of ARCHITECTURE.md),
- * spinning first unless the caller already did: 0 when ready, -1 with errno
- * EINTR or EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO expired). */
-int sl_wait(struct sl_sock *s, short events, bool spin_first);
-
-/* scilan_poll whose kernel sleeps run under mask (ppoll semantics); mask may be NULL. */
-int sl_poll_sigmask(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 
 #endif

@@ -69,4 +69,28 @@ bool sl_segment_release_holder(struct sl_sock *s);
 /* Write our SL_PEER_* bits into the peer's area. */
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits);
 
+/* Before using a direction (under its ring lock): if another process of our
+ * side (forked) used it last, take over its published indices.  While the
+ * side is shared, a reader publishes its index at once, so the hand-over is
+ * exact; at most one process may use a direction at a time. */
+void sl_claim_rx_take(struct sl_sock *s);
+void sl_claim_tx_take(struct sl_sock *s);
+static inline void sl_claim_rx(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) != sl_self_pid)
+		sl_claim_rx_take(s);
+}
+
+static inline void sl_claim_tx(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->users[SL_USE_TX], memory_order_relaxed) != sl_self_pid)
+		sl_claim_tx_take(s);
+}
+
+/* Readiness views that take nothing over: bytes waiting in our ring and
+ * room in the peer's, whichever process of our side uses the direction
+ * (with its rx_lock / tx_lock held); -1 if the peer's index is impossible. */
+int64_t sl_rx_waiting(struct sl_sock *s);
+int64_t sl_tx_room(struct sl_sock *s, uint64_t want);
+
 #endif

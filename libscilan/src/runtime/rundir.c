@@ -105,17 +105,3 @@ int sl_rundir_prepare(char *path, size_t size)
 	free(sub);
 	return r;
 }
-
-unsigned long long sl_node_id(void)
-{
-	static _Atomic unsigned long long cached;
-	struct stat st;
-
-	if (cached)
-		return cached;
-	if (stat("/proc/self/ns/net", &st) == 0)
-		cached = (unsigned long long)st.st_ino;
-	else
-		cached = 1;
-	return cached;
-}

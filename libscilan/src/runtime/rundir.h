@@ -13,7 +13,4 @@
  * logging why (no acceleration). */
 int sl_rundir_prepare(char *path, size_t size);
 
-/* The network-namespace id used to keep emulated nodes' registries apart. */
-unsigned long long sl_node_id(void);
-
 #endif

@@ -18,7 +18,9 @@
 #include "scilan.h"
 #include "process/scm.h"
 #include "fabric/shm/seg_pool.h"
+#include "ring/segment.h"
 #include "runtime/sys.h"
+#include "socket/wait.h"
 #include "ring/urgent.h"
 
 /* A send to a dead peer fails within this many sends even if nothing sleeps. */

@@ -164,13 +164,10 @@ ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
 		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg);
 /* The state of fd if its data goes through rings, else NULL. */
 struct sl_sock *sl_sock_connected(int fd);
+/* A non-blocking connect with an offer out: move to SL_CONNECTED once the
+ * kernel connection is up, or back to SL_FRESH if it failed (lifecycle.c). */
+void sl_connect_progress(struct sl_sock *s);
 
-/* Before using a direction (under its ring lock): if another process of our
- * side (forked) used it last, take over its published indices.  While the
- * side is shared, a reader publishes its index at once, so the hand-over is
- * exact; at most one process may use a direction at a time. */
-void sl_claim_rx_take(struct sl_sock *s);
-void sl_claim_tx_take(struct sl_sock *s);
 /* This process's pid, kept current across fork (one load on the data path). */
 extern pid_t sl_self_pid;
 /* Forks this process (and its parents, for a child) made since the library
@@ -182,21 +179,6 @@ static inline bool sl_sock_maybe_shared(const struct sl_sock *s)
 {
 	return s->maybe_shared || s->born_fork != atomic_load_explicit(&sl_forks, memory_order_relaxed);
 }
-static inline void sl_claim_rx(struct sl_sock *s)
-{
-	if (atomic_load_explicit(&s->users[SL_USE_RX], memory_order_relaxed) != sl_self_pid)
-		sl_claim_rx_take(s);
-}
-static inline void sl_claim_tx(struct sl_sock *s)
-{
-	if (atomic_load_explicit(&s->users[SL_USE_TX], memory_order_relaxed) != sl_self_pid)
-		sl_claim_tx_take(s);
-}
-/* Readiness views that take nothing over: bytes waiting in our ring and
- * room in the peer's, whichever process of our side uses the direction
- * (with its rx_lock / tx_lock held); -1 if the peer's index is impossible. */
-int64_t sl_rx_waiting(struct sl_sock *s);
-int64_t sl_tx_room(struct sl_sock *s, uint64_t want);
 /* Set while an exec hands our connections over (handover.c). */
 extern _Atomic bool sl_publish_at_once;
 static inline bool sl_side_shared(const struct sl_sock *s)

@@ -11,6 +11,7 @@
 #include "runtime/log.h"
 #include "conn/conn.h"
 #include "scilan.h"
+#include "ring/segment.h"
 #include "runtime/sys.h"
 #include "ring/urgent.h"
 

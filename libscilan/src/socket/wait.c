@@ -1,4 +1,5 @@
-/* wait.c — the sleep side of the interrupt-flag protocol and scilan_poll:
+/* wait.c — the sleep side of the interrupt-flag protocol, for one socket
+ * (sl_wait) or many (scilan_poll: a wait is a poll of one entry):
  * spin for the socket's poll time (forced, or learnt: spin_policy.c), then
  * arm the peer-visible wake words, flush, re-check, and sleep in the kernel
  * on the bell and the kernel socket.
@@ -25,6 +26,7 @@
 #include "sync/spin.h"
 #include "sync/spin_policy.h"
 #include "runtime/sys.h"
+#include "socket/wait.h"
 
 #define STACK_FDS 32
 /* A direction another thread sleeps on is watched without being armed; its

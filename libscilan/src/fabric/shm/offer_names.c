@@ -6,12 +6,28 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/cluster_map.h"
 #include "runtime/config.h"
-#include "runtime/rundir.h"
 #include "socket/sock_state.h"
+
+/* The network-namespace id that keeps emulated nodes' names apart: an
+ * address no cluster-map node claims is named within its namespace only. */
+static unsigned long long node_id(void)
+{
+	static _Atomic unsigned long long cached;
+	struct stat st;
+
+	if (cached)
+		return cached;
+	if (stat("/proc/self/ns/net", &st) == 0)
+		cached = (unsigned long long)st.st_ino;
+	else
+		cached = 1;
+	return cached;
+}
 
 void sl_key_name(const struct sl_key *key, char *buf, size_t size)
 {
@@ -29,7 +45,7 @@ void sl_key_name(const struct sl_key *key, char *buf, size_t size)
 		snprintf(buf, size, "n%u-%d-%s-%u", node->node, key->family == AF_INET ? 4 : 6, hex,
 			 (unsigned)key->port);
 	else
-		snprintf(buf, size, "%llx-%d-%s-%u", sl_node_id(), key->family == AF_INET ? 4 : 6, hex,
+		snprintf(buf, size, "%llx-%d-%s-%u", node_id(), key->family == AF_INET ? 4 : 6, hex,
 			 (unsigned)key->port);
 }
 
