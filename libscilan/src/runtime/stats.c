@@ -2,13 +2,15 @@
  * totals of closed connections plus the live counters of open ones.
  */
 #include "runtime/stats.h"
-#include "runtime/log.h"
 
 #include "runtime/log.h"
 #include "runtime/sys.h"
 
 #include <stdio.h>
 #include <unistd.h>
+
+/* The process-wide counters (sock_state.h). */
+struct sl_totals sl_totals;
 
 static _Thread_local struct sl_stats *summing;
 

@@ -22,30 +22,6 @@
 #define CHUNKS SL_FD_CHUNKS
 
 struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
-struct sl_totals sl_totals;
-pid_t sl_self_pid;
-_Atomic unsigned sl_forks;
-
-static void learn_pid(void)
-{
-	sl_self_pid = getpid();
-}
-
-/* In the parent, before the fork: both sides then see the count moved. */
-static void count_fork(void)
-{
-	atomic_fetch_add(&sl_forks, 1);
-}
-
-/* From the start, not from configuration (config.c's fork handlers): a child
- * forked before the library's first use must not go on with its parent's pid
- * (ring owners, holders, the statistics file's name). */
-__attribute__((constructor)) static void learn_pid_at_load(void)
-{
-	learn_pid();
-	pthread_atfork(count_fork, NULL, learn_pid);
-}
-
 /* Slots set aside by dup over them: a racing lookup may still read one, so
  * they are kept for sl_sock_new to reuse rather than freed. */
 static struct sl_sock *spare[64];
