@@ -17,10 +17,8 @@
 
 #include "conn/agree.h"
 #include "process/holders.h"
-#include "ring/urgent.h"
 #include "sync/barrier.h"
 #include "runtime/config.h"
-#include "conn/conn.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
@@ -31,7 +29,6 @@
 #include "runtime/rundir_sweep.h"
 #include "fabric/shm/seg_pool.h"
 #include "ring/segment.h"
-#include "conn/stall.h"
 #include "fabric/shm/bells.h"
 #include "fabric/shm/offer_names.h"
 #include "runtime/sys.h"

@@ -19,7 +19,6 @@
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
-#include "runtime/rundir.h"
 #include "runtime/sys.h"
 
 #define REG_MAGIC 0x3147455220434c53ull /* "SLC REG1" */
