@@ -22,7 +22,10 @@ endif
 CFLAGS_ALL = $(WARN) $(OPT) $(SANFLAGS) -fPIC $(PTHREAD) $(CFLAGS)
 LDFLAGS_ALL = $(SANFLAGS) $(PTHREAD) $(LDFLAGS)
 
-LIB_SRC  := $(wildcard libscilan/src/*.c)
+# The library's layers are folders (ARCHITECTURE.md, "Layers"), two deep at most.
+LIB_DIRS := libscilan/src libscilan/src/* libscilan/src/*/*
+LIB_SRC  := $(wildcard $(addsuffix /*.c,$(LIB_DIRS)))
+LIB_HDR  := $(wildcard $(addsuffix /*.h,$(LIB_DIRS)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 SONAME   := libscilan.so.0
 LIB_SO   := $(BUILD)/lib/libscilan.so
@@ -82,7 +85,7 @@ $(HOOK_OBJ): hook/hook.h hook/epoll_set.h
 $(BUILD)/obj/tools/%.o: CFLAGS += $(CTL_CFLAGS)
 $(CTL_OBJ): $(wildcard tools/*.h)
 
-$(BUILD)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h driver/uapi/*.h perf/*.h tests/common/*.h)
+$(BUILD)/obj/%.o: %.c $(LIB_HDR) $(wildcard libscilan/include/*.h driver/uapi/*.h perf/*.h tests/common/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CPPFLAGS) $(CFLAGS_ALL) $(VISIBILITY) -c $< -o $@

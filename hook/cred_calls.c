@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "sock.h"
+#include "preload_api.h"
 
 /* Would the effective uid after the call differ from the current one?
  * -1 arguments leave an id unchanged. */

@@ -11,14 +11,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-#include "barrier.h"
-#include "clock.h"
-#include "conn.h"
+#include "preload_api.h"
 #include "epoll_set.h"
-#include "fabric.h"
-#include "log.h"
-#include "spin_policy.h"
-#include "sys.h"
 
 /* Every queued member is looked at now and then whatever its bit says: a
  * hostile peer that maps the set can clear bits or the armed word, and a
@@ -406,11 +400,7 @@ bool hk_evq_spin(struct epset *set, int epfd, int left)
 			found = true;
 			break;
 		}
-		if (yield && iter > 64)
-			sched_yield();
-		else
-			__builtin_ia32_pause();
-		if ((yield && iter > 64) || (iter & 15) == 0) {
+		if (sl_spin_turn(iter, yield)) {
 			int64_t now = sl_mono_ns();
 			struct pollfd pf = { .fd = epfd, .events = POLLIN };
 

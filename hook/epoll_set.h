@@ -10,8 +10,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 
-#include "evq.h"
-#include "sock.h"
+#include "preload_api.h"
 
 /* data of the wake-up descriptor's kernel entry: a non-canonical address,
  * which no member's pointer and no small number can be. */
@@ -117,6 +116,11 @@ static inline void hk_ep_unsettle(struct epset *set)
 
 /* Shared by epoll.c and epoll_queue.c. */
 struct sl_sock *hk_ep_ring_socket(int fd);
+/* The open emulated set on fd, or NULL (epoll.c). */
+struct epset *hk_ep_set_of(int fd);
+/* Members moved to where their state now belongs; the scanned members
+ * armed (epoll.c). */
+int hk_ep_reconcile(int epfd, struct epset *set);
 short hk_ep_wanted(struct member *m, struct sl_sock *s);
 void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents);
 #define HK_EP_EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)

@@ -3,9 +3,8 @@
  * from the set's sleeps, so a peer that reads the kernel socket past the hook
  * moves the connection to kernel TCP here as it does in a poll or a recv.
  */
-#include "clock.h"
+#include "preload_api.h"
 #include "epoll_set.h"
-#include "stall.h"
 
 /* The member behind bit q, if it is still queued there. */
 static struct member *queued_at(struct epset *set, uint32_t q)

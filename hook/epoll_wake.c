@@ -6,9 +6,7 @@
 #include <sys/eventfd.h>
 
 #include "epoll_set.h"
-#include "log.h"
-#include "own_fd.h"
-#include "sys.h"
+#include "preload_api.h"
 
 /* Register as sleeping (set->lock held), in the same critical section that
  * reads the member list: epoll_ctl changes the list under that lock too, so

@@ -11,8 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agree.h"
-#include "handover.h"
+#include "preload_api.h"
 #include "hook.h"
 
 #define HANDOVER_MAX 16384
@@ -136,7 +135,7 @@ static bool leave_inherited(int fd, struct sl_sock *s)
 	int fdflags = sl_sys.fcntl(fd, F_GETFD);
 
 	if (fdflags >= 0 && !(fdflags & FD_CLOEXEC) && s->seg && !sl_fell_back(s) &&
-	    !atomic_load(&s->reset) && (sl_sock_state(s) == SL_CONNECTED || sl_agree_pending(s)))
+	    !atomic_load(&s->reset) && (sl_sock_on_rings(s) || sl_agree_pending(s)))
 		sl_bypass_leave(s, SL_FB_EXEC);
 	return false;
 }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "sys.h"
+#include "preload_api.h"
 
 /* A set-ID bit that changes our credentials: the loader runs it in secure
  * mode, where a preload named by a path is ignored. */

@@ -13,9 +13,7 @@
 #include <linux/sockios.h>
 
 #include "hook.h"
-#include "own_fd.h"
-#include "sock.h"
-#include "urgent.h"
+#include "preload_api.h"
 
 static void note_nonblock(int fd, bool on)
 {
@@ -150,7 +148,7 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 			sl_unlock(&s->rx_lock);
 		} else {
 			sl_lock(&s->tx_lock);
-			n = s->seg ? (int64_t)(atomic_load(s->tx.remote_write) - atomic_load(s->tx.read_copy)) : 0;
+			n = s->seg ? sl_tx_untaken(s) : 0;
 			sl_unlock(&s->tx_lock);
 		}
 		*(int *)arg = n < 0 ? 0 : (int)n;

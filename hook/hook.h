@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <sys/epoll.h>
 
-#include "sys.h"
+#include "preload_api.h"
 
 #define HK_EXPORT __attribute__((visibility("default")))
 

@@ -7,11 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "handover.h"
+#include "preload_api.h"
 #include "hook.h"
-#include "log.h"
-#include "stats.h"
 
 _Atomic bool hk_ready;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -16,7 +16,7 @@
 
 #include "hook.h"
 #include "scilan.h"
-#include "sock.h"
+#include "preload_api.h"
 
 static ssize_t send_one(struct sl_sock *s, const void *buf, size_t len, int flags)
 {

@@ -20,8 +20,7 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "log.h"
-#include "sock.h"
+#include "preload_api.h"
 
 #ifndef __OPEN_NEEDS_MODE
 #define __OPEN_NEEDS_MODE(fl) (((fl) & O_CREAT) || ((fl) & __O_TMPFILE) == __O_TMPFILE)

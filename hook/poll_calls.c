@@ -8,10 +8,9 @@
 #include <sys/select.h>
 #include <time.h>
 
-#include "clock.h"
+#include "preload_api.h"
 #include "hook.h"
 #include "scilan.h"
-#include "sock.h"
 
 /* Does this fd need the emulation: a connection whose data is in a ring (or
  * being set up), or an epoll set that may hold one? */
@@ -19,12 +18,7 @@ static bool emulated(int fd)
 {
 	struct sl_sock *s = sl_sock_get(fd);
 
-	if (s) {
-		enum sl_state st = sl_sock_state(s);
-
-		return st == SL_CONNECTED || st == SL_CONNECTING;
-	}
-	return hk_epoll_known(fd);
+	return s ? sl_sock_rings_or_deciding(s) : hk_epoll_known(fd);
 }
 
 static bool any_emulated(const struct pollfd *fds, nfds_t n)

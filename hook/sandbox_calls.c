@@ -8,15 +8,13 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-#include "agree.h"
+#include "preload_api.h"
 #include "hook.h"
-#include "log.h"
-#include "sock.h"
 
 static bool leave_one(int fd, struct sl_sock *s)
 {
 	(void)fd;
-	if (sl_sock_state(s) == SL_CONNECTED && s->seg && !sl_fell_back(s) && !atomic_load(&s->reset))
+	if (sl_sock_on_rings(s) && s->seg && !sl_fell_back(s) && !atomic_load(&s->reset))
 		sl_bypass_leave(s, SL_FB_SANDBOX);
 	return false;
 }

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "sock.h"
+#include "preload_api.h"
 
 extern char **environ;
 

@@ -7,9 +7,8 @@
 #include <sys/socket.h>
 
 #include "hook.h"
-#include "own_fd.h"
+#include "preload_api.h"
 #include "scilan.h"
-#include "sock.h"
 
 /* A descriptor the library gives state of its own (a TCP socket, one
  * accepted from a scilan listener) replaces whatever was stale on that

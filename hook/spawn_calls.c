@@ -16,8 +16,7 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "log.h"
-#include "sock.h"
+#include "preload_api.h"
 
 enum act_kind { ACT_CLOSE, ACT_DUP2, ACT_OPEN, ACT_CHDIR, ACT_FCHDIR, ACT_CLOSEFROM, ACT_TCSETPGRP };
 

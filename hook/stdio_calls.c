@@ -17,7 +17,7 @@
 
 #include "hook.h"
 #include "scilan.h"
-#include "sock.h"
+#include "preload_api.h"
 
 /* A cookie stream's state: its descriptor, and its place in the list of
  * our streams that exit flushes early (below). */

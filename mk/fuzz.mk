@@ -15,7 +15,7 @@ FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/bin/%,$(FUZZ_SRC))
 FUZZ_SHORT  ?= -max_total_time=4
 FUZZ_LONG   ?= -runs=10000000
 
-$(FUZZ_DIR)/obj/%.o: %.c $(wildcard libscilan/src/*.h libscilan/include/*.h driver/uapi/*.h)
+$(FUZZ_DIR)/obj/%.o: %.c $(LIB_HDR) $(wildcard libscilan/include/*.h driver/uapi/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  FUZZCC  $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@

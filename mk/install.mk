@@ -34,7 +34,7 @@ INST_DEFS    = -DSCILAN_PRELOAD_REL='"$(PRELOAD_REL)"' \
 	       -DSCILAN_PRELOAD_PATH='"$(PRELOAD_DIR)/libscilan_preload.so"'
 
 $(BUILD)/obj/tools/scilan_run.o: CPPFLAGS += -DSCILAN_VERSION='"$(VERSION)"'
-$(BUILD)/obj/tools/scilan_ctl.o: CPPFLAGS += -DSCILAN_VERSION='"$(VERSION)"'
+$(BUILD)/obj/tools/ctl_main.o: CPPFLAGS += -DSCILAN_VERSION='"$(VERSION)"'
 
 # The stamp holds the paths compiled in: a different PREFIX/LIBDIR rebuilds.
 .PHONY: FORCE

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "sweep.h" /* RS_TP; includes bench.h */
-#include "config.h" /* SL_DEFAULT_RING_KB: the bare ring gets the library's default ring size */
-#include "layout.h" /* SL_RING_MIN, SL_RING_MAX */
+#include "runtime/config.h" /* SL_DEFAULT_RING_KB: the bare ring gets the library's default ring size */
+#include "ring/layout.h" /* SL_RING_MIN, SL_RING_MAX */
 
 #ifndef SL_DEFAULT_RING_KB
 #define SL_DEFAULT_RING_KB 256

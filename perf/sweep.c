@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "ring.h" /* sl_ring_cap_for: round ring sizes exactly as the library does */
+#include "ring/ring.h" /* sl_ring_cap_for: round ring sizes exactly as the library does */
 #include "sweep.h"
 
 /* ---- competing load ---- */

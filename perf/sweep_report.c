@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h" /* SL_DEFAULT_POLL_US, SL_DEFAULT_RING_KB: the defaults being judged */
+#include "runtime/config.h" /* SL_DEFAULT_POLL_US, SL_DEFAULT_RING_KB: the defaults being judged */
 #include "sweep.h"
 
 #ifndef SL_DEFAULT_POLL_US

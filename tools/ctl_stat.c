@@ -22,11 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "runtime/config.h"
 #include "ctl_devices.h"
-#include "fallback.h"
-#include "rundir_sweep.h"
-#include "stats_file.h"
+#include "runtime/fallback.h"
+#include "runtime/rundir_sweep.h"
+#include "runtime/stats_file.h"
 
 struct conn_row {
 	int pid, fd;

@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+p:r:sl:c:hVP:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'P':
-			/* The names of libscilan/src/profile.c, which holds the values. */
+			/* The names of libscilan/src/runtime/profile.c, which holds the values. */
 			if (strcmp(optarg, "latency") && strcmp(optarg, "balanced") && strcmp(optarg, "low-cpu")) {
 				fprintf(stderr, "scilan_run: --profile wants latency|balanced|low-cpu, not '%s'\n",
 					optarg);

@@ -4,7 +4,9 @@
 # even when built with a command line's CFLAGS (which replaces the
 # Makefile's), and each script exactly what the sources declare: scilan.h's
 # SCILAN_API calls (and debian/libscilan0.symbols), the hook's HK_EXPORT
-# definitions plus that API.
+# definitions plus that API.  And no shipped library (the two shared ones,
+# libscilan.a) carries test-only code: none defines a symbol of the objects
+# of tests/common.
 set -u
 results=${1:-build/results}
 scratch=$(mktemp -d)
@@ -31,8 +33,9 @@ map_names() {
 }
 exported() { nm -D --defined-only -g "$1" | awk '{ print $NF }' | sort -u; }
 
+test_objs=$(for c in tests/common/*.c; do echo "$scratch/obj/${c%.c}.o"; done)
 if ! make --no-print-directory BUILD="$scratch" CFLAGS=-g "$scratch/lib/libscilan.so" \
-	"$scratch/lib/libscilan_preload.so" >"$scratch/build.log" 2>&1; then
+	"$scratch/lib/libscilan_preload.so" "$scratch/lib/libscilan.a" $test_objs >"$scratch/build.log" 2>&1; then
 	cat "$scratch/build.log"
 	echo "exports build 0 1" >>"$out"
 	exit 0
@@ -52,5 +55,15 @@ check libscilan_map_is_debian_symbols "$scratch/symbols" "$scratch/lib.map"
 check libscilan_exports_its_map "$scratch/lib.map" "$scratch/lib.dyn"
 check preload_map_is_the_hooked_calls "$scratch/hooked" "$scratch/preload.map"
 check preload_exports_its_map "$scratch/preload.map" "$scratch/preload.dyn"
+# Every symbol a library defines, local ones included (the libraries are not
+# stripped), against what the test-only objects define.
+# shellcheck disable=SC2086
+nm --defined-only $test_objs | awk 'NF == 3 && $2 ~ /[TDBR]/ { print $3 }' | sort -u >"$scratch/test.syms"
+for lib in libscilan.so libscilan_preload.so libscilan.a; do
+	nm --defined-only "$scratch/lib/$lib" 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$scratch/lib.syms"
+	comm -12 "$scratch/test.syms" "$scratch/lib.syms" >"$scratch/test_in_lib"
+	: >"$scratch/none"
+	check "${lib%%.*}_${lib##*.}_has_no_test_code" "$scratch/none" "$scratch/test_in_lib"
+done
 awk '{ p += $3; f += $4 } END { printf "exports: %d passed, %d failed\n", p, f }' "$out"
 exit 0

@@ -3,7 +3,7 @@
  * gives a map that scilan_ctl writes back and reads again unchanged. */
 #include <stdbool.h>
 
-#include "cluster_map.h"
+#include "runtime/cluster_map.h"
 #include "fuzz.h"
 
 static void same_entries(const struct sl_cluster_map *a, const struct sl_cluster_map *b)

@@ -3,11 +3,11 @@
  * it derives, and the DEVICE and ADDRESS words of the cluster map. */
 #include <stdbool.h>
 
-#include "cluster_map.h"
-#include "config.h"
+#include "runtime/cluster_map.h"
+#include "runtime/config.h"
 #include "fuzz.h"
-#include "layout.h"
-#include "ring.h"
+#include "ring/layout.h"
+#include "ring/ring.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

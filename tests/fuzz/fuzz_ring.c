@@ -9,13 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "conn/conn.h"
 #include "fuzz.h"
-#include "layout.h"
-#include "log.h"
-#include "segment.h"
-#include "sock.h"
-#include "testing.h"
+#include "ring/layout.h"
+#include "runtime/log.h"
+#include "ring/segment.h"
+#include "socket/sock_state.h"
+#include "runtime/testing.h"
 
 enum op {
 	OP_PEER_WRITE_IDX,  /* our rx_write, near our read index */

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 #include "fuzz.h"
-#include "scm.h"
+#include "process/scm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

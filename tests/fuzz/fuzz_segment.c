@@ -4,9 +4,9 @@
 #include <stdbool.h>
 
 #include "fuzz.h"
-#include "layout.h"
-#include "segment.h"
-#include "sock.h"
+#include "ring/layout.h"
+#include "ring/segment.h"
+#include "socket/sock_state.h"
 
 #define MAP_LIMIT (1u << 20) /* larger valid segments are checked, not mapped */
 

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -18,7 +20,7 @@
 
 #include "cr_helpers.h"
 #include "scilan.h"
-#include "stats_file.h" /* the file format, to forge a dead process's file */
+#include "runtime/stats_file.h" /* the file format, to forge a dead process's file */
 #include "testutil.h"
 
 extern char **environ;
@@ -415,6 +417,9 @@ Test(ctl, options_before_or_after_the_command)
 	};
 	struct run *r;
 
+	/* Other users of the machine's runtime directory may list more than
+	 * OUT_MAX of connections: stat sees ours alone. */
+	cr_assert_not_null(tu_isolated_rundir());
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		r = ctl(lines[i][0], lines[i][1], lines[i][2], NULL);
 		cr_expect_eq(r->status, 0, "%s %s %s: exit %d: %s", lines[i][0], lines[i][1], lines[i][2] ? lines[i][2] : "",
@@ -467,6 +472,39 @@ Test(ctl, stat_shows_live_connection_counters)
 	scilan_close(s);
 	r = ctl("--json", "stat", NULL);
 	cr_assert_null(strstr(r->out, expect_pid), "closed connections still listed: %s", r->out);
+}
+
+/* An IPv4 peer of a dual-stack listener: the accepted socket's kernel name is
+ * ::ffff:127.0.0.1, which stat shows as the IPv4 address it is, as the
+ * registry keys it (one address key for the library). */
+Test(ctl, stat_shows_v4_mapped_addresses_as_ipv4)
+{
+	struct sockaddr_in6 any6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(any6);
+	char expect[64];
+	int off = 0, l, c, s;
+
+	cr_assert_not_null(tu_isolated_rundir()); /* our connections alone */
+	l = scilan_socket(AF_INET6, SOCK_STREAM, 0);
+	cr_assert_geq(l, 0);
+	cr_assert_eq(scilan_setsockopt(l, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)), 0);
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&any6, sizeof(any6)), 0, "%s", strerror(errno));
+	cr_assert_eq(scilan_listen(l, 4), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&any6, &len), 0);
+	to.sin_port = any6.sin6_port;
+	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "%s", strerror(errno));
+	s = scilan_accept(l, NULL, NULL);
+	cr_assert_geq(s, 0, "%s", strerror(errno));
+	struct run *r = ctl("--json", "stat", "--all", NULL);
+	cr_assert_eq(r->status, 0, "%s", r->err);
+	snprintf(expect, sizeof(expect), "\"local\":\"127.0.0.1:%u\"", (unsigned)ntohs(to.sin_port));
+	cr_expect(strstr(r->out, expect), "the accepted end is not listed at %s: %s", expect, r->out);
+	cr_expect_null(strstr(r->out, "ffff"), "a v4-mapped address is listed: %s", r->out);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
 }
 
 /* A pid proves nothing (another process may have it by now): a statistics

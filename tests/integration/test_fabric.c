@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster_map.h"
-#include "fabric.h"
+#include "runtime/cluster_map.h"
+#include "fabric/fabric.h"
 #include "scilan.h"
 #include "testutil.h"
 

@@ -27,12 +27,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "registry.h"
-#include "rendezvous.h"
+#include "runtime/config.h"
+#include "fabric/shm/registry.h"
+#include "fabric/shm/rendezvous.h"
 #include "scilan.h"
-#include "shm_linger.h"
-#include "stats.h"
+#include "fabric/shm/offer_names.h"
+#include "runtime/stats.h"
 #include "testutil.h"
 
 static int capture = -1;

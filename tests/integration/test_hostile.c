@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "layout.h"
-#include "testing.h"
+#include "ring/layout.h"
+#include "test_segment.h"
 #include "testutil.h"
 
 #define WATCHDOG_SECS 30

@@ -11,11 +11,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "handover.h"
-#include "layout.h"
-#include "scm.h"
-#include "segment.h"
-#include "testing.h"
+#include "process/handover.h"
+#include "ring/layout.h"
+#include "process/scm.h"
+#include "ring/segment.h"
+#include "test_segment.h"
 #include "testutil.h"
 
 #define WATCHDOG_SECS 30

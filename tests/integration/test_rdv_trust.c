@@ -23,10 +23,10 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "layout.h"
-#include "rendezvous.h"
-#include "segment.h"
-#include "sock.h"
+#include "ring/layout.h"
+#include "fabric/shm/rendezvous.h"
+#include "ring/segment.h"
+#include "socket/sock_state.h"
 #include "testutil.h"
 
 #define NOBODY 65534

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "rendezvous.h"
+#include "fabric/shm/rendezvous.h"
 #include "testutil.h"
 
 static void expect_echo(int c, int s, const char *msg)

@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "testing.h"
+#include "runtime/testing.h"
+#include "test_segment.h"
 #include "testutil.h"
 
 /* Pages the memfd behind fd's segment has allocated (reserved by fallocate

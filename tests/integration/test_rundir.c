@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rundir_sweep.h"
+#include "runtime/rundir_sweep.h"
 #include "testutil.h"
 
 #define HOLDERS 40  /* connected, then killed */

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "runtime/config.h"
 #include "testutil.h"
 
 #define NOBODY 65534

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "scilan.h"
-#include "sock.h"
+#include "socket/sock_state.h"
 #include "testutil.h"
 
 #define MAX_SEGS 16

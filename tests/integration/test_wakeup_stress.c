@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sock.h" /* sl_totals: how often this process really slept */
+#include "socket/sock_state.h" /* sl_totals: how often this process really slept */
 #include "testutil.h"
 
 #define STALL_SECS 10

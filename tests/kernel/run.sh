@@ -31,11 +31,11 @@ gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan
 	-o "$work/root/bin/sltest" "$here/sltest.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # devtest: libscilan's device fabric through the native API (libscilan built in, static).
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
-	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devtest" "$here/devtest.c" "$top"/libscilan/src/*.c ||
+	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devtest" "$here/devtest.c" $(find "$top/libscilan/src" -name '*.c') ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # devsec: who may take a port's device connections (a second uid), and listeners told apart.
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
-	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devsec" "$here/devsec.c" "$top"/libscilan/src/*.c ||
+	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devsec" "$here/devsec.c" $(find "$top/libscilan/src" -name '*.c') ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # An unmodified, dynamically linked program under the preload hook: tests/hook/progs/peer
 # with its shared libraries and libscilan_preload.so.

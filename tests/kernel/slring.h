@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "guest.h"
-#include "layout.h"
+#include "ring/layout.h"
 #include "uapi/scilan.h"
 
 static inline int info(int fd, struct scilan_info *in)

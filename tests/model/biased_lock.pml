@@ -1,4 +1,4 @@
-/* biased_lock.pml — SPIN model of the biased ring lock (sock_table.c) under
+/* biased_lock.pml — SPIN model of the biased ring lock (libscilan/src/sync/ring_lock.c) under
  * x86-TSO: the owner enters with plain stores (busy := me; load owner), a
  * revoker stores owner := -1, calls membarrier (drains the owner's store
  * buffer), then waits for busy == 0.  Mutual exclusion is asserted;

@@ -13,8 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "holders.h"
-#include "layout.h"
+#include "process/holders.h"
+#include "ring/layout.h"
 
 static struct sl_sock *made; /* one per test, freed by the suite's fini */
 

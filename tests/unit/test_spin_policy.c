@@ -4,7 +4,7 @@
  * contended. */
 #include <criterion/criterion.h>
 
-#include "spin_policy.h"
+#include "sync/spin_policy.h"
 
 #define US 1000u
 

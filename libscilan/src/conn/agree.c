@@ -1,0 +1,242 @@
+/* agree.c — the connecting side of the agreement (ARCHITECTURE.md,
+ * "Agreement"): it watches the offer word, its kernel socket and the clock,
+ * revokes an offer nobody took, and moves the connection to kernel TCP with
+ * every byte it wrote into the ring nobody read.
+ */
+#include "sync/clock.h"
+#include "conn/agree.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "conn/conn.h"
+#include "fabric/fabric.h"
+#include "runtime/endpoint_key.h"
+#include "runtime/log.h"
+#include "runtime/sock_diag.h"
+#include "runtime/stats_file.h"
+#include "runtime/sys.h"
+
+/* Another process of our side (fork) is copying the ring out: wait for it
+ * at most this long before giving the connection up as reset. */
+#define OTHER_FLUSH_WAIT_MS 10000
+
+void sl_agree_start(struct sl_sock *s, _Atomic uint32_t *word)
+{
+	s->offer_word = word;
+	s->agree_deadline_ns = sl_mono_ns() + (int64_t)SL_AGREE_WAIT_MS * 1000000;
+	atomic_store_explicit(&s->agree, SL_AGREE_PENDING, memory_order_release);
+}
+
+short sl_agree_kernel_ready(struct sl_sock *s, short events)
+{
+	struct pollfd pfd = { .fd = s->fd, .events = events };
+
+	return sl_sys.poll(&pfd, 1, 0) == 1 ? pfd.revents : 0;
+}
+
+/* While the offer is out nothing but the acceptor's own bytes (a plain
+ * acceptor spoke first) or its close can make the kernel socket readable. */
+static bool kernel_readable(struct sl_sock *s)
+{
+	return sl_agree_kernel_ready(s, POLLIN) != 0;
+}
+
+/* Still in the listener's accept queue: no process holds the acceptor's
+ * end yet, so no acceptor had its chance (a busy server's backlog).  Asked
+ * of the kernel by sock_diag; an end it cannot see (another network
+ * namespace) counts as accepted, and the second stands. */
+static bool acceptor_queued(struct sl_sock *s)
+{
+	struct sl_key local, peer;
+
+	return sl_key_of_fd(s->fd, false, &local) == 0 && sl_key_of_fd(s->fd, true, &peer) == 0 &&
+	       sl_diag_tcp_queued(s->fd, &peer, &local) == 1;
+}
+
+static bool due(struct sl_sock *s, enum sl_agree_mode mode)
+{
+	int64_t now;
+
+	if (mode == SL_AGREE_FORCE || (atomic_load(&s->agree) & SL_AGREE_STIRRED))
+		return true;
+	now = sl_mono_ns();
+	if (now >= atomic_load_explicit(&s->agree_deadline_ns, memory_order_relaxed)) {
+		if (!acceptor_queued(s))
+			return true;
+		atomic_store_explicit(&s->agree_deadline_ns, now + (int64_t)SL_AGREE_WAIT_MS * 1000000,
+				      memory_order_relaxed);
+	}
+	return mode == SL_AGREE_WAIT && kernel_readable(s);
+}
+
+/* Copy what our side wrote into the acceptor's ring onto the kernel socket,
+ * in order, before any later send.  Nobody consumed any of it (the acceptor
+ * never attached), so the ring holds exactly bytes [0, write). */
+static void flush_ring(struct sl_sock *s)
+{
+	uint64_t end = atomic_load_explicit(s->tx.remote_write, memory_order_acquire), done = 0;
+	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+
+	if (end > s->tx.cap) {
+		/* Only the acceptor could have written that index: it broke the
+		 * protocol, and the bytes cannot be known. */
+		sl_warn("fd %d: connection reset: the ring's write index was corrupted before the offer was decided",
+			s->fd);
+		atomic_store(&s->reset, true);
+		sl_conn_note_error(s);
+		sl_sys.shutdown(s->fd, SHUT_RDWR);
+		return;
+	}
+	/* A connection the kernel already reset (the listener closed before
+	 * accepting it) takes nothing: a send would consume the error the
+	 * application must see. */
+	if (sl_agree_kernel_ready(s, POLLOUT) & POLLERR)
+		return;
+	while (done < end) {
+		ssize_t n = sl_sys.send(s->fd, s->tx.data + done, (size_t)(end - done), MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			done += (uint64_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			sl_sys.poll(&pfd, 1, -1);
+		} else if (n < 0 && errno != EINTR) {
+			/* The peer is gone: the kernel reports it on the next call, as
+			 * it would for bytes it had queued. */
+			sl_debug("fd %d: %llu of %llu ring bytes reached the kernel socket: %s", s->fd,
+				 (unsigned long long)done, (unsigned long long)end, strerror(errno));
+			return;
+		}
+	}
+	/* A shutdown the application made while the offer was out. */
+	if (atomic_load(&s->shut_wr))
+		sl_sys.shutdown(s->fd, SHUT_WR);
+	if (atomic_load(&s->shut_rd))
+		sl_sys.shutdown(s->fd, SHUT_RD);
+	sl_debug("fd %d: the accepting side did not take the ring offer; %llu bytes moved to kernel TCP", s->fd,
+		(unsigned long long)end);
+}
+
+/* With tx_lock and ctl_lock held: take the decision the offer word allows.
+ * Returns the word as it ends (ATTACHED, PLAIN, or REVOKED if another process
+ * of ours never finished copying). */
+static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word)
+{
+	uint32_t w = atomic_load_explicit(word, memory_order_acquire);
+
+	for (int waited = 0;;) {
+		/* Agreed, and maybe moved by a bypass since (bypass.c's business). */
+		if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED)
+			return SL_OFFER_ATTACHED;
+		if (w == SL_OFFER_PLAIN)
+			return w;
+		if (w == SL_OFFER_REVOKED) {
+			struct timespec one_ms = { 0, 1000000 };
+
+			/* A forked holder of this connection is copying the ring out;
+			 * our later bytes must follow its. */
+			if (waited++ >= OTHER_FLUSH_WAIT_MS)
+				return w;
+			nanosleep(&one_ms, NULL);
+			w = atomic_load_explicit(word, memory_order_acquire);
+			continue;
+		}
+		/* OFFERED, REFUSED (or garbage from the acceptor): exactly one
+		 * compare-and-swap moves it on; an acceptor's ATTACHED may win. */
+		if (atomic_compare_exchange_strong(word, &w, SL_OFFER_REVOKED)) {
+			flush_ring(s);
+			atomic_store_explicit(word, SL_OFFER_PLAIN, memory_order_release);
+			return SL_OFFER_PLAIN;
+		}
+	}
+}
+
+static bool fall_back(struct sl_sock *s, enum sl_fb why)
+{
+	_Atomic uint32_t *word;
+	uint32_t w;
+	bool plain;
+
+	sl_lock(&s->tx_lock);
+	pthread_mutex_lock(&s->ctl_lock);
+	word = s->offer_word;
+	if (!(atomic_load(&s->agree) & SL_AGREE_PENDING) || !word || !s->seg) {
+		plain = sl_fell_back(s);
+		goto out;
+	}
+	w = settle_locked(s, word);
+	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
+	plain = w != SL_OFFER_ATTACHED;
+	if (w == SL_OFFER_REVOKED) {
+		sl_warn("fd %d: connection reset: another process holding it never finished moving it to kernel TCP",
+			s->fd);
+		atomic_store(&s->reset, true);
+		sl_conn_note_error(s);
+		plain = false;
+	}
+	if (plain) {
+		sl_agree_mark_plain(s);
+		sl_fabric()->offer_settle(s);
+		sl_stats_conn_close(s);
+		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+		sl_fallback(s, why, SL_FB_CONNECTOR);
+		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
+	} else if (w == SL_OFFER_ATTACHED) {
+		sl_fabric()->offer_settle(s);
+	}
+out:
+	pthread_mutex_unlock(&s->ctl_lock);
+	sl_unlock(&s->tx_lock);
+	/* Our other threads sleeping on the rings must redo their call on the
+	 * kernel socket. */
+	if (plain)
+		sl_conn_wake_local(s);
+	return plain;
+}
+
+bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
+{
+	_Atomic uint32_t *word;
+	uint32_t w;
+
+	if (!(atomic_load_explicit(&s->agree, memory_order_acquire) & SL_AGREE_PENDING))
+		return sl_fell_back(s);
+	word = s->offer_word;
+	if (!word)
+		return sl_fell_back(s);
+	w = atomic_load_explicit(word, memory_order_acquire);
+	if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED) {
+		/* Agreed: the offer's memfd and names go now, not at the first
+		 * sleep, which a busy connection may never reach (a descriptor
+		 * per connection is what thousands of clients run out of). */
+		if (atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING) & SL_AGREE_PENDING) {
+			pthread_mutex_lock(&s->ctl_lock);
+			sl_fabric()->offer_settle(s);
+			pthread_mutex_unlock(&s->ctl_lock);
+		}
+		return false;
+	}
+	if (w == SL_OFFER_OFFERED && !due(s, mode))
+		return false;
+	/* Forced before the acceptor had its chance (the deadline) is ours. */
+	return fall_back(s, w == SL_OFFER_REFUSED                          ? SL_FB_REFUSED
+			    : mode != SL_AGREE_FORCE || due(s, SL_AGREE_WAIT) ? SL_FB_UNCONFIRMED
+									   : SL_FB_UNDECIDED);
+}
+
+bool sl_agree_plain_slow(struct sl_sock *s, enum sl_agree_mode mode)
+{
+	uint32_t a = atomic_load_explicit(&s->agree, memory_order_acquire);
+
+	if (a & SL_AGREE_PLAIN)
+		return true;
+	if ((a & SL_AGREE_PENDING) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
+		return sl_fell_back(s);
+	if ((atomic_load_explicit(&s->agree, memory_order_relaxed) & SL_AGREE_STIRRED) ||
+	    sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed)))
+		return sl_bypass(s);
+	return false;
+}

@@ -1,0 +1,227 @@
+/* conn.c — the state of an established connection as both ends see it:
+ * readiness from ring indices and peer flags, the stimulate side of the sleep
+ * protocol, and resets when the peer breaks the protocol or dies.
+ */
+#include "conn/conn.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn/agree.h"
+#include "evq/evq.h"
+#include "fabric/fabric.h"
+#include "runtime/log.h"
+#include "ring/segment.h"
+#include "runtime/sys.h"
+#include "ring/urgent.h"
+
+void sl_conn_reset(struct sl_sock *s, const char *why)
+{
+	if (atomic_exchange(&s->reset, true))
+		return;
+	sl_warn("fd %d: connection reset: %s", s->fd, why);
+	sl_conn_note_error(s);
+	if (s->peer_ctl) {
+		pthread_mutex_lock(&s->ctl_lock);
+		sl_segment_set_state(s, sl_conn_reset_bits(s));
+		pthread_mutex_unlock(&s->ctl_lock);
+		/* A locked operation: the reset state is visible before we read
+		 * the peer's set registrations (a full fence on x86, and TSan
+		 * understands it, where it refuses atomic_thread_fence). */
+		atomic_fetch_or(&s->peer_ctl->peer_state, 0);
+		sl_evq_notify(s, SL_DIR_DATA | SL_DIR_SPACE);
+		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
+	}
+	sl_conn_wake_local(s);
+}
+
+bool sl_conn_peer_died(struct sl_sock *s)
+{
+	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+
+	if ((ps & SL_PEER_RESET) || atomic_load(&s->sent_after_close))
+		return true;
+	return atomic_load(&s->peer_gone) && !(ps & SL_PEER_CLOSED);
+}
+
+bool sl_conn_fin_first(struct sl_sock *s)
+{
+	return atomic_load(&s->sent_after_close) ||
+	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_RESET_AFTER_FIN);
+}
+
+uint32_t sl_conn_reset_bits(const struct sl_sock *s)
+{
+	/* A FIN sent earlier (by any process of our side) reached the peer
+	 * before this reset. */
+	uint32_t sent = s->state_to_peer | atomic_load_explicit(&s->peer_ctl->peer_state, memory_order_relaxed);
+
+	return SL_PEER_RESET | SL_PEER_CLOSED | SL_PEER_SHUT_WR | ((sent & SL_PEER_SHUT_WR) ? SL_PEER_RESET_AFTER_FIN : 0);
+}
+
+bool sl_conn_unread(struct sl_sock *s)
+{
+	int64_t avail;
+
+	sl_lock(&s->rx_lock);
+	avail = sl_rx_waiting(s);
+	sl_unlock(&s->rx_lock);
+	return avail > 0;
+}
+
+/* SO_LINGER {1, 0}.  The option lives on the kernel socket (shared by fork,
+ * exec and SCM_RIGHTS), so it is asked there. */
+static bool linger_abort(const struct sl_sock *s)
+{
+	struct linger l;
+	socklen_t len = sizeof(l);
+
+	return sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff && l.l_linger == 0;
+}
+
+uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread)
+{
+	sl_urg_drain_kernel(s);
+	return unread || linger_abort(s) ? sl_conn_reset_bits(s) : SL_PEER_SHUT_WR | SL_PEER_CLOSED;
+}
+
+void sl_conn_note_error(struct sl_sock *s)
+{
+	if (!atomic_exchange(&s->error_noted, true))
+		atomic_store(&s->pending_error, sl_conn_fin_first(s) ? EPIPE : ECONNRESET);
+}
+
+short sl_conn_ready(struct sl_sock *s, short events)
+{
+	short rev = 0, urg = 0;
+	uint32_t ps;
+	int64_t avail, readable, space;
+	bool peer_fin, shut_wr;
+
+	/* Our offer out and undecided, or the peer's bytes on the kernel
+	 * socket: a poll or epoll wait is where a program that never calls
+	 * recv learns that the connection is kernel TCP now. */
+	if (sl_agree_plain(s, SL_AGREE_POLL))
+		return sl_agree_kernel_ready(s, events);
+	shut_wr = atomic_load(&s->shut_wr);
+	if (atomic_load(&s->reset))
+		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |
+			       (atomic_load(&s->pending_error) ? POLLERR : 0));
+	/* State before indices: data written before the peer's FIN is then visible. */
+	ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
+	sl_lock(&s->rx_lock);
+	avail = readable = sl_rx_waiting(s);
+	if (avail > 0)
+		urg = sl_urg_ready(s, &readable);
+	sl_unlock(&s->rx_lock);
+	if (avail < 0) {
+		sl_conn_reset(s, "peer wrote an impossible write index");
+		return sl_conn_ready(s, events);
+	}
+	if (sl_conn_peer_died(s)) {
+		/* POLLERR only while the error is pending: once a recv, send or
+		 * SO_ERROR took it, the kernel shows IN|OUT|HUP|RDHUP.  Data still
+		 * in the ring does not hide the reset (tcp_poll). */
+		sl_conn_note_error(s);
+		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP | urg)) | POLLHUP |
+			       (atomic_load(&s->pending_error) ? POLLERR : 0));
+	}
+	rev |= urg;
+	peer_fin = (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone);
+	if (readable > 0 || peer_fin || atomic_load(&s->shut_rd))
+		rev |= POLLIN | POLLRDNORM;
+	if (peer_fin || atomic_load(&s->shut_rd)) /* tcp_poll: any RCV_SHUTDOWN */
+		rev |= POLLRDHUP;
+	if (shut_wr || (ps & SL_PEER_CLOSED) || atomic_load(&s->peer_gone)) {
+		rev |= POLLOUT | POLLWRNORM;
+	} else {
+		sl_lock(&s->tx_lock);
+		space = sl_tx_room(s, s->tx.room / 4);
+		sl_unlock(&s->tx_lock);
+		if (space < 0) {
+			sl_conn_reset(s, "peer published an impossible read index");
+			return sl_conn_ready(s, events);
+		}
+		/* Like the kernel's minimum write space: no POLLOUT for a sliver. */
+		if ((uint64_t)space >= s->tx.room / 4)
+			rev |= POLLOUT | POLLWRNORM;
+	}
+	if ((peer_fin || atomic_load(&s->shut_rd)) && shut_wr)
+		rev |= POLLHUP;
+	return (short)(rev & (events | POLLHUP | POLLERR));
+}
+
+void sl_conn_wake_local(struct sl_sock *s)
+{
+	/* Only for sleepers of this process.  The bell is shared with the
+	 * processes we forked (or that forked us): a wake-up rung when none of
+	 * our threads sleeps on s is drained by theirs, whose waits it does not
+	 * end, and two of their sleepers (a reader and a writer) pass it to
+	 * each other forever.  Our own sleepers count themselves before they
+	 * look at the state our caller just changed (shut, reset: stored before
+	 * the full fence that sl_evq_notify_local begins with), so skipping
+	 * loses no wake-up; a poller that could not take a direction (another
+	 * thread held it) sleeps at most 10 ms. */
+	sl_evq_notify_local(s);
+	if (!atomic_load(&s->sleepers[0]) && !atomic_load(&s->sleepers[1]))
+		return;
+	sl_fabric()->ring_self(s, SL_TOKEN_LOCAL);
+}
+
+void sl_conn_after_produce(struct sl_sock *s, bool fenced)
+{
+	/* Step 1-2 of the stimulate side: our index store must be visible before
+	 * we read the peer's arm word, or both of us could miss the other. */
+	if (!fenced)
+		atomic_thread_fence(memory_order_seq_cst);
+	sl_evq_notify(s, SL_DIR_DATA);
+	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
+	    atomic_exchange(&s->own_ctl->wake_on_data, 0))
+		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
+}
+
+bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room)
+{
+	/* Only a published index can unblock the sender; publishing is batched
+	 * (ring.h), so a sleeping sender gets the index at once.  Without a
+	 * publish for room the fence is skipped when nobody asked: a sender
+	 * that asks after our look re-reads the index we stored. */
+	if (!published_for_room) {
+		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
+		    !(atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & 0xaaaaaaaau))
+			return false;
+		sl_ring_rx_publish(&s->rx);
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	sl_evq_notify(s, SL_DIR_SPACE);
+	return atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
+	       atomic_exchange(&s->own_ctl->wake_on_space, 0);
+}
+
+void sl_conn_wake_peer(struct sl_sock *s)
+{
+	int tokens = 0;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	sl_evq_notify(s, SL_DIR_DATA | SL_DIR_SPACE);
+	if (atomic_exchange(&s->own_ctl->wake_on_data, 0))
+		tokens |= SL_TOKEN_DATA;
+	if (atomic_exchange(&s->own_ctl->wake_on_space, 0))
+		tokens |= SL_TOKEN_SPACE;
+	if (tokens)
+		sl_fabric()->stimulate(s, tokens);
+}
+
+bool sl_conn_check_peer(struct sl_sock *s)
+{
+	/* While our offer is out the kernel socket may carry a plain
+	 * acceptor's bytes, which only the fall-back may read. */
+	if (atomic_load(&s->peer_gone) || sl_agree_pending(s))
+		return false;
+	if (!sl_fabric()->peer_gone(s))
+		return false;
+	atomic_store(&s->peer_gone, true);
+	return true;
+}

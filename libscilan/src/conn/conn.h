@@ -1,0 +1,59 @@
+/* conn.h — connection-level helpers shared by the data path, the wait
+ * machinery and the socket calls: readiness, resets, local wake-ups.
+ */
+#ifndef SCILAN_CONN_H
+#define SCILAN_CONN_H
+
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "socket/sock_state.h"
+
+/* Readiness (poll bits) of a connected accelerated socket, without syscalls. */
+short sl_conn_ready(struct sl_sock *s, short events);
+/* The peer broke the protocol: log why, mark the connection reset, tell the peer. */
+void sl_conn_reset(struct sl_sock *s, const char *why);
+/* Wake threads of this process sleeping on s (after shutdown or close). */
+void sl_conn_wake_local(struct sl_sock *s);
+/* After freeing ring space, with rx_lock held: true if the peer sleeps
+ * waiting for space and must be stimulated (after unlocking). */
+bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room);
+/* After adding data or state: wake a peer that sleeps waiting for it
+ * (fenced: the publishing store was already a full fence). */
+void sl_conn_after_produce(struct sl_sock *s, bool fenced);
+/* Wake the peer whatever it sleeps on (it must see our close). */
+void sl_conn_wake_peer(struct sl_sock *s);
+/* Ask the kernel whether the peer's end is gone (one syscall); true if it
+ * just learnt so. */
+bool sl_conn_check_peer(struct sl_sock *s);
+/* The peer went away without an orderly close (died, or reset us). */
+bool sl_conn_peer_died(struct sl_sock *s);
+/* The connection ended in a reset: set the pending error the first time
+ * only, as the kernel sets sk_err once when the RST arrives; the next recv,
+ * send or SO_ERROR takes it, and poll shows POLLERR until then.  The error is
+ * ECONNRESET, or EPIPE when the peer's FIN came before its reset. */
+void sl_conn_note_error(struct sl_sock *s);
+/* The reset came after the peer's FIN (TCP: RST in CLOSE_WAIT): the pending
+ * error is EPIPE and recv ends in 0, leaving it pending. */
+bool sl_conn_fin_first(struct sl_sock *s);
+/* The peer_state bits a reset writes for the peer (with ctl_lock held). */
+uint32_t sl_conn_reset_bits(const struct sl_sock *s);
+/* Bytes wait unread in our ring (taken before ctl_lock). */
+bool sl_conn_unread(struct sl_sock *s);
+/* The peer_state bits our last close (or exit) writes, with ctl_lock held:
+ * a reset when data was unread or SO_LINGER is {1, 0}, as TCP's close sends
+ * RST then; else the orderly SHUT_WR|CLOSED.  The kernel connection's urgent
+ * signal bytes are consumed first (urgent.c). */
+uint32_t sl_conn_close_bits(struct sl_sock *s, bool unread);
+
+/* Counters are written only under the lock that serializes their side, so
+ * a plain add suffices; the atomics keep concurrent readers well defined. */
+static inline void sl_stat_add(_Atomic uint64_t *counter, uint64_t n)
+{
+	atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,65 @@
+/* stall.c — watching, from our waits, whether the peer takes anything of
+ * what we put in its ring; a peer that takes nothing for SL_STALL_MS may be
+ * reading the kernel socket where the hook cannot see (an SCM_RIGHTS
+ * receiver without the hook, io_uring), so the connection moves to kernel
+ * TCP, which is safe whoever the peer is (bypass.c, "leaving").
+ */
+#include "conn/stall.h"
+
+#include "conn/agree.h"
+#include "ring/layout.h"
+#include "runtime/log.h"
+
+bool sl_stall_watch(const struct sl_sock *s)
+{
+	uint32_t peer;
+
+	if (!s->seg || !s->tx.read_copy || !s->tx.remote_write || sl_fell_back(s) ||
+	    atomic_load(&s->reset) || sl_agree_pending(s))
+		return false;
+	peer = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed);
+	if (peer & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN))
+		return false;
+	return atomic_load_explicit(s->tx.remote_write, memory_order_relaxed) !=
+	       atomic_load_explicit(s->tx.read_copy, memory_order_relaxed);
+}
+
+bool sl_stall_note(struct sl_sock *s, int64_t now_ns)
+{
+	uint64_t read;
+	int64_t since;
+
+	if (!sl_stall_watch(s)) {
+		atomic_store_explicit(&s->stall_since_ns, 0, memory_order_relaxed);
+		return false;
+	}
+	read = atomic_load_explicit(s->tx.read_copy, memory_order_relaxed);
+	since = atomic_load_explicit(&s->stall_since_ns, memory_order_relaxed);
+	if (!since || read != atomic_load_explicit(&s->stall_read, memory_order_relaxed)) {
+		atomic_store_explicit(&s->stall_read, read, memory_order_relaxed);
+		atomic_store_explicit(&s->stall_since_ns, now_ns, memory_order_relaxed);
+		return false;
+	}
+	return now_ns - since >= (int64_t)SL_STALL_MS * 1000000;
+}
+
+bool sl_stall_at_close(const struct sl_sock *s)
+{
+	/* The first consume publishes at once, so 0 is "nothing taken since
+	 * it agreed".  A peer that read anything through the ring, or wrote
+	 * into ours, uses the hook: it reads the rest after our close as TCP
+	 * would deliver it.  Urgent marks stay out: a move re-sends them as
+	 * plain bytes. */
+	return sl_stall_watch(s) && atomic_load_explicit(s->tx.read_copy, memory_order_acquire) == 0 &&
+	       atomic_load_explicit(s->rx.write_idx, memory_order_acquire) == 0 &&
+	       atomic_load_explicit(&s->peer_ctl->urg_count, memory_order_relaxed) == 0;
+}
+
+void sl_stall_move(struct sl_sock *s)
+{
+	atomic_store_explicit(&s->stall_since_ns, 0, memory_order_relaxed);
+	sl_info("fd %d: the peer took nothing from its ring for %d s while we waited: it may read the kernel "
+		"socket; the connection continues on kernel TCP",
+		s->fd, SL_STALL_MS / 1000);
+	sl_bypass_leave(s, SL_FB_STALLED);
+}

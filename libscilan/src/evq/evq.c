@@ -1,0 +1,434 @@
+/* evq.c — epoll sets' event queues: the waiter's memfd with the ready bitmap,
+ * its bell (a pipe the peers reopen through /proc), the registrations in the
+ * connections' peer areas, and the sender side that marks and rings.
+ */
+#include "evq/evq.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "conn/agree.h"
+#include "fabric/fabric.h"
+#include "ring/layout.h"
+#include "runtime/log.h"
+#include "runtime/own_fd.h"
+#include "runtime/sys.h"
+
+#define EVQ_MAGIC 0x3151564520434c53ull /* "SLC EVQ1" */
+#define EVQ_MAPS 1024                   /* sets of other processes one process marks */
+
+static size_t evq_size(void)
+{
+	return (sizeof(struct sl_evq_shared) + SL_PAGE - 1) & ~(size_t)(SL_PAGE - 1);
+}
+
+int sl_evq_open(struct sl_evq *q)
+{
+	int fds[2] = { -1, -1 }, memfd;
+	struct sl_evq_shared *sh;
+	struct stat st;
+	uint64_t id = 0;
+
+	*q = (struct sl_evq){ .memfd = -1, .bell_r = -1, .bell_w = -1 };
+	memfd = memfd_create("scilan-evq", MFD_CLOEXEC);
+	if (memfd < 0)
+		return -1;
+	if (ftruncate(memfd, (off_t)evq_size()) < 0 || pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0 ||
+	    fstat(fds[0], &st) < 0)
+		goto fail;
+	sh = mmap(NULL, evq_size(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (sh == MAP_FAILED)
+		goto fail;
+	while (!id && getrandom(&id, sizeof(id), 0) != sizeof(id))
+		id = 0;
+	sh->set_id = id;
+	sh->bell_dev = st.st_dev;
+	sh->bell_ino = st.st_ino;
+	atomic_store(&sh->armed, 0);
+	atomic_thread_fence(memory_order_seq_cst);
+	sh->magic = EVQ_MAGIC;
+	q->sh = sh;
+	q->memfd = sl_own_fd(memfd);
+	q->bell_r = sl_own_fd(fds[0]);
+	q->bell_w = sl_own_fd(fds[1]);
+	return 0;
+fail:
+	sl_sys.close(memfd);
+	if (fds[0] >= 0) {
+		sl_sys.close(fds[0]);
+		sl_sys.close(fds[1]);
+	}
+	return -1;
+}
+
+void sl_evq_close(struct sl_evq *q)
+{
+	if (!q->sh)
+		return;
+	/* Only our copy: a forked child drops the parent's queue, which the
+	 * parent goes on using.  Peers that mapped it keep their mapping. */
+	munmap(q->sh, evq_size());
+	sl_own_fd_close(q->memfd);
+	sl_own_fd_close(q->bell_r);
+	sl_own_fd_close(q->bell_w);
+	*q = (struct sl_evq){ .memfd = -1, .bell_r = -1, .bell_w = -1 };
+}
+
+/* May this process open any process's descriptors through /proc? */
+static bool can_read_any(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	return syscall(SYS_capget, &h, d) == 0 &&
+	       (d[CAP_TO_INDEX(CAP_SYS_PTRACE)].effective & CAP_TO_MASK(CAP_SYS_PTRACE));
+}
+
+void sl_evq_publish_marker(struct sl_area_ctl *c)
+{
+	/* /proc checks the file-system ids, which follow the effective ones. */
+	atomic_store_explicit(&c->marker_uid, (uint32_t)geteuid(), memory_order_relaxed);
+	atomic_store_explicit(&c->marker_gid, (uint32_t)getegid(), memory_order_relaxed);
+	atomic_fetch_or_explicit(&c->marker_flags, SL_MARKER_CRED | (can_read_any() ? SL_MARKER_ANY : 0),
+				 memory_order_release);
+}
+
+/* Whether the peer can open our sets, as the kernel decides for
+ * /proc/PID/fd (ptrace_may_access, "read" with file-system ids): it has all
+ * our user and group ids, or CAP_SYS_PTRACE.  (Our dumpability make_queue
+ * checks.)  A peer of another user (a root client of an nginx worker that
+ * runs as nobody) could never mark us: every answer would wait for the
+ * set's sweep. */
+static bool marker_reaches(struct sl_sock *s)
+{
+	uint32_t f = atomic_load_explicit(&s->own_ctl->marker_flags, memory_order_acquire), uid, gid;
+	signed char known = atomic_load_explicit(&s->evq_reach, memory_order_relaxed);
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	bool ok;
+
+	if (f & SL_MARKER_LOST)
+		return false;
+	if (known)
+		return known > 0;
+	/* An older library says nothing: it is trusted to reach us, as before. */
+	if (!(f & SL_MARKER_CRED))
+		return true;
+	uid = atomic_load_explicit(&s->own_ctl->marker_uid, memory_order_relaxed);
+	gid = atomic_load_explicit(&s->own_ctl->marker_gid, memory_order_relaxed);
+	ok = (f & SL_MARKER_ANY) ||
+	     (getresuid(&ru, &eu, &su) == 0 && getresgid(&rg, &eg, &sg) == 0 && ru == uid && eu == uid && su == uid &&
+	      rg == gid && eg == gid && sg == gid);
+	atomic_store_explicit(&s->evq_reach, ok ? 1 : -1, memory_order_relaxed);
+	return ok;
+}
+
+bool sl_evq_eligible(struct sl_sock *s)
+{
+	/* The device fabric's peer is on another node: it cannot reopen our
+	 * descriptors, so its connections are scanned; so are those of a peer
+	 * that does not say it marks (an older library), or cannot. */
+	return sl_sock_on_rings(s) && s->seg && !s->dev_map[0] && sl_fabric() == &sl_fabric_shm &&
+	       !sl_agree_pending(s) && !sl_fell_back(s) &&
+	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ) &&
+	       marker_reaches(s);
+}
+
+static uint32_t dir_bits(int k, int dirs)
+{
+	return (uint32_t)(((dirs & SL_DIR_DATA) ? 1u : 0u) | ((dirs & SL_DIR_SPACE) ? 2u : 0u)) << (2 * k);
+}
+
+int sl_evq_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uint64_t *pub)
+{
+	static _Atomic uint32_t counter;
+	struct sl_area_ctl *c = s->peer_ctl;
+	uint64_t tag = (uint64_t)(uint32_t)sl_self_pid << 32 | (atomic_fetch_add(&counter, 1) + 1);
+
+	if (!q->sh || index >= SL_EVQ_SLOTS)
+		return -1;
+	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++) {
+		struct sl_evq_reg *r = &c->evq[k];
+		uint64_t free_ = 0;
+
+		if (!atomic_compare_exchange_strong(&r->claim, &free_, tag))
+			continue;
+		atomic_store(&r->pub, 0);
+		atomic_store(&r->set_id, q->sh->set_id);
+		atomic_store(&r->pid, sl_self_pid);
+		atomic_store(&r->memfd, q->memfd);
+		atomic_store(&r->bell, q->bell_w);
+		atomic_store(&r->index, index);
+		atomic_store_explicit(&r->pub, tag, memory_order_release);
+		*pub = tag;
+		return k;
+	}
+	return -1;
+}
+
+void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub)
+{
+	struct sl_evq_reg *r;
+
+	if (k < 0 || k >= SL_EVQ_CONN_SLOTS)
+		return;
+	r = &s->peer_ctl->evq[k];
+	/* Only ours: after a close the area is a sink anyway. */
+	if (!atomic_compare_exchange_strong(&r->pub, &pub, 0))
+		return;
+	atomic_fetch_and(&s->peer_ctl->evq_want, ~dir_bits(k, SL_DIR_DATA | SL_DIR_SPACE));
+	atomic_store(&r->claim, 0);
+}
+
+bool sl_evq_want(struct sl_sock *s, int k, int dirs)
+{
+	uint32_t bits = dir_bits(k, dirs);
+
+	/* Set already: the peer has not acted on it since, and will. */
+	if ((atomic_load(&s->peer_ctl->evq_want) & bits) == bits)
+		return false;
+	atomic_fetch_or(&s->peer_ctl->evq_want, bits);
+	/* A peer that publishes data unfenced (barrier.h) could read this word
+	 * before our store lands while we read its index before its store
+	 * lands (store buffering): both would miss, until the next sweep.  Its
+	 * half of the fence is ours to pay, as wait.c's sleeper pays it, but
+	 * only before a sleep, followed by a second look (the caller's). */
+	return (dirs & SL_DIR_DATA) &&
+	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_UNFENCED);
+}
+
+void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index)
+{
+	uint32_t w = index / 64;
+	uint64_t bit = 1ull << (index % 64), sbit = 1ull << (w % 64);
+	char byte = 1;
+
+	if (index >= SL_EVQ_SLOTS)
+		return;
+	/* The bit before the summary: a waiter that clears the summary reads
+	 * the bits after, so a bit is never left behind a clear summary. */
+	if (!(atomic_load_explicit(&sh->bits[w], memory_order_relaxed) & bit))
+		atomic_fetch_or(&sh->bits[w], bit);
+	if (!(atomic_load_explicit(&sh->summary[w / 64], memory_order_relaxed) & sbit))
+		atomic_fetch_or(&sh->summary[w / 64], sbit);
+	else
+		atomic_thread_fence(memory_order_seq_cst);
+	/* The set-level sleep protocol: marked, then the armed word. */
+	if (atomic_load(&sh->armed) > 0 && sl_sys.write(bell_w, &byte, 1) < 0 && errno != EAGAIN)
+		sl_debug("epoll set bell not rung: %s", strerror(errno));
+}
+
+int sl_evq_take(struct sl_evq_shared *sh, void (*fn)(void *arg, uint32_t index), void *arg)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < SL_EVQ_SUMMARY; i++) {
+		uint64_t sum;
+
+		if (!atomic_load_explicit(&sh->summary[i], memory_order_relaxed))
+			continue;
+		sum = atomic_exchange(&sh->summary[i], 0);
+		while (sum) {
+			uint32_t w = i * 64 + (uint32_t)__builtin_ctzll(sum);
+			uint64_t bits = atomic_exchange(&sh->bits[w], 0);
+
+			sum &= sum - 1;
+			while (bits) {
+				fn(arg, w * 64 + (uint32_t)__builtin_ctzll(bits));
+				bits &= bits - 1;
+				n++;
+			}
+		}
+	}
+	return n;
+}
+
+bool sl_evq_pending(const struct sl_evq_shared *sh)
+{
+	for (uint32_t i = 0; i < SL_EVQ_SUMMARY; i++)
+		if (atomic_load_explicit(&sh->summary[i], memory_order_relaxed))
+			return true;
+	return false;
+}
+
+void sl_evq_drain(struct sl_evq *q)
+{
+	char buf[256];
+
+	while (sl_sys.read(q->bell_r, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+		;
+}
+
+void sl_evq_arm(struct sl_evq *q)
+{
+	/* A full fence: the armed count before the re-check of the summary. */
+	atomic_fetch_add(&q->sh->armed, 1);
+}
+
+void sl_evq_disarm(struct sl_evq *q)
+{
+	atomic_fetch_sub(&q->sh->armed, 1);
+}
+
+/* The sets of other processes this process marks: mapped at the first mark
+ * and kept (a set a peer closed stays mapped, unread, until we exit). */
+struct evq_map {
+	int32_t pid;
+	uint64_t set_id;
+	struct sl_evq_shared *sh;
+	int bell_w;
+};
+static struct evq_map maps[EVQ_MAPS];
+static _Atomic int nmaps;
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Open another process's descriptor through /proc, only if it is a file of
+ * the given type: the registration is the peer's word, and opening a device
+ * (a tty, a watchdog) can act by itself. */
+static int open_peer_fd(int32_t pid, int32_t fd, int flags, mode_t type)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fd);
+	if (stat(path, &st) < 0 || (st.st_mode & S_IFMT) != type)
+		return -1;
+	return open(path, flags | O_CLOEXEC | O_NOCTTY);
+}
+
+/* Map set_id of process pid; NULL if it is not what the registration says,
+ * with *lost set if we may not open it. */
+static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int32_t bell, bool *lost)
+{
+	struct evq_map *m = NULL;
+	struct sl_evq_shared *sh;
+	struct stat st;
+	int fd, bw = -1, n;
+
+	pthread_mutex_lock(&maps_lock);
+	n = atomic_load(&nmaps);
+	for (int i = 0; i < n; i++)
+		if (maps[i].pid == pid && maps[i].set_id == set_id) {
+			m = &maps[i];
+			goto out;
+		}
+	if (n == EVQ_MAPS) {
+		static bool warned;
+
+		if (!warned)
+			sl_warn("more than %d epoll sets of peers: their waits see our data at their next sweep",
+				EVQ_MAPS);
+		warned = true;
+		goto out;
+	}
+	fd = open_peer_fd(pid, memfd, O_RDWR, S_IFREG);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		static bool warned;
+
+		/* Not a peer that cannot reach us (marker_reaches kept those
+		 * off the queue): one that changed user since it published.
+		 * (A waiter that is gone, ENOENT, is no news.) */
+		if (!warned)
+			sl_warn("cannot open the epoll set of pid %d (%s): its waits see our data at their next "
+				"sweep", (int)pid, strerror(errno));
+		warned = true;
+		*lost = true;
+	}
+	if (fd < 0)
+		goto out;
+	sh = fstat(fd, &st) == 0 && (size_t)st.st_size >= evq_size()
+		     ? mmap(NULL, evq_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+		     : MAP_FAILED;
+	sl_sys.close(fd);
+	if (sh == MAP_FAILED)
+		goto out;
+	/* The bell must be the set's own pipe: a descriptor number the waiter
+	 * reused since could name any file of it. */
+	if (sh->magic == EVQ_MAGIC && sh->set_id == set_id)
+		bw = open_peer_fd(pid, bell, O_WRONLY | O_NONBLOCK, S_IFIFO);
+	if (bw >= 0 && (fstat(bw, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_ino != sh->bell_ino ||
+			st.st_dev != sh->bell_dev)) {
+		sl_sys.close(bw);
+		bw = -1;
+	}
+	if (bw < 0) {
+		munmap(sh, evq_size());
+		goto out;
+	}
+	maps[n] = (struct evq_map){ .pid = pid, .set_id = set_id, .sh = sh, .bell_w = sl_own_fd(bw) };
+	m = &maps[n];
+	atomic_store(&nmaps, n + 1);
+out:
+	pthread_mutex_unlock(&maps_lock);
+	return m;
+}
+
+/* Mark the set of registration r; false if we may not open it. */
+static bool mark_reg(struct sl_evq_reg *r)
+{
+	uint64_t pub = atomic_load_explicit(&r->pub, memory_order_acquire), set_id;
+	int32_t pid, memfd, bell;
+	uint32_t index;
+	struct evq_map *m = NULL;
+	bool lost = false;
+	int n;
+
+	if (!pub)
+		return true;
+	set_id = atomic_load(&r->set_id);
+	pid = atomic_load(&r->pid);
+	memfd = atomic_load(&r->memfd);
+	bell = atomic_load(&r->bell);
+	index = atomic_load(&r->index);
+	if (atomic_load(&r->pub) != pub || index >= SL_EVQ_SLOTS)
+		return true; /* re-registered meanwhile: the new registrant looks itself */
+	n = atomic_load(&nmaps);
+	for (int i = 0; i < n && !m; i++)
+		if (maps[i].pid == pid && maps[i].set_id == set_id)
+			m = &maps[i];
+	if (!m)
+		m = map_set(pid, set_id, memfd, bell, &lost);
+	if (m)
+		sl_evq_mark(m->sh, m->bell_w, index);
+	return !lost;
+}
+
+void sl_evq_notify(struct sl_sock *s, int dirs)
+{
+	uint32_t mask = (dirs & SL_DIR_DATA ? 0x55555555u : 0) | (dirs & SL_DIR_SPACE ? 0xaaaaaaaau : 0);
+	struct sl_area_ctl *c = s->own_ctl;
+	uint32_t w = atomic_load_explicit(&c->evq_want, memory_order_relaxed) & mask;
+
+	if (!w)
+		return;
+	/* The peer's sets take this connection off their queues at their
+	 * next sweep; no use trying /proc at every send till then. */
+	if (atomic_load_explicit(&s->peer_ctl->marker_flags, memory_order_relaxed) & SL_MARKER_LOST)
+		return;
+	w = atomic_fetch_and(&c->evq_want, ~w) & w;
+	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
+		if ((w & (3u << (2 * k))) && !mark_reg(&c->evq[k]))
+			atomic_fetch_or(&s->peer_ctl->marker_flags, SL_MARKER_LOST);
+}
+
+void sl_evq_notify_local(struct sl_sock *s)
+{
+	struct sl_area_ctl *c = s->peer_ctl;
+
+	/* Every set of our side, whatever it asked for: a local change is rare
+	 * and may be any readiness (a forked holder's sets see it too).  The
+	 * fence orders our caller's state change before every later load, the
+	 * registrations here and sl_conn_wake_local's sleeper counts. */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
+		(void)mark_reg(&c->evq[k]);
+}

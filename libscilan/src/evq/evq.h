@@ -1,0 +1,74 @@
+/* evq.h — the event queue of one epoll set (ARCHITECTURE.md, "The event
+ * queue"): a ready bitmap in the waiting process's shared memory that the
+ * peers of its connections mark, and one armed word and one bell for the set.
+ */
+#ifndef SCILAN_EVQ_H
+#define SCILAN_EVQ_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "socket/sock_state.h"
+
+#define SL_EVQ_SLOTS 65536u                 /* connections one set can queue */
+#define SL_EVQ_WORDS (SL_EVQ_SLOTS / 64)    /* ready bits */
+#define SL_EVQ_SUMMARY (SL_EVQ_WORDS / 64)  /* bit i: bits[i] may be nonzero */
+
+/* In a memfd of the waiting process, mapped by the peers of its connections
+ * (any of them may be hostile: the waiter only ever reads a bit as "look at
+ * this connection", and sweeps every member now and then, evq.c). */
+struct sl_evq_shared {
+	uint64_t magic;
+	uint64_t set_id;
+	uint64_t bell_dev, bell_ino;        /* the bell pipe a peer may open */
+	_Alignas(64) _Atomic int32_t armed; /* threads of the set about to sleep or asleep */
+	_Alignas(64) _Atomic uint64_t summary[SL_EVQ_SUMMARY];
+	_Alignas(64) _Atomic uint64_t bits[SL_EVQ_WORDS];
+};
+
+/* The waiting process's handle. */
+struct sl_evq {
+	struct sl_evq_shared *sh; /* NULL: no queue (the set scans its members) */
+	int memfd, bell_r, bell_w;
+};
+
+/* Create the queue: 0, or -1 with errno (the set then scans). */
+int sl_evq_open(struct sl_evq *q);
+/* Unmap and close this process's copy (the memory is left as it is). */
+void sl_evq_close(struct sl_evq *q);
+/* Can s be queued at all (connected, shm fabric, no offer out, a peer that
+ * can open this process's descriptors to mark the set)? */
+bool sl_evq_eligible(struct sl_sock *s);
+/* Before any data moves: our credentials into the peer's area c, by which
+ * its sets decide whether we can mark them. */
+void sl_evq_publish_marker(struct sl_area_ctl *c);
+/* Register s's bit index with q in s's peer area: the registration slot k,
+ * or -1 if all are taken (the set scans s).  *pub names the registration. */
+int sl_evq_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uint64_t *pub);
+void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub);
+/* Ask the peer to mark the set at its next change in dirs (SL_DIR_*):
+ * before the re-check of s, as step 2 of the sleep protocol.  true: a data
+ * want newly set on a peer that publishes unfenced, which the set owes a
+ * sl_barrier_remote() and a second look at s before it sleeps (a busy set
+ * never sleeps, so it pays no barrier per want). */
+bool sl_evq_want(struct sl_sock *s, int k, int dirs);
+/* Mark index ready (and ring the bell if a waiter is armed). */
+void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index);
+/* Take every marked index: fn(arg, index) for each.  Returns how many. */
+int sl_evq_take(struct sl_evq_shared *sh, void (*fn)(void *arg, uint32_t index), void *arg);
+/* Anything marked (after arming: the re-check). */
+bool sl_evq_pending(const struct sl_evq_shared *sh);
+/* The waiter's arm and disarm of the set; the bell is drained before arming. */
+void sl_evq_arm(struct sl_evq *q);
+void sl_evq_disarm(struct sl_evq *q);
+void sl_evq_drain(struct sl_evq *q);
+
+/* Sender side: s published data or state (SL_DIR_DATA) or freed room
+ * (SL_DIR_SPACE), fenced already: mark the peer's sets that asked. */
+void sl_evq_notify(struct sl_sock *s, int dirs);
+/* A local change (shutdown, reset, a send that found the ring full): mark
+ * our own sets that hold s. */
+void sl_evq_notify_local(struct sl_sock *s);
+
+#endif

@@ -1,0 +1,522 @@
+/* fabric_dev.c — the device fabric: the ring protocol of layout.h over the two
+ * slices a /dev/scilanN endpoint maps (ours: the ring we receive into; the
+ * peer's: the ring we send into), paired with the companion TCP connection by
+ * its 4-tuple, which the driver reads from our own sockets; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "uapi/scilan.h" /* the driver's ABI (-Idriver) */
+#include "runtime/config.h"
+#include "conn/conn.h"
+#include "fabric/fabric.h"
+#include "runtime/log.h"
+#include "runtime/own_fd.h"
+#include "ring/segment.h"
+#include "runtime/sys.h"
+
+/* Device listens queue connections the driver completed before accept(),
+ * like the kernel's SYN backlog; the slices of the link bound them anyway. */
+#define DEV_LISTEN_BACKLOG 128
+#define DEV_MAX_LINKS SL_MAX_REG
+#define DEV_NAME_MAX 32
+
+_Static_assert(SL_TOKEN_DATA == SCILAN_TOKEN_DATA && SL_TOKEN_SPACE == SCILAN_TOKEN_SPACE &&
+		       SL_TOKEN_LOCAL == SCILAN_TOKEN_LOCAL,
+	       "bell tokens and device tokens are the same bits");
+
+/* "scilan" followed by digits only: the driver's nodes, nothing else in /dev. */
+static bool is_link_name(const char *name)
+{
+	if (strncmp(name, "scilan", 6) != 0 || !name[6])
+		return false;
+	for (const char *p = name + 6; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return strlen(name) < DEV_NAME_MAX;
+}
+
+static int by_link_number(const void *a, const void *b)
+{
+	return atoi((const char *)a + 6) - atoi((const char *)b + 6);
+}
+
+/* The /dev/scilanN names, in link order; returns how many (at most max). */
+static int link_names(char names[][DEV_NAME_MAX], int max)
+{
+	DIR *dir = opendir("/dev");
+	struct dirent *de;
+	int n = 0;
+
+	if (!dir)
+		return 0;
+	while (n < max && (de = readdir(dir)))
+		if (is_link_name(de->d_name))
+			snprintf(names[n++], DEV_NAME_MAX, "%s", de->d_name);
+	closedir(dir);
+	qsort(names, (size_t)n, DEV_NAME_MAX, by_link_number);
+	return n;
+}
+
+bool sl_dev_present(void)
+{
+	char names[1][DEV_NAME_MAX];
+
+	return link_names(names, 1) > 0;
+}
+
+/* A key's address as the driver takes it: IPv6, IPv4 as IPv4-mapped. */
+static void addr16_of(const struct sl_key *k, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (k->family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, k->addr, 4);
+	} else {
+		memcpy(out, k->addr, 16);
+	}
+}
+
+/* The map entry that sends dst over a device, or NULL. */
+static const struct sl_map_entry *dev_entry(const struct sl_key *dst)
+{
+	const struct sl_map_entry *e = sl_cluster_map_find(&sl_config()->map, dst);
+
+	return e && e->fabric == SL_MAP_DEV ? e : NULL;
+}
+
+/* The largest power-of-two ring that fits a slice after its control page
+ * (0 if none does). */
+static uint64_t ring_for_slice(uint64_t slice)
+{
+	uint64_t cap = SL_RING_MIN;
+
+	if (slice < SL_AREA_CTL_SIZE + SL_RING_MIN)
+		return 0;
+	while (cap * 2 <= slice - SL_AREA_CTL_SIZE && cap * 2 <= SL_RING_MAX)
+		cap *= 2;
+	return cap;
+}
+
+/* SCILAN_IOC_INFO, refusing a driver of another ABI or a slice size that
+ * cannot hold a ring. */
+static int link_info(int fd, struct scilan_info *in)
+{
+	if (sl_sys.ioctl(fd, SCILAN_IOC_INFO, in) < 0)
+		return -1;
+	if (in->abi_version != SCILAN_ABI_VERSION || in->slice_size % SL_PAGE || !ring_for_slice(in->slice_size)) {
+		sl_warn("/dev/scilan: driver ABI %u (want %u), slice size %u: not usable", in->abi_version,
+			SCILAN_ABI_VERSION, in->slice_size);
+		errno = EPROTO;
+		return -1;
+	}
+	return 0;
+}
+
+static int open_link(const char *name)
+{
+	char path[DEV_NAME_MAX + 8];
+
+	snprintf(path, sizeof(path), "/dev/%.*s", DEV_NAME_MAX - 1, name);
+	/* O_NONBLOCK: draining tokens must never block (connect does not care).
+	 * One of the library's own descriptors: kept out of the program's way. */
+	return sl_own_fd(open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK));
+}
+
+static void close_quietly(int fd)
+{
+	int err = errno;
+
+	sl_own_fd_close(fd);
+	errno = err;
+}
+
+/* A listener joins the listen table of every link with its own socket (the
+ * driver takes the namespace, address and port from it): the client picks
+ * the link (the cluster map's DEVICE), the listener cannot.  A link that
+ * refuses it is loud: connections coming through that link use kernel TCP
+ * (the driver refuses them, as no listener of this port is registered). */
+static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
+{
+	struct scilan_listen req = { .sockfd = s->fd, .backlog = DEV_LISTEN_BACKLOG };
+	char names[DEV_MAX_LINKS][DEV_NAME_MAX];
+	int n = link_names(names, DEV_MAX_LINKS), slot = 0, fd;
+
+	for (int i = 0; i < n; i++) {
+		fd = open_link(names[i]);
+		if (fd < 0) {
+			sl_warn("/dev/%s: %s; port %u not registered there, its connections through that link use kernel TCP",
+				names[i], strerror(errno), (unsigned)local->port);
+			continue;
+		}
+		if (sl_sys.ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0) {
+			sl_warn("/dev/%s: port %u cannot listen over the link (%s); connections through it use kernel TCP",
+				names[i], (unsigned)local->port, strerror(errno));
+			close_quietly(fd);
+			continue;
+		}
+		s->reg_fd[slot] = fd;
+		snprintf(s->reg_path[slot], sizeof(s->reg_path[slot]), "/dev/%.*s", DEV_NAME_MAX - 1, names[i]);
+		slot++;
+	}
+	return 0;
+}
+
+static void dev_listen_unregister(struct sl_sock *s)
+{
+	for (int i = 0; i < SL_MAX_REG; i++) {
+		close_quietly(s->reg_fd[i]);
+		s->reg_fd[i] = -1;
+		s->reg_path[i][0] = '\0';
+	}
+}
+
+static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
+{
+	const struct sl_map_entry *e = dev_entry(dst);
+	struct scilan_info in;
+	int fd, ok;
+
+	(void)s;
+	if (!e) {
+		sl_fb_hint(SL_FB_NOT_IN_MAP);
+		return 0;
+	}
+	fd = open_link(e->device);
+	if (fd < 0) {
+		sl_debug("/dev/%s: %s; kernel TCP to %s", e->device, strerror(errno), e->text);
+		sl_fb_hint(SL_FB_LINK_DOWN);
+		return 0;
+	}
+	ok = link_info(fd, &in) == 0 && in.link_up;
+	close_quietly(fd);
+	if (!ok) {
+		sl_fb_hint(SL_FB_LINK_DOWN);
+		return 0;
+	}
+	*peer_ring = ring_for_slice(in.slice_size);
+	return 1;
+}
+
+/* Maps the connected endpoint fd for s: our slice (the ring we receive into)
+ * and the peer's (the ring we send into); with holders_fd >= 0 the holder
+ * page is that file's (an exec'd image adopting the connection), else a new
+ * one.  The holder page is a memfd, not anonymous memory, so that exec can
+ * hand it to the new image; fork children inherit the mapping. */
+static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders, void **local, void **peer,
+		      uint64_t *cap)
+{
+	struct scilan_info in;
+	int hfd = holders_fd, err;
+
+	*holders = *local = *peer = MAP_FAILED;
+	if (link_info(fd, &in) < 0)
+		return -1;
+	*cap = ring_for_slice(in.slice_size);
+	if (hfd < 0) {
+		hfd = memfd_create("scilan-dev-holders", MFD_CLOEXEC);
+		if (hfd >= 0 && ftruncate(hfd, SL_PAGE) < 0) {
+			close_quietly(hfd);
+			hfd = -1;
+		}
+	}
+	if (hfd >= 0)
+		*holders = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, hfd, 0);
+	*local = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_LOCAL);
+	*peer = mmap(NULL, in.slice_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_PEER(in.slice_size));
+	if (hfd < 0 || *holders == MAP_FAILED || *local == MAP_FAILED || *peer == MAP_FAILED) {
+		err = errno ? errno : EIO;
+		if (*holders != MAP_FAILED)
+			munmap(*holders, SL_PAGE);
+		if (*local != MAP_FAILED)
+			munmap(*local, in.slice_size);
+		if (*peer != MAP_FAILED)
+			munmap(*peer, in.slice_size);
+		if (hfd >= 0 && hfd != holders_fd)
+			close_quietly(hfd);
+		errno = err;
+		return -1;
+	}
+	s->bell_rx = fd;
+	s->bell_tx = -1;
+	/* Kept (out of the program's way) for a later exec's hand-over. */
+	s->memfd = sl_own_fd(hfd == holders_fd ? sl_sys.fcntl(hfd, F_DUPFD_CLOEXEC, 3) : hfd);
+	s->dev_map[0] = *local;
+	s->dev_map[1] = *peer;
+	s->dev_slice = in.slice_size;
+	atomic_store(&s->dev_lost, false);
+	/* The peer is another host: membarrier cannot order its stores, so
+	 * every send publishes fenced (sfence for the write-combining window,
+	 * store, then the full fence before the arm-word load in conn.c). */
+	s->tx.write_combining = true;
+	s->tx.unfenced = false;
+	return 0;
+}
+
+static int map_connection(struct sl_sock *s, int fd, int own)
+{
+	void *holders, *local, *peer;
+	uint64_t cap;
+
+	if (map_slices(s, fd, -1, &holders, &local, &peer, &cap) < 0)
+		return -1;
+	sl_segment_bind_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	return 0;
+}
+
+int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own)
+{
+	void *holders, *local, *peer;
+	uint64_t cap;
+
+	if (map_slices(s, ep_fd, holders_fd, &holders, &local, &peer, &cap) < 0)
+		return -1;
+	sl_segment_adopt_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	return 0;
+}
+
+static void abandon(int fd)
+{
+	int err = errno;
+
+	if (sl_sys.ioctl(fd, SCILAN_IOC_ABANDON) < 0 && errno != ENOTCONN)
+		sl_debug("device endpoint: abandon: %s", strerror(errno));
+	errno = err;
+}
+
+static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
+{
+	struct sl_key any = { .family = dst->family, .port = dst->port };
+	const struct sl_map_entry *e = dev_entry(dst);
+	struct scilan_connect req = { .sockfd = s->fd, .dport = dst->port };
+	bool connected;
+	int fd;
+
+	addr16_of(dst, req.daddr);
+	addr16_of(src, req.saddr);
+
+	(void)peer_ring; /* both rings are what one slice holds */
+	if (!e)
+		e = dev_entry(&any);
+	if (!e) {
+		errno = ENOENT;
+		return -1;
+	}
+	fd = open_link(e->device);
+	connected = fd >= 0 && sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) == 0;
+	if (!connected || map_connection(s, fd, 0) < 0) {
+		/* Connected but unusable: the listener's side must drop it,
+		 * not pair it with our kernel connection (which it would end). */
+		if (connected)
+			abandon(fd);
+		close_quietly(fd);
+		/* No listener on that port over the link (not on scilan, or
+		 * another link): the ordinary case of a plain TCP peer. */
+		if (errno == ECONNREFUSED)
+			sl_debug("/dev/%s: no scilan listener on port %u; kernel TCP", e->device, (unsigned)dst->port);
+		else
+			sl_warn("/dev/%s: cannot connect over the link (%s); connection uses kernel TCP", e->device,
+				strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int dev_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
+		      const struct sl_key *peer)
+{
+	struct scilan_accept_sock req = { .sockfd = s->fd };
+	int fd;
+
+	(void)local; /* the driver reads the 4-tuple from the accepted socket */
+	(void)peer;
+	for (int i = 0; i < SL_MAX_REG && listener->reg_fd[i] >= 0; i++) {
+		fd = sl_own_fd(open(listener->reg_path[i], O_RDWR | O_CLOEXEC | O_NONBLOCK));
+		if (fd < 0)
+			continue;
+		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &req) < 0) {
+			if (errno != EAGAIN)
+				sl_warn("%s: cannot take the device connection of fd %d: %s", listener->reg_path[i], s->fd,
+					strerror(errno));
+			close_quietly(fd);
+			continue;
+		}
+		if (map_connection(s, fd, 1) < 0) {
+			sl_warn("%s: cannot map the connection (%s); resetting it", listener->reg_path[i],
+				strerror(errno));
+			close_quietly(fd);
+			errno = ECONNABORTED;
+			return -1;
+		}
+		return 1;
+	}
+	return 0; /* the client did not come over a device: plain TCP */
+}
+
+/* The link went down: the driver reset the endpoint and zaps our mappings,
+ * so a later access would raise SIGBUS.  Private memory takes their place at
+ * the same addresses, showing a reset connection, before the reset is
+ * reported; a thread of ours inside a ring copy at the very moment of the
+ * zap is not covered (it faults). */
+static void link_lost(struct sl_sock *s)
+{
+	struct sl_area_ctl *own;
+	void *m;
+
+	if (!s->dev_map[0] || atomic_exchange(&s->dev_lost, true))
+		return;
+	for (int i = 0; i < 2; i++) {
+		m = mmap(s->dev_map[i], s->dev_slice, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+		if (m == MAP_FAILED)
+			sl_err("fd %d: cannot replace the device mapping (%s)", s->fd, strerror(errno));
+	}
+	own = s->dev_map[0];
+	atomic_store(&own->rx_write, s->rx.read);
+	atomic_store(&own->peer_read, s->tx.write);
+	atomic_store(&own->peer_state, SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET);
+	sl_conn_reset(s, "the device link went down");
+}
+
+static void dev_release(struct sl_sock *s)
+{
+	void *holders = s->seg, *local = s->dev_map[0], *peer = s->dev_map[1];
+	size_t slice = s->dev_slice;
+	int fd = s->bell_rx;
+
+	if (!s->seg)
+		return;
+	sl_segment_unbind(s); /* before the unmap: racing readers see the stand-in */
+	s->bell_rx = s->bell_tx = -1;
+	s->dev_map[0] = s->dev_map[1] = NULL;
+	munmap(local, slice);
+	munmap(peer, slice);
+	munmap(holders, SL_PAGE);
+	close_quietly(s->memfd);
+	s->memfd = -1;
+	/* The last reference to the endpoint tells the peer (CLOSE). */
+	close_quietly(fd);
+}
+
+/* The kernel connect failed after the device connect: the listener's side
+ * never gets a kernel connection to pair it with. */
+static void dev_offer_withdraw(struct sl_sock *s)
+{
+	if (s->seg && s->bell_rx >= 0)
+		abandon(s->bell_rx);
+	dev_release(s);
+}
+
+static void dev_stimulate(struct sl_sock *s, int token)
+{
+	uint32_t t = (uint32_t)token & (SCILAN_TOKEN_DATA | SCILAN_TOKEN_SPACE);
+
+	if (t && s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_STIMULATE, &t) < 0 && errno != ECONNRESET &&
+	    errno != EPIPE)
+		sl_debug("fd %d: stimulate: %s", s->fd, strerror(errno));
+}
+
+static void dev_ring_self(struct sl_sock *s, int token)
+{
+	uint32_t t = (uint32_t)token & SCILAN_TOKENS_ALL;
+
+	if (t && s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_RING_SELF, &t) < 0)
+		sl_debug("fd %d: local wake-up: %s", s->fd, strerror(errno));
+}
+
+/* Step 3 of the sleep protocol across PCIe: the full fence drains our
+ * write-combining buffers, and a load through the peer mapping returns only
+ * after our earlier posted writes (the arm word) reached the peer's memory,
+ * since read completions do not pass posted writes. */
+static void dev_flush_remote(struct sl_sock *s)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	(void)atomic_load_explicit(&s->peer_ctl->peer_state, memory_order_acquire);
+}
+
+static int dev_drain(struct sl_sock *s)
+{
+	uint32_t t;
+	ssize_t n;
+	int seen = 0;
+
+	for (;;) {
+		n = sl_sys.read(s->bell_rx, &t, sizeof(t));
+		if (n == (ssize_t)sizeof(t)) {
+			seen |= (int)(t & SCILAN_TOKENS_ALL);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	/* Link down: swap the mappings out before the caller stores its arm
+	 * word into the peer's (zapped) slice. */
+	if (n < 0 && errno == ECONNRESET)
+		link_lost(s);
+	return seen;
+}
+
+static bool dev_peer_gone(struct sl_sock *s)
+{
+	struct scilan_info in;
+	char junk[256];
+	ssize_t n;
+
+	if (s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_INFO, &in) == 0) {
+		if (in.ep_state == SCILAN_EP_RESET) {
+			link_lost(s);
+			return true;
+		}
+		/* The driver's CLOSE: the peer's last holder closed or died. */
+		if (in.ep_state == SCILAN_EP_PEER_CLOSED)
+			return true;
+	}
+	/* Then the companion connection, as on shm: only its end is expected. */
+	do
+		n = sl_sys.recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
+	while (n > 0 || (n < 0 && errno == EINTR));
+	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* A close must not touch mappings the driver zapped at link down. */
+static void dev_before_close(struct sl_sock *s)
+{
+	struct scilan_info in;
+
+	if (s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_INFO, &in) == 0 && in.ep_state == SCILAN_EP_RESET)
+		link_lost(s);
+}
+
+static void dev_nothing(struct sl_sock *s)
+{
+	(void)s;
+}
+
+const struct sl_fabric_ops sl_fabric_dev = {
+	.name = "dev",
+	.listen_register = dev_listen_register,
+	.listen_unregister = dev_listen_unregister,
+	.listen_withdraw = dev_listen_unregister,
+	.lookup = dev_lookup,
+	.offer = dev_offer,
+	.offer_withdraw = dev_offer_withdraw,
+	/* Nothing lingers: the peer's ring lives in the peer's memory, so data
+	 * sent before our close survives it without us. */
+	.offer_settle = dev_nothing,
+	.attach = dev_attach,
+	.stimulate = dev_stimulate,
+	.ring_self = dev_ring_self,
+	.flush_remote = dev_flush_remote,
+	.drain = dev_drain,
+	.peer_gone = dev_peer_gone,
+	.before_close = dev_before_close,
+	.release = dev_release,
+};

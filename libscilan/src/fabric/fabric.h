@@ -1,0 +1,66 @@
+/* fabric.h — the interface between the socket layer and a transport fabric
+ * (the shared-memory fabric, or the /dev/scilanN device fabric behind the
+ * same operations): rendezvous, segment mapping and wake-ups.
+ */
+#ifndef SCILAN_FABRIC_H
+#define SCILAN_FABRIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "socket/sock_state.h"
+
+struct sl_fabric_ops {
+	const char *name;
+	/* Publish/withdraw a listening socket bound at local. */
+	int (*listen_register)(struct sl_sock *s, const struct sl_key *local);
+	void (*listen_unregister)(struct sl_sock *s);
+	/* Withdraw the listener for every process holding it (we change user). */
+	void (*listen_withdraw)(struct sl_sock *s);
+	/* Is a live scilan listener reachable at dst?  1 yes (peer ring size in
+	 * *peer_ring, 0 if unknown), 0 no.  May keep a way to it in s for offer. */
+	int (*lookup)(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring);
+	/* Connecting side, before the kernel connect: create the segment and
+	 * publish the offer keyed by the 4-tuple (dst, src).  0, or -1 with errno. */
+	int (*offer)(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring);
+	/* The connect failed: remove the offer and the segment. */
+	void (*offer_withdraw)(struct sl_sock *s);
+	/* Connecting side, once connected: forget the offer bookkeeping we no longer need. */
+	void (*offer_settle)(struct sl_sock *s);
+	/* Accepting side, after the kernel accept on listener: 1 attached, 0
+	 * the peer made no offer (plain TCP), -1 the offer was unusable (errno set). */
+	int (*attach)(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
+		      const struct sl_key *peer);
+	/* Wake the peer's sleeper (it armed a wake_on_* word): SL_TOKEN_DATA
+	 * or SL_TOKEN_SPACE tells which. */
+	void (*stimulate)(struct sl_sock *s, int token);
+	/* Put a token into our own bell (a local wake-up, or one passed on). */
+	void (*ring_self)(struct sl_sock *s, int token);
+	/* Make our earlier stores into the peer's area visible before we re-check
+	 * our own area (step 3 of the sleep protocol). */
+	void (*flush_remote)(struct sl_sock *s);
+	/* Consume pending stimuli before arming; returns the SL_TOKEN_* seen. */
+	int (*drain)(struct sl_sock *s);
+	/* The kernel connection signalled: true if the peer is gone (EOF/reset). */
+	bool (*peer_gone)(struct sl_sock *s);
+	/* Optional: before close reads or writes the connection's memory (the
+	 * device fabric swaps out the mappings of a link that went down, which
+	 * would raise SIGBUS). */
+	void (*before_close)(struct sl_sock *s);
+	/* The socket is closed: unmap the segment. */
+	void (*release)(struct sl_sock *s);
+};
+
+extern const struct sl_fabric_ops sl_fabric_shm;
+extern const struct sl_fabric_ops sl_fabric_dev;
+
+/* The fabric in use by this process (fabric.c): SCILAN_FABRIC=shm|dev, else
+ * the device fabric when a /dev/scilanN exists, else shm.  Chosen once. */
+const struct sl_fabric_ops *sl_fabric(void);
+/* Does any /dev/scilanN exist? (fabric_dev.c) */
+bool sl_dev_present(void);
+/* An exec'd image takes over a device connection (handover.c): the holder
+ * page's memfd and the endpoint, both inherited; 0 or -1 with errno. */
+int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own);
+
+#endif

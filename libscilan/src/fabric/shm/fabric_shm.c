@@ -1,0 +1,728 @@
+/* fabric_shm.c — the shared-memory fabric: segments are sealed memfds, the
+ * connecting side publishes an offer file keyed by the TCP 4-tuple before its
+ * kernel connect, the accepting side opens the memfd through /proc; wake-ups
+ * are single bytes on two FIFOs beside the offer.
+ */
+#include <ifaddrs.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn/agree.h"
+#include "process/holders.h"
+#include "sync/barrier.h"
+#include "runtime/config.h"
+#include "evq/evq.h"
+#include "fabric/fabric.h"
+#include "runtime/log.h"
+#include "fabric/shm/offer.h"
+#include "runtime/own_fd.h"
+#include "fabric/shm/registry.h"
+#include "fabric/shm/rendezvous.h"
+#include "runtime/rundir_sweep.h"
+#include "fabric/shm/seg_pool.h"
+#include "ring/segment.h"
+#include "fabric/shm/bells.h"
+#include "fabric/shm/offer_names.h"
+#include "runtime/sys.h"
+
+static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key *local)
+{
+	static const unsigned char any[16];
+	int v6only = 0;
+	socklen_t len = sizeof(v6only);
+
+	if (local->family != AF_INET6 || memcmp(local->addr, any, 16) != 0)
+		return false;
+	return sl_sys.getsockopt(s->fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0 && !v6only;
+}
+
+/* The process is about to run under another user: this user's runtime
+ * directory and the offer files in it will be closed to it, so its registry
+ * entries must stop inviting connectors to write offers there (other
+ * holders of the entry included: a forked server whose workers drop
+ * privileges accepts only in them).  The rendezvous stays: offers come
+ * through it as descriptors, whatever our user. */
+static void shm_listen_withdraw(struct sl_sock *s)
+{
+	for (int i = 0; i < SL_MAX_REG; i++) {
+		if (s->reg_fd[i] >= 0)
+			sl_registry_withdraw(s->reg_fd[i], s->reg_path[i]);
+		s->reg_fd[i] = -1;
+	}
+}
+
+static void shm_listen_unregister(struct sl_sock *s)
+{
+	for (int i = 0; i < SL_MAX_REG; i++) {
+		if (s->reg_fd[i] >= 0)
+			sl_registry_remove(s->reg_fd[i], s->reg_path[i]);
+		s->reg_fd[i] = -1;
+		sl_rdv_forget_listener(s->rdv_fd[i]);
+		sl_own_fd_close(s->rdv_fd[i]);
+		s->rdv_fd[i] = -1;
+	}
+}
+
+/* Publish one address: its rendezvous socket, which any user of this network
+ * namespace can reach, and its registry entry, which tells the user's own
+ * connectors the ring size we want and is what other namespaces of the same
+ * node find (emulated nodes: an abstract name does not cross namespaces).
+ * Either will do. */
+static int register_key(struct sl_sock *s, int slot, const struct sl_key *key)
+{
+	s->rdv_fd[slot] = sl_rdv_listen(key);
+	if (s->rdv_fd[slot] < 0 && errno == EADDRINUSE)
+		sl_info("fd %d: another listener holds the scilan rendezvous for port %u; only connections "
+			"of this user reach this one", s->fd, (unsigned)key->port);
+	/* A socket another process may hold (inherited before this listen,
+	 * passed, adopted) may be accepted on there without the rendezvous. */
+	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, s->rdv_fd[slot] < 0 || sl_sock_maybe_shared(s),
+					  s->reg_path[slot], sizeof(s->reg_path[slot]));
+	return s->rdv_fd[slot] >= 0 || s->reg_fd[slot] >= 0 ? 0 : -1;
+}
+
+/* Is addr assigned to an interface of our network namespace? */
+static bool address_is_ours(const struct sl_key *addr)
+{
+	struct ifaddrs *ifs, *i;
+	bool ours = false;
+
+	if (getifaddrs(&ifs) < 0)
+		return false;
+	for (i = ifs; i && !ours; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != addr->family)
+			continue;
+		if (addr->family == AF_INET)
+			ours = memcmp(&((struct sockaddr_in *)i->ifa_addr)->sin_addr, addr->addr, 4) == 0;
+		else
+			ours = memcmp(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, addr->addr, 16) == 0;
+	}
+	freeifaddrs(ifs);
+	return ours;
+}
+
+/* A wildcard listener is also published under each cluster-map address of
+ * this namespace, the names peers on other nodes look up. */
+static int register_map_aliases(struct sl_sock *s, const struct sl_key *local, bool dual_stack)
+{
+	static const unsigned char any[16];
+	const struct sl_cluster_map *map = &sl_config()->map;
+	int slot = 2;
+
+	if (memcmp(local->addr, any, local->family == AF_INET ? 4 : 16) != 0)
+		return 0;
+	for (size_t i = 0; i < map->count && slot < SL_MAX_REG; i++) {
+		struct sl_key alias = map->entries[i].addr;
+
+		if (map->entries[i].fabric != SL_MAP_SHM ||
+		    (alias.family != local->family && !(dual_stack && alias.family == AF_INET)) ||
+		    !address_is_ours(&alias))
+			continue;
+		alias.port = local->port;
+		if (register_key(s, slot, &alias) < 0)
+			return -1;
+		slot++;
+	}
+	return 0;
+}
+
+static int shm_listen_register(struct sl_sock *s, const struct sl_key *local)
+{
+	bool dual_stack = is_dual_stack_wildcard(s, local);
+
+	struct sl_key v4_any = { .family = AF_INET, .port = local->port };
+
+	/* Listening is rare and slow anyway: a place to tidy up after the dead. */
+	sl_rundir_sweep(SL_SWEEP_BUDGET);
+
+	if (register_key(s, 0, local) < 0)
+		return -1;
+	/* A dual-stack [::] listener also takes IPv4 connections. */
+	if (dual_stack) {
+		if (register_key(s, 1, &v4_any) < 0) {
+			shm_listen_unregister(s);
+			return -1;
+		}
+	}
+	if (register_map_aliases(s, local, dual_stack) < 0) {
+		shm_listen_unregister(s);
+		return -1;
+	}
+	return 0;
+}
+
+/* The rendezvous first: it reaches listeners of any user.  The registry
+ * then only says which ring size our own user's listener wants (else it
+ * gets ours), and whether one of its holders accepts without the rendezvous
+ * (SL_REG_NAMED): only then does the offer need its files.  Without a
+ * rendezvous (another namespace of this node), the registry's offer file
+ * and /proc are the way. */
+static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
+{
+	int conn = sl_rdv_connect(dst);
+	uint32_t flags = 0;
+
+	if (conn < 0)
+		return sl_registry_find(dst, peer_ring, &flags);
+	if (s->rdv_conn >= 0)
+		sl_sys.close(s->rdv_conn);
+	s->rdv_conn = conn;
+	if (!sl_registry_find(dst, peer_ring, &flags)) {
+		/* Not our user's listener, or one that withdrew its entry
+		 * (it changed user): our runtime directory is closed to it. */
+		*peer_ring = s->ring_bytes;
+		s->rdv_only = true;
+		return 1;
+	}
+	if (!*peer_ring)
+		*peer_ring = s->ring_bytes;
+	s->rdv_only = !(flags & SL_REG_NAMED);
+	return 1;
+}
+
+static int write_offer(const char *path, const struct offer *offer)
+{
+	char tmp[SL_OFFER_PATH_SIZE + 24];
+	int fd, err;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, offer->memfd) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	if (sl_sys.write(fd, offer, sizeof(*offer)) != (ssize_t)sizeof(*offer)) {
+		err = errno ? errno : ENOSPC;
+		goto fail;
+	}
+	sl_sys.close(fd);
+	/* link, not rename: the accepting side sees the whole offer or none of
+	 * it, and an offer of the same name is never replaced (EEXIST). */
+	err = link(tmp, path) < 0 ? errno : 0;
+	unlink(tmp);
+	errno = err;
+	return err ? -1 : 0;
+fail:
+	sl_sys.close(fd);
+	unlink(tmp);
+	errno = err;
+	return -1;
+}
+
+static _Atomic uint32_t *offer_word(void *seg)
+{
+	return (_Atomic uint32_t *)((unsigned char *)seg + SL_SEG_OFFER_OFF);
+}
+
+/* Before any data moves: tell the peer whether our sends fence, so that it
+ * knows to pay for the fence with membarrier when it sleeps (barrier.h),
+ * and that we mark its epoll sets (evq.c), as whom. */
+static void publish_unfenced(struct sl_sock *s, uint32_t state)
+{
+	sl_evq_publish_marker(s->peer_ctl);
+	s->tx.unfenced = sl_barrier_unfenced_ok();
+	if (s->tx.unfenced)
+		state |= SL_PEER_UNFENCED;
+	sl_segment_set_state(s, state | SL_PEER_EVQ);
+}
+
+static void close_bells(struct sl_sock *s)
+{
+	int err = errno;
+
+	sl_own_fd_close(s->bell_rx);
+	sl_own_fd_close(s->bell_tx);
+	s->bell_rx = s->bell_tx = -1;
+	errno = err;
+}
+
+/* Only the FIFOs we made are ours to remove: the offer name was not taken. */
+static void unlink_own_bells(struct sl_sock *s)
+{
+	int err = errno;
+
+	for (int i = 0; i < 2; i++) {
+		char bell[SL_BELL_PATH_SIZE];
+
+		if ((i == 0 ? s->bell_rx : s->bell_tx) < 0)
+			continue;
+		if (sl_shm_bell_path(s->offer_path, i, bell, sizeof(bell)) == 0)
+			unlink(bell);
+	}
+	errno = err;
+}
+
+static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
+{
+	struct sl_seg_header hdr;
+	struct offer offer = { .magic = OFFER_MAGIC, .pid = getpid() };
+	struct sl_made made;
+	void *base;
+	int fd, err;
+	/* Named (an offer file and FIFOs in our runtime directory) when the
+	 * listener has no rendezvous, or the registry says a holder of it
+	 * accepts without one (an SO_REUSEPORT sibling, a process that made a
+	 * passed socket listen): that process of our user finds the offer
+	 * there.  Passed through the rendezvous when the listener has one:
+	 * that reaches any user.  Whichever way the acceptor comes, the offer
+	 * word decides once.  Names cost a third of a short connection's
+	 * set-up (a file written, linked and removed, two FIFOs). */
+	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
+		     sl_shm_offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
+
+	if (!named && s->rdv_conn < 0)
+		return -1;
+	if (!named)
+		s->offer_path[0] = '\0';
+	sl_rundir_sweep_tick();
+	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
+	/* Made ahead while we waited after our last connect, if it fits. */
+	if (sl_seg_make(&hdr, !named, &made) < 0)
+		goto fail_path;
+	fd = made.fd;
+	base = made.base;
+	s->bell_rx = made.bell_rx;
+	s->bell_tx = made.bell_tx;
+	offer.memfd = fd;
+	offer.ino = made.ino;
+	offer.dev = made.dev;
+	if (named) {
+		s->bell_rx = sl_shm_open_bell(s->offer_path, 0, true);
+		if (s->bell_rx >= 0)
+			s->bell_tx = sl_shm_open_bell(s->offer_path, 1, true);
+		if (s->bell_rx < 0 || s->bell_tx < 0 || write_offer(s->offer_path, &offer) < 0) {
+			/* The directory is not ours to write any more (we changed
+			 * user since it was chosen), or the name is taken: the
+			 * rendezvous alone, if there is one. */
+			if (s->rdv_conn < 0)
+				goto fail_bells;
+			unlink_own_bells(s);
+			close_bells(s);
+			s->offer_path[0] = '\0';
+			named = false;
+			s->bell_rx = sl_anon_bell();
+			s->bell_tx = sl_anon_bell();
+			if (s->bell_rx < 0 || s->bell_tx < 0)
+				goto fail_map;
+		}
+	}
+	if (s->rdv_conn >= 0) {
+		int fds[SL_RDV_FDS] = { fd, s->bell_rx, s->bell_tx };
+
+		/* Refused (a listener we do not trust, a full queue): the offer
+		 * file alone, for our own user's acceptors. */
+		if (sl_rdv_send(s->rdv_conn, s->fd, dst, src, fds, named) < 0 && !named)
+			goto fail_map;
+		/* The offer waits in the listener's queue, not in our socket. */
+		sl_sys.close(s->rdv_conn);
+		s->rdv_conn = -1;
+	}
+	s->memfd = fd;
+	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
+	sl_agree_start(s, offer_word(base));
+	publish_unfenced(s, 0);
+	sl_seg_pool_note_offer(&hdr, !named);
+	return 0;
+fail_bells:
+	unlink_own_bells(s);
+fail_map:
+	close_bells(s);
+	err = errno;
+	munmap(base, hdr.total_size);
+	sl_own_fd_close(fd);
+	errno = err;
+fail_path:
+	if (errno != EPERM) /* EPERM: a listener we do not trust, said already */
+		sl_warn("cannot offer a shared segment (%s); connection uses kernel TCP", strerror(errno));
+	s->offer_path[0] = '\0';
+	return -1;
+}
+
+static void forget_segment(struct sl_sock *s)
+{
+	sl_segment_unbind(s);
+	s->memfd = s->bell_rx = s->bell_tx = -1;
+	s->offer_path[0] = '\0';
+}
+
+static void shm_offer_withdraw(struct sl_sock *s)
+{
+	int fds[SL_SHM_FDS] = { s->memfd, s->bell_rx, s->bell_tx };
+	void *seg = s->seg;
+	size_t len = s->seg_len;
+	char path[sizeof(s->offer_path)];
+
+	memcpy(path, s->offer_path, sizeof(path));
+	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING); /* no connection: nothing to agree on */
+	/* A passed offer waits in the listener's queue: marked decided, it is
+	 * dropped there instead of travelling on (rendezvous.c). */
+	if (s->offer_word) {
+		uint32_t offered = SL_OFFER_OFFERED;
+
+		atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED);
+	}
+	forget_segment(s); /* before the unmap: racing readers see the stand-in */
+	sl_shm_unmap(seg, len, fds, path);
+}
+
+/* An offer that no acceptor ever attached (refused, or revoked and moved
+ * onto the kernel socket) was mapped by our side only, but its descriptor
+ * may wait in a listener's rendezvous queue that no hooked accept drains (an
+ * io_uring acceptor): once our last process lets go, its pages are freed,
+ * and what waits there is an empty file whose offer word reads decided. */
+static void punch_unattached(struct sl_sock *s)
+{
+	uint32_t w;
+
+	if (s->own_area != 0 || !s->offer_word || sl_holders_others(s))
+		return;
+	w = atomic_load(s->offer_word);
+	if (w == SL_OFFER_REFUSED || w == SL_OFFER_REVOKED || w == SL_OFFER_PLAIN)
+		madvise(s->seg, s->seg_len, MADV_REMOVE);
+}
+
+/* The last of our processes closes: an offer still out was revoked by
+ * close (agree.c), so nothing here waits for a late acceptor. */
+static void shm_release(struct sl_sock *s)
+{
+	int fds[SL_SHM_FDS];
+	void *seg;
+	size_t len;
+
+	if (!s->seg)
+		return;
+	fds[0] = s->memfd;
+	fds[1] = s->bell_rx;
+	fds[2] = s->bell_tx;
+	seg = s->seg;
+	len = s->seg_len;
+	punch_unattached(s);
+	forget_segment(s); /* before the unmap: racing readers see the stand-in */
+	/* The names were removed by the acceptor that attached or by whoever
+	 * decided against the offer; while undecided, another process of our
+	 * side still holds the connection and its offer.  Unmapped at our next
+	 * wait: the last unmap frees the pages, which a close need not wait for. */
+	sl_seg_retire(seg, len, fds);
+}
+
+/* The offer is decided: the acceptor attached (it removed the names), or
+ * the connection moved to kernel TCP (agree.c): then the names go, and the
+ * memfd closes so that a late acceptor's open fails and it stays plain. */
+static void shm_offer_settle(struct sl_sock *s)
+{
+	uint32_t w;
+
+	if (s->memfd < 0 || !s->offer_word)
+		return;
+	w = atomic_load_explicit(s->offer_word, memory_order_acquire);
+	if (w == SL_OFFER_ATTACHED) {
+		/* Kept where nothing else could hand the segment on. */
+		if (sl_segment_reopenable()) {
+			sl_own_fd_close(s->memfd);
+			s->memfd = -1;
+		}
+		/* An acceptor of another user, or one that came through the
+		 * rendezvous, left the names: they are ours (our socket holds
+		 * the 4-tuple, so no other connection can have them meanwhile). */
+		if (s->offer_path[0])
+			sl_shm_unlink_offer(s->offer_path);
+		s->offer_path[0] = '\0';
+	} else if (w == SL_OFFER_PLAIN) {
+		sl_own_fd_close(s->memfd);
+		s->memfd = -1;
+		if (s->offer_path[0])
+			sl_shm_unlink_offer(s->offer_path);
+		s->offer_path[0] = '\0';
+	}
+}
+
+/* Open the offered memfd through /proc; -1 with errno ESRCH if the offer is stale. */
+static int open_offered_memfd(const struct offer *offer, struct stat *st)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)offer->pid, (int)offer->memfd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			errno = ESRCH;
+		return -1;
+	}
+	if (sl_segment_fd_check(fd, st) < 0) {
+		sl_sys.close(fd);
+		return -1;
+	}
+	if (st->st_ino != offer->ino || st->st_dev != offer->dev || st->st_uid != geteuid()) {
+		sl_sys.close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	return fd;
+}
+
+/* The offered segment fd (closed here), checked by check_segment_fd, with
+ * the bells already in s: validate the header, map, and commit.  1 if the
+ * rings carry the connection; 0 if it stays kernel TCP. */
+static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, const char *who)
+{
+	struct sl_seg_header hdr;
+	uint32_t offered = SL_OFFER_OFFERED, word = 0;
+	void *base;
+
+	/* Decided before we looked: a connector that closed revoked its offer,
+	 * and once it let go the pages of a queued offer were punched
+	 * (punch_unattached), so its header reads zero: withdrawn, not bad. */
+	if (pread(fd, &word, sizeof(word), SL_SEG_OFFER_OFF) == (ssize_t)sizeof(word) && word != SL_OFFER_OFFERED) {
+		sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
+		sl_fb_hint(SL_FB_REVOKED);
+		sl_sys.close(fd);
+		close_bells(s);
+		return 0;
+	}
+	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st->st_size)) {
+		sl_warn("segment offered by %s has a bad header; connection uses kernel TCP", who);
+		sl_fb_hint(SL_FB_BAD_OFFER);
+		sl_segment_refuse(fd, s->bell_tx);
+		sl_sys.close(fd);
+		close_bells(s);
+		return 0;
+	}
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED || s->bell_rx < 0 || s->bell_tx < 0) {
+		sl_info("cannot map the segment or wake-up FIFOs offered by %s (%s); connection uses kernel TCP", who,
+			strerror(errno));
+		sl_fb_hint(base == MAP_FAILED ? sl_fb_of_errno(errno, SL_FB_OTHER) : SL_FB_BAD_OFFER);
+		if (base != MAP_FAILED)
+			munmap(base, hdr.total_size);
+		sl_segment_refuse(fd, s->bell_tx);
+		sl_sys.close(fd);
+		close_bells(s);
+		return 0;
+	}
+	/* Kept only where nothing else could hand the segment on. */
+	if (sl_segment_reopenable()) {
+		sl_sys.close(fd);
+		fd = -1;
+	}
+	/* Before the commitment: the connector may wait in epoll as soon as it
+	 * sees it, and decides then whether we can mark its set. */
+	sl_evq_publish_marker((struct sl_area_ctl *)((unsigned char *)base + hdr.area_off[0]));
+	/* The commitment: from here the rings carry the connection, unless the
+	 * connecting side revoked first; then its bytes come on the kernel socket. */
+	if (!atomic_compare_exchange_strong(offer_word(base), &offered, SL_OFFER_ATTACHED)) {
+		sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
+		sl_fb_hint(SL_FB_REVOKED);
+		munmap(base, hdr.total_size);
+		if (fd >= 0)
+			sl_sys.close(fd);
+		close_bells(s);
+		return 0;
+	}
+	sl_segment_bind(s, base, hdr.total_size, 1, &hdr);
+	if (fd >= 0)
+		s->memfd = sl_own_fd_is(fd) ? fd : sl_own_fd(fd);
+	s->offer_word = offer_word(base); /* a later bypass is agreed on here too */
+	publish_unfenced(s, SL_PEER_ATTACHED);
+	return 1;
+}
+
+/* The offer came through the rendezvous (checked there: made for this
+ * connection by the owner of its other end): fds are the segment, the
+ * connector's bell and ours.  They came from another process, maybe another
+ * user: the bells must never block us, and the segment must be one. */
+static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
+{
+	struct stat st;
+
+	s->bell_rx = fds[2];
+	s->bell_tx = fds[1];
+	if (sl_segment_fd_check(fds[0], &st) < 0) {
+		sl_warn("fd %d: the segment passed with the offer is not one (%s); connection uses kernel TCP",
+			s->fd, strerror(errno));
+		sl_fb_hint(SL_FB_BAD_OFFER);
+		sl_segment_refuse(fds[0], fds[1]); /* if its word can be reached safely */
+		sl_own_fd_close(fds[0]);
+		close_bells(s);
+		return 0;
+	}
+	for (int i = 1; i < SL_RDV_FDS; i++) {
+		int fl = sl_sys.fcntl(fds[i], F_GETFL);
+
+		if (fl < 0 || sl_sys.fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0) {
+			sl_fb_hint(SL_FB_BAD_OFFER);
+			sl_segment_refuse(fds[0], fds[1]);
+			sl_own_fd_close(fds[0]);
+			close_bells(s);
+			return 0;
+		}
+	}
+	return attach_segment(s, fds[0], &st, "the connector");
+}
+
+/* Give up the segment the rendezvous gave us without its bells (EMFILE):
+ * refused, closed. */
+static void refuse_held(int *seg, int *bell)
+{
+	if (*seg >= 0) {
+		sl_fb_hint(SL_FB_RESOURCE);
+		sl_segment_refuse(*seg, *bell);
+		sl_own_fd_close(*seg);
+	}
+	sl_own_fd_close(*bell);
+	*seg = *bell = -1;
+}
+
+/* The segment the offer file names, opened; or the one the rendezvous gave
+ * us without its bells (held, taken over here) if it is that one. */
+static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
+{
+	int fd;
+
+	if (*held >= 0) {
+		if (fstat(*held, st) == 0 && st->st_ino == offer->ino && st->st_dev == offer->dev &&
+		    sl_segment_fd_check(*held, st) == 0) {
+			fd = *held;
+			*held = -1;
+			return fd;
+		}
+		/* Another segment for the same connection: not the one this
+		 * offer names, and not one we use. */
+		refuse_held(held, &(int){ -1 });
+	}
+	return open_offered_memfd(offer, st);
+}
+
+/* Every way out but a won compare-and-swap leaves the connection plain:
+ * the connecting side revokes its offer (or finds it refused) and moves its
+ * bytes onto the kernel socket, which we read as any TCP server would. */
+static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
+		      const struct sl_key *peer)
+{
+	struct offer offer;
+	unsigned char raw[sizeof(offer) + 1];
+	struct stat st;
+	char path[SL_OFFER_PATH_SIZE]; /* a longer name was never offered */
+	char who[32];
+	int ofd, fd, passed[SL_RDV_FDS], held = -1, held_bell = -1, took, err;
+	bool named = true;
+	ssize_t got;
+
+	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, s->fd, local, peer, passed, &named,
+			   !sl_sock_maybe_shared(listener));
+	if (took == 1 && !sl_own_fd_room(s->fd)) {
+		/* Our descriptors would crowd the program's: refused at once,
+		 * the client continues on kernel TCP (lifecycle.c's connect, the
+		 * same rule). */
+		sl_fb_hint(SL_FB_RESOURCE);
+		sl_segment_refuse(passed[0], passed[1]);
+		for (int i = 0; i < SL_RDV_FDS; i++)
+			sl_own_fd_close(passed[i]);
+		return 0;
+	}
+	if (took == 1) {
+		/* The names of the same offer (our user's connector) are not
+		 * needed any more; another user's are not ours to see. */
+		if (named && sl_shm_offer_path(local, peer, path, sizeof(path)) == 0)
+			sl_shm_unlink_offer(path);
+		return attach_passed(s, passed);
+	}
+	if (took == SL_RDV_PARTIAL) {
+		/* Out of descriptors (EMFILE) for its bells: the offer file of
+		 * the same offer, if there is one, names the bells; else it is
+		 * refused below. */
+		held = passed[0];
+		held_bell = passed[1];
+	}
+	/* A connector of this user in another namespace of the node (emulated
+	 * nodes) leaves its offer as a file, found by the 4-tuple alone. */
+	if (sl_shm_offer_path(local, peer, path, sizeof(path)) < 0) {
+		refuse_held(&held, &held_bell);
+		return 0;
+	}
+	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (ofd < 0) {
+		if (errno != ENOENT) {
+			sl_fb_hint(sl_fb_of_errno(errno, SL_FB_OTHER));
+			sl_info("cannot read the connect offer %s (%s); connection uses kernel TCP", path,
+				strerror(errno));
+		}
+		refuse_held(&held, &held_bell);
+		return 0;
+	}
+	got = sl_sys.read(ofd, raw, sizeof(raw));
+	sl_sys.close(ofd);
+	/* Room for the two bells the file names. */
+	sl_own_fd_close(held_bell);
+	held_bell = -1;
+	if ((s->bell_rx = sl_shm_open_bell(path, 1, false)) < 0 && errno == EMFILE)
+		sl_fb_hint(SL_FB_RESOURCE);
+	if ((s->bell_tx = sl_shm_open_bell(path, 0, false)) < 0 && errno == EMFILE)
+		sl_fb_hint(SL_FB_RESOURCE);
+	sl_shm_unlink_offer(path);
+	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &offer)) {
+		sl_warn("malformed connect offer %s ignored; connection uses kernel TCP", path);
+		sl_fb_hint(SL_FB_BAD_OFFER);
+		refuse_held(&held, &s->bell_tx);
+		close_bells(s);
+		return 0;
+	}
+	fd = offered_memfd(&offer, &held, &st);
+	if (fd < 0 && errno == EMFILE) {
+		/* Our bells took the last descriptors: without them the segment
+		 * can still be opened and refused (unheard: the connector's
+		 * sleeps are short while its offer is out). */
+		close_bells(s);
+		fd = open_offered_memfd(&offer, &st);
+		if (fd >= 0) {
+			sl_segment_refuse(fd, -1);
+			sl_sys.close(fd);
+		}
+		sl_fb_hint(SL_FB_RESOURCE);
+		sl_debug("no descriptor left for the segment offered by pid %d; connection uses kernel TCP",
+			 (int)offer.pid);
+		return 0;
+	}
+	if (fd < 0) {
+		/* EACCES (the connecting process is not dumpable for us), or it
+		 * withdrew the offer (ESRCH): it finds out by itself. */
+		err = errno;
+		sl_debug("cannot open the segment offered by pid %d (%s); connection uses kernel TCP", (int)offer.pid,
+			 strerror(err));
+		sl_fb_hint(err == EACCES ? SL_FB_OTHER_USER
+			   : err == ESRCH ? SL_FB_REVOKED
+			   : err == EPERM ? SL_FB_BAD_OFFER
+					  : sl_fb_of_errno(err, SL_FB_OTHER));
+		close_bells(s);
+		return 0;
+	}
+	snprintf(who, sizeof(who), "pid %d", (int)offer.pid);
+	return attach_segment(s, fd, &st, who);
+}
+
+const struct sl_fabric_ops sl_fabric_shm = {
+	.name = "shm",
+	.listen_register = shm_listen_register,
+	.listen_unregister = shm_listen_unregister,
+	.listen_withdraw = shm_listen_withdraw,
+	.lookup = shm_lookup,
+	.offer = shm_offer,
+	.offer_withdraw = shm_offer_withdraw,
+	.offer_settle = shm_offer_settle,
+	.attach = shm_attach,
+	.stimulate = sl_shm_stimulate,
+	.ring_self = sl_shm_ring_self,
+	.flush_remote = sl_shm_flush_remote,
+	.drain = sl_shm_drain,
+	.peer_gone = sl_shm_peer_gone,
+	.release = shm_release,
+};

@@ -1,0 +1,203 @@
+/* registry.c — the listener registry of the shm fabric.  An entry is a file
+ * under <rundir>/listen named after the endpoint; every listener holds an OFD
+ * read lock on it, so the kernel drops a dead process's claim by itself and a
+ * lookup that finds no lock holder removes the stale entry.
+ */
+#include "fabric/shm/registry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "fabric/shm/offer_names.h"
+#include "runtime/config.h"
+#include "runtime/log.h"
+#include "runtime/own_fd.h"
+#include "runtime/sys.h"
+
+#define REG_MAGIC 0x3147455220434c53ull /* "SLC REG1" */
+
+struct reg_entry {
+	uint64_t magic;
+	int32_t pid;
+	uint32_t flags; /* SL_REG_NAMED; 0 in entries of older versions */
+	uint64_t ring_bytes;
+};
+
+static int entry_path(const struct sl_key *key, char *path, size_t size)
+{
+	return sl_key_path("listen", key, "", path, size);
+}
+
+/* Registration and removal are serialized so a remover cannot unlink an entry
+ * that a new listener has just opened. */
+static int lock_registry(void)
+{
+	char *path = malloc(SL_PATH_SIZE); /* not on the stack: set-up runs on application threads */
+	int fd = -1;
+
+	if (path && snprintf(path, SL_PATH_SIZE, "%s/listen/.lock", sl_config()->rundir) < SL_PATH_SIZE)
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	free(path);
+	if (fd < 0)
+		return -1;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			sl_sys.close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
+static int ofd_lock(int fd, short type, int cmd)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+
+	if (sl_sys.fcntl(fd, cmd, &fl) < 0)
+		return -1;
+	return cmd == F_OFD_GETLK ? fl.l_type : 0;
+}
+
+/* With the registry lock held: unlink path if no listener holds it. */
+static void remove_if_unclaimed(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return;
+	if (ofd_lock(fd, F_WRLCK, F_OFD_SETLK) == 0)
+		unlink(path);
+	sl_sys.close(fd);
+}
+
+int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, char *path, size_t path_size)
+{
+	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes,
+				   .flags = no_rdv ? SL_REG_NAMED : 0 };
+	int lock, fd, saved;
+
+	if (entry_path(key, path, path_size) < 0)
+		return -1;
+	lock = lock_registry();
+	if (lock < 0)
+		return -1;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 || ofd_lock(fd, F_RDLCK, F_OFD_SETLK) < 0)
+		goto fail;
+	/* Our own read lock does not conflict with this probe: F_UNLCK means we
+	 * are the only listener, so the content is ours to (re)write. */
+	if (ofd_lock(fd, F_WRLCK, F_OFD_GETLK) == F_UNLCK) {
+		if (pwrite(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
+			goto fail;
+	} else if (no_rdv &&
+		   pwrite(fd, &entry.flags, sizeof(entry.flags), offsetof(struct reg_entry, flags)) !=
+			   (ssize_t)sizeof(entry.flags)) {
+		/* Others hold the entry (and maybe the rendezvous): their
+		 * connectors must still name offers, or we would see none. */
+		goto fail;
+	}
+	sl_sys.close(lock);
+	return sl_own_fd(fd);
+fail:
+	saved = errno;
+	if (fd >= 0) {
+		sl_sys.close(fd);
+		remove_if_unclaimed(path);
+	}
+	sl_sys.close(lock);
+	errno = saved;
+	return -1;
+}
+
+void sl_registry_remove(int fd, const char *path)
+{
+	int lock = lock_registry();
+
+	sl_own_fd_close(fd);
+	if (lock < 0)
+		return;
+	remove_if_unclaimed(path);
+	sl_sys.close(lock);
+}
+
+void sl_registry_withdraw(int fd, const char *path)
+{
+	int lock = lock_registry();
+
+	sl_own_fd_close(fd);
+	unlink(path);
+	if (lock >= 0)
+		sl_sys.close(lock);
+}
+
+static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags, char *path);
+
+int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags)
+{
+	char *path = malloc(SL_PATH_SIZE); /* not on the stack: set-up runs on application threads */
+	int r;
+
+	if (!path)
+		return 0;
+	r = find_at(key, ring_bytes, flags, path);
+	free(path);
+	return r;
+}
+
+static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags, char *path)
+{
+	struct reg_entry entry;
+	int fd, holder, lock;
+
+	if (entry_path(key, path, SL_PATH_SIZE) < 0)
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	holder = ofd_lock(fd, F_WRLCK, F_OFD_GETLK);
+	if (holder == F_UNLCK) {
+		sl_sys.close(fd);
+		sl_debug("removing stale listener entry %s", path);
+		lock = lock_registry();
+		if (lock >= 0) {
+			remove_if_unclaimed(path);
+			sl_sys.close(lock);
+		}
+		return 0;
+	}
+	if (holder < 0 || pread(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry) || entry.magic != REG_MAGIC) {
+		sl_sys.close(fd);
+		return 0;
+	}
+	sl_sys.close(fd);
+	*ring_bytes = entry.ring_bytes;
+	*flags = entry.flags;
+	return 1;
+}
+
+void sl_registry_reap(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), lock;
+	bool unclaimed;
+
+	if (fd < 0)
+		return;
+	/* Looked at without the registry lock: live entries cost no flock. */
+	unclaimed = ofd_lock(fd, F_WRLCK, F_OFD_GETLK) == F_UNLCK;
+	sl_sys.close(fd);
+	if (!unclaimed)
+		return;
+	lock = lock_registry();
+	if (lock < 0)
+		return;
+	sl_debug("removing stale listener entry %s", path);
+	remove_if_unclaimed(path);
+	sl_sys.close(lock);
+}

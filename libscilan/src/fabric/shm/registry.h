@@ -1,0 +1,35 @@
+/* registry.h — the shm fabric's listener registry: one file per listening
+ * address under <rundir>/listen, alive while a listener holds a lock on it.
+ */
+#ifndef SCILAN_REGISTRY_H
+#define SCILAN_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "socket/sock_state.h"
+
+/* Register a listener: returns an fd holding the entry alive, or -1 (errno).
+ * no_rdv: this listener holds no rendezvous (another holds the name), so
+ * connectors of our user must name their offers (SL_REG_NAMED) for it. */
+int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, char *path, size_t path_size);
+/* Drop a registration; the entry disappears with the last listener. */
+void sl_registry_remove(int fd, const char *path);
+/* Unlink path even though other processes still hold it: the caller's
+ * process is about to lose the right to serve it. */
+void sl_registry_withdraw(int fd, const char *path);
+/* An entry's flags: some holder of the listener accepts without its
+ * rendezvous (an SO_REUSEPORT sibling, a re-exec'd master, a process that
+ * made a passed socket listen): it finds offers only as files.  Sticky
+ * while the entry has other holders. */
+#define SL_REG_NAMED 1u
+/* 1 if a live listener is registered exactly at key (its ring size in
+ * *ring_bytes, its flags in *flags), 0 if not; stale entries of dead
+ * processes are removed. */
+int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags);
+
+/* Remove the entry at path if no listener holds it any more. */
+void sl_registry_reap(const char *path);
+
+#endif

@@ -1,0 +1,563 @@
+/* rendezvous.c — offers travel as descriptors: the listener's abstract Unix
+ * socket (one per network namespace and address) queues one connection per
+ * offer; the acceptor takes its own, checked against the kernel's word on
+ * who owns each end, and sends the others back to the queue.
+ */
+#include "fabric/shm/rendezvous.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ring/layout.h"
+#include "runtime/fallback.h"
+#include "runtime/log.h"
+#include "runtime/own_fd.h"
+#include "ring/segment.h"
+#include "runtime/sock_diag.h"
+#include "runtime/sys.h"
+
+#define RDV_MAGIC 0x31564452204c53ull /* "SL RDV1" */
+#define RDV_SCAN 128                   /* queue entries one accept looks at */
+#define RDV_MAX_HOPS 64                /* an offer nobody takes is dropped after this many returns */
+#define RDV_STASH 1024                 /* offers a process that accepts alone keeps for later */
+
+enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
+/* In an offer's hops (a carrier's count is its own): the connector also
+ * made the offer's names, which the acceptor then removes (the connector
+ * does too once it sees the offer taken, and sweeps take a dead one's).
+ * The connector's word: it can only spare or cost itself the tidying. */
+#define RDV_NAMED 0x80000000u
+
+/* An offer: dst and src as the connector sees its connection, with the
+ * SL_RDV_FDS descriptors.  A carrier: an offer's Unix connection (one
+ * descriptor) sent back to the queue by an acceptor it was not for. */
+struct rdv_msg {
+	uint64_t magic;
+	uint32_t kind;
+	uint32_t hops;
+	struct sl_key dst, src;
+};
+
+static socklen_t rdv_name(const struct sl_key *key, struct sockaddr_un *sun)
+{
+	int len = key->family == AF_INET ? 4 : 16, n;
+
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	/* Abstract (leading NUL): no file to leave behind or to protect, and
+	 * one name space per network namespace, as TCP ports are. */
+	n = 1 + snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "scilan-rdv1/%d-", key->family == AF_INET ? 4 : 6);
+	for (int i = 0; i < len; i++)
+		n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "%02x", key->addr[i]);
+	n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "-%u", (unsigned)key->port);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n);
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (fds[i] >= 0)
+			sl_sys.close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+/* Root may stand in for anyone: it could take the segment by other means. */
+static bool owner_matches(uid_t speaker, uid_t owner)
+{
+	return speaker == owner || speaker == 0;
+}
+
+static bool same_key(const struct sl_key *a, const struct sl_key *b)
+{
+	return a->family == b->family && a->port == b->port &&
+	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+int sl_rdv_listen(const struct sl_key *key)
+{
+	struct sockaddr_un sun;
+	socklen_t len = rdv_name(key, &sun);
+	int fd = sl_sys.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err;
+
+	if (fd < 0)
+		return -1;
+	/* The backlog bounds the offers waiting for acceptors (each holds a
+	 * segment): beyond it, connectors use kernel TCP. */
+	if (sl_sys.bind(fd, (struct sockaddr *)&sun, len) < 0 || sl_sys.listen(fd, SOMAXCONN) < 0) {
+		err = errno;
+		sl_sys.close(fd);
+		errno = err;
+		return -1;
+	}
+	return sl_own_fd(fd);
+}
+
+int sl_rdv_connect(const struct sl_key *dst)
+{
+	struct sockaddr_un sun;
+	socklen_t len = rdv_name(dst, &sun);
+	int fd = sl_sys.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	/* Non-blocking: a full queue (EAGAIN) means kernel TCP, not a wait. */
+	if (sl_sys.connect(fd, (struct sockaddr *)&sun, len) < 0) {
+		sl_sys.close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static ssize_t send_with_fds(int conn, const struct rdv_msg *m, const int *fds, int n)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * SL_RDV_FDS)];
+	} ctl;
+	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	memset(&ctl, 0, sizeof(ctl));
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	return sl_sys.sendmsg(conn, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
+		bool named)
+{
+	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .hops = named ? RDV_NAMED : 0, .dst = *dst,
+			     .src = *src };
+	struct ucred listener;
+	socklen_t len = sizeof(listener);
+	uid_t owner;
+
+	/* Anyone may bind an abstract name first: the segment goes only to the
+	 * process that made the listener the kernel connects us to. */
+	if (sl_sys.getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &listener, &len) < 0 ||
+	    sl_diag_tcp_owner(tcp, dst, src, true, &owner) < 0)
+		return -1;
+	if (!owner_matches(listener.uid, owner)) {
+		sl_warn("the scilan listener for port %u runs as uid %u but the TCP listener belongs to uid %u; "
+			"connection uses kernel TCP", (unsigned)dst->port, (unsigned)listener.uid, (unsigned)owner);
+		errno = EPERM;
+		return -1;
+	}
+	return send_with_fds(conn, &m, fds, SL_RDV_FDS) == (ssize_t)sizeof(m) ? 0 : -1;
+}
+
+/* Receive (or with MSG_PEEK, copy) the message and exactly want descriptors:
+ * 0.  With partial_ok, a whole message whose descriptors did not all fit
+ * (EMFILE: the kernel installs what it can and drops the rest) is 1, with
+ * those that came first in fds (the rest -1). */
+static int recv_with_fds(int e, struct rdv_msg *m, int *fds, int want, int flags, bool partial_ok)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * (SL_RDV_FDS + 1))];
+	} ctl;
+	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			      .msg_controllen = sizeof(ctl.buf) };
+	int got = 0;
+	ssize_t n;
+
+	for (int i = 0; i < want; i++)
+		fds[i] = -1;
+	n = sl_sys.recvmsg(e, &msg, flags | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		size_t k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (got < want)
+				fds[got] = fd;
+			else
+				sl_sys.close(fd);
+			got++;
+		}
+	}
+	if (partial_ok && n == (ssize_t)sizeof(*m) && m->magic == RDV_MAGIC && (msg.msg_flags & MSG_CTRUNC) &&
+	    got > 0 && got < want)
+		return 1;
+	if (n != (ssize_t)sizeof(*m) || got != want || (msg.msg_flags & MSG_CTRUNC) || m->magic != RDV_MAGIC) {
+		/* An offer whose descriptors did not fit (EMFILE) is lost to
+		 * us: the connection is kernel TCP for want of them. */
+		if (msg.msg_flags & MSG_CTRUNC)
+			sl_fb_hint(SL_FB_RESOURCE);
+		close_all(fds, want < got ? want : got);
+		return -1;
+	}
+	return 0;
+}
+
+/* An offer for another connection that is no longer worth returning: the
+ * connector decided it (revoked, refused, or another acceptor attached). */
+static bool stale_offer(int e)
+{
+	struct rdv_msg m;
+	int fds[SL_RDV_FDS];
+	uint32_t word = 0;
+	struct stat st;
+	bool stale;
+
+	if (recv_with_fds(e, &m, fds, SL_RDV_FDS, MSG_PEEK, false) < 0)
+		return true;
+	/* Checked before the read: anyone can queue here, and a file on a
+	 * mount that never answers (FUSE, a hung NFS) would hold our accept. */
+	stale = sl_segment_fd_check(fds[0], &st) < 0 ||
+		pread(fds[0], &word, sizeof(word), SL_SEG_OFFER_OFF) != (ssize_t)sizeof(word) ||
+		word != SL_OFFER_OFFERED;
+	close_all(fds, SL_RDV_FDS);
+	return stale;
+}
+
+/* Back to the queue for the process that accepted its TCP connection: the
+ * offer's own Unix connection travels, so its SO_PEERCRED (the connector)
+ * travels with it. */
+static void send_back_to(const struct sockaddr_un *at, socklen_t at_len, int e, uint32_t hops)
+{
+	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_CARRIER, .hops = hops + 1 };
+	int c = sl_sys.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (c >= 0) {
+		if (sl_sys.connect(c, (const struct sockaddr *)at, at_len) < 0 || send_with_fds(c, &m, &e, 1) < 0)
+			sl_debug("an offer for another connection could not be queued again (%s)", strerror(errno));
+		sl_sys.close(c);
+	}
+	sl_sys.close(e);
+}
+
+static void send_back(int l, int e, uint32_t hops)
+{
+	struct sockaddr_un sun;
+	socklen_t len = sizeof(sun);
+
+	if (sl_sys.getsockname(l, (struct sockaddr *)&sun, &len) == 0)
+		send_back_to(&sun, len, e, hops);
+	else
+		sl_sys.close(e);
+}
+
+/* The stash.  A listener no other process holds (sl_sock_maybe_shared) has
+ * one acceptor: every offer in its queue is for a connection this process
+ * will accept, or for none.  Sending the others back costs four system
+ * calls each and a hop, at every accept that passes them: a burst of
+ * connections whose accepts come in another order than their offers (a
+ * backlog that overflowed completes handshakes out of order) made each
+ * accept pay O(queue), and offers were dropped after RDV_MAX_HOPS or lay
+ * beyond RDV_SCAN, their connections falling back to kernel TCP (2 of 5
+ * clients of a 5,000-connection burst on redis).  Kept here instead, each
+ * offer is looked at once.  The oldest gives way when full (its client, if
+ * alive, revokes); a listener that becomes shared (a fork) gets its offers
+ * back into the queue, where its other acceptors look; a fork child drops
+ * its copies. */
+struct stashed {
+	int e;                  /* the offer's Unix connection (one of ours) */
+	uint32_t hops;
+	uint64_t seq;           /* age: the oldest gives way */
+	struct sl_key dst, src; /* as its message says */
+	struct sockaddr_un at;  /* the queue it came from */
+	socklen_t at_len;
+};
+
+static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stashed *stash;
+static _Atomic int nstash; /* read unlocked only to skip an empty stash */
+static uint64_t stash_seq;
+
+static void send_back_to(const struct sockaddr_un *at, socklen_t at_len, int e, uint32_t hops);
+
+static void stash_drop_locked(int i)
+{
+	sl_sys.close(stash[i].e);
+	stash[i] = stash[--nstash];
+}
+
+/* Keep e (an offer for another connection of queue l); false if it cannot. */
+static bool stash_put(int l, int e, uint32_t hops, const struct rdv_msg *m)
+{
+	struct stashed st = { .hops = hops, .dst = m->dst, .src = m->src, .at_len = sizeof(st.at) };
+
+	if (sl_sys.getsockname(l, (struct sockaddr *)&st.at, &st.at_len) < 0)
+		return false;
+	pthread_mutex_lock(&stash_lock);
+	if (!stash)
+		stash = calloc(RDV_STASH, sizeof(*stash));
+	pthread_mutex_unlock(&stash_lock);
+	if (!stash)
+		return false;
+	st.e = sl_own_fd(e); /* many may be kept: above the program's numbers */
+	pthread_mutex_lock(&stash_lock);
+	if (nstash == RDV_STASH) {
+		int oldest = 0;
+
+		for (int i = 1; i < nstash; i++)
+			if (stash[i].seq < stash[oldest].seq)
+				oldest = i;
+		stash_drop_locked(oldest);
+	}
+	st.seq = ++stash_seq;
+	stash[nstash++] = st;
+	pthread_mutex_unlock(&stash_lock);
+	return true;
+}
+
+/* The kept offer for (dst, src), or -1. */
+static int stash_take(const struct sl_key *dst, const struct sl_key *src, uint32_t *hops)
+{
+	int e = -1;
+
+	pthread_mutex_lock(&stash_lock);
+	for (int i = 0; i < nstash; i++)
+		if (same_key(&stash[i].dst, dst) && same_key(&stash[i].src, src)) {
+			e = stash[i].e;
+			*hops = stash[i].hops;
+			stash[i] = stash[--nstash];
+			break;
+		}
+	pthread_mutex_unlock(&stash_lock);
+	return e;
+}
+
+/* Offers kept from queue l: back into it (to_queue), or dropped. */
+static void stash_release(int l, bool to_queue)
+{
+	struct sockaddr_un at;
+	socklen_t at_len = sizeof(at);
+
+	if (!atomic_load_explicit(&nstash, memory_order_relaxed) ||
+	    sl_sys.getsockname(l, (struct sockaddr *)&at, &at_len) < 0)
+		return;
+	pthread_mutex_lock(&stash_lock);
+	for (int i = 0; i < nstash;) {
+		if (stash[i].at_len != at_len || memcmp(&stash[i].at, &at, at_len)) {
+			i++;
+			continue;
+		}
+		if (to_queue)
+			send_back_to(&at, at_len, stash[i].e, stash[i].hops);
+		else
+			sl_sys.close(stash[i].e);
+		stash[i] = stash[--nstash];
+	}
+	pthread_mutex_unlock(&stash_lock);
+}
+
+void sl_rdv_forget_listener(int l)
+{
+	if (l >= 0)
+		stash_release(l, false);
+}
+
+void sl_rdv_fork_lock(void)
+{
+	pthread_mutex_lock(&stash_lock);
+}
+
+void sl_rdv_fork_unlock(bool child)
+{
+	if (!child) {
+		pthread_mutex_unlock(&stash_lock);
+		return;
+	}
+	/* The parent keeps its offers (and hands them back to the queue at its
+	 * next accept: the listener is shared now). */
+	pthread_mutex_init(&stash_lock, NULL);
+	for (int i = 0; i < nstash; i++)
+		sl_sys.close(stash[i].e);
+	nstash = 0;
+}
+
+static bool is_unix_stream(int fd)
+{
+	int domain = 0, type = 0;
+	socklen_t len = sizeof(int);
+
+	return sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && domain == AF_UNIX &&
+	       (len = sizeof(int), sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) == 0 &&
+	       type == SOCK_STREAM;
+}
+
+/* A connector between its rendezvous connect and its send (it sends before
+ * its TCP connect, so this is never the offer of a connection we accepted):
+ * set aside for this scan, then queued again once for its acceptor.
+ * Dropping it, as a malformed entry, lost that offer (EPIPE on its send),
+ * and queueing it again at once would meet it again in the same scan. */
+#define RDV_LATER 16
+
+struct scan {
+	bool keep; /* others' offers go to the stash, not back to the queue */
+	int tcp;
+	const struct sl_key *local, *peer;
+	int *fds;
+	bool *named;
+	int nlater;
+	struct {
+		int l, e;
+		uint32_t hops;
+	} later[RDV_LATER];
+};
+
+static void set_aside(struct scan *sc, int l, int e, uint32_t hops)
+{
+	if (hops >= RDV_MAX_HOPS) {
+		sl_sys.close(e);
+	} else if (sc->nlater == RDV_LATER) {
+		send_back(l, e, hops);
+	} else {
+		sc->later[sc->nlater].l = l;
+		sc->later[sc->nlater].e = e;
+		sc->later[sc->nlater].hops = hops;
+		sc->nlater++;
+	}
+}
+
+/* One queue entry e (ours to close): 1 if it was our offer (fds filled),
+ * SL_RDV_PARTIAL if it was but not all of its descriptors fit. */
+static int consider(struct scan *sc, int l, int e, uint32_t hops)
+{
+	struct rdv_msg m;
+	struct ucred who;
+	socklen_t len = sizeof(who);
+	uid_t owner;
+	int inner, r;
+	ssize_t got = sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
+
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		set_aside(sc, l, e, hops);
+		return 0;
+	}
+	if (got != (ssize_t)sizeof(m) || m.magic != RDV_MAGIC)
+		goto drop;
+	if (m.kind == RDV_CARRIER) {
+		/* Carriers carry offers, never carriers. */
+		if (hops || recv_with_fds(e, &m, &inner, 1, 0, false) < 0)
+			goto drop;
+		sl_sys.close(e);
+		if (!is_unix_stream(inner)) {
+			sl_sys.close(inner);
+			return 0;
+		}
+		return consider(sc, l, inner, m.hops ? m.hops : 1);
+	}
+	if (m.kind != RDV_OFFER)
+		goto drop;
+	if (!same_key(&m.dst, sc->local) || !same_key(&m.src, sc->peer)) {
+		if (hops >= RDV_MAX_HOPS)
+			goto drop;
+		if (sc->keep && stash_put(l, e, hops, &m))
+			return 0;
+		if (stale_offer(e))
+			goto drop;
+		send_back(l, e, hops);
+		return 0;
+	}
+	/* For our connection: only from whoever owns its other end, by the
+	 * kernel's word (SO_PEERCRED of the connector, sock_diag of the socket);
+	 * anything else local could have connected here and said so. */
+	if (sl_sys.getsockopt(e, SOL_SOCKET, SO_PEERCRED, &who, &len) < 0 ||
+	    (r = recv_with_fds(e, &m, sc->fds, SL_RDV_FDS, 0, true)) < 0)
+		goto drop;
+	sl_sys.close(e);
+	if (sl_diag_tcp_owner(sc->tcp, sc->peer, sc->local, false, &owner) < 0) {
+		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
+			(unsigned)sc->local->port, strerror(errno));
+		close_all(sc->fds, SL_RDV_FDS);
+		return 0;
+	}
+	/* Not the offer for this connection as far as we can tell: nothing is
+	 * written into it (its maker may have named our 4-tuple to see what
+	 * we do); a real client whose user changed between its socket and its
+	 * connect finds out after its agreement bound. */
+	if (!owner_matches(who.uid, owner)) {
+		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)owner,
+			(int)who.pid, (unsigned)who.uid);
+		close_all(sc->fds, SL_RDV_FDS);
+		return 0;
+	}
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		sc->fds[i] = sl_own_fd(sc->fds[i]);
+	*sc->named = (m.hops & RDV_NAMED) != 0;
+	return r == 1 ? SL_RDV_PARTIAL : 1;
+drop:
+	sl_sys.close(e);
+	return 0;
+}
+
+static int scan_queues(struct scan *sc, const int *ls, int n)
+{
+	/* Kept offers are looked at once each: the whole queue may be. */
+	int budget = sc->keep ? RDV_STASH : RDV_SCAN, r;
+	uint32_t hops;
+	int e;
+
+	if (sc->keep && (e = stash_take(sc->local, sc->peer, &hops)) >= 0 && (r = consider(sc, -1, e, hops)))
+		return r;
+
+	/* A second look when the first saw others' offers: another acceptor
+	 * may have been sending ours back to the queue meanwhile. */
+	for (int pass = 0; pass < 2; pass++) {
+		bool others = false;
+
+		for (int i = 0; i < n; i++) {
+			if (ls[i] < 0)
+				continue;
+			while (budget > 0) {
+				int e = sl_sys.accept4(ls[i], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+				if (e < 0)
+					break;
+				budget--;
+				if ((r = consider(sc, ls[i], e, 0)))
+					return r;
+				others = true;
+			}
+		}
+		if (!others)
+			break;
+		sched_yield();
+	}
+	return 0;
+}
+
+int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
+		int fds[SL_RDV_FDS], bool *named, bool alone)
+{
+	struct scan sc = { .keep = alone, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
+	int r;
+
+	if (!alone) /* shared since it kept some: its other acceptors look there */
+		for (int i = 0; i < n; i++)
+			if (ls[i] >= 0)
+				stash_release(ls[i], true);
+	r = scan_queues(&sc, ls, n);
+
+	for (int i = 0; i < sc.nlater; i++)
+		send_back(sc.later[i].l, sc.later[i].e, sc.later[i].hops);
+	return r;
+}

@@ -1,0 +1,52 @@
+/* rendezvous.h — the shm fabric's rendezvous by passing descriptors: a
+ * listener owns an abstract Unix socket named after its address, a connector
+ * hands its segment and bells to it with SCM_RIGHTS (rendezvous.c).
+ */
+#ifndef SCILAN_RENDEZVOUS_H
+#define SCILAN_RENDEZVOUS_H
+
+#include "socket/sock_state.h"
+
+#define SL_RDV_FDS 3 /* the segment, the connector's bell, the acceptor's bell */
+
+/* Listening side: the Unix socket that receives offers for key (a
+ * descriptor of the library's own), or -1 with errno (EADDRINUSE: another
+ * listener of the network namespace has that address). */
+int sl_rdv_listen(const struct sl_key *key);
+
+/* Connecting side: a Unix connection to the listener registered at dst, or
+ * -1 (none in this network namespace). */
+int sl_rdv_connect(const struct sl_key *dst);
+
+/* Connecting side, once our end src is fixed: hand fds over conn, if the
+ * process behind it owns the TCP listener the kernel will connect our TCP
+ * socket tcp to;
+ * named: the offer also has names in our runtime directory.  0, or -1 with
+ * errno (EPERM: it does not). */
+int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
+		bool named);
+
+/* Accepting side, after the kernel accept of (local, peer): the offer made
+ * for exactly that connection (tcp, the accepted socket) by the owner of
+ * its other end, from the listener's sockets ls[0..n).  1 with fds filled
+ * (ours now) and *named (the connector says it also named the offer: its
+ * word, only good for tidying), 0 if none; SL_RDV_PARTIAL if not all its
+ * descriptors fit (EMFILE): fds[0] is the segment, fds[1] the connector's
+ * bell or -1, fds[2] -1, for the caller to use some other way or refuse
+ * (sl_segment_refuse), as it was made by the owner of the other end.  One
+ * that was not (or whose maker cannot be told), and offers for other
+ * connections, are never written to; the latter go back to the queue for
+ * their acceptors. */
+#define SL_RDV_PARTIAL 2
+/* alone: no other process holds the listener, so offers for other
+ * connections are kept in this process (the stash) for its later accepts
+ * instead of going back to the queue. */
+int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
+		int fds[SL_RDV_FDS], bool *named, bool alone);
+/* The listener's queue l closes: drop what the stash kept from it. */
+void sl_rdv_forget_listener(int l);
+/* fork: the stash is held across it; a child drops its copies. */
+void sl_rdv_fork_lock(void);
+void sl_rdv_fork_unlock(bool child);
+
+#endif

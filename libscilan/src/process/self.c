@@ -1,0 +1,32 @@
+/* self.c — this process as the library names it: its pid and the forks
+ * since the library was loaded, kept current by fork handlers registered at
+ * load (before any configuration), so that no child goes on as its parent.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "socket/sock_state.h"
+
+pid_t sl_self_pid;
+_Atomic unsigned sl_forks;
+
+static void learn_pid(void)
+{
+	sl_self_pid = getpid();
+}
+
+/* In the parent, before the fork: both sides then see the count moved. */
+static void count_fork(void)
+{
+	atomic_fetch_add(&sl_forks, 1);
+}
+
+/* From the start, not from configuration (config.c's fork handlers): a child
+ * forked before the library's first use must not go on with its parent's pid
+ * (ring owners, holders, the statistics file's name). */
+__attribute__((constructor)) static void learn_pid_at_load(void)
+{
+	learn_pid();
+	pthread_atfork(count_fork, NULL, learn_pid);
+}

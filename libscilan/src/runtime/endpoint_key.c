@@ -1,0 +1,55 @@
+/* endpoint_key.c — the one conversion of a socket address, or of a
+ * socket's kernel name, to the key the registry, the offers and the
+ * statistics file use (IPv4-mapped IPv6 addresses fold to IPv4).
+ */
+#include "runtime/endpoint_key.h"
+
+#include <netinet/in.h>
+#include <string.h>
+
+#include "runtime/sys.h"
+
+static const unsigned char v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+/* Registry key of a socket address; IPv4-mapped IPv6 addresses fold to IPv4. */
+int sl_key_from_sockaddr(const struct sockaddr *sa, socklen_t len, struct sl_key *key)
+{
+	memset(key, 0, sizeof(*key));
+	if (!sa)
+		return -1;
+	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		key->family = AF_INET;
+		memcpy(key->addr, &in->sin_addr, 4);
+		key->port = ntohs(in->sin_port);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		key->port = ntohs(in6->sin6_port);
+		if (memcmp(&in6->sin6_addr, v4_mapped_prefix, 12) == 0) {
+			key->family = AF_INET;
+			memcpy(key->addr, (const unsigned char *)&in6->sin6_addr + 12, 4);
+		} else {
+			key->family = AF_INET6;
+			memcpy(key->addr, &in6->sin6_addr, 16);
+		}
+		return 0;
+	}
+	return -1;
+}
+
+int sl_key_of_fd(int fd, bool peer, struct sl_key *key)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int r = peer ? sl_sys.getpeername(fd, (struct sockaddr *)&ss, &len) : sl_sys.getsockname(fd, (struct sockaddr *)&ss, &len);
+
+	if (r < 0) {
+		memset(key, 0, sizeof(*key));
+		return -1;
+	}
+	return sl_key_from_sockaddr((struct sockaddr *)&ss, len, key);
+}

@@ -1,0 +1,123 @@
+/* fallback.c — the reasons a connection stays on (or moves to) kernel TCP:
+ * their names and sentences, the thread's pending hint from a fabric, and the
+ * one place a fallback is recorded (socket, totals, log, statistics file).
+ */
+#include "runtime/fallback.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "runtime/log.h"
+#include "socket/sock_state.h"
+#include "runtime/stats_file.h"
+
+static const struct {
+	const char *name, *text;
+} reasons[SL_FB_COUNT] = {
+	[SL_FB_NONE] = { "accelerated", "the connection is carried by the rings" },
+	[SL_FB_OFF] = { "off", "scilan is off in this process (the cluster map could not be read)" },
+	[SL_FB_NO_RUNDIR] = { "no-rundir", "no usable runtime directory" },
+	[SL_FB_NO_LISTENER] = { "no-listener",
+				"no scilan listener is reachable at the destination (the peer is not on scilan)" },
+	[SL_FB_NOT_IN_MAP] = { "not-in-map", "the destination is not a device address in the cluster map" },
+	[SL_FB_LINK_DOWN] = { "link-down", "the device link is down or its device is missing" },
+	[SL_FB_UNREGISTERED] = { "unregistered", "the listener could not be registered with scilan" },
+	[SL_FB_NO_OFFER] = { "no-offer", "the client made no offer (it is not on scilan)" },
+	[SL_FB_OTHER_USER] = { "other-user",
+			       "the client's segment may not be opened (another user, or a non-dumpable process)" },
+	[SL_FB_BAD_OFFER] = { "bad-offer", "the client's offer or segment was invalid" },
+	[SL_FB_REVOKED] = { "revoked", "the client withdrew its offer before this accept" },
+	[SL_FB_UNCONFIRMED] = { "unconfirmed",
+				"the accepting side did not confirm the offer (a plain server: it spoke or closed "
+				"first, or was silent for 1 s)" },
+	[SL_FB_REFUSED] = { "refused", "the accepting side refused the offer (out of descriptors, a bad segment)" },
+	[SL_FB_UNDECIDED] = { "undecided",
+			      "closed, exec'd or passed with SCM_RIGHTS before the accepting side confirmed" },
+	[SL_FB_BUSY] = { "busy", "the offer's name was in use (another connection with the same 4-tuple)" },
+	[SL_FB_RESOURCE] = { "resource",
+			     "a resource limit (descriptors, memory, tmpfs space or device slices)" },
+	[SL_FB_BYPASS] = { "bypass",
+			   "downgraded: the peer's bytes came on the kernel socket (io_uring, raw system calls, "
+			   "or a holder without the hook)" },
+	[SL_FB_PEER_MOVED] = { "peer-moved", "downgraded: the peer moved the connection to kernel TCP" },
+	[SL_FB_SANDBOX] = { "sandbox", "downgraded: this process installed a seccomp filter" },
+	[SL_FB_EXEC] = { "exec", "downgraded: exec or spawn of an image that does not load the hook" },
+	[SL_FB_STALLED] = { "stalled",
+			    "downgraded: the peer took nothing from its ring for 3 s while this end waited "
+			    "(a reader that bypasses the hook)" },
+	[SL_FB_CLOSED_UNREAD] = { "closed-unread",
+				  "one end closed while the other had taken none of its bytes from the ring: "
+				  "that tail went onto the kernel socket (for a reader that bypasses the hook)" },
+	[SL_FB_HANDOVER] = { "handover",
+			     "downgraded: its rings could not be handed on with exec or SCM_RIGHTS (the segment "
+			     "could not be reopened: the process gave up the privilege after set-up)" },
+	[SL_FB_OTHER] = { "other", "another failure (see the warning before this line)" },
+};
+
+const char *sl_fb_name(unsigned reason)
+{
+	return reason < SL_FB_COUNT ? reasons[reason].name : "?";
+}
+
+const char *sl_fb_text(unsigned reason)
+{
+	return reason < SL_FB_COUNT ? reasons[reason].text : "?";
+}
+
+bool sl_fb_downgrade(unsigned reason)
+{
+	return reason >= SL_FB_BYPASS && reason < SL_FB_OTHER;
+}
+
+static _Thread_local enum sl_fb hint;
+
+/* The first hint of a set-up stands: the exact destination's lookup says
+ * more than the wildcard's that follows it. */
+void sl_fb_hint(enum sl_fb reason)
+{
+	if (hint == SL_FB_NONE)
+		hint = reason;
+}
+
+enum sl_fb sl_fb_take_hint(enum sl_fb dflt)
+{
+	enum sl_fb r = hint ? hint : dflt;
+
+	hint = SL_FB_NONE;
+	return r;
+}
+
+enum sl_fb sl_fb_of_errno(int err, enum sl_fb dflt)
+{
+	switch (err) {
+	case EMFILE:
+	case ENFILE:
+	case ENOMEM:
+	case ENOSPC:
+	case EDQUOT:
+	case ENOBUFS:
+		return SL_FB_RESOURCE;
+	case EEXIST:
+		return SL_FB_BUSY;
+	case ECONNREFUSED:
+		return SL_FB_NO_LISTENER;
+	default:
+		return dflt;
+	}
+}
+
+void sl_fallback(struct sl_sock *s, enum sl_fb reason, enum sl_fb_side side)
+{
+	if (reason <= SL_FB_NONE || reason >= SL_FB_COUNT)
+		reason = SL_FB_OTHER;
+	hint = SL_FB_NONE;
+	atomic_fetch_add_explicit(&sl_totals.fallback, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&sl_totals.fb[reason], 1, memory_order_relaxed);
+	if (s) {
+		s->fb_reason = reason;
+		s->fb_side = side;
+		sl_stats_conn_plain(s);
+	}
+	sl_info("fd %d (%s): kernel TCP, %s: %s", s ? s->fd : -1, side == SL_FB_ACCEPTOR ? "accepted" : "connecting",
+		sl_fb_name(reason), sl_fb_text(reason));
+}

@@ -1,0 +1,269 @@
+/* stats_file.c — publishes this process's live per-connection counters in
+ * <rundir>/stats/<pid>, a shared mapping made at the first connection
+ * (accelerated, or kernel TCP with the reason why, fallback.c) and kept until
+ * exit; scilan_ctl stat maps it read-only.  The owner
+ * holds an OFD read lock on it, so a file nobody locks is a dead process's.
+ */
+#include "runtime/stats_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/config.h"
+#include "runtime/endpoint_key.h"
+#include "runtime/log.h"
+#include "runtime/own_fd.h"
+#include "runtime/rundir_sweep.h"
+#include "runtime/sys.h"
+
+static struct sl_stats_map *map;
+/* A fork parent's file's mapping, kept in the child: the child's own file
+ * is mapped over it (MAP_FIXED), so a thread racing a close never writes
+ * into unmapped memory. */
+static struct sl_stats_map *detached;
+/* Holds the lock that tells sweepers we live (one of our own descriptors:
+ * a program closing every descriptor must not drop it). */
+static int map_fd = -1;
+static pid_t map_pid;
+static bool map_failed;
+static char map_path[SL_PATH_SIZE];
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void remove_at_exit(void)
+{
+	if (map && map_pid == getpid())
+		unlink(map_path);
+}
+
+static int ofd_lock(int fd, short type, int cmd)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	int r;
+
+	while ((r = sl_sys.fcntl(fd, cmd, &fl)) < 0 && errno == EINTR) {
+	}
+	return r;
+}
+
+/* Our read lock, waiting out a sweeper's momentary write lock; bounded, so
+ * that nothing (a stuck process of the user) can hang a connect here. */
+static int read_lock(int fd)
+{
+	struct timespec one_ms = { 0, 1000000 };
+
+	for (int i = 0; i < 100; i++) {
+		if (ofd_lock(fd, F_RDLCK, F_OFD_SETLK) == 0)
+			return 0;
+		if (errno != EAGAIN && errno != EACCES)
+			return -1;
+		nanosleep(&one_ms, NULL);
+	}
+	return -1;
+}
+
+/* Create our file already locked.  A sweeper removes a file only while it
+ * holds the write lock, so once our read lock is granted the file either
+ * still has its name (and is safe from then on) or was removed in the gap
+ * between create and lock, and we make it again. */
+static int create_locked(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	for (int tries = 0; tries < 3; tries++) {
+		/* A file under our pid is a dead process's: the pid is ours now. */
+		unlink(path);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return -1;
+		if (read_lock(fd) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+			return fd;
+		sl_sys.close(fd);
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+bool sl_stats_file_reap(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat held, named;
+	bool gone;
+
+	if (fd < 0)
+		return false;
+	gone = ofd_lock(fd, F_WRLCK, F_OFD_SETLK) == 0;
+	/* The name may have been reused for a new file since we opened it. */
+	if (gone && fstat(fd, &held) == 0 && lstat(path, &named) == 0 && held.st_ino == named.st_ino &&
+	    held.st_dev == named.st_dev) {
+		sl_debug("removing the statistics file %s of a process that is gone", path);
+		unlink(path);
+	}
+	sl_sys.close(fd);
+	return gone;
+}
+
+/* Under map_lock. */
+static struct sl_stats_map *open_map(void)
+{
+	static bool exit_hook;
+	const char *rundir = sl_config()->rundir;
+	struct sl_stats_map *m;
+	int fd;
+
+	if (map || map_failed || !*rundir)
+		return map;
+	/* Where processes come and go: clean up after those that left. */
+	sl_rundir_sweep_tick();
+	if (snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid) >= (int)sizeof(map_path)) {
+		errno = ENAMETOOLONG;
+		fd = -1;
+	} else {
+		fd = sl_own_fd(create_locked(map_path));
+	}
+	if (fd < 0 || ftruncate(fd, sizeof(*m)) < 0) {
+		sl_debug("no live statistics file %s: %s", map_path, strerror(errno));
+		if (fd >= 0) {
+			sl_own_fd_close(fd);
+			unlink(map_path);
+		}
+		map_failed = true;
+		return NULL;
+	}
+	m = mmap(detached, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED | (detached ? MAP_FIXED : 0), fd, 0);
+	if (m != MAP_FAILED)
+		detached = NULL;
+	if (m == MAP_FAILED) {
+		sl_own_fd_close(fd);
+		unlink(map_path);
+		map_failed = true;
+		return NULL;
+	}
+	map_fd = fd;
+	m->hdr.pid = sl_self_pid;
+	m->hdr.slots = SL_STATS_SLOTS;
+	fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = sl_sys.read(fd, m->hdr.comm, sizeof(m->hdr.comm) - 1);
+
+		if (n > 0 && m->hdr.comm[n - 1] == '\n')
+			m->hdr.comm[n - 1] = '\0';
+		sl_sys.close(fd);
+	}
+	/* The magic last: a reader that sees it sees the header complete. */
+	__atomic_store_n(&m->hdr.magic, SL_STATS_MAGIC, __ATOMIC_RELEASE);
+	map = m;
+	map_pid = sl_self_pid;
+	if (!exit_hook) {
+		exit_hook = true;
+		atexit(remove_at_exit);
+	}
+	return map;
+}
+
+static void take_slot(struct sl_sock *s, bool accelerated)
+{
+	struct sl_stats_map *m;
+
+	pthread_mutex_lock(&map_lock);
+	m = open_map();
+	for (int i = 0; m && i < SL_STATS_SLOTS; i++) {
+		struct sl_stats_slot *slot = &m->slot[i];
+
+		if (atomic_load(&slot->in_use))
+			continue;
+		slot->fd = s->fd;
+		slot->reason = accelerated ? SL_FB_NONE : (uint32_t)s->fb_reason;
+		slot->side = (uint32_t)(accelerated ? s->own_area : (int)s->fb_side);
+		sl_key_of_fd(s->fd, false, &slot->local);
+		sl_key_of_fd(s->fd, true, &slot->peer);
+		atomic_store(&slot->ctr.tx_bytes, atomic_load(&s->own_ctr.tx_bytes));
+		atomic_store(&slot->ctr.rx_bytes, atomic_load(&s->own_ctr.rx_bytes));
+		atomic_store(&slot->ctr.sleeps, atomic_load(&s->own_ctr.sleeps));
+		atomic_store(&slot->ctr.wakeups, atomic_load(&s->own_ctr.wakeups));
+		atomic_store_explicit(&slot->in_use, 1, memory_order_release);
+		s->stats_slot = i;
+		s->ctr = &slot->ctr;
+		if (accelerated)
+			atomic_fetch_add(&m->hdr.accelerated, 1);
+		break;
+	}
+	pthread_mutex_unlock(&map_lock);
+}
+
+void sl_stats_conn_open(struct sl_sock *s)
+{
+	take_slot(s, true);
+}
+
+void sl_stats_conn_plain(struct sl_sock *s)
+{
+	/* A downgraded connection's accelerated slot was given back first. */
+	if (s->stats_slot < 0)
+		take_slot(s, false);
+}
+
+void sl_stats_conn_close(struct sl_sock *s)
+{
+	struct sl_counters *c = s->ctr;
+
+	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&c->tx_bytes), memory_order_relaxed);
+	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&c->rx_bytes), memory_order_relaxed);
+	pthread_mutex_lock(&map_lock);
+	if (s->stats_slot >= 0 && map) {
+		atomic_store_explicit(&map->slot[s->stats_slot].in_use, 0, memory_order_release);
+		/* The file stays with no connection open: a connection-per-request
+		 * server would otherwise make and remove it (ten system calls) per
+		 * connection.  It goes at exit; a killed process's is swept. */
+	}
+	s->stats_slot = -1;
+	s->ctr = &s->own_ctr;
+	pthread_mutex_unlock(&map_lock);
+	atomic_store(&s->own_ctr.tx_bytes, 0);
+	atomic_store(&s->own_ctr.rx_bytes, 0);
+}
+
+static bool count_privately(struct sl_sock *s)
+{
+	if (s->stats_slot >= 0) {
+		s->own_ctr.tx_bytes = atomic_load(&s->ctr->tx_bytes);
+		s->own_ctr.rx_bytes = atomic_load(&s->ctr->rx_bytes);
+		s->own_ctr.sleeps = atomic_load(&s->ctr->sleeps);
+		s->own_ctr.wakeups = atomic_load(&s->ctr->wakeups);
+		s->ctr = &s->own_ctr;
+		s->stats_slot = -1;
+	}
+	return false;
+}
+
+void sl_stats_file_after_fork_child(void)
+{
+	/* The mapping stays (it is the parent's file); we no longer write it. */
+	pthread_mutex_init(&map_lock, NULL);
+	sl_sock_any(count_privately);
+	if (map)
+		detached = map; /* mapped over by our own first file */
+	map = NULL;
+	/* Our copy only: the lock stays with the parent's descriptor. */
+	if (map_fd >= 0)
+		sl_own_fd_close(map_fd);
+	map_fd = -1;
+	map_failed = false;
+}
+
+void sl_stats_file_renumber(int from, int to)
+{
+	pthread_mutex_lock(&map_lock);
+	if (map_fd == from)
+		map_fd = to;
+	pthread_mutex_unlock(&map_lock);
+}

@@ -1,0 +1,54 @@
+/* stats_file.h — the live per-connection counters a process publishes in
+ * <rundir>/stats/<pid> (a shared mapping that scilan_ctl stat reads), and the
+ * file format both sides share.
+ */
+#ifndef SCILAN_STATS_FILE_H
+#define SCILAN_STATS_FILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "socket/sock_state.h"
+
+#define SL_STATS_MAGIC 0x3354535320434c53ull /* "SLC SST3": reasons numbered as fallback.h says */
+#define SL_STATS_SLOTS 1024
+
+struct sl_stats_slot {
+	_Atomic uint32_t in_use;
+	int32_t fd;
+	uint32_t reason; /* enum sl_fb: SL_FB_NONE accelerated, else why kernel TCP carries it */
+	uint32_t side;   /* enum sl_fb_side */
+	struct sl_key local, peer;
+	struct sl_counters ctr;
+};
+
+struct sl_stats_file_hdr {
+	uint64_t magic;
+	int32_t pid;
+	uint32_t slots;
+	char comm[16];
+	_Atomic uint64_t accelerated; /* connections accelerated so far */
+};
+
+struct sl_stats_map {
+	struct sl_stats_file_hdr hdr;
+	struct sl_stats_slot slot[SL_STATS_SLOTS];
+};
+
+/* A connection became accelerated: count it in a slot of our stats file
+ * (created on first use); without one it counts in the socket itself. */
+void sl_stats_conn_open(struct sl_sock *s);
+/* A connection is kernel TCP for s->fb_reason (fallback.c): listed in a
+ * slot of our stats file (created on first use) until it closes. */
+void sl_stats_conn_plain(struct sl_sock *s);
+/* It closes: its counters join the process totals, its slot is freed. */
+void sl_stats_conn_close(struct sl_sock *s);
+/* In a forked child: the file is the parent's; count privately again. */
+void sl_stats_file_after_fork_child(void);
+/* Remove the statistics file at path if no live process holds it (its
+ * owner's lock is gone); true if it was a dead process's. */
+bool sl_stats_file_reap(const char *path);
+/* Our lock's descriptor moved to another number (own_fd.c). */
+void sl_stats_file_renumber(int from, int to);
+
+#endif

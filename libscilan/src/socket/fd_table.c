@@ -1,0 +1,302 @@
+/* fd_table.c — maps kernel fd numbers to scilan state (two-level array;
+ * slots are reused, never freed, so a racing lookup can never touch freed
+ * memory; the lock-free lookup is sl_sock_get, inline in sock_state.h), and
+ * the table's side of fork.
+ */
+#include "socket/sock_state.h"
+#include "fabric/shm/seg_pool.h"
+
+#include "fabric/shm/rendezvous.h"
+#include "process/holders.h"
+#include "runtime/own_fd.h"
+#include "ring/segment.h"
+#include "runtime/stats.h"
+#include "runtime/stats_file.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK_BITS SL_FD_CHUNK_BITS
+#define CHUNK_SIZE (1u << CHUNK_BITS)
+#define CHUNKS SL_FD_CHUNKS
+
+struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
+/* Slots set aside by dup over them: a racing lookup may still read one, so
+ * they are kept for sl_sock_new to reuse rather than freed. */
+static struct sl_sock *spare[64];
+static unsigned spares;
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct sl_sock *_Atomic *chunk_for(unsigned fd, bool create)
+{
+	struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[fd >> CHUNK_BITS], memory_order_acquire);
+	struct sl_sock *_Atomic *expected = NULL;
+
+	if (chunk || !create)
+		return chunk;
+	chunk = calloc(CHUNK_SIZE, sizeof(*chunk));
+	if (!chunk)
+		return NULL;
+	if (!atomic_compare_exchange_strong(&sl_fd_chunks[fd >> CHUNK_BITS], &expected, chunk)) {
+		free(chunk);
+		chunk = expected;
+	}
+	return chunk;
+}
+
+struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *s, *expected = NULL;
+
+	if (fd < 0 || (unsigned)fd >= CHUNKS * CHUNK_SIZE)
+		return NULL;
+	chunk = chunk_for((unsigned)fd, true);
+	if (!chunk)
+		return NULL;
+	s = atomic_load_explicit(&chunk[fd & (CHUNK_SIZE - 1)], memory_order_acquire);
+	if (s && atomic_load(&s->fd_refs) > 1 && s->fd != fd) {
+		/* The slot still names a dup'ed socket whose alias was closed
+		 * behind our back: leave that socket alone. */
+		atomic_fetch_sub(&s->fd_refs, 1);
+		atomic_store(&chunk[fd & (CHUNK_SIZE - 1)], NULL);
+		s = NULL;
+	}
+	if (!s) {
+		pthread_mutex_lock(&spare_lock);
+		if (spares) {
+			s = spare[--spares];
+			pthread_mutex_unlock(&spare_lock);
+			if (!atomic_compare_exchange_strong(&chunk[fd & (CHUNK_SIZE - 1)], &expected, s)) {
+				pthread_mutex_lock(&spare_lock);
+				spare[spares++] = s;
+				pthread_mutex_unlock(&spare_lock);
+				s = expected;
+			}
+			goto reset;
+		}
+		pthread_mutex_unlock(&spare_lock);
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		pthread_mutex_init(&s->ctl_lock, NULL);
+		pthread_mutex_init(&s->sleep_lock[0], NULL);
+		pthread_mutex_init(&s->sleep_lock[1], NULL);
+		if (!atomic_compare_exchange_strong(&chunk[fd & (CHUNK_SIZE - 1)], &expected, s)) {
+			pthread_mutex_destroy(&s->ctl_lock);
+			pthread_mutex_destroy(&s->sleep_lock[0]);
+			pthread_mutex_destroy(&s->sleep_lock[1]);
+			free(s);
+			s = expected;
+		}
+	}
+reset:
+	/* Reset everything but the lock, which may be held by nobody now. */
+	pthread_mutex_lock(&s->ctl_lock);
+	s->fd = fd;
+	atomic_store(&s->fd_refs, 1);
+	s->owner = sl_self_pid;
+	s->domain = domain;
+	atomic_store(&s->poll_us, 0);
+	atomic_store(&s->spin_learn[0], 0);
+	atomic_store(&s->spin_learn[1], 0);
+	atomic_store(&s->tx_lock.owner, 0);
+	atomic_store(&s->rx_lock.owner, 0);
+	atomic_store(&s->sleepers[0], 0);
+	atomic_store(&s->sleepers[1], 0);
+	s->fork_mark = 0;
+	s->sends_since_check = 0;
+	atomic_store(&s->nonblock_hint, false);
+	s->ring_bytes = 0;
+	s->sndbuf = 0;
+	s->nodelay = false;
+	atomic_store(&s->evq_reach, 0);
+	for (int i = 0; i < SL_MAX_REG; i++) {
+		s->reg_fd[i] = -1;
+		s->reg_path[i][0] = '\0';
+		s->rdv_fd[i] = -1;
+	}
+	s->defer_accept = 0;
+	s->own_area = 0;
+	sl_segment_unbind(s);
+	s->state_to_peer = 0;
+	s->memfd = -1;
+	s->rdv_conn = -1;
+	s->rdv_only = false;
+	s->maybe_shared = false;
+	s->born_fork = atomic_load(&sl_forks);
+	s->offer_path[0] = '\0';
+	atomic_store(&s->agree, 0);
+	s->agree_deadline_ns = 0;
+	atomic_store(&s->stall_since_ns, 0);
+	atomic_store(&s->stall_read, 0);
+	atomic_store(&s->shut_rd, false);
+	atomic_store(&s->shut_wr, false);
+	atomic_store(&s->peer_gone, false);
+	atomic_store(&s->pending_error, 0);
+	atomic_store(&s->error_noted, false);
+	atomic_store(&s->reset, false);
+	atomic_store(&s->sent_after_close, false);
+	memset(&s->urg, 0, sizeof(s->urg));
+	s->bell_rx = s->bell_tx = -1;
+	s->dev_map[0] = s->dev_map[1] = NULL;
+	s->dev_slice = 0;
+	atomic_store(&s->dev_lost, false);
+	s->ctr = &s->own_ctr;
+	s->stats_slot = -1;
+	s->fb_reason = SL_FB_NONE;
+	atomic_store(&s->own_ctr.tx_bytes, 0);
+	atomic_store(&s->own_ctr.rx_bytes, 0);
+	atomic_store(&s->own_ctr.sleeps, 0);
+	atomic_store(&s->own_ctr.wakeups, 0);
+	atomic_store_explicit(&s->state, (int)state, memory_order_release);
+	pthread_mutex_unlock(&s->ctl_lock);
+	return s;
+}
+
+void sl_sock_forget(struct sl_sock *s)
+{
+	atomic_store_explicit(&s->state, SL_UNUSED, memory_order_release);
+}
+
+int sl_sock_alias(int newfd, struct sl_sock *s)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *old;
+
+	if (newfd < 0 || (unsigned)newfd >= CHUNKS * CHUNK_SIZE || !(chunk = chunk_for((unsigned)newfd, true)))
+		return -1;
+	atomic_fetch_add(&s->fd_refs, 1);
+	old = atomic_exchange(&chunk[newfd & (CHUNK_SIZE - 1)], s);
+	if (old && old != s) {
+		pthread_mutex_lock(&spare_lock);
+		if (spares < sizeof(spare) / sizeof(spare[0]))
+			spare[spares++] = old; /* else leaked: never freed under a reader */
+		pthread_mutex_unlock(&spare_lock);
+	}
+	return 0;
+}
+
+bool sl_sock_unalias(int fd, struct sl_sock *s)
+{
+	struct sl_sock *_Atomic *chunk = chunk_for((unsigned)fd, false);
+
+	if (atomic_load(&s->fd_refs) <= 1 || !chunk)
+		return false;
+	atomic_store(&chunk[fd & (CHUNK_SIZE - 1)], NULL);
+	atomic_fetch_sub(&s->fd_refs, 1);
+	if (s->fd == fd) {
+		/* Our own calls used this number: move them to another alias. */
+		int alias_found = -1;
+
+		for (unsigned c = 0; c < CHUNKS && alias_found < 0; c++) {
+			struct sl_sock *_Atomic *ch = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
+
+			for (unsigned i = 0; ch && i < CHUNK_SIZE; i++)
+				if (atomic_load(&ch[i]) == s && (int)(c * CHUNK_SIZE + i) != fd) {
+					alias_found = (int)(c * CHUNK_SIZE + i);
+					break;
+				}
+		}
+		if (alias_found >= 0)
+			s->fd = alias_found;
+	}
+	return true;
+}
+
+/* In a fork child, for every state we have (in use or not): the locks and
+ * sleeper counts as if no thread used them.  A thread of the parent may
+ * have been asleep in recv (holding a sleep lock), copying (a ring lock) or
+ * in connect (ctl_lock); it does not exist here, and a close waiting for it
+ * would never return. */
+static void reset_in_child(struct sl_sock *s)
+{
+	sl_lock_reset(&s->tx_lock);
+	sl_lock_reset(&s->rx_lock);
+	pthread_mutex_init(&s->ctl_lock, NULL);
+	pthread_mutex_init(&s->sleep_lock[0], NULL);
+	pthread_mutex_init(&s->sleep_lock[1], NULL);
+	atomic_store(&s->sleepers[0], 0);
+	atomic_store(&s->sleepers[1], 0);
+}
+
+void sl_sock_after_fork_child(void)
+{
+	/* One thread now, with a new tid: no lock may stay biased to (or held
+	 * by) a thread of the parent. */
+	sl_lock_tid = 0;
+	sl_self_pid = getpid();
+	pthread_mutex_init(&spare_lock, NULL);
+	sl_own_fd_fork_unlock(true);
+	sl_rdv_fork_unlock(true);
+	sl_reclaim_after_fork_child();
+	for (unsigned i = 0; i < spares; i++)
+		reset_in_child(spare[i]);
+	for (unsigned c = 0; c < CHUNKS; c++) {
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
+			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
+
+			if (s)
+				reset_in_child(s);
+		}
+	}
+	sl_holders_in_child();
+	sl_seg_pool_after_fork_child();
+	sl_stats_file_after_fork_child();
+	sl_stats_reset_in_child();
+}
+
+bool sl_sock_any(bool (*fn)(struct sl_sock *s))
+{
+	for (unsigned c = 0; c < CHUNKS; c++) {
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
+			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
+
+			if (s && sl_sock_state(s) != SL_UNUSED && fn(s))
+				return true;
+		}
+	}
+	return false;
+}
+
+bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s))
+{
+	for (unsigned c = 0; c < CHUNKS; c++) {
+		struct sl_sock *_Atomic *chunk = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
+
+		for (unsigned i = 0; chunk && i < CHUNK_SIZE; i++) {
+			struct sl_sock *s = atomic_load_explicit(&chunk[i], memory_order_acquire);
+
+			if (s && sl_sock_state(s) != SL_UNUSED && fn((int)(c * CHUNK_SIZE + i), s))
+				return true;
+		}
+	}
+	return false;
+}
+
+void sl_sock_count_fork(void)
+{
+	/* In the parent before fork, so that a parent that closes at once
+	 * cannot close the connection under the child. */
+	sl_holders_before_fork();
+	/* Last, in the order evictions nest them: the child then inherits
+	 * no list or table in the middle of an update. */
+	sl_rdv_fork_lock();
+	sl_own_fd_fork_lock();
+	sl_seg_pool_before_fork();
+	pthread_mutex_lock(&spare_lock);
+}
+
+void sl_sock_after_fork_parent(void)
+{
+	pthread_mutex_unlock(&spare_lock);
+	sl_seg_pool_after_fork_parent();
+	sl_own_fd_fork_unlock(false);
+	sl_rdv_fork_unlock(false);
+}

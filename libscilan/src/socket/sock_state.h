@@ -1,0 +1,297 @@
+/* sock_state.h — the per-socket state libscilan keeps beside each kernel fd, the
+ * fd -> state table, and the small locks that serialize each ring's users.
+ */
+#ifndef SCILAN_SOCK_STATE_H
+#define SCILAN_SOCK_STATE_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "runtime/fallback.h"
+#include "sync/ring_lock.h"
+#include "ring/ring.h"
+#include "fabric/shm/offer_names.h"
+
+enum sl_state {
+	SL_UNUSED = 0,    /* table slot free */
+	SL_PLAIN,         /* a kernel socket scilan does not accelerate: calls go to libc */
+	SL_FRESH,         /* created, not connected or listening (may be bound) */
+	SL_LISTENING,
+	SL_CONNECTING,    /* non-blocking connect in progress with an offer out */
+	SL_CONNECTED,     /* rings attached */
+};
+
+/* A network endpoint as the registry keys it (v4-mapped v6 addresses folded to v4). */
+struct sl_key {
+	int family;             /* AF_INET or AF_INET6 */
+	unsigned char addr[16]; /* 4 or 16 bytes used */
+	uint16_t port;          /* host order */
+};
+
+/* Directions a thread can sleep for (bit masks), and the wake-up tokens a
+ * bell carries: which direction woke, or a local shutdown/close. */
+#define SL_DIR_DATA 1
+#define SL_DIR_SPACE 2
+#define SL_TOKEN_DATA 1
+#define SL_TOKEN_SPACE 2
+#define SL_TOKEN_LOCAL 4
+
+#define SL_MAX_REG 8
+
+/* The receiver's view of TCP urgent data (urgent.c), under rx_lock. */
+enum { SL_URG_NONE, SL_URG_VALID, SL_URG_READ }; /* VALID until recv(MSG_OOB) takes the byte */
+struct sl_urg {
+	uint64_t count_seen;        /* urgent marks of our area taken so far (its urg_count) */
+	uint64_t seq;               /* stream index of the urgent byte (state != NONE) */
+	int state;
+	unsigned char byte;
+	_Atomic bool oobinline;     /* SO_OOBINLINE as last set or asked of the kernel */
+	_Atomic uint64_t carriers;  /* the peer's SIGURG carrier bytes consumed from the kernel socket */
+	_Atomic bool carriers_busy; /* a thread is consuming them */
+};
+
+/* A connection's counters: in the process's stats file while it has a slot
+ * there (scilan_ctl stat reads them live), else in the socket itself. */
+struct sl_counters {
+	_Atomic uint64_t tx_bytes, rx_bytes, sleeps, wakeups;
+};
+
+struct sl_sock {
+	int fd;                 /* the kernel fd our own calls use (one of the aliases) */
+	_Atomic int fd_refs;    /* table slots naming this socket: dup() adds aliases */
+	_Atomic int state;      /* enum sl_state */
+	pid_t owner;            /* process that created it (fork copies the table) */
+	int domain;
+	pthread_mutex_t ctl_lock; /* connect/accept/shutdown/close transitions */
+	pthread_mutex_t sleep_lock[2]; /* [0] data, [1] space: held by the one thread of ours that sleeps for it */
+	_Atomic int sleepers[2];       /* threads holding sleep_lock[i] */
+	unsigned sends_since_check;    /* under tx_lock: sends since we last asked whether the peer lives */
+	struct sl_lock tx_lock, rx_lock;
+
+	/* settings */
+	_Atomic int poll_us;    /* forced spin, or SL_POLL_ADAPTIVE (spin_policy.h) */
+	_Atomic uint64_t spin_learn[2]; /* [0] data, [1] space: the learnt spin (spin_policy.c) */
+	_Atomic bool nonblock_hint; /* O_NONBLOCK as last seen; checked with the kernel before acting on it */
+	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
+	int sndbuf;             /* SO_SNDBUF as the application set it */
+	bool nodelay;
+	_Atomic signed char evq_reach; /* can the peer mark our epoll sets (evq.c)? 0 not known yet, 1 yes, -1 no */
+
+	/* listener */
+	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */
+	char reg_path[SL_MAX_REG][256]; /* [0] as bound, [1] the IPv4 alias of a dual-stack IPv6
+					 * listener, then the cluster-map addresses of a wildcard one */
+	int rdv_fd[SL_MAX_REG];  /* the rendezvous sockets for the same addresses (rendezvous.c), -1 if none */
+	int defer_accept;        /* TCP_DEFER_ACCEPT as the program set it (the kernel's rounding), which a
+				  * published listener keeps off its kernel socket (sockopt.c); 0 if none */
+
+	/* connection */
+	void *seg;
+	size_t seg_len;
+	int own_area;           /* 0 = connecting side, 1 = accepting side */
+	_Atomic int32_t *holders; /* processes of our side holding the connection */
+	_Atomic int32_t *users;   /* [SL_USE_RX/TX]: which process of our side used it last */
+	struct sl_seg_holders *htab; /* the holder table (holders.c); NULL without a segment */
+	int holder_slot;          /* our entry in it, or SL_HOLDER_NONE / SL_HOLDER_UNNAMED */
+	unsigned fork_mark;       /* the fork this socket was last counted for (holders.c) */
+	struct sl_area_ctl *own_ctl, *peer_ctl;
+	struct sl_ring_tx tx;
+	struct sl_ring_rx rx;
+	uint32_t state_to_peer; /* our SL_PEER_* bits, as last written into the peer's area */
+	int memfd;              /* the segment: connecting side until the peer attached, and kept
+				 * by either side that cannot reopen it (sl_segment_reopenable); else -1 */
+	int rdv_conn;           /* connecting side, between lookup and offer: the listener's rendezvous */
+	bool rdv_only;          /* with rdv_conn: no acceptor of our user needs the offer as files */
+	/* Another process may hold this socket (sl_sock_maybe_shared): then a
+	 * listener's registry entry asks connectors for offer files. */
+	bool maybe_shared;      /* received, adopted or passed on */
+	unsigned born_fork;     /* sl_forks when the state was made */
+	/* agreement (agree.c): the connecting side's offer until it is decided */
+	_Atomic uint32_t *offer_word; /* in the segment's header page; NULL: nothing to agree on */
+	_Atomic uint32_t agree;       /* SL_AGREE_* bits (agree.h): zero while nothing but the peer's
+				       * words can take the connection off the rings, so that the data
+				       * path guards the agreement with one load of private memory */
+	_Atomic int64_t agree_deadline_ns; /* CLOCK_MONOTONIC: undecided by then, we revoke */
+	char offer_path[SL_OFFER_PATH_SIZE];
+	/* stall.c: since when the peer took nothing of ours (0: not stalled), and its read index then */
+	_Atomic int64_t stall_since_ns;
+	_Atomic uint64_t stall_read;
+
+	_Atomic bool shut_rd, shut_wr;
+	_Atomic bool peer_gone;  /* companion socket reached EOF or error */
+	_Atomic int pending_error; /* the kernel's sk_err: ECONNRESET until a recv, send or SO_ERROR takes it */
+	_Atomic bool error_noted;  /* pending_error was set for this connection's end (never twice) */
+	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
+	_Atomic bool sent_after_close; /* a send found the peer closed: its kernel would have answered
+				        * with RST, so the connection is now reset (EPIPE, data kept) */
+	int bell_rx;             /* bell (pipe) we sleep on: the peer's stimulus, or a local shutdown/close
+				  * (device fabric: the /dev/scilanN endpoint) */
+	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */
+
+	/* device fabric (fabric_dev.c) */
+	void *dev_map[2];        /* our slice and the peer's slice; NULL: not a device connection */
+	size_t dev_slice;        /* bytes of each mapping */
+	_Atomic bool dev_lost;   /* the link went down: the mappings were replaced by private memory */
+
+	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
+	struct sl_urg urg;          /* urgent data we received */
+
+	/* counters */
+	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */
+	struct sl_counters own_ctr;
+	int stats_slot;           /* -1: none */
+	/* why kernel TCP carries it (fallback.c); SL_FB_NONE while accelerated */
+	enum sl_fb fb_reason;
+	enum sl_fb_side fb_side;
+};
+
+/* The data path on a connected accelerated socket (io.c): errno as TCP's. */
+ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
+ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
+/* A send of up to len bytes whose source writes them straight into the
+ * ring: fill(tx, n, arg) places n bytes at the ring's write index (see
+ * sl_ring_tx_copy: offset 0, wrapping at tx->cap), under tx_lock, and returns
+ * how many it placed; fewer than n ends the send there (sendfile: end of
+ * file, or a read error the source keeps in arg).  -1 with EXDEV: the
+ * connection moved to kernel TCP before anything was sent (send there). */
+ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
+		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg);
+/* The state of fd if its data goes through rings, else NULL. */
+struct sl_sock *sl_sock_connected(int fd);
+/* A non-blocking connect with an offer out: move to SL_CONNECTED once the
+ * kernel connection is up, or back to SL_FRESH if it failed (lifecycle.c). */
+void sl_connect_progress(struct sl_sock *s);
+
+/* This process's pid, kept current across fork (one load on the data path). */
+extern pid_t sl_self_pid;
+/* Forks this process (and its parents, for a child) made since the library
+ * was loaded: a socket older than the last one is held by another process
+ * too. */
+extern _Atomic unsigned sl_forks;
+
+static inline bool sl_sock_maybe_shared(const struct sl_sock *s)
+{
+	return s->maybe_shared || s->born_fork != atomic_load_explicit(&sl_forks, memory_order_relaxed);
+}
+/* Set while an exec hands our connections over (handover.c). */
+extern _Atomic bool sl_publish_at_once;
+static inline bool sl_side_shared(const struct sl_sock *s)
+{
+	return atomic_load_explicit(s->holders, memory_order_relaxed) > 1 ||
+	       atomic_load_explicit(&sl_publish_at_once, memory_order_relaxed);
+}
+
+/* A zeroed, reset state for fd (reusing the slot the fd had). */
+struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state);
+/* Forget fd (the slot stays allocated for the next socket on that number). */
+void sl_sock_forget(struct sl_sock *s);
+/* dup: newfd names the same socket as s (newfd's own slot is set aside). */
+int sl_sock_alias(int newfd, struct sl_sock *s);
+/* close of one alias while others remain: true if fd was an alias that is
+ * now forgotten (the socket lives on under another fd); false if fd is the
+ * socket's last name and the caller must close the connection. */
+bool sl_sock_unalias(int fd, struct sl_sock *s);
+
+/* pthread_atfork: the parent counts the child as a holder of every
+ * connection and publishes its exact read indices, and holds the library's
+ * global locks across the fork; the child names itself a holder and starts
+ * with no lock held by, or biased to, a thread of the parent (those threads
+ * do not exist in it). */
+void sl_sock_count_fork(void);
+void sl_sock_after_fork_parent(void);
+void sl_sock_after_fork_child(void);
+
+/* The process is about to change its user id: withdraw its listeners. */
+void sl_user_changing(void);
+/* A call of the program's failed with EMFILE: give back the descriptors
+ * that agreed offers this process has not settled yet still hold (their
+ * segments' memfds; lifecycle.c).  How many (0: retrying cannot help). */
+int sl_reclaim_descriptors(void);
+/* fork child: the reclaim's lock may have been held by a parent thread. */
+void sl_reclaim_after_fork_child(void);
+
+/* A listening socket inherited across exec: publish it as a scilan listener. */
+int sl_listener_adopt(int fd, int domain);
+/* A listener just published (reached through its rendezvous or registry):
+ * takes TCP_DEFER_ACCEPT off its kernel socket, kept in s->defer_accept for
+ * getsockopt.  Deferred, the kernel would wake the accept only when bytes
+ * arrive on the kernel socket, and an accelerated client's go into the ring. */
+void sl_listener_undefer(struct sl_sock *s);
+
+/* Everything close() does for fd except closing the kernel descriptor. */
+void sl_sock_release(int fd);
+
+/* Call fn for every socket scilan knows; stops early when fn returns true.
+ * A socket with dup aliases is seen once per alias. */
+bool sl_sock_any(bool (*fn)(struct sl_sock *s));
+/* The same, with the descriptor number of each table slot. */
+bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s));
+
+static inline enum sl_state sl_sock_state(const struct sl_sock *s)
+{
+	return (enum sl_state)atomic_load_explicit(&s->state, memory_order_acquire);
+}
+
+/* The fd table (fd_table.c): chunks of slots, each allocated on first use
+ * and never freed, and slots reused, never freed, so that a racing lookup
+ * never touches freed memory.  Up to 1M descriptors. */
+#define SL_FD_CHUNK_BITS 10
+#define SL_FD_CHUNKS 1024u
+extern struct sl_sock *_Atomic *_Atomic sl_fd_chunks[SL_FD_CHUNKS];
+
+/* Table: the state for a kernel fd, or NULL if scilan does not know the fd.
+ * Inline: every interposed call asks, whatever the fd is. */
+static inline struct sl_sock *sl_sock_get(int fd)
+{
+	struct sl_sock *_Atomic *chunk;
+	struct sl_sock *s;
+
+	if (fd < 0 || (unsigned)fd >= SL_FD_CHUNKS << SL_FD_CHUNK_BITS)
+		return NULL;
+	chunk = atomic_load_explicit(&sl_fd_chunks[(unsigned)fd >> SL_FD_CHUNK_BITS], memory_order_acquire);
+	if (!chunk)
+		return NULL;
+	s = atomic_load_explicit(&chunk[fd & ((1u << SL_FD_CHUNK_BITS) - 1)], memory_order_acquire);
+	if (!s || sl_sock_state(s) == SL_UNUSED)
+		return NULL;
+	return s;
+}
+
+/* The one test of "a ring connection": its data goes through the rings now
+ * (not a plain socket, a listener, or a connect still deciding). */
+static inline bool sl_sock_on_rings(const struct sl_sock *s)
+{
+	return sl_sock_state(s) == SL_CONNECTED;
+}
+
+/* fd's state if it is a ring connection, else NULL (the kernel's fd). */
+static inline struct sl_sock *sl_ring_sock(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	return s && sl_sock_on_rings(s) ? s : NULL;
+}
+
+/* A ring connection or one a pending connect may yet make: readiness the
+ * kernel cannot see, so poll and epoll emulate it. */
+static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
+{
+	enum sl_state st = sl_sock_state(s);
+
+	return st == SL_CONNECTED || st == SL_CONNECTING;
+}
+
+/* Process-wide counters for SCILAN_STATS and scilan_ctl. */
+struct sl_totals {
+	_Atomic uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
+	_Atomic uint64_t fb[SL_FB_COUNT]; /* fallbacks per reason */
+};
+extern struct sl_totals sl_totals;
+
+#endif
