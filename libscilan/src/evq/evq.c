@@ -402,14 +402,10 @@ static bool mark_reg(struct sl_evq_reg *r)
 	return !lost;
 }
 
-void sl_evq_notify(struct sl_sock *s, int dirs)
+void sl_evq_notify_asked(struct sl_sock *s, uint32_t w)
 {
-	uint32_t mask = (dirs & SL_DIR_DATA ? 0x55555555u : 0) | (dirs & SL_DIR_SPACE ? 0xaaaaaaaau : 0);
 	struct sl_area_ctl *c = s->own_ctl;
-	uint32_t w = atomic_load_explicit(&c->evq_want, memory_order_relaxed) & mask;
 
-	if (!w)
-		return;
 	/* The peer's sets take this connection off their queues at their
 	 * next sweep; no use trying /proc at every send till then. */
 	if (atomic_load_explicit(&s->peer_ctl->marker_flags, memory_order_relaxed) & SL_MARKER_LOST)
