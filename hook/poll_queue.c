@@ -1,0 +1,405 @@
+/* poll_queue.c — poll, ppoll, select and pselect over many ring connections
+ * at the cost of the ready ones: each thread keeps a set of its own whose
+ * event queue (epoll_queue.c) holds the connections its calls name, so a
+ * sleep arms one flag and waits on one bell; kernel entries go to the kernel.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "conn.h"
+#include "epoll_set.h"
+#include "hook.h"
+#include "own_fd.h"
+#include "sock.h"
+#include "sys.h"
+
+/* Fewer ring entries than this: wait.c's per-connection sleep, which costs
+ * less than the set's for a handful (no epoll fd in the kernel wait). */
+#define PQ_MIN 8
+/* Members that no call named for this many calls leave the set (their
+ * registrations hold slots of the connection's four). */
+#define PQ_FORGET_CALLS 64
+
+struct pq {
+	struct epset *set;
+	unsigned gen;
+	int *at;                 /* fd -> index into set->m, a hint */
+	int at_cap;
+	struct epoll_event *evs; /* reports of one collect, and kernel answers */
+	int evs_cap;
+	struct pollfd *kfds;     /* the call's kernel entries, then the set's epoll fd */
+	nfds_t *kat;             /* kfds[j] is fds[kat[j]] */
+	nfds_t k_cap;
+	bool no_queue;           /* this process cannot have one (not dumpable) */
+};
+
+static __thread struct pq *tls_pq;
+static pthread_key_t pq_key;
+static pthread_once_t pq_once = PTHREAD_ONCE_INIT;
+
+static void pq_close_set(struct pq *pq)
+{
+	struct epset *set = pq->set;
+	int epfd;
+	bool open;
+
+	if (!set)
+		return;
+	pthread_mutex_lock(&set->lock);
+	epfd = set->private_fd;
+	open = set->open;
+	set->private_fd = -1;
+	pthread_mutex_unlock(&set->lock);
+	/* Not open: its number was taken over (a dup2 onto it moved ours). */
+	if (open)
+		hk_epoll_private_close(epfd);
+	else if (epfd >= 0)
+		sl_own_fd_close(epfd);
+	pq->set = NULL;
+}
+
+static void pq_destroy(void *arg)
+{
+	struct pq *pq = arg;
+
+	pq_close_set(pq);
+	free(pq->at);
+	free(pq->evs);
+	free(pq->kfds);
+	free(pq->kat);
+	free(pq);
+	tls_pq = NULL;
+}
+
+static void pq_key_make(void)
+{
+	if (pthread_key_create(&pq_key, pq_destroy) != 0)
+		pq_key = (pthread_key_t)-1;
+}
+
+/* This thread's queue, a fresh set after a fork (the copy is the parent's)
+ * or after its number was taken over. */
+static struct pq *pq_get(void)
+{
+	struct pq *pq = tls_pq;
+	int epfd;
+
+	pthread_once(&pq_once, pq_key_make);
+	if (!pq) {
+		if (pq_key == (pthread_key_t)-1 || !(pq = calloc(1, sizeof(*pq))))
+			return NULL;
+		tls_pq = pq;
+		pthread_setspecific(pq_key, pq);
+	}
+	if (pq->set && (pq->set->forked || !pq->set->open))
+		pq_close_set(pq);
+	if (!pq->set)
+		pq->set = hk_epoll_private_open(&epfd);
+	return pq->set ? pq : NULL;
+}
+
+static bool grow(void **p, size_t elem, int *cap, int need)
+{
+	int c = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return true;
+	while (c < need)
+		c *= 2;
+	if (!(q = realloc(*p, (size_t)c * elem)))
+		return false;
+	*p = q;
+	*cap = c;
+	return true;
+}
+
+/* The member for fd (set->lock held), or NULL. */
+static struct member *member_of(struct pq *pq, int fd)
+{
+	struct epset *set = pq->set;
+	int i = fd < pq->at_cap ? pq->at[fd] : -1;
+
+	if (i >= 0 && i < set->n && set->m[i].fd == fd)
+		return &set->m[i];
+	for (i = 0; i < set->n; i++)
+		if (set->m[i].fd == fd) {
+			if (fd < pq->at_cap)
+				pq->at[fd] = i;
+			return &set->m[i];
+		}
+	return NULL;
+}
+
+/* A new member for ring connection fd, queued; NULL if it cannot be. */
+static struct member *member_add(struct pq *pq, int epfd, int fd)
+{
+	struct epset *set = pq->set;
+	int old = pq->at_cap;
+
+	if (!grow((void **)&pq->at, sizeof(int), &pq->at_cap, fd + 1))
+		return NULL;
+	for (int i = old; i < pq->at_cap; i++)
+		pq->at[i] = -1;
+	if (set->n == set->cap && !grow((void **)&set->m, sizeof(*set->m), &set->cap, set->n + 1))
+		return NULL;
+	set->m[set->n] = (struct member){ .fd = fd, .data.u64 = (uint64_t)fd, .q = -1 };
+	if (!hk_evq_queue(epfd, set, set->n)) {
+		pq->no_queue = !set->evq.sh;
+		return NULL;
+	}
+	pq->at[fd] = set->n;
+	return &set->m[set->n++];
+}
+
+static uint32_t ep_events(short ev)
+{
+	uint32_t e = (uint32_t)ev & HK_EP_EVENT_BITS;
+
+	if (ev & POLLRDNORM)
+		e |= EPOLLIN;
+	if (ev & POLLWRNORM)
+		e |= EPOLLOUT;
+	return e;
+}
+
+/* An entry's revents from what its member reported. */
+static short poll_revents(short asked, uint32_t rev)
+{
+	if (rev & EPOLLIN)
+		rev |= POLLRDNORM;
+	if (rev & EPOLLOUT)
+		rev |= POLLWRNORM;
+	return (short)(rev & ((uint32_t)(unsigned short)asked | POLLHUP | POLLERR));
+}
+
+/* Name the call's ring entries in the set (set->lock held): a member per
+ * descriptor, asking the union of its entries' events; the others fill
+ * kfds.  false: an entry the queue cannot hold (a connection still
+ * connecting, one whose peer cannot mark us, slots taken): the caller
+ * takes the per-connection path for this call. */
+static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_t *nk)
+{
+	struct epset *set = pq->set;
+	unsigned gen = ++pq->gen;
+	nfds_t k = 0;
+
+	if (n + 1 > pq->k_cap) {
+		struct pollfd *kf = realloc(pq->kfds, (n + 1) * sizeof(*kf));
+		nfds_t *ka;
+
+		if (!kf)
+			return false;
+		pq->kfds = kf;
+		if (!(ka = realloc(pq->kat, (n + 1) * sizeof(*ka))))
+			return false;
+		pq->kat = ka;
+		pq->k_cap = n + 1;
+	}
+	for (nfds_t i = 0; i < n; i++) {
+		struct sl_sock *s = sl_sock_get(fds[i].fd);
+		struct member *m;
+
+		enum sl_state st = s ? sl_sock_state(s) : SL_UNUSED;
+
+		/* A connect in progress is the other path's to finish. */
+		if (st == SL_CONNECTING)
+			return false;
+		if (st != SL_CONNECTED) {
+			pq->kfds[k] = fds[i];
+			pq->kat[k++] = i;
+			continue;
+		}
+		m = member_of(pq, fds[i].fd);
+		if (m && (m->q < 0 || m->q_stale || m->q_sock != s)) {
+			/* Another socket on its number, or out of the queue (an
+			 * exec that failed): its place again. */
+			hk_evq_unqueue(epfd, set, m);
+			if (!hk_evq_queue(epfd, set, (int)(m - set->m)))
+				return false;
+		}
+		if (!m && !(m = member_add(pq, epfd, fds[i].fd)))
+			return false;
+		if (m->pq_gen != gen) {
+			m->pq_gen = gen;
+			m->pq_events = 0;
+			m->pq_rev = 0;
+		}
+		m->pq_events |= ep_events(fds[i].events);
+	}
+	/* Members this call does not name are silent (a look skips them and asks
+	 * their peer for nothing more); one named again is looked at anew. */
+	for (int i = 0; i < set->n; i++) {
+		struct member *m = &set->m[i];
+
+		if (m->pq_gen != gen) {
+			if (gen - m->pq_gen > PQ_FORGET_CALLS) {
+				hk_ep_remove_member(epfd, set, m);
+				i--;
+				continue;
+			}
+			m->disarmed = true;
+		} else if (m->disarmed || m->events != m->pq_events) {
+			m->events = m->pq_events;
+			m->disarmed = false;
+			hk_evq_touch(set, m);
+		}
+	}
+	*nk = k;
+	return true;
+}
+
+/* Reports of the set's queue into its members (set->lock held). */
+static int pq_collect(struct pq *pq)
+{
+	struct epset *set = pq->set;
+	int got;
+
+	if (!grow((void **)&pq->evs, sizeof(*pq->evs), &pq->evs_cap, set->n + 1))
+		return -1;
+	got = hk_evq_collect(set, pq->evs, set->n + 1, sl_mono_ms());
+	for (int j = 0; j < got; j++) {
+		struct member *m = member_of(pq, pq->evs[j].data.fd);
+
+		if (m)
+			m->pq_rev |= pq->evs[j].events;
+	}
+	return got;
+}
+
+/* The answer: each entry's revents; false if a ring entry has no member
+ * any more (closed under the wait: the per-connection path answers). */
+static bool pq_answer(struct pq *pq, struct pollfd *fds, nfds_t n, nfds_t nk, int *ready)
+{
+	nfds_t j = 0;
+
+	*ready = 0;
+	for (nfds_t i = 0; i < n; i++) {
+		if (j < nk && pq->kat[j] == i) {
+			fds[i].revents = pq->kfds[j++].revents;
+		} else {
+			struct member *m = member_of(pq, fds[i].fd);
+
+			if (!m || m->q < 0 || m->pq_gen != pq->gen)
+				return false;
+			fds[i].revents = poll_revents(fds[i].events, m->pq_rev);
+		}
+		*ready += fds[i].revents != 0;
+	}
+	return true;
+}
+
+static int kernel_wait(struct pollfd *kfds, nfds_t nk, int timeout_ms, const sigset_t *mask)
+{
+	struct timespec ts;
+
+	if (!mask)
+		return sl_sys.poll(kfds, nk, timeout_ms);
+	ts.tv_sec = timeout_ms / 1000;
+	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	return sl_sys.ppoll(kfds, nk, timeout_ms < 0 ? NULL : &ts, mask);
+}
+
+static int left_ms(int64_t deadline)
+{
+	int64_t left;
+
+	if (deadline < 0)
+		return -1;
+	left = deadline - sl_mono_ms();
+	return left > 0 ? (int)left : 0;
+}
+
+int hk_pollq(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, bool *used)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ms() + timeout_ms;
+	struct pq *pq;
+	struct epset *set;
+	nfds_t rings = 0, nk = 0;
+	int epfd, r = 0, ready = 0;
+	unsigned unsettled;
+
+	*used = false;
+	for (nfds_t i = 0; i < n && rings < PQ_MIN; i++)
+		rings += sl_sock_get(fds[i].fd) != NULL;
+	if (rings < PQ_MIN || !(pq = pq_get()) || pq->no_queue)
+		return 0;
+	set = pq->set;
+	pthread_mutex_lock(&set->lock);
+	epfd = set->private_fd;
+	if (!set->open || epfd < 0 || !pq_name(pq, epfd, fds, n, &nk)) {
+		pthread_mutex_unlock(&set->lock);
+		return 0;
+	}
+	*used = true;
+	/* A member found unfit for the queue by a look (moved to kernel TCP,
+	 * another socket on its number) sends the call to the other path. */
+	unsettled = set->unsettled;
+	pq->kfds[nk] = (struct pollfd){ .fd = epfd, .events = POLLIN };
+	for (;;) {
+		int left = left_ms(deadline), got, sleep_ms, armed = -1;
+
+		got = pq_collect(pq);
+		if (got < 0)
+			break;
+		if (!got && left != 0) {
+			bool hit;
+
+			pthread_mutex_unlock(&set->lock);
+			hit = hk_evq_spin(set, pq->kfds, nk + 1, left);
+			pthread_mutex_lock(&set->lock);
+			if (hit && (got = pq_collect(pq)) < 0)
+				break;
+		}
+		if (set->unsettled != unsettled || !set->open)
+			break;
+		sleep_ms = got ? 0 : left;
+		if (sleep_ms != 0) {
+			armed = hk_evq_arm(set);
+			if (armed == 0)
+				sleep_ms = 0;
+			sleep_ms = hk_evq_cap(set, sleep_ms, sl_mono_ms());
+			if (sleep_ms != 0)
+				sleep_ms = hk_evq_stall_cap(set, sleep_ms);
+		}
+		pthread_mutex_unlock(&set->lock);
+		/* Reports in hand and no kernel entry: nothing to ask the kernel
+		 * (a queued peer's end is looked at by the next sleeping call). */
+		r = got && !nk ? 0 : kernel_wait(pq->kfds, nk + 1, sleep_ms, mask);
+		pthread_mutex_lock(&set->lock);
+		if (armed >= 0)
+			hk_evq_disarm(set);
+		if (sleep_ms != 0)
+			hk_evq_stall_after_sleep(set);
+		if (r < 0 && !got) {
+			/* EINTR and the like, as the kernel's poll (never restarted). */
+			pthread_mutex_unlock(&set->lock);
+			return -1;
+		}
+		if (r > 0 && pq->kfds[nk].revents) {
+			int kn, cap = pq->evs_cap;
+			bool woken = false;
+
+			kn = sl_sys.epoll_wait(epfd, pq->evs, cap, 0);
+			if (kn > 0)
+				hk_evq_strip(set, pq->evs, kn, &woken);
+		}
+		if (!got && pq_collect(pq) < 0)
+			break;
+		if (set->unsettled != unsettled || !set->open)
+			break;
+		if (!pq_answer(pq, fds, n, nk, &ready))
+			break;
+		if (ready || left_ms(deadline) == 0) {
+			pthread_mutex_unlock(&set->lock);
+			return ready;
+		}
+	}
+	/* An entry the queue no longer holds (closed under the wait, moved to
+	 * kernel TCP): the per-connection path answers, in the time left. */
+	pthread_mutex_unlock(&set->lock);
+	return sl_poll_sigmask(fds, n, left_ms(deadline), mask);
+}
