@@ -419,6 +419,55 @@ static int sc_signal(void)
 	return 0;
 }
 
+static struct pollfd *fork_pf;
+static int fork_n;
+
+static int child_polls(void *arg)
+{
+	(void)arg;
+	pwait("child woken", fork_pf, fork_n, 10000);
+	drain(ss[42]);
+	pwait("child, read", fork_pf, fork_n, 0);
+	return 0;
+}
+
+static void *thread_polls(void *arg)
+{
+	(void)arg;
+	pwait("a thread that then ends", fork_pf, fork_n, 0);
+	return NULL;
+}
+
+/* A poll's queue across fork (the child polls the same connections) and
+ * across the end of a thread that polled. */
+static int sc_fork(void)
+{
+	struct kid k;
+	pthread_t t;
+
+	fork_n = 200;
+	pairs(fork_n);
+	fork_pf = array_of_servers(fork_n, POLLIN);
+	MUST(send(cs[3], "a", 1, 0));
+	pwait("parent, before", fork_pf, fork_n, 0);
+	drain(ss[3]);
+	for (int round = 0; round < 3; round++) {
+		pthread_create(&t, NULL, thread_polls, NULL);
+		pthread_join(t, NULL);
+	}
+	kid_start(&k, "child", child_polls, NULL);
+	usleep(30000);
+	MUST(send(cs[42], "x", 1, 0));
+	kid_join(&k);
+	pwait("parent, after the child read", fork_pf, fork_n, 0);
+	MUST(send(cs[43], "y", 1, 0));
+	pwait("parent, 43", fork_pf, fork_n, 10000);
+	drain(ss[43]);
+	free(fork_pf);
+	unpairs(fork_n);
+	return 0;
+}
+
 /* Hand-offs between two threads, each asleep in poll over its own 101
  * connections (one the other writes, 100 idle); a lost wake-up stops the
  * count and the watchdog says so. */
@@ -514,7 +563,8 @@ int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "large", sc_large },	 { "select", sc_select }, { "ends", sc_ends },	     { "threads", sc_threads },
-		{ "signal", sc_signal }, { "handoff", sc_handoff }, { NULL, NULL },
+		{ "signal", sc_signal }, { "handoff", sc_handoff }, { "fork", sc_fork },
+		{ NULL, NULL },
 	};
 
 	/* Interrupt mode, so that every hand-off is a sleep and a wake-up: the
