@@ -34,6 +34,10 @@ struct pq {
 	nfds_t *kat;             /* kfds[j] is fds[kat[j]] */
 	nfds_t k_cap;
 	bool no_queue;           /* this process cannot have one (not dumpable) */
+	/* In a call: poll is async-signal-safe, and a handler's poll must not
+	 * wait for the lock its own thread holds (nor change the set under
+	 * the interrupted call): it takes the other path. */
+	volatile bool busy;
 };
 
 static __thread struct pq *tls_pq;
@@ -313,21 +317,33 @@ static int left_ms(int64_t deadline)
 	return left > 0 ? (int)left : 0;
 }
 
+static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, bool *used);
+
 int hk_pollq(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, bool *used)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ms() + timeout_ms;
 	struct pq *pq;
-	struct epset *set;
-	nfds_t rings = 0, nk = 0;
-	int epfd, r = 0, ready = 0;
-	unsigned unsettled;
+	nfds_t rings = 0;
+	int r;
 
 	*used = false;
 	for (nfds_t i = 0; i < n && rings < PQ_MIN; i++)
 		rings += sl_sock_get(fds[i].fd) != NULL;
-	if (rings < PQ_MIN || !(pq = pq_get()) || pq->no_queue)
+	if (rings < PQ_MIN || ((pq = tls_pq) && pq->busy) || !(pq = pq_get()) || pq->no_queue)
 		return 0;
-	set = pq->set;
+	pq->busy = true;
+	r = pq_wait(pq, fds, n, timeout_ms, mask, used);
+	pq->busy = false;
+	return r;
+}
+
+static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, bool *used)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ms() + timeout_ms;
+	struct epset *set = pq->set;
+	nfds_t nk = 0;
+	int epfd, r = 0, ready = 0;
+	unsigned unsettled;
+
 	pthread_mutex_lock(&set->lock);
 	epfd = set->private_fd;
 	if (!set->open || epfd < 0 || !pq_name(pq, epfd, fds, n, &nk)) {
