@@ -50,7 +50,9 @@ struct member {
 	/* In a poll queue's set (poll_queue.c): the call that last named it,
 	 * the events its entries ask, and what this call found. */
 	unsigned pq_gen;
-	uint32_t pq_events, pq_rev;
+	uint32_t pq_rev;
+	int pq_entry;    /* its first entry in the call */
+	bool pq_dup;     /* named by more than one entry */
 };
 
 struct epset {

@@ -32,7 +32,10 @@ struct pq {
 	int evs_cap;
 	struct pollfd *kfds;     /* the call's kernel entries, then the set's epoll fd */
 	nfds_t *kat;             /* kfds[j] is fds[kat[j]] */
+	int *emi;                /* entry -> member index, -1: a kernel entry */
 	nfds_t k_cap;
+	int *rep, rep_cap, nrep; /* members reported in this call */
+	bool dup;                /* a descriptor named twice in this call */
 	bool no_queue;           /* this process cannot have one (not dumpable) */
 	/* In a call: poll is async-signal-safe, and a handler's poll must not
 	 * wait for the lock its own thread holds (nor change the set under
@@ -74,6 +77,8 @@ static void pq_destroy(void *arg)
 	free(pq->evs);
 	free(pq->kfds);
 	free(pq->kat);
+	free(pq->emi);
+	free(pq->rep);
 	free(pq);
 	tls_pq = NULL;
 }
@@ -180,120 +185,184 @@ static short poll_revents(short asked, uint32_t rev)
 	return (short)(rev & ((uint32_t)(unsigned short)asked | POLLHUP | POLLERR));
 }
 
+/* The table's entry for fd without a look at the socket, whose line is cold
+ * in a large array: a member whose socket it still is needs nothing more
+ * (a close takes the member out first, hk_epoll_forget_fd). */
+static struct sl_sock *table_peek(int fd)
+{
+	struct sl_sock *_Atomic *chunk;
+
+	if (fd < 0 || (unsigned)fd >= SL_FD_CHUNKS << SL_FD_CHUNK_BITS)
+		return NULL;
+	chunk = atomic_load_explicit(&sl_fd_chunks[(unsigned)fd >> SL_FD_CHUNK_BITS], memory_order_acquire);
+	return chunk ? atomic_load_explicit(&chunk[fd & ((1u << SL_FD_CHUNK_BITS) - 1)], memory_order_acquire) : NULL;
+}
+
+static bool pq_size(struct pq *pq, nfds_t n)
+{
+	struct pollfd *kf;
+	nfds_t *ka;
+	int *mi;
+
+	if (n + 1 <= pq->k_cap)
+		return true;
+	if (!(kf = realloc(pq->kfds, (n + 1) * sizeof(*kf))))
+		return false;
+	pq->kfds = kf;
+	if (!(ka = realloc(pq->kat, (n + 1) * sizeof(*ka))))
+		return false;
+	pq->kat = ka;
+	if (!(mi = realloc(pq->emi, (n + 1) * sizeof(*mi))))
+		return false;
+	pq->emi = mi;
+	pq->k_cap = n + 1;
+	return true;
+}
+
 /* Name the call's ring entries in the set (set->lock held): a member per
- * descriptor, asking the union of its entries' events; the others fill
- * kfds.  false: an entry the queue cannot hold (a connection still
- * connecting, one whose peer cannot mark us, slots taken): the caller
- * takes the per-connection path for this call. */
+ * descriptor, asking the union of its entries' events (emi: each entry's
+ * member, -1 for a kernel entry); the others fill kfds.  false: an entry
+ * the queue cannot hold (a connection still connecting, one whose peer
+ * cannot mark us, slots taken): the caller takes the per-connection path
+ * for this call. */
 static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_t *nk)
 {
 	struct epset *set = pq->set;
 	unsigned gen = ++pq->gen;
 	nfds_t k = 0;
+	int seen = 0;
+	bool dup = false, moved = false;
 
-	if (n + 1 > pq->k_cap) {
-		struct pollfd *kf = realloc(pq->kfds, (n + 1) * sizeof(*kf));
-		nfds_t *ka;
-
-		if (!kf)
-			return false;
-		pq->kfds = kf;
-		if (!(ka = realloc(pq->kat, (n + 1) * sizeof(*ka))))
-			return false;
-		pq->kat = ka;
-		pq->k_cap = n + 1;
-	}
+	if (!pq_size(pq, n))
+		return false;
 	for (nfds_t i = 0; i < n; i++) {
-		struct sl_sock *s = sl_sock_get(fds[i].fd);
-		struct member *m;
+		int fd = fds[i].fd;
+		struct sl_sock *raw = table_peek(fd);
+		struct member *m = raw ? member_of(pq, fd) : NULL;
+		uint32_t ev = ep_events(fds[i].events);
 
-		enum sl_state st = s ? sl_sock_state(s) : SL_UNUSED;
+		if (!m || m->q_sock != raw || m->q < 0 || m->q_stale) {
+			struct sl_sock *s = sl_sock_get(fd);
+			enum sl_state st = s ? sl_sock_state(s) : SL_UNUSED;
 
-		/* A connect in progress is the other path's to finish. */
-		if (st == SL_CONNECTING)
-			return false;
-		if (st != SL_CONNECTED) {
-			pq->kfds[k] = fds[i];
-			pq->kat[k++] = i;
-			continue;
-		}
-		m = member_of(pq, fds[i].fd);
-		if (m && (m->q < 0 || m->q_stale || m->q_sock != s)) {
-			/* Another socket on its number, or out of the queue (an
-			 * exec that failed): its place again. */
-			hk_evq_unqueue(epfd, set, m);
-			if (!hk_evq_queue(epfd, set, (int)(m - set->m)))
+			/* A connect in progress is the other path's to finish. */
+			if (st == SL_CONNECTING)
 				return false;
-		}
-		if (!m && !(m = member_add(pq, epfd, fds[i].fd)))
-			return false;
-		if (m->pq_gen != gen) {
-			m->pq_gen = gen;
-			m->pq_events = 0;
-			m->pq_rev = 0;
-		}
-		m->pq_events |= ep_events(fds[i].events);
-	}
-	/* Members this call does not name are silent (a look skips them and asks
-	 * their peer for nothing more); one named again is looked at anew. */
-	for (int i = 0; i < set->n; i++) {
-		struct member *m = &set->m[i];
-
-		if (m->pq_gen != gen) {
-			if (gen - m->pq_gen > PQ_FORGET_CALLS) {
-				hk_ep_remove_member(epfd, set, m);
-				i--;
+			if (st != SL_CONNECTED) {
+				pq->kfds[k] = fds[i];
+				pq->kat[k++] = i;
+				pq->emi[i] = -1;
 				continue;
 			}
-			m->disarmed = true;
-		} else if (m->disarmed || m->events != m->pq_events) {
-			m->events = m->pq_events;
-			m->disarmed = false;
-			hk_evq_touch(set, m);
+			if (m) {
+				/* Another socket on its number, or out of the queue
+				 * (an exec that failed): its place again. */
+				hk_evq_unqueue(epfd, set, m);
+				if (!hk_evq_queue(epfd, set, (int)(m - set->m)))
+					return false;
+			} else if (!(m = member_add(pq, epfd, fd))) {
+				return false;
+			}
+		}
+		pq->emi[i] = (int)(m - set->m);
+		if (m->pq_gen != gen) {
+			m->pq_gen = gen;
+			m->pq_rev = 0;
+			m->pq_entry = (int)i;
+			m->pq_dup = false;
+			seen++;
+			if (m->disarmed || m->events != ev) {
+				/* Named again, or asking otherwise: looked at anew. */
+				m->events = ev;
+				m->disarmed = false;
+				hk_evq_touch(set, m);
+			}
+		} else {
+			m->pq_dup = dup = true;
+			if ((m->events | ev) != m->events) {
+				m->events |= ev;
+				hk_evq_touch(set, m);
+			}
 		}
 	}
+	/* Members this call does not name are silent (a look skips them and
+	 * asks their peer for nothing more); long unnamed ones leave. */
+	for (int i = 0; seen != set->n && i < set->n; i++) {
+		struct member *m = &set->m[i];
+
+		if (m->pq_gen == gen)
+			continue;
+		if (gen - m->pq_gen > PQ_FORGET_CALLS) {
+			hk_ep_remove_member(epfd, set, m);
+			moved = true;
+			i--;
+			continue;
+		}
+		m->disarmed = true;
+	}
+	for (nfds_t i = 0; moved && i < n; i++)
+		if (pq->emi[i] >= 0)
+			pq->emi[i] = (int)(member_of(pq, fds[i].fd) - set->m);
+	pq->dup = dup;
 	*nk = k;
 	return true;
 }
 
-/* Reports of the set's queue into its members (set->lock held). */
+/* Reports of the set's queue into its members (set->lock held); the
+ * members reported are listed in rep. */
 static int pq_collect(struct pq *pq)
 {
 	struct epset *set = pq->set;
 	int got;
 
-	if (!grow((void **)&pq->evs, sizeof(*pq->evs), &pq->evs_cap, set->n + 1))
+	if (!grow((void **)&pq->evs, sizeof(*pq->evs), &pq->evs_cap, set->n + 1) ||
+	    !grow((void **)&pq->rep, sizeof(*pq->rep), &pq->rep_cap, set->n + 1))
 		return -1;
 	got = hk_evq_collect(set, pq->evs, set->n + 1, sl_mono_ms());
 	for (int j = 0; j < got; j++) {
 		struct member *m = member_of(pq, pq->evs[j].data.fd);
 
-		if (m)
-			m->pq_rev |= pq->evs[j].events;
+		if (!m)
+			continue;
+		if (!m->pq_rev && pq->nrep < pq->rep_cap)
+			pq->rep[pq->nrep++] = (int)(m - set->m);
+		m->pq_rev |= pq->evs[j].events;
 	}
 	return got;
 }
 
-/* The answer: each entry's revents; false if a ring entry has no member
- * any more (closed under the wait: the per-connection path answers). */
-static bool pq_answer(struct pq *pq, struct pollfd *fds, nfds_t n, nfds_t nk, int *ready)
+/* The answer, each entry's revents (set->lock held, the members where
+ * pq_name left them): the kernel entries as the kernel said, the ring
+ * entries none but those of the members reported. */
+static int pq_answer(struct pq *pq, struct pollfd *fds, nfds_t n, nfds_t nk)
 {
-	nfds_t j = 0;
+	struct epset *set = pq->set;
+	int ready = 0;
 
-	*ready = 0;
-	for (nfds_t i = 0; i < n; i++) {
-		if (j < nk && pq->kat[j] == i) {
-			fds[i].revents = pq->kfds[j++].revents;
-		} else {
-			struct member *m = member_of(pq, fds[i].fd);
-
-			if (!m || m->q < 0 || m->pq_gen != pq->gen)
-				return false;
-			fds[i].revents = poll_revents(fds[i].events, m->pq_rev);
-		}
-		*ready += fds[i].revents != 0;
+	for (nfds_t i = 0; i < n; i++)
+		if (pq->emi[i] >= 0)
+			fds[i].revents = 0;
+	for (nfds_t j = 0; j < nk; j++) {
+		fds[pq->kat[j]].revents = pq->kfds[j].revents;
+		ready += pq->kfds[j].revents != 0;
 	}
-	return true;
+	for (int r = 0; r < pq->nrep; r++) {
+		struct member *m = &set->m[pq->rep[r]];
+
+		if (m->pq_gen != pq->gen || !m->pq_rev)
+			continue;
+		if (!m->pq_dup) {
+			fds[m->pq_entry].revents = poll_revents(fds[m->pq_entry].events, m->pq_rev);
+			ready += fds[m->pq_entry].revents != 0;
+			continue;
+		}
+		for (nfds_t i = 0; i < n; i++)
+			if (pq->emi[i] == pq->rep[r]) {
+				fds[i].revents = poll_revents(fds[i].events, m->pq_rev);
+				ready += fds[i].revents != 0;
+			}
+	}
+	return ready;
 }
 
 static int kernel_wait(struct pollfd *kfds, nfds_t nk, int timeout_ms, const sigset_t *mask)
@@ -351,6 +420,7 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 		return 0;
 	}
 	*used = true;
+	pq->nrep = 0;
 	/* A member found unfit for the queue by a look (moved to kernel TCP,
 	 * another socket on its number) sends the call to the other path. */
 	unsettled = set->unsettled;
@@ -395,6 +465,11 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 			pthread_mutex_unlock(&set->lock);
 			return -1;
 		}
+		if (r < 0) {
+			/* Reports in hand: they are the answer; the kernel said nothing. */
+			for (nfds_t j = 0; j <= nk; j++)
+				pq->kfds[j].revents = 0;
+		}
 		if (r > 0 && pq->kfds[nk].revents) {
 			int kn, cap = pq->evs_cap;
 			bool woken = false;
@@ -407,8 +482,7 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 			break;
 		if (set->unsettled != unsettled || !set->open)
 			break;
-		if (!pq_answer(pq, fds, n, nk, &ready))
-			break;
+		ready = pq_answer(pq, fds, n, nk);
 		if (ready || left_ms(deadline) == 0) {
 			pthread_mutex_unlock(&set->lock);
 			return ready;
