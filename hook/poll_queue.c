@@ -147,8 +147,13 @@ static struct member *member_of(struct pq *pq, int fd)
 static struct member *member_add(struct pq *pq, int epfd, int fd)
 {
 	struct epset *set = pq->set;
+	struct sl_sock *s = hk_ep_ring_socket(fd);
 	int old = pq->at_cap;
 
+	/* Not yet (an offer out) or never (a peer that cannot mark us): this
+	 * call goes the other way, the queue stays for the next. */
+	if (!s || !sl_evq_eligible(s))
+		return NULL;
 	if (!grow((void **)&pq->at, sizeof(int), &pq->at_cap, fd + 1))
 		return NULL;
 	for (int i = old; i < pq->at_cap; i++)
@@ -157,6 +162,7 @@ static struct member *member_add(struct pq *pq, int epfd, int fd)
 		return NULL;
 	set->m[set->n] = (struct member){ .fd = fd, .data.u64 = (uint64_t)fd, .q = -1 };
 	if (!hk_evq_queue(epfd, set, set->n)) {
+		/* An eligible connection and no queue: none can be made here. */
 		pq->no_queue = !set->evq.sh;
 		return NULL;
 	}

@@ -13,6 +13,7 @@ Test(pollq, closed_reset_shut_under_a_sleeping_poll, .timeout = 120) { hk_scenar
 Test(pollq, two_threads_poll_the_same_connections, .timeout = 120) { hk_scenario("pollq", "threads", 600, -1, 60); }
 Test(pollq, signal_during_a_large_poll, .timeout = 120) { hk_scenario("pollq", "signal", 600, -1, 60); }
 Test(pollq, queue_across_fork_and_thread_exit, .timeout = 120) { hk_scenario("pollq", "fork", 400, -1, 60); }
+Test(pollq, a_forced_spin_sees_kernel_entries, .timeout = 120) { hk_scenario("pollq", "spin_sees_kernel", 12, -1, 30); }
 Test(pollq, poll_handoffs_watchdog, .timeout = 600) { hk_scenario("pollq", "handoff", 404, -1, 500); }
 
 /* "large" sleeps some 25 times in poll over 2,000 connections: arming each

@@ -481,6 +481,51 @@ static int sc_fork(void)
 	return 0;
 }
 
+static uint16_t spin_port;
+
+static void *connector(void *arg)
+{
+	int *c = arg;
+
+	for (int i = 0; i < 5; i++) {
+		usleep(10000);
+		c[i] = tcp_connect(spin_port);
+	}
+	return NULL;
+}
+
+/* A listener and a connection in one poll under a forced 10 s spin (the
+ * program runs itself with SCILAN_POLL_US=10000000): each connect is
+ * seen while the poll spins on the ring, not when the spin ends (five of
+ * them would outlast the scenario's limit). */
+static int sc_spin_sees_kernel(void)
+{
+	pthread_t t;
+	int c[5], a[5], l = tcp_listener(&spin_port), got = 0;
+	struct pollfd pf[2];
+
+	pairs(1);
+	pf[0] = (struct pollfd){ .fd = l, .events = POLLIN };
+	pf[1] = (struct pollfd){ .fd = ss[0], .events = POLLIN };
+	pthread_create(&t, NULL, connector, c);
+	while (got < 5) {
+		int rc = poll(pf, 2, -1);
+
+		if (rc != 1 || pf[0].revents != POLLIN)
+			fatal("poll: rc %d", rc);
+		a[got++] = MUST(accept(l, NULL, NULL));
+	}
+	pthread_join(t, NULL);
+	say("accepted %d while polling a connection", got);
+	for (int i = 0; i < 5; i++) {
+		close(c[i]);
+		close(a[i]);
+	}
+	close(l);
+	unpairs(1);
+	return 0;
+}
+
 /* Hand-offs between two threads, each asleep in poll over its own 101
  * connections (one the other writes, 100 idle); a lost wake-up stops the
  * count and the watchdog says so. */
@@ -577,12 +622,17 @@ int main(int argc, char **argv)
 	static const struct scenario t[] = {
 		{ "large", sc_large },	 { "select", sc_select }, { "ends", sc_ends },	     { "threads", sc_threads },
 		{ "signal", sc_signal }, { "handoff", sc_handoff }, { "fork", sc_fork },
-		{ NULL, NULL },
+		{ "spin_sees_kernel", sc_spin_sees_kernel }, { NULL, NULL },
 	};
 
 	/* Interrupt mode, so that every hand-off is a sleep and a wake-up: the
 	 * accelerator reads its settings when it loads, so the program runs
 	 * itself again with the setting (plain: no effect). */
+	if (argc > 1 && strcmp(argv[1], "spin_sees_kernel") == 0 && !getenv("SCILAN_POLL_US")) {
+		setenv("SCILAN_POLL_US", "10000000", 1);
+		execv("/proc/self/exe", argv);
+		fatal("exec self");
+	}
 	if (argc > 1 && strcmp(argv[1], "handoff") == 0 && !getenv("SCILAN_POLL_US")) {
 		setenv("SCILAN_POLL_US", "0", 1);
 		execv("/proc/self/exe", argv);
