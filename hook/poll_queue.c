@@ -26,8 +26,9 @@
 struct pq {
 	struct epset *set;
 	unsigned gen;
-	int *at;                 /* fd -> index into set->m, a hint */
+	int *at;                 /* fd -> index into set->m, -1: none */
 	int at_cap;
+	unsigned at_unsettled;   /* set->unsettled when at was last right */
 	struct epoll_event *evs; /* reports of one collect, and kernel answers */
 	int evs_cap;
 	struct pollfd *kfds;     /* the call's kernel entries, then the set's epoll fd */
@@ -126,21 +127,31 @@ static bool grow(void **p, size_t elem, int *cap, int need)
 	return true;
 }
 
-/* The member for fd (set->lock held), or NULL. */
+/* The fd -> member hints again after members moved (a removal swaps the
+ * last member into its place; set->unsettled counts every removal). */
+static void at_sync(struct pq *pq)
+{
+	struct epset *set = pq->set;
+
+	if (pq->at_unsettled == set->unsettled)
+		return;
+	for (int i = 0; i < pq->at_cap; i++)
+		pq->at[i] = -1;
+	for (int i = 0; i < set->n; i++)
+		if (set->m[i].fd >= 0 && set->m[i].fd < pq->at_cap)
+			pq->at[set->m[i].fd] = i;
+	pq->at_unsettled = set->unsettled;
+}
+
+/* The member for fd (set->lock held, hints in sync), or NULL: no walk of
+ * the members, so a kernel entry that is a socket of ours (a listener)
+ * costs one look-up. */
 static struct member *member_of(struct pq *pq, int fd)
 {
 	struct epset *set = pq->set;
-	int i = fd < pq->at_cap ? pq->at[fd] : -1;
+	int i = fd >= 0 && fd < pq->at_cap ? pq->at[fd] : -1;
 
-	if (i >= 0 && i < set->n && set->m[i].fd == fd)
-		return &set->m[i];
-	for (i = 0; i < set->n; i++)
-		if (set->m[i].fd == fd) {
-			if (fd < pq->at_cap)
-				pq->at[fd] = i;
-			return &set->m[i];
-		}
-	return NULL;
+	return i >= 0 && i < set->n && set->m[i].fd == fd ? &set->m[i] : NULL;
 }
 
 /* A new member for ring connection fd, queued; NULL if it cannot be. */
@@ -241,6 +252,7 @@ static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_
 
 	if (!pq_size(pq, n))
 		return false;
+	at_sync(pq);
 	for (nfds_t i = 0; i < n; i++) {
 		int fd = fds[i].fd;
 		struct sl_sock *raw = table_peek(fd);
@@ -306,6 +318,8 @@ static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_
 		}
 		m->disarmed = true;
 	}
+	if (moved)
+		at_sync(pq);
 	for (nfds_t i = 0; moved && i < n; i++)
 		if (pq->emi[i] >= 0)
 			pq->emi[i] = (int)(member_of(pq, fds[i].fd) - set->m);
@@ -324,6 +338,7 @@ static int pq_collect(struct pq *pq)
 	if (!grow((void **)&pq->evs, sizeof(*pq->evs), &pq->evs_cap, set->n + 1) ||
 	    !grow((void **)&pq->rep, sizeof(*pq->rep), &pq->rep_cap, set->n + 1))
 		return -1;
+	at_sync(pq);
 	got = hk_evq_collect(set, pq->evs, set->n + 1, sl_mono_ms());
 	for (int j = 0; j < got; j++) {
 		struct member *m = member_of(pq, pq->evs[j].data.fd);
