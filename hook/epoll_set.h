@@ -47,12 +47,6 @@ struct member {
 	bool on_drop;    /* in the set's drop list (epoll_stall.c) */
 	bool on_stall;   /* in the set's stall list */
 	bool on_fence;   /* in the set's fence list (epoll_queue.c) */
-	/* In a poll queue's set (poll_queue.c): the call that last named it,
-	 * the events its entries ask, and what this call found. */
-	unsigned pq_gen;
-	uint32_t pq_rev;
-	int pq_entry;    /* its first entry in the call */
-	bool pq_dup;     /* named by more than one entry */
 };
 
 struct epset {

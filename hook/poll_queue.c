@@ -23,11 +23,26 @@
  * registrations hold slots of the connection's four). */
 #define PQ_FORGET_CALLS 64
 
+/* What a call needs of a member, kept dense beside the set's members (same
+ * index): a call walks its whole array, and a member's own lines would
+ * make each entry two cache misses. */
+struct pq_ent {
+	int fd;
+	unsigned gen;         /* the call that last named it */
+	struct sl_sock *sock; /* its q_sock */
+	uint32_t events, rev; /* what its entries ask; what this call found */
+	int entry;            /* its first entry in the call */
+	bool ok;              /* queued and not found unfit */
+	bool disarmed, dup;   /* not named (silent); named by more than one entry */
+};
+
 struct pq {
 	struct epset *set;
+	struct pq_ent *ent, *ent2; /* [member index], and room to rebuild it */
+	int ent_cap, nent;
 	unsigned gen;
 	int *at;                 /* fd -> index into set->m, -1: none */
-	int at_cap;
+	int at_cap, ent2_cap;
 	unsigned at_unsettled;   /* set->unsettled when at was last right */
 	struct epoll_event *evs; /* reports of one collect, and kernel answers */
 	int evs_cap;
@@ -75,6 +90,8 @@ static void pq_destroy(void *arg)
 
 	pq_close_set(pq);
 	free(pq->at);
+	free(pq->ent);
+	free(pq->ent2);
 	free(pq->evs);
 	free(pq->kfds);
 	free(pq->kat);
@@ -127,31 +144,66 @@ static bool grow(void **p, size_t elem, int *cap, int need)
 	return true;
 }
 
-/* The fd -> member hints again after members moved (a removal swaps the
- * last member into its place; set->unsettled counts every removal). */
-static void at_sync(struct pq *pq)
+static struct pq_ent ent_of(const struct member *m)
+{
+	return (struct pq_ent){ .fd = m->fd, .sock = m->q_sock, .events = m->events, .ok = m->q >= 0 && !m->q_stale,
+				.disarmed = m->disarmed };
+}
+
+/* The fd -> member hints and the dense copy again after the members
+ * changed behind the call (a removal swaps the last member into its place,
+ * a look finds one unfit; set->unsettled counts each), keeping what this
+ * call noted of each.  false: out of memory. */
+static bool at_sync(struct pq *pq)
 {
 	struct epset *set = pq->set;
+	struct pq_ent *tmp;
 
-	if (pq->at_unsettled == set->unsettled)
-		return;
+	if (pq->at_unsettled == set->unsettled && pq->nent == set->n)
+		return true;
+	if (!grow((void **)&pq->ent2, sizeof(*pq->ent2), &pq->ent2_cap, set->n + 1) ||
+	    !grow((void **)&pq->ent, sizeof(*pq->ent), &pq->ent_cap, set->n + 1))
+		return false;
+	for (int i = 0; i < set->n; i++) {
+		const struct member *m = &set->m[i];
+		int old = m->fd >= 0 && m->fd < pq->at_cap ? pq->at[m->fd] : -1;
+		struct pq_ent e = ent_of(m);
+
+		if (old >= 0 && old < pq->nent && pq->ent[old].fd == m->fd) {
+			e.gen = pq->ent[old].gen;
+			e.rev = pq->ent[old].rev;
+			e.entry = pq->ent[old].entry;
+			e.dup = pq->ent[old].dup;
+		}
+		pq->ent2[i] = e;
+	}
+	tmp = pq->ent;
+	pq->ent = pq->ent2;
+	pq->ent2 = tmp;
+	pq->nent = set->n;
+	{
+		int c = pq->ent_cap;
+
+		pq->ent_cap = pq->ent2_cap;
+		pq->ent2_cap = c;
+	}
 	for (int i = 0; i < pq->at_cap; i++)
 		pq->at[i] = -1;
 	for (int i = 0; i < set->n; i++)
 		if (set->m[i].fd >= 0 && set->m[i].fd < pq->at_cap)
 			pq->at[set->m[i].fd] = i;
 	pq->at_unsettled = set->unsettled;
+	return true;
 }
 
-/* The member for fd (set->lock held, hints in sync), or NULL: no walk of
- * the members, so a kernel entry that is a socket of ours (a listener)
- * costs one look-up. */
-static struct member *member_of(struct pq *pq, int fd)
+/* The member index for fd (hints in sync), or -1: no walk of the members,
+ * so a kernel entry that is a socket of ours (a listener) costs one
+ * look-up. */
+static int index_of(struct pq *pq, int fd)
 {
-	struct epset *set = pq->set;
 	int i = fd >= 0 && fd < pq->at_cap ? pq->at[fd] : -1;
 
-	return i >= 0 && i < set->n && set->m[i].fd == fd ? &set->m[i] : NULL;
+	return i >= 0 && i < pq->nent && pq->ent[i].fd == fd ? i : -1;
 }
 
 /* A new member for ring connection fd, queued; NULL if it cannot be. */
@@ -171,6 +223,8 @@ static struct member *member_add(struct pq *pq, int epfd, int fd)
 		pq->at[i] = -1;
 	if (set->n == set->cap && !grow((void **)&set->m, sizeof(*set->m), &set->cap, set->n + 1))
 		return NULL;
+	if (!grow((void **)&pq->ent, sizeof(*pq->ent), &pq->ent_cap, set->n + 1))
+		return NULL;
 	set->m[set->n] = (struct member){ .fd = fd, .data.u64 = (uint64_t)fd, .q = -1 };
 	if (!hk_evq_queue(epfd, set, set->n)) {
 		/* An eligible connection and no queue: none can be made here. */
@@ -178,6 +232,8 @@ static struct member *member_add(struct pq *pq, int epfd, int fd)
 		return NULL;
 	}
 	pq->at[fd] = set->n;
+	pq->ent[set->n] = ent_of(&set->m[set->n]);
+	pq->nent = set->n + 1;
 	return &set->m[set->n++];
 }
 
@@ -248,20 +304,21 @@ static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_
 	unsigned gen = ++pq->gen;
 	nfds_t k = 0;
 	int seen = 0;
-	bool dup = false, moved = false;
+	bool dup = false;
 
-	if (!pq_size(pq, n))
+	if (!pq_size(pq, n) || !at_sync(pq))
 		return false;
-	at_sync(pq);
 	for (nfds_t i = 0; i < n; i++) {
-		int fd = fds[i].fd;
+		int fd = fds[i].fd, x;
 		struct sl_sock *raw = table_peek(fd);
-		struct member *m = raw ? member_of(pq, fd) : NULL;
 		uint32_t ev = ep_events(fds[i].events);
+		struct pq_ent *e;
 
-		if (!m || m->q_sock != raw || m->q < 0 || m->q_stale) {
+		x = raw ? index_of(pq, fd) : -1;
+		if (x < 0 || pq->ent[x].sock != raw || !pq->ent[x].ok) {
 			struct sl_sock *s = sl_sock_get(fd);
 			enum sl_state st = s ? sl_sock_state(s) : SL_UNUSED;
+			struct member *m;
 
 			/* A connect in progress is the other path's to finish. */
 			if (st == SL_CONNECTING)
@@ -272,57 +329,72 @@ static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_
 				pq->emi[i] = -1;
 				continue;
 			}
-			if (m) {
+			if (x >= 0) {
 				/* Another socket on its number, or out of the queue
 				 * (an exec that failed): its place again. */
+				m = &set->m[x];
 				hk_evq_unqueue(epfd, set, m);
-				if (!hk_evq_queue(epfd, set, (int)(m - set->m)))
+				if (!hk_evq_queue(epfd, set, x))
 					return false;
+				pq->ent[x].sock = m->q_sock;
+				pq->ent[x].ok = true;
 			} else if (!(m = member_add(pq, epfd, fd))) {
 				return false;
+			} else {
+				x = (int)(m - set->m);
 			}
 		}
-		pq->emi[i] = (int)(m - set->m);
-		if (m->pq_gen != gen) {
-			m->pq_gen = gen;
-			m->pq_rev = 0;
-			m->pq_entry = (int)i;
-			m->pq_dup = false;
+		e = &pq->ent[x];
+		pq->emi[i] = x;
+		if (e->gen != gen) {
+			e->gen = gen;
+			e->rev = 0;
+			e->entry = (int)i;
+			e->dup = false;
 			seen++;
-			if (m->disarmed || m->events != ev) {
+			if (e->disarmed || e->events != ev) {
 				/* Named again, or asking otherwise: looked at anew. */
-				m->events = ev;
-				m->disarmed = false;
-				hk_evq_touch(set, m);
+				set->m[x].events = e->events = ev;
+				set->m[x].disarmed = e->disarmed = false;
+				hk_evq_touch(set, &set->m[x]);
 			}
 		} else {
-			m->pq_dup = dup = true;
-			if ((m->events | ev) != m->events) {
-				m->events |= ev;
-				hk_evq_touch(set, m);
+			e->dup = dup = true;
+			if ((e->events | ev) != e->events) {
+				set->m[x].events = e->events |= ev;
+				hk_evq_touch(set, &set->m[x]);
 			}
 		}
 	}
 	/* Members this call does not name are silent (a look skips them and
-	 * asks their peer for nothing more); long unnamed ones leave. */
+	 * asks their peer for nothing more); long unnamed ones leave (the
+	 * last member takes the place of one removed, in both arrays). */
 	for (int i = 0; seen != set->n && i < set->n; i++) {
-		struct member *m = &set->m[i];
+		struct pq_ent *e = &pq->ent[i];
 
-		if (m->pq_gen == gen)
+		if (e->gen == gen)
 			continue;
-		if (gen - m->pq_gen > PQ_FORGET_CALLS) {
-			hk_ep_remove_member(epfd, set, m);
-			moved = true;
+		if (gen - e->gen > PQ_FORGET_CALLS) {
+			int last = set->n - 1;
+
+			if (e->fd >= 0 && e->fd < pq->at_cap)
+				pq->at[e->fd] = -1;
+			hk_ep_remove_member(epfd, set, &set->m[i]);
+			if (i != last) {
+				pq->ent[i] = pq->ent[last];
+				pq->at[pq->ent[i].fd] = i;
+				for (nfds_t j = 0; pq->ent[i].gen == gen && j < n; j++)
+					if (pq->emi[j] == last)
+						pq->emi[j] = i;
+			}
+			pq->nent = set->n;
+			pq->at_unsettled = set->unsettled;
 			i--;
 			continue;
 		}
-		m->disarmed = true;
+		if (!e->disarmed)
+			set->m[i].disarmed = e->disarmed = true;
 	}
-	if (moved)
-		at_sync(pq);
-	for (nfds_t i = 0; moved && i < n; i++)
-		if (pq->emi[i] >= 0)
-			pq->emi[i] = (int)(member_of(pq, fds[i].fd) - set->m);
 	pq->dup = dup;
 	*nk = k;
 	return true;
@@ -338,16 +410,18 @@ static int pq_collect(struct pq *pq)
 	if (!grow((void **)&pq->evs, sizeof(*pq->evs), &pq->evs_cap, set->n + 1) ||
 	    !grow((void **)&pq->rep, sizeof(*pq->rep), &pq->rep_cap, set->n + 1))
 		return -1;
-	at_sync(pq);
 	got = hk_evq_collect(set, pq->evs, set->n + 1, sl_mono_ms());
+	/* A look found a member unfit: the caller leaves this path. */
+	if (pq->at_unsettled != set->unsettled)
+		return got;
 	for (int j = 0; j < got; j++) {
-		struct member *m = member_of(pq, pq->evs[j].data.fd);
+		int x = index_of(pq, pq->evs[j].data.fd);
 
-		if (!m)
+		if (x < 0)
 			continue;
-		if (!m->pq_rev && pq->nrep < pq->rep_cap)
-			pq->rep[pq->nrep++] = (int)(m - set->m);
-		m->pq_rev |= pq->evs[j].events;
+		if (!pq->ent[x].rev && pq->nrep < pq->rep_cap)
+			pq->rep[pq->nrep++] = x;
+		pq->ent[x].rev |= pq->evs[j].events;
 	}
 	return got;
 }
@@ -357,7 +431,6 @@ static int pq_collect(struct pq *pq)
  * entries none but those of the members reported. */
 static int pq_answer(struct pq *pq, struct pollfd *fds, nfds_t n, nfds_t nk)
 {
-	struct epset *set = pq->set;
 	int ready = 0;
 
 	for (nfds_t i = 0; i < n; i++)
@@ -368,18 +441,18 @@ static int pq_answer(struct pq *pq, struct pollfd *fds, nfds_t n, nfds_t nk)
 		ready += pq->kfds[j].revents != 0;
 	}
 	for (int r = 0; r < pq->nrep; r++) {
-		struct member *m = &set->m[pq->rep[r]];
+		struct pq_ent *e = &pq->ent[pq->rep[r]];
 
-		if (m->pq_gen != pq->gen || !m->pq_rev)
+		if (e->gen != pq->gen || !e->rev)
 			continue;
-		if (!m->pq_dup) {
-			fds[m->pq_entry].revents = poll_revents(fds[m->pq_entry].events, m->pq_rev);
-			ready += fds[m->pq_entry].revents != 0;
+		if (!e->dup) {
+			fds[e->entry].revents = poll_revents(fds[e->entry].events, e->rev);
+			ready += fds[e->entry].revents != 0;
 			continue;
 		}
 		for (nfds_t i = 0; i < n; i++)
 			if (pq->emi[i] == pq->rep[r]) {
-				fds[i].revents = poll_revents(fds[i].events, m->pq_rev);
+				fds[i].revents = poll_revents(fds[i].events, e->rev);
 				ready += fds[i].revents != 0;
 			}
 	}
