@@ -195,6 +195,7 @@ static void install_handlers(void)
 	sl_own_fd_on_move(wake_fd_moved);
 	pthread_atfork(NULL, NULL, child_after_fork);
 }
+
 static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 
 static struct epset *open_set(int fd);
@@ -272,7 +273,6 @@ void hk_epoll_private_close(int epfd)
 	hk_epoll_forget_fd(epfd);
 	sl_own_fd_close(epfd);
 }
-
 
 HK_EXPORT int epoll_create(int size)
 {
@@ -641,9 +641,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 		reconciled = set->unsettled;
 		got = hk_evq_collect(set, evs, max, sl_mono_ms());
 		if (!got && left != 0 && !emulated && set->settled && set->nqueued && !set->forked) {
-			bool hit;
-
 			struct pollfd kpf = { .fd = epfd, .events = POLLIN };
+			bool hit;
 
 			pthread_mutex_unlock(&set->lock);
 			hit = hk_evq_spin(set, &kpf, 1, left);
