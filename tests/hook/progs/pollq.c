@@ -432,6 +432,51 @@ static int sc_signal(void)
 	return 0;
 }
 
+static void *send_later(void *arg)
+{
+	usleep(30000); /* only makes it likely the poll sleeps first */
+	if (send(*(int *)arg, "o", 1, 0) != 1)
+		fatal("send");
+	return NULL;
+}
+
+/* A poll over connections whose offers are still out (connected, not yet
+ * accepted), then, accepted, polls woken by one: the first poll cannot
+ * queue them yet, the later ones must. */
+static int sc_offers_out(void)
+{
+	int n = 40;
+	uint16_t port;
+	int l = tcp_listener(&port);
+	struct pollfd *pf;
+
+	cs = calloc((size_t)n, sizeof(*cs));
+	ss = calloc((size_t)n, sizeof(*ss));
+	pf = calloc((size_t)n, sizeof(*pf));
+	for (int i = 0; i < n; i++) {
+		cs[i] = tcp_connect(port);
+		pf[i] = (struct pollfd){ .fd = cs[i], .events = POLLIN };
+	}
+	pwait("not accepted yet", pf, n, 0);
+	for (int i = 0; i < n; i++)
+		ss[i] = MUST(accept(l, NULL, NULL));
+	close(l);
+	/* This thread polls (its queue is the one that must come to hold
+	 * them); another sends. */
+	for (int round = 0; round < 20; round++) {
+		int i = (round * 7 + 3) % n;
+		pthread_t t;
+
+		pthread_create(&t, NULL, send_later, &ss[i]);
+		pwait("woken by one", pf, n, 10000);
+		pthread_join(t, NULL);
+		drain(cs[i]);
+	}
+	free(pf);
+	unpairs(n);
+	return 0;
+}
+
 static struct pollfd *fork_pf;
 static int fork_n;
 
@@ -622,7 +667,7 @@ int main(int argc, char **argv)
 	static const struct scenario t[] = {
 		{ "large", sc_large },	 { "select", sc_select }, { "ends", sc_ends },	     { "threads", sc_threads },
 		{ "signal", sc_signal }, { "handoff", sc_handoff }, { "fork", sc_fork },
-		{ "spin_sees_kernel", sc_spin_sees_kernel }, { NULL, NULL },
+		{ "spin_sees_kernel", sc_spin_sees_kernel }, { "offers_out", sc_offers_out }, { NULL, NULL },
 	};
 
 	/* Interrupt mode, so that every hand-off is a sleep and a wake-up: the
