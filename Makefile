@@ -164,12 +164,13 @@ test-tsan:
 	@$(MAKE) --no-print-directory thread-tests SAN=tsan BUILD=$(BUILD)/tsan
 	@scripts/run-tests.sh $(BUILD)/tsan/tests/threads tsan $(BUILD)/results
 
-# Opt-in: the 10,000,000 hand-off lost-wake-up runs, per connection and per
-# epoll set (its watchdog fails on 10 s without a hand-off).
+# Opt-in: the 10,000,000 hand-off lost-wake-up runs, per connection, per
+# epoll set and per poll queue (their watchdogs fail on 10 s without a hand-off).
 stress-long: deps
 	@$(MAKE) --no-print-directory tests hooktests
 	SCILAN_STRESS_HANDOFFS=10000000 $(BUILD)/tests/integration/test_wakeup_stress
 	SCEN_HANDOFFS=10000000 SCEN_LIMIT=86400 $(RUN_BIN) $(BUILD)/hookprogs/epollq handoff
+	SCEN_HANDOFFS=10000000 SCEN_LIMIT=86400 $(RUN_BIN) $(BUILD)/hookprogs/pollq handoff
 
 clean:
 	rm -rf $(BUILD)

@@ -140,6 +140,8 @@ static void wake_fd_moved(int from, int to)
 		pthread_mutex_lock(&set->lock);
 		if (set->wake_fd == from)
 			set->wake_fd = to;
+		if (set->private_fd == from)
+			set->private_fd = to;
 		hk_evq_fd_moved(set, from, to);
 		pthread_mutex_unlock(&set->lock);
 	}
@@ -174,23 +176,35 @@ static void install_handlers(void)
 	pthread_atfork(NULL, NULL, child_after_fork);
 }
 
+static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
+
+static struct epset *open_set(int fd);
+
 HK_EXPORT int epoll_create1(int flags)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int fd;
-	struct epset *set, *fresh = NULL;
 
 	hk_enter();
-	pthread_once(&once, install_handlers);
+	pthread_once(&handlers_once, install_handlers);
 	fd = sl_sys.epoll_create1(flags);
 	hk_fd_reused(fd); /* a set closed behind our back would keep its members */
 	if (fd < 0 || fd >= MAX_SET_FD)
 		return fd;
+	open_set(fd);
+	return fd;
+}
+
+/* The set of epoll fd fd, opened empty (NULL: a kernel-only set, scilan
+ * members will not be seen). */
+static struct epset *open_set(int fd)
+{
+	struct epset *set, *fresh = NULL;
+
 	set = atomic_load(&sets[fd]);
 	if (!set) {
 		fresh = calloc(1, sizeof(*fresh));
 		if (!fresh)
-			return fd; /* a kernel-only set: scilan members will not be seen */
+			return NULL;
 		pthread_mutex_init(&fresh->lock, NULL);
 		fresh->wake_fd = -1;
 		if (!atomic_compare_exchange_strong(&sets[fd], &set, fresh)) {
@@ -205,12 +219,39 @@ HK_EXPORT int epoll_create1(int flags)
 	set->signaled = false;
 	set->forked = set->settled = set->bell_in_kernel = set->unseen_connect = false;
 	set->nscan = 0;
+	set->private_fd = -1;
 	set->open = true;
 	pthread_mutex_unlock(&set->lock);
 	atomic_fetch_add(&open_sets, 1);
 	for (int hi = atomic_load(&highest_set_fd); hi < fd && !atomic_compare_exchange_weak(&highest_set_fd, &hi, fd);)
 		;
-	return fd;
+	return set;
+}
+
+struct epset *hk_epoll_private_open(int *epfd)
+{
+	struct epset *set;
+	int fd;
+
+	pthread_once(&handlers_once, install_handlers);
+	fd = sl_own_fd(sl_sys.epoll_create1(EPOLL_CLOEXEC));
+	if (fd < 0)
+		return NULL;
+	if (fd >= MAX_SET_FD || !(set = open_set(fd))) {
+		sl_own_fd_close(fd);
+		return NULL;
+	}
+	pthread_mutex_lock(&set->lock);
+	set->private_fd = fd;
+	pthread_mutex_unlock(&set->lock);
+	*epfd = fd;
+	return set;
+}
+
+void hk_epoll_private_close(int epfd)
+{
+	hk_epoll_forget_fd(epfd);
+	sl_own_fd_close(epfd);
 }
 
 HK_EXPORT int epoll_create(int size)
@@ -229,6 +270,11 @@ static void remove_at(int epfd, struct epset *set, struct member *m)
 	if (m != &set->m[set->n])
 		hk_evq_moved(set, (int)(m - set->m));
 	hk_ep_unsettle(set);
+}
+
+void hk_ep_remove_member(int epfd, struct epset *set, struct member *m)
+{
+	remove_at(epfd, set, m);
 }
 
 static int add_member(int epfd, struct epset *set, int fd, const struct epoll_event *ev)

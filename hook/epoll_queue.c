@@ -381,7 +381,7 @@ int hk_evq_cap(struct epset *set, int left, int64_t now_ms)
  * another thread's epoll_ctl must not wait out a long forced spin. */
 #define SPIN_KERNEL_NS 20000
 
-bool hk_evq_spin(struct epset *set, int epfd, int left)
+bool hk_evq_spin(struct epset *set, struct pollfd *kfds, nfds_t nk, int left)
 {
 	int64_t start = sl_mono_ns(), end, next_kernel = start + SPIN_KERNEL_NS;
 	uint32_t learnt = 0;
@@ -402,13 +402,12 @@ bool hk_evq_spin(struct epset *set, int epfd, int left)
 		}
 		if (sl_spin_turn(iter, yield)) {
 			int64_t now = sl_mono_ns();
-			struct pollfd pf = { .fd = epfd, .events = POLLIN };
 
 			if (now >= end)
 				break;
 			if (now >= next_kernel) {
 				next_kernel = now + SPIN_KERNEL_NS;
-				if (sl_sys.poll(&pf, 1, 0) > 0) {
+				if (sl_sys.poll(kfds, nk, 0) > 0) {
 					found = true;
 					break;
 				}

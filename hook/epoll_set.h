@@ -5,7 +5,9 @@
 #ifndef SCILAN_HOOK_EPOLL_SET_H
 #define SCILAN_HOOK_EPOLL_SET_H
 
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -61,6 +63,7 @@ struct epset {
 	unsigned epoch;       /* bumped by a change made while waiters sleep */
 	unsigned incarnation; /* bumped when the set closes: its old waiters leave it alone */
 	bool signaled;        /* wake_fd holds a count */
+	int private_fd;       /* a poll queue's own set (poll_queue.c): its epoll fd, followed through moves; else -1 */
 	/* The event queue (epoll_queue.c).  Members whose readiness is in
 	 * rings are queued when they can be; a forked child's copy of a set
 	 * (forked) scans them all, as a set without a queue does. */
@@ -114,6 +117,21 @@ static inline void hk_ep_unsettle(struct epset *set)
 	set->unsettled++;
 }
 
+/* A set of the library's own (poll_queue.c): its epoll fd is one of ours,
+ * and it is known like the program's sets (closes, fork, exec reach it).
+ * NULL if none can be made. */
+struct epset *hk_epoll_private_open(int *epfd);
+/* Forget it and close its descriptor. */
+void hk_epoll_private_close(int epfd);
+/* Remove member m (set->lock held). */
+void hk_ep_remove_member(int epfd, struct epset *set, struct member *m);
+
+/* poll/select over many ring connections through this thread's own set
+ * (poll_queue.c).  *used false: not for this call (too few connections, one
+ * the queue cannot hold), the caller takes wait.c's path; else the call's
+ * result. */
+int hk_pollq(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, bool *used);
+
 /* Shared by epoll.c and epoll_queue.c. */
 struct sl_sock *hk_ep_ring_socket(int fd);
 /* The open emulated set on fd, or NULL (epoll.c). */
@@ -140,8 +158,9 @@ int hk_evq_strip(struct epset *set, struct epoll_event *evs, int n, bool *woken)
 int hk_evq_arm(struct epset *set);
 void hk_evq_disarm(struct epset *set);
 /* Spin (unlocked) for the queued members as their poll time says, asking
- * the kernel set epfd now and then; true if something is ready. */
-bool hk_evq_spin(struct epset *set, int epfd, int left);
+ * the kernel now and then about kfds (the kernel set, and a poll's kernel
+ * descriptors); true if something is ready. */
+bool hk_evq_spin(struct epset *set, struct pollfd *kfds, nfds_t nk, int left);
 /* How long the sleep may last (ms, -1 none): until the next sweep. */
 int hk_evq_cap(struct epset *set, int left, int64_t now_ms);
 /* The set closes: members leave the queue (which stays for the next set

@@ -269,10 +269,11 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 		reconciled = set->unsettled;
 		got = hk_evq_collect(set, evs, max, sl_mono_ms());
 		if (!got && left != 0 && !emulated && set->settled && set->nqueued && !set->forked) {
+			struct pollfd kpf = { .fd = epfd, .events = POLLIN };
 			bool hit;
 
 			pthread_mutex_unlock(&set->lock);
-			hit = hk_evq_spin(set, epfd, left);
+			hit = hk_evq_spin(set, &kpf, 1, left);
 			pthread_mutex_lock(&set->lock);
 			if (hit)
 				got = hk_evq_collect(set, evs, max, sl_mono_ms());
@@ -396,8 +397,12 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 
 	for (nfds_t i = 0; i < n && !nested; i++)
 		nested = hk_ep_set_of(fds[i].fd) != NULL;
-	if (!nested)
-		return sl_poll_sigmask(fds, n, timeout_ms, mask);
+	if (!nested) {
+		bool used;
+
+		r = hk_pollq(fds, n, timeout_ms, mask, &used);
+		return used ? r : sl_poll_sigmask(fds, n, timeout_ms, mask);
+	}
 	/* Rounds: a set changed under the sleep is read again. */
 	do {
 		int left = left_ms(deadline);

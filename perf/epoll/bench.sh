@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # perf/epoll/bench.sh BUILD — make bench-epoll: an epoll set of N connections
-# (perf/epoll/epoll_scale.c) on kernel TCP and on scilan (polling, hybrid,
-# interrupt), all in one run; table, epoll.csv and, with gnuplot, epoll.png.
+# (perf/epoll/epoll_scale.c), and the same server in poll(2) (rows poll-*),
+# on kernel TCP and on scilan (polling, hybrid, interrupt), all in one run;
+# table, epoll.csv and, with gnuplot, epoll.png.
 set -euo pipefail
 # Environment: EPOLL_NS (default "1 16 256 1024 4096"), EPOLL_ROUNDS (5000),
-# EPOLL_IDLE_MS (2000), EPOLL_MODES (a subset of the four), EPOLL_RUN (the
+# EPOLL_IDLE_MS (2000), EPOLL_MODES (a subset of the four), EPOLL_APIS
+# ("epoll poll", or one of them), EPOLL_RUN (the
 # scilan_run of another build, for a before/after), EPOLL_CSV (where).  Ends unpinned; figures are indicative on a shared
 # machine: compare the ratios of one run.
 BUILD=${1:-build}
@@ -14,6 +16,7 @@ BIN="$BUILD/bin/epoll_scale"
 RUN=${EPOLL_RUN:-"$BUILD/bin/scilan_run"}
 NS=${EPOLL_NS:-"1 16 256 1024 4096"}
 MODES=${EPOLL_MODES:-"kernel scilan-poll scilan-hybrid scilan-intr"}
+APIS=${EPOLL_APIS:-"epoll poll"}
 ROUNDS=${EPOLL_ROUNDS:-5000}
 IDLE_MS=${EPOLL_IDLE_MS:-2000}
 CSV=${EPOLL_CSV:-"$OUT/epoll.csv"}
@@ -24,17 +27,17 @@ export SCILAN_RUNDIR="$WORK/run" SCILAN_CONF="$WORK/cluster.conf"
 mkdir -p -m 700 "$SCILAN_RUNDIR"
 : >"$SCILAN_CONF"
 
-# one MODE N: "n,p50,p99,idle" of one run.
+# one MODE N API: "n,p50,p99,idle" of one run.
 one() {
-	local mode=$1 n=$2
+	local mode=$1 n=$2 api=$3
 	local acc
 	case $mode in
-	kernel) timeout -k 5 300 "$BIN" "$n" "$ROUNDS" "$IDLE_MS"; return ;;
+	kernel) timeout -k 5 300 "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api"; return ;;
 	scilan-poll) export SCILAN_POLL_US=10000000 ;;
 	scilan-hybrid) export SCILAN_POLL_US=auto ;;
 	scilan-intr) export SCILAN_POLL_US=0 ;;
 	esac
-	SCILAN_STATS=1 timeout -k 5 300 "$RUN" "$BIN" "$n" "$ROUNDS" "$IDLE_MS" 2>"$WORK/err"
+	SCILAN_STATS=1 timeout -k 5 300 "$RUN" "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api" 2>"$WORK/err"
 	unset SCILAN_POLL_US
 	# The server's connections must have gone over the rings (the client
 	# ends in _exit: no stats line of its own).
@@ -48,27 +51,31 @@ one() {
 
 echo "n,mode,p50_us,p99_us,idle_cpu_ms_per_s" >"$CSV"
 for n in $NS; do
-	for mode in $MODES; do
-		line=$(one "$mode" "$n") || { echo "bench-epoll: $mode N=$n failed" >&2; exit 1; }
-		IFS=, read -r _ p50 p99 idle <<<"$line"
-		echo "$n,$mode,$p50,$p99,$idle" >>"$CSV"
+	for api in $APIS; do
+		for mode in $MODES; do
+			line=$(one "$mode" "$n" "$api") || { echo "bench-epoll: $api $mode N=$n failed" >&2; exit 1; }
+			IFS=, read -r _ p50 p99 idle <<<"$line"
+			# epoll rows keep their plain mode names; poll rows say poll-.
+			[ "$api" = epoll ] || mode="$api-$mode"
+			echo "$n,$mode,$p50,$p99,$idle" >>"$CSV"
+		done
 	done
 done
 
-# The table: each scilan mode's p50 against kernel TCP's (x faster), and
-# against its own p50 at the smallest N (flatness).
+# The table: each scilan mode's p50 against kernel TCP's with the same API
+# (x faster), and against its own p50 at the smallest N (flatness).
 awk -F, 'NR > 1 {
 	key = $1 "," $2; p50[key] = $3; p99[key] = $4; idle[key] = $5
 	if (!($1 in seen)) { seen[$1] = 1; ns[++nn] = $1 }
 }
 END {
-	split("kernel scilan-poll scilan-hybrid scilan-intr", modes, " ")
-	printf "%-6s %-14s %10s %10s %12s %14s %12s\n", "N", "mode", "p50 us", "p99 us", "idle ms/s", "kernel/mode", "p50/p50(N1)"
+	nm = split("kernel scilan-poll scilan-hybrid scilan-intr poll-kernel poll-scilan-poll poll-scilan-hybrid poll-scilan-intr", modes, " ")
+	printf "%-6s %-19s %10s %10s %12s %14s %12s\n", "N", "mode", "p50 us", "p99 us", "idle ms/s", "kernel/mode", "p50/p50(N1)"
 	for (i = 1; i <= nn; i++)
-		for (m = 1; m <= 4; m++) {
-			k = ns[i] "," modes[m]; kk = ns[i] ",kernel"; k1 = ns[1] "," modes[m]
+		for (m = 1; m <= nm; m++) {
+			k = ns[i] "," modes[m]; kk = ns[i] (modes[m] ~ /^poll-/ ? ",poll-kernel" : ",kernel"); k1 = ns[1] "," modes[m]
 			if (k in p50)
-				printf "%-6s %-14s %10.2f %10.2f %12.3f %13.1fx %11.2fx\n", ns[i], modes[m], p50[k], p99[k], idle[k],
+				printf "%-6s %-19s %10.2f %10.2f %12.3f %13.1fx %11.2fx\n", ns[i], modes[m], p50[k], p99[k], idle[k],
 				       p50[kk] / p50[k], p50[k] / p50[k1]
 		}
 }' "$CSV"

@@ -1,9 +1,11 @@
 /* epoll_scale.c — what one event costs as an epoll set grows: a one-thread,
  * level-triggered epoll echo server holding N connections in one set, and a
  * forked client doing 64-byte request/response exchanges, each on a
- * pseudo-random connection, the others idle.  Plain POSIX: run as is for
- * kernel TCP, under scilan_run for scilan (perf/epoll/bench.sh runs both).
- *   epoll_scale N ROUNDS IDLE_MS
+ * pseudo-random connection, the others idle; with API "poll", the same
+ * server waits in poll(2) over an array of the listener and the N
+ * connections.  Plain POSIX: run as is for kernel TCP, under scilan_run for
+ * scilan (perf/epoll/bench.sh runs both).
+ *   epoll_scale N ROUNDS IDLE_MS [epoll|poll]
  * prints "n,p50_us,p99_us,idle_cpu_ms_per_s": round-trip median and p99, and
  * the server's CPU per second while the N connections sit idle IDLE_MS.
  */
@@ -11,6 +13,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +103,61 @@ static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int go
 	_exit(0);
 }
 
+/* The server as a poll loop: the listener first, then the connections
+ * (a closed one's entry takes the last one's place).  Returns the idle CPU. */
+static double serve_poll(int l, int n, int go)
+{
+	struct pollfd *pf = calloc((size_t)n + 1, sizeof(*pf));
+	int np = 1, accepted = 0, one = 1;
+	double idle_cpu = -1, t0 = 0, c0 = 0;
+
+	if (!pf)
+		die("calloc");
+	pf[0] = (struct pollfd){ .fd = l, .events = POLLIN };
+	while (accepted < n || np > 1) {
+		int r = poll(pf, (nfds_t)np, -1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			die("poll");
+		if (accepted == n && idle_cpu < 0 && t0 > 0)
+			idle_cpu = (cpu_self() - c0) / (mono() - t0) * 1e3;
+		for (int k = np - 1; k >= 0 && r > 0; k--) {
+			char buf[MSG * 4];
+			ssize_t m;
+
+			if (!pf[k].revents)
+				continue;
+			r--;
+			if (k == 0) {
+				int s = accept(l, NULL, NULL);
+
+				if (s < 0)
+					die("accept");
+				setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+				pf[np++] = (struct pollfd){ .fd = s, .events = POLLIN };
+				if (++accepted == n) {
+					t0 = mono();
+					c0 = cpu_self();
+					if (write(go, "g", 1) != 1)
+						die("write");
+				}
+				continue;
+			}
+			m = read(pf[k].fd, buf, sizeof(buf));
+			if (m <= 0) {
+				close(pf[k].fd);
+				pf[k] = pf[--np];
+				continue;
+			}
+			io_all(pf[k].fd, buf, (size_t)m, 1);
+		}
+	}
+	free(pf);
+	return idle_cpu;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 16, rounds = argc > 2 ? atoi(argv[2]) : 20000;
@@ -114,8 +172,10 @@ int main(int argc, char **argv)
 	pid_t kid;
 	ssize_t got;
 
-	if (n < 1 || rounds < 100)
-		return fprintf(stderr, "usage: epoll_scale N ROUNDS [IDLE_MS]\n"), 2;
+	const char *api = argc > 4 ? argv[4] : "epoll";
+
+	if (n < 1 || rounds < 100 || (strcmp(api, "epoll") && strcmp(api, "poll")))
+		return fprintf(stderr, "usage: epoll_scale N ROUNDS [IDLE_MS [epoll|poll]]\n"), 2;
 	getrlimit(RLIMIT_NOFILE, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
@@ -132,6 +192,10 @@ int main(int argc, char **argv)
 	if (kid == 0) {
 		close(l);
 		client(&a, n, rounds, idle_ms, go[0], rep[1]);
+	}
+	if (strcmp(api, "poll") == 0) {
+		idle_cpu = serve_poll(l, n, go[1]);
+		goto done;
 	}
 	ep = epoll_create1(0);
 	ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = l };
@@ -182,6 +246,7 @@ int main(int argc, char **argv)
 			io_all(fd, buf, (size_t)m, 1);
 		}
 	}
+done:
 	waitpid(kid, &status, 0);
 	got = read(rep[0], res, sizeof(res) - 1);
 	if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)

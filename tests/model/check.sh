@@ -32,6 +32,9 @@ MODEL=set_queue.pml check set_queue zero
 MODEL=set_queue.pml check set_queue_no_tx_fence nonzero -DNO_TX_FENCE
 MODEL=set_queue.pml check set_queue_armed_first nonzero -DARMED_FIRST
 MODEL=set_queue.pml check set_queue_look_first nonzero -DLOOK_FIRST
+MODEL=set_queue.pml check set_queue_unfenced zero -DUNFENCED
+MODEL=set_queue.pml check set_queue_unfenced_no_membarrier nonzero -DUNFENCED -DNO_MEMBARRIER
+MODEL=set_queue.pml check set_queue_unfenced_no_relook nonzero -DUNFENCED -DNO_RELOOK
 MODEL=biased_lock.pml check biased_lock zero
 MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"

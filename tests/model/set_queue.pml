@@ -10,6 +10,13 @@
  * -DNO_TX_FENCE (no fence between the data and the want load),
  * -DARMED_FIRST (the sender reads armed before marking), -DLOOK_FIRST (the
  * waiter looks before it asks again).
+ * -DUNFENCED models a peer that publishes with no fence (barrier.c,
+ * SL_PEER_UNFENCED): the waiter puts a member whose want it newly set on the
+ * set's fence list, and before it sleeps (after arming) pays one membarrier,
+ * which drains every sender's store buffer, and looks at each listed member
+ * again (epoll_queue.c hk_evq_arm).  Its mutants must fail too:
+ * -DNO_MEMBARRIER (no barrier before the sleep), -DNO_RELOOK (the barrier,
+ * but no second look at the listed members).
  */
 #define N 2
 
@@ -19,6 +26,8 @@ bit bits[2];         /* the set's ready bits */
 byte armed = 0;      /* waiters of the set about to sleep */
 byte bell = 0;       /* bytes in the set's bell pipe */
 byte consumed[2];
+bit fence[2];        /* the set's fence list: wants newly set on an unfenced peer */
+bit relook[2];       /* put back on the ready list after the barrier */
 
 chan st0 = [2] of { byte };
 chan st1 = [2] of { byte };
@@ -39,7 +48,7 @@ inline send(i, st)
 	do
 	:: k <= N ->
 		st ! k;                                  /* publish the write index */
-#ifndef NO_TX_FENCE
+#if !defined(NO_TX_FENCE) && !defined(UNFENCED)
 		empty(st);                               /* the fence after publishing */
 #endif
 		if
@@ -65,17 +74,29 @@ inline send(i, st)
 active proctype sender0() { send(0, st0) }
 active proctype sender1() { send(1, st1) }
 
+inline look(i)
+{
+	if :: idx_mem[i] > consumed[i] -> consumed[i] = idx_mem[i]; got = 1 :: else -> skip fi
+}
+
 inline take(i)
 {
 	if
-	:: bits[i] == 1 ->
+	:: bits[i] == 1 || relook[i] == 1 ->
 		bits[i] = 0;                             /* exchange: locked */
+		relook[i] = 0;
 #ifdef LOOK_FIRST
-		if :: idx_mem[i] > consumed[i] -> consumed[i] = idx_mem[i]; got = 1 :: else -> skip fi;
+		look(i);
 		want[i] = 1;
 #else
+#ifdef UNFENCED
+		if                                       /* sl_evq_want: newly set -> fence list */
+		:: want[i] == 0 -> fence[i] = 1
+		:: else -> skip
+		fi;
+#endif
 		want[i] = 1;                             /* fetch_or: locked, then look */
-		if :: idx_mem[i] > consumed[i] -> consumed[i] = idx_mem[i]; got = 1 :: else -> skip fi
+		look(i)
 #endif
 	:: else -> skip
 	fi
@@ -96,8 +117,24 @@ active proctype waiter()
 		:: else ->
 			bell = 0;                        /* drain the bell */
 			armed++;                         /* fetch_add: locked */
+#ifdef UNFENCED
 			if
-			:: bits[0] == 1 || bits[1] == 1 -> skip /* re-check: marked already */
+			:: fence[0] == 1 || fence[1] == 1 ->
+#ifndef NO_MEMBARRIER
+				empty(st0);              /* membarrier: every sender's */
+				empty(st1);              /* store buffer drains */
+#endif
+#ifndef NO_RELOOK
+				relook[0] = fence[0];    /* listed members back on the */
+				relook[1] = fence[1];    /* ready list: no sleep yet */
+#endif
+				fence[0] = 0;
+				fence[1] = 0
+			:: else -> skip
+			fi;
+#endif
+			if
+			:: bits[0] == 1 || bits[1] == 1 || relook[0] == 1 || relook[1] == 1 -> skip /* re-check */
 			:: else -> bell > 0              /* sleep until rung */
 			fi;
 			armed--

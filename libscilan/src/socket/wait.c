@@ -32,6 +32,8 @@
 /* A direction another thread sleeps on is watched without being armed; its
  * token may be consumed by that thread first, so such sleeps are bounded. */
 #define SHARED_WAIT_CAP_MS 10
+/* How often a spin asks the kernel about the call's kernel descriptors. */
+#define SPIN_KERNEL_NS 20000
 
 static int dirs_of(short events)
 {
@@ -354,14 +356,17 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 			    struct pollfd *kfds, bool spin, const int *held_by_caller)
 {
 	int64_t start = sl_mono_ns(), deadline = timeout_ms < 0 ? -1 : start + (int64_t)timeout_ms * 1000000;
-	int64_t spin_end, spin_ns = 0;
+	int64_t spin_end, spin_ns = 0, next_kernel;
+	bool has_kernel = false;
 	_Atomic uint64_t *learn = NULL;
 	uint32_t learnt = 0;
 	bool yield = false;
 	int ready;
 
-	for (nfds_t i = 0; i < n; i++)
+	for (nfds_t i = 0; i < n; i++) {
 		fds[i].revents = 0;
+		has_kernel |= !socks[i] && fds[i].fd >= 0;
+	}
 	ready = scan(fds, n, socks);
 	if (ready || timeout_ms == 0) {
 		/* Not sleeping, so look at the kernel sockets here: an event loop
@@ -380,7 +385,10 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	spin_end = start + spin_ns;
 	if (deadline >= 0 && deadline < spin_end)
 		spin_end = deadline;
+	next_kernel = start + SPIN_KERNEL_NS;
 	for (unsigned iter = 1; spin_ns > 0; iter++) {
+		int64_t now;
+
 		ready = scan(fds, n, socks);
 		if (ready) {
 			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
@@ -389,8 +397,24 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 				sl_spin_note(learn, learnt, true, sl_mono_ns() - start);
 			return kready < 0 ? -1 : ready + kready;
 		}
-		if (sl_spin_turn(iter, yield) && sl_mono_ns() >= spin_end)
+		if (!sl_spin_turn(iter, yield))
+			continue;
+		now = sl_mono_ns();
+		if (now >= spin_end)
 			break;
+		/* The set's kernel entries (a listener, a pipe) and the kernel
+		 * sockets (a peer's end) are asked now and then: a forced spin of
+		 * seconds must not keep them waiting. */
+		if (now >= next_kernel && has_kernel) {
+			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
+
+			next_kernel = now + SPIN_KERNEL_NS;
+			if (kready != 0) {
+				if (learn && learnt)
+					sl_spin_note(learn, learnt, true, sl_mono_ns() - start);
+				return kready < 0 ? -1 : scan(fds, n, socks) + kready;
+			}
+		}
 	}
 	/* The spin, forced or learnt, ends here; the sleep protocol below is
 	 * the same whatever the policy chose. */

@@ -1,0 +1,69 @@
+/* test_pollq.c — poll, ppoll, select and pselect over many connections
+ * (progs/pollq.c) under the hook against kernel TCP, and what a sleeping
+ * poll costs: the connections it arms (SCILAN_STATS sleeps) are not the
+ * whole array.  SCEN_HANDOFFS sets the hand-off count (make stress-long). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "runner.h"
+
+Test(pollq, large_array_few_ready, .timeout = 240) { hk_scenario("pollq", "large", 4000, -1, 120); }
+Test(pollq, select_and_pselect_over_300, .timeout = 120) { hk_scenario("pollq", "select", 600, -1, 60); }
+Test(pollq, closed_reset_shut_under_a_sleeping_poll, .timeout = 120) { hk_scenario("pollq", "ends", 1000, -1, 60); }
+Test(pollq, two_threads_poll_the_same_connections, .timeout = 120) { hk_scenario("pollq", "threads", 600, -1, 60); }
+Test(pollq, signal_during_a_large_poll, .timeout = 120) { hk_scenario("pollq", "signal", 600, -1, 60); }
+Test(pollq, queue_across_fork_and_thread_exit, .timeout = 120) { hk_scenario("pollq", "fork", 400, -1, 60); }
+Test(pollq, a_forced_spin_sees_kernel_entries, .timeout = 120) { hk_scenario("pollq", "spin_sees_kernel", 12, -1, 30); }
+Test(pollq, poll_handoffs_watchdog, .timeout = 600) { hk_scenario("pollq", "handoff", 404, -1, 500); }
+
+Test(pollq, poll_before_the_offers_are_decided, .timeout = 120) { hk_scenario("pollq", "offers_out", 80, -1, 60); }
+
+/* "large" sleeps some 25 times in poll over 2,000 connections: arming each
+ * of them at each sleep counts some 50,000 connection sleeps; a poll that
+ * sleeps on its queue arms none. */
+Test(pollq, a_sleeping_poll_arms_no_idle_connection, .timeout = 240)
+{
+	const char *argv[] = { hk_prog("pollq"), "large", NULL };
+	struct hk_env pre = { .preload = true };
+	struct hk_out got;
+	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
+	long sleeps;
+
+	pre.rundir = rundir;
+	pre.conf = conf;
+	hk_run(&pre, argv, &got, 120);
+	hk_rmtree(tmp);
+	cr_assert_eq(got.rc, 0, "pollq large under the hook: rc %d\n%s", got.rc, got.err);
+	sleeps = hk_stat_sum(got.err, "sleeps");
+	cr_expect(sleeps >= 0 && sleeps < 2000, "connection sleeps %ld: the polls armed idle connections\n%s", sleeps,
+		  got.err);
+	hk_out_free(&got);
+	free(rundir);
+	free(conf);
+	free(tmp);
+}
+
+/* "offers_out" polls 40 connections before they are accepted (they cannot
+ * be queued yet), then sleeps 20 times on them: those sleeps must arm no
+ * connection (arming each: some 800 connection sleeps). */
+Test(pollq, a_poll_queues_connections_once_their_offers_are_decided, .timeout = 120)
+{
+	const char *argv[] = { hk_prog("pollq"), "offers_out", NULL };
+	struct hk_env pre = { .preload = true };
+	struct hk_out got;
+	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
+	long sleeps;
+
+	pre.rundir = rundir;
+	pre.conf = conf;
+	hk_run(&pre, argv, &got, 60);
+	hk_rmtree(tmp);
+	cr_assert_eq(got.rc, 0, "pollq offers_out under the hook: rc %d\n%s", got.rc, got.err);
+	sleeps = hk_stat_sum(got.err, "sleeps");
+	cr_expect(sleeps >= 0 && sleeps < 200, "connection sleeps %ld: the polls armed every connection\n%s", sleeps,
+		  got.err);
+	hk_out_free(&got);
+	free(rundir);
+	free(conf);
+	free(tmp);
+}
