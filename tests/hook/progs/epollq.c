@@ -24,35 +24,12 @@ static int *cs, *ss; /* client and server ends */
 
 static void pairs(int n)
 {
-	struct rlimit rl;
-	uint16_t port;
-	int l;
-
-	/* Room for the accelerator's own descriptors too (bells, segments). */
-	MUST(getrlimit(RLIMIT_NOFILE, &rl));
-	rl.rlim_cur = rl.rlim_max;
-	if (rl.rlim_cur < 8 * (rlim_t)n + 256 || setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		fatal("RLIMIT_NOFILE below %d", 8 * n + 256);
-	cs = calloc((size_t)n, sizeof(*cs));
-	ss = calloc((size_t)n, sizeof(*ss));
-	l = tcp_listener(&port);
-	for (int i = 0; i < n; i++) {
-		cs[i] = tcp_connect(port);
-		ss[i] = MUST(accept(l, NULL, NULL));
-	}
-	close(l);
+	scen_pairs(n, &cs, &ss);
 }
 
 static void unpairs(int n)
 {
-	for (int i = 0; i < n; i++) {
-		if (cs[i] >= 0)
-			close(cs[i]);
-		if (ss[i] >= 0)
-			close(ss[i]);
-	}
-	free(cs);
-	free(ss);
+	scen_unpairs(n, cs, ss);
 }
 
 static int set_of_servers(int n, uint32_t events)
@@ -99,13 +76,6 @@ static int ewait(const char *what, int ep, int timeout)
 	return rc;
 }
 
-static void drain(int fd)
-{
-	char buf[4096];
-
-	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
-	}
-}
 
 /* A waiter asleep on ep while the main thread acts; its answer is printed
  * when it is joined, so that several waiters print in a fixed order. */
@@ -162,10 +132,10 @@ static int sc_large(void)
 	ewait("three ready", ep, 0);
 	MUST(recv(ss[7], &b, 1, 0));
 	ewait("one byte left on 7", ep, 0);
-	drain(ss[7]);
-	drain(ss[1500]);
+	scen_drain(ss[7]);
+	scen_drain(ss[1500]);
 	ewait("only 1999 left", ep, 0);
-	drain(ss[1999]);
+	scen_drain(ss[1999]);
 	ewait("all read", ep, 0);
 	for (int round = 0; round < 20; round++) {
 		int i = (round * 733 + 11) % LARGE;
@@ -173,7 +143,7 @@ static int sc_large(void)
 		waiter_start(&w, ep, "woken by one");
 		MUST(send(cs[i], "x", 1, 0));
 		waiter_join(&w);
-		drain(ss[i]);
+		scen_drain(ss[i]);
 	}
 	/* Edge-triggered: reported at each arrival, not for data left. */
 	{
@@ -186,7 +156,7 @@ static int sc_large(void)
 	ewait("et data left", ep, 0);
 	MUST(send(cs[42], "e", 1, 0));
 	ewait("et second arrival", ep, 0);
-	drain(ss[42]);
+	scen_drain(ss[42]);
 	/* Writable: every member, level-triggered. */
 	{
 		struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = 3 };
@@ -237,7 +207,7 @@ static int sc_ends(void)
 	ss[13] = -1;
 	MUST(send(cs[15], "x", 1, 0));
 	waiter_join(&w);
-	drain(ss[15]);
+	scen_drain(ss[15]);
 	ewait("after", ep, 0);
 	close(ep);
 	unpairs(n);
@@ -266,7 +236,7 @@ static int sc_nested(void)
 	ewait("inner", inner, 0);
 	pf = (struct pollfd){ .fd = inner, .events = POLLIN };
 	say("poll on inner: %d %s", poll(&pf, 1, 0), pollmask(pf.revents));
-	drain(ss[123]);
+	scen_drain(ss[123]);
 	ewait("outer after read", outer, 0);
 	pf.revents = 0;
 	say("poll on inner after read: %d %s", poll(&pf, 1, 0), pollmask(pf.revents));
@@ -338,11 +308,11 @@ static int sc_fork(void)
 	MUST(send(cs[42], "x", 1, 0));
 	kid_join(&k);
 	ewait("parent, unread", ep_forked, 0);
-	drain(ss[42]);
+	scen_drain(ss[42]);
 	ewait("parent, read", ep_forked, 0);
 	MUST(send(cs[43], "y", 1, 0));
 	ewait("parent, 43", ep_forked, 1000);
-	drain(ss[43]);
+	scen_drain(ss[43]);
 	close(ep_forked);
 	unpairs(n);
 	return 0;

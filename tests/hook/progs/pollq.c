@@ -25,44 +25,14 @@ static int *cs, *ss; /* client and server ends */
 
 static void pairs(int n)
 {
-	struct rlimit rl;
-	uint16_t port;
-	int l;
-
-	/* Room for the accelerator's own descriptors too (bells, segments). */
-	MUST(getrlimit(RLIMIT_NOFILE, &rl));
-	rl.rlim_cur = rl.rlim_max;
-	if (rl.rlim_cur < 8 * (rlim_t)n + 256 || setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		fatal("RLIMIT_NOFILE below %d", 8 * n + 256);
-	cs = calloc((size_t)n, sizeof(*cs));
-	ss = calloc((size_t)n, sizeof(*ss));
-	l = tcp_listener(&port);
-	for (int i = 0; i < n; i++) {
-		cs[i] = tcp_connect(port);
-		ss[i] = MUST(accept(l, NULL, NULL));
-	}
-	close(l);
+	scen_pairs(n, &cs, &ss);
 }
 
 static void unpairs(int n)
 {
-	for (int i = 0; i < n; i++) {
-		if (cs[i] >= 0)
-			close(cs[i]);
-		if (ss[i] >= 0)
-			close(ss[i]);
-	}
-	free(cs);
-	free(ss);
+	scen_unpairs(n, cs, ss);
 }
 
-static void drain(int fd)
-{
-	char buf[4096];
-
-	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
-	}
-}
 
 /* An array of the n server ends (entry i: ss[i]) asking events. */
 static struct pollfd *array_of_servers(int n, short events)
@@ -160,10 +130,10 @@ static int sc_large(void)
 	pwait("three ready, no timeout", pf, n, -1);
 	MUST(recv(ss[7], &b, 1, 0));
 	pwait("one byte left on 7", pf, n, 0);
-	drain(ss[7]);
-	drain(ss[1500]);
+	scen_drain(ss[7]);
+	scen_drain(ss[1500]);
 	pwait("only 1999 left", pf, n, 0);
-	drain(ss[1999]);
+	scen_drain(ss[1999]);
 	pwait("all read", pf, n, 0);
 	for (int round = 0; round < 20; round++) {
 		int i = (round * 733 + 11) % LARGE;
@@ -171,7 +141,7 @@ static int sc_large(void)
 		waiter_start(&w, pf, n, "woken by one");
 		MUST(send(cs[i], "x", 1, 0));
 		waiter_join(&w);
-		drain(ss[i]);
+		scen_drain(ss[i]);
 	}
 	waiter_start(&w, pf, n, "woken by the pipe");
 	MUST(write(p[1], "p", 1));
@@ -179,7 +149,7 @@ static int sc_large(void)
 	MUST(send(cs[3], "y", 1, 0));
 	pwait("pipe and 3", pf, n, 0);
 	MUST(read(p[0], &b, 1));
-	drain(ss[3]);
+	scen_drain(ss[3]);
 	/* Another array over the same connections: other events, a duplicate
 	 * entry, a negative descriptor, a closed one. */
 	pf[3].events = POLLOUT;
@@ -188,7 +158,7 @@ static int sc_large(void)
 	pwait("3 writable", pf, n, 0);
 	MUST(send(cs[5], "z", 1, 0));
 	pwait("5 twice", pf, n, -1);
-	drain(ss[5]);
+	scen_drain(ss[5]);
 	close(ss[8]);
 	pwait("8 closed here", pf, n, 0);
 	pf[8].fd = -1;
@@ -197,7 +167,7 @@ static int sc_large(void)
 	MUST(send(cs[1900], "w", 1, 0));
 	pwait("first 1000, data on 1900", pf, 1000, 0);
 	pwait("all, data on 1900", pf, n, 0);
-	drain(ss[1900]);
+	scen_drain(ss[1900]);
 	free(pf);
 	close(p[0]);
 	close(p[1]);
@@ -234,7 +204,7 @@ static int sc_select(void)
 			if (FD_ISSET(ss[k], &rd))
 				got = got < 0 ? k : -2;
 		say("%s: rc %d, readable %d (sent on %d)", round % 2 ? "pselect" : "select", rc, got, i);
-		drain(ss[i]);
+		scen_drain(ss[i]);
 	}
 	FD_ZERO(&rd);
 	FD_ZERO(&wr);
@@ -288,7 +258,7 @@ static int sc_ends(void)
 	MUST(send(cs[15], "x", 1, 0));
 	waiter_join(&w);
 	pf[13].fd = -1;
-	drain(ss[15]);
+	scen_drain(ss[15]);
 	pwait("after", pf, n, 0);
 	free(pf);
 	unpairs(n);
@@ -313,7 +283,7 @@ static int sc_threads(void)
 		MUST(send(cs[i], "t", 1, 0));
 		waiter_join(&w[0]);
 		waiter_join(&w[1]);
-		drain(ss[i]);
+		scen_drain(ss[i]);
 	}
 	/* One reads what it was woken for; the other still waits, and is woken
 	 * by the next arrival. */
@@ -323,12 +293,12 @@ static int sc_threads(void)
 	waiter_join(&w[0]);
 	waiter_go(&w[1], pf, n, "B, 40 unread");
 	waiter_join(&w[1]);
-	drain(ss[40]);
+	scen_drain(ss[40]);
 	waiter_go(&w[1], pf, n, "B, after the read");
 	usleep(30000);
 	MUST(send(cs[41], "2", 1, 0));
 	waiter_join(&w[1]);
-	drain(ss[41]);
+	scen_drain(ss[41]);
 	free(pf);
 	unpairs(n);
 	return 0;
@@ -470,7 +440,7 @@ static int sc_offers_out(void)
 		pthread_create(&t, NULL, send_later, &ss[i]);
 		pwait("woken by one", pf, n, 10000);
 		pthread_join(t, NULL);
-		drain(cs[i]);
+		scen_drain(cs[i]);
 	}
 	free(pf);
 	unpairs(n);
@@ -484,7 +454,7 @@ static int child_polls(void *arg)
 {
 	(void)arg;
 	pwait("child woken", fork_pf, fork_n, 10000);
-	drain(ss[42]);
+	scen_drain(ss[42]);
 	pwait("child, read", fork_pf, fork_n, 0);
 	return 0;
 }
@@ -508,7 +478,7 @@ static int sc_fork(void)
 	fork_pf = array_of_servers(fork_n, POLLIN);
 	MUST(send(cs[3], "a", 1, 0));
 	pwait("parent, before", fork_pf, fork_n, 0);
-	drain(ss[3]);
+	scen_drain(ss[3]);
 	for (int round = 0; round < 3; round++) {
 		pthread_create(&t, NULL, thread_polls, NULL);
 		pthread_join(t, NULL);
@@ -520,7 +490,7 @@ static int sc_fork(void)
 	pwait("parent, after the child read", fork_pf, fork_n, 0);
 	MUST(send(cs[43], "y", 1, 0));
 	pwait("parent, 43", fork_pf, fork_n, 10000);
-	drain(ss[43]);
+	scen_drain(ss[43]);
 	free(fork_pf);
 	unpairs(fork_n);
 	return 0;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -448,4 +449,46 @@ void scen_exec_unhooked(int chan, const char *scenario)
 	unsetenv("LD_PRELOAD");
 	execl(scen_self, scen_self, scenario, fdarg, (char *)NULL);
 	fatal("exec");
+}
+
+void scen_pairs(int n, int **cs, int **ss)
+{
+	struct rlimit rl;
+	uint16_t port;
+	int l;
+
+	MUST(getrlimit(RLIMIT_NOFILE, &rl));
+	rl.rlim_cur = rl.rlim_max;
+	if (rl.rlim_cur < 8 * (rlim_t)n + 256 || setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		fatal("RLIMIT_NOFILE below %d", 8 * n + 256);
+	*cs = calloc((size_t)n, sizeof(**cs));
+	*ss = calloc((size_t)n, sizeof(**ss));
+	if (!*cs || !*ss)
+		fatal("no memory for %d pairs", n);
+	l = tcp_listener(&port);
+	for (int i = 0; i < n; i++) {
+		(*cs)[i] = tcp_connect(port);
+		(*ss)[i] = MUST(accept(l, NULL, NULL));
+	}
+	close(l);
+}
+
+void scen_unpairs(int n, int *cs, int *ss)
+{
+	for (int i = 0; i < n; i++) {
+		if (cs[i] >= 0)
+			close(cs[i]);
+		if (ss[i] >= 0)
+			close(ss[i]);
+	}
+	free(cs);
+	free(ss);
+}
+
+void scen_drain(int fd)
+{
+	char buf[4096];
+
+	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+	}
 }

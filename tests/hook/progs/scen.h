@@ -126,6 +126,13 @@ void scen_kid_alarm(void);
  * result); receive one as libuv does (a control buffer for many descriptors,
  * MSG_CMSG_CLOEXEC), -1 when none came. */
 int scen_send_fd(int via, int fd);
+/* n connected pairs over one listener (client ends *cs, server ends *ss,
+ * allocated), the descriptor limit raised to the hard one first: room for
+ * the accelerator's own descriptors too.  scen_unpairs closes and frees. */
+void scen_pairs(int n, int **cs, int **ss);
+void scen_unpairs(int n, int *cs, int *ss);
+/* Read whatever fd holds now. */
+void scen_drain(int fd);
 int scen_recv_fd(int via);
 
 extern const char *scen_self;
