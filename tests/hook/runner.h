@@ -76,5 +76,9 @@ void hk_check_run(const char *what, const struct hk_out *ref, const struct hk_ou
  * only stats lines, and the summed `accelerated` lies in [min_accel, max_accel]
  * (max < 0: no upper bound). */
 void hk_scenario(const char *prog, const char *scenario, long min_accel, long max_accel, unsigned limit_s);
+/* The scenario under the hook alone (a private runtime directory), which must
+ * exit 0: the sum of one SCILAN_STATS field over its processes; *err gets
+ * their stderr (the caller frees it). */
+long hk_scenario_stat(const char *prog, const char *scenario, const char *field, unsigned limit_s, char **err);
 
 #endif

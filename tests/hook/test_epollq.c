@@ -19,22 +19,9 @@ Test(epollq, set_level_handoffs_watchdog, .timeout = 600) { hk_scenario("epollq"
  * sleeps on the set alone. */
 Test(epollq, a_sleeping_wait_arms_no_idle_member, .timeout = 240)
 {
-	const char *argv[] = { hk_prog("epollq"), "large", NULL };
-	struct hk_env pre = { .preload = true };
-	struct hk_out got;
-	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
-	long sleeps;
+	char *err;
+	long sleeps = hk_scenario_stat("epollq", "large", "sleeps", 120, &err);
 
-	pre.rundir = rundir;
-	pre.conf = conf;
-	hk_run(&pre, argv, &got, 120);
-	hk_rmtree(tmp);
-	cr_assert_eq(got.rc, 0, "epollq large under the hook: rc %d\n%s", got.rc, got.err);
-	sleeps = hk_stat_sum(got.err, "sleeps");
-	cr_expect(sleeps >= 0 && sleeps < 2000, "connection sleeps %ld: the waits armed idle members\n%s", sleeps,
-		  got.err);
-	hk_out_free(&got);
-	free(rundir);
-	free(conf);
-	free(tmp);
+	cr_expect(sleeps >= 0 && sleeps < 2000, "connection sleeps %ld: the waits armed idle members\n%s", sleeps, err);
+	free(err);
 }

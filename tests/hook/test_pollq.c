@@ -23,24 +23,11 @@ Test(pollq, poll_before_the_offers_are_decided, .timeout = 120) { hk_scenario("p
  * sleeps on its queue arms none. */
 Test(pollq, a_sleeping_poll_arms_no_idle_connection, .timeout = 240)
 {
-	const char *argv[] = { hk_prog("pollq"), "large", NULL };
-	struct hk_env pre = { .preload = true };
-	struct hk_out got;
-	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
-	long sleeps;
+	char *err;
+	long sleeps = hk_scenario_stat("pollq", "large", "sleeps", 120, &err);
 
-	pre.rundir = rundir;
-	pre.conf = conf;
-	hk_run(&pre, argv, &got, 120);
-	hk_rmtree(tmp);
-	cr_assert_eq(got.rc, 0, "pollq large under the hook: rc %d\n%s", got.rc, got.err);
-	sleeps = hk_stat_sum(got.err, "sleeps");
-	cr_expect(sleeps >= 0 && sleeps < 2000, "connection sleeps %ld: the polls armed idle connections\n%s", sleeps,
-		  got.err);
-	hk_out_free(&got);
-	free(rundir);
-	free(conf);
-	free(tmp);
+	cr_expect(sleeps >= 0 && sleeps < 2000, "connection sleeps %ld: the polls armed idle connections\n%s", sleeps, err);
+	free(err);
 }
 
 /* "offers_out" polls 40 connections before they are accepted (they cannot
@@ -48,22 +35,9 @@ Test(pollq, a_sleeping_poll_arms_no_idle_connection, .timeout = 240)
  * connection (arming each: some 800 connection sleeps). */
 Test(pollq, a_poll_queues_connections_once_their_offers_are_decided, .timeout = 120)
 {
-	const char *argv[] = { hk_prog("pollq"), "offers_out", NULL };
-	struct hk_env pre = { .preload = true };
-	struct hk_out got;
-	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
-	long sleeps;
+	char *err;
+	long sleeps = hk_scenario_stat("pollq", "offers_out", "sleeps", 60, &err);
 
-	pre.rundir = rundir;
-	pre.conf = conf;
-	hk_run(&pre, argv, &got, 60);
-	hk_rmtree(tmp);
-	cr_assert_eq(got.rc, 0, "pollq offers_out under the hook: rc %d\n%s", got.rc, got.err);
-	sleeps = hk_stat_sum(got.err, "sleeps");
-	cr_expect(sleeps >= 0 && sleeps < 200, "connection sleeps %ld: the polls armed every connection\n%s", sleeps,
-		  got.err);
-	hk_out_free(&got);
-	free(rundir);
-	free(conf);
-	free(tmp);
+	cr_expect(sleeps >= 0 && sleeps < 200, "connection sleeps %ld: the polls armed every connection\n%s", sleeps, err);
+	free(err);
 }
