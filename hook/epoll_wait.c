@@ -17,16 +17,6 @@
 /* The longest sleep of a set with a kernel member that may yet connect. */
 #define UNSEEN_CONNECT_MS 10
 
-static int left_ms(int64_t deadline)
-{
-	int64_t left;
-
-	if (deadline < 0)
-		return -1;
-	left = deadline - sl_mono_ms();
-	return left > 0 ? (int)left : 0;
-}
-
 /* Poll events to ask for member m: under EPOLLET, an event already reported
  * is asked again only after its edge (new data, a send that found the ring
  * full, a state change).  -1 means nothing to wait for. */
@@ -260,7 +250,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 	int r;
 
 	for (;;) {
-		int got, left = left_ms(deadline), emulated, sleep_ms, armed = -1;
+		int got, left = sl_left_ms(deadline), emulated, sleep_ms, armed = -1;
 		unsigned reconciled;
 		bool woken = false;
 
@@ -352,11 +342,11 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			break;
 		/* At the deadline, a wake-up that took the place of the
 		 * application's events gets one more look. */
-		if (got || (left_ms(deadline) == 0 && (!woken || retried))) {
+		if (got || (sl_left_ms(deadline) == 0 && (!woken || retried))) {
 			r = got;
 			break;
 		}
-		retried |= woken && left_ms(deadline) == 0;
+		retried |= woken && sl_left_ms(deadline) == 0;
 	}
 	plan_free(&p);
 	return r;
@@ -405,7 +395,7 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	}
 	/* Rounds: a set changed under the sleep is read again. */
 	do {
-		int left = left_ms(deadline);
+		int left = sl_left_ms(deadline);
 
 		p.n = 0;
 		p.sleeping = left != 0;
@@ -437,7 +427,7 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			ready += fds[i].revents != 0;
 		}
 		r = ready;
-	} while (!ready && left_ms(deadline) != 0);
+	} while (!ready && sl_left_ms(deadline) != 0);
 	plan_free(&p);
 	return r;
 }

@@ -455,27 +455,6 @@ static int pq_answer(struct pq *pq, struct pollfd *fds, nfds_t n, nfds_t nk)
 	return ready;
 }
 
-static int kernel_wait(struct pollfd *kfds, nfds_t nk, int timeout_ms, const sigset_t *mask)
-{
-	struct timespec ts;
-
-	if (!mask)
-		return sl_sys.poll(kfds, nk, timeout_ms);
-	ts.tv_sec = timeout_ms / 1000;
-	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
-	return sl_sys.ppoll(kfds, nk, timeout_ms < 0 ? NULL : &ts, mask);
-}
-
-static int left_ms(int64_t deadline)
-{
-	int64_t left;
-
-	if (deadline < 0)
-		return -1;
-	left = deadline - sl_mono_ms();
-	return left > 0 ? (int)left : 0;
-}
-
 static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, bool *used);
 
 int hk_pollq(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask, bool *used)
@@ -516,7 +495,7 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 	unsettled = set->unsettled;
 	pq->kfds[nk] = (struct pollfd){ .fd = epfd, .events = POLLIN };
 	for (;;) {
-		int left = left_ms(deadline), got, sleep_ms, armed = -1;
+		int left = sl_left_ms(deadline), got, sleep_ms, armed = -1;
 
 		got = pq_collect(pq);
 		if (got < 0)
@@ -544,7 +523,7 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 		pthread_mutex_unlock(&set->lock);
 		/* Reports in hand and no kernel entry: nothing to ask the kernel
 		 * (a queued peer's end is looked at by the next sleeping call). */
-		r = got && !nk ? 0 : kernel_wait(pq->kfds, nk + 1, sleep_ms, mask);
+		r = got && !nk ? 0 : sl_poll_kernel(pq->kfds, nk + 1, sleep_ms, mask);
 		pthread_mutex_lock(&set->lock);
 		if (armed >= 0)
 			hk_evq_disarm(set);
@@ -573,7 +552,7 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 		if (set->unsettled != unsettled || !set->open)
 			break;
 		ready = pq_answer(pq, fds, n, nk);
-		if (ready || left_ms(deadline) == 0) {
+		if (ready || sl_left_ms(deadline) == 0) {
 			pthread_mutex_unlock(&set->lock);
 			return ready;
 		}
@@ -581,5 +560,5 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 	/* An entry the queue no longer holds (closed under the wait, moved to
 	 * kernel TCP): the per-connection path answers, in the time left. */
 	pthread_mutex_unlock(&set->lock);
-	return sl_poll_sigmask(fds, n, left_ms(deadline), mask);
+	return sl_poll_sigmask(fds, n, sl_left_ms(deadline), mask);
 }

@@ -143,15 +143,20 @@ static void disarm(struct sl_sock *s, int held)
  * lets in wakes the sleep as atomically as the kernel's own call would. */
 static __thread const sigset_t *wait_sigmask;
 
-static int kernel_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
+int sl_poll_kernel(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
 	struct timespec ts;
 
-	if (!wait_sigmask)
+	if (!mask)
 		return sl_sys.poll(fds, n, timeout_ms);
 	ts.tv_sec = timeout_ms / 1000;
 	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
-	return sl_sys.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, wait_sigmask);
+	return sl_sys.ppoll(fds, n, timeout_ms < 0 ? NULL : &ts, mask);
+}
+
+static int kernel_wait(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	return sl_poll_kernel(fds, n, timeout_ms, wait_sigmask);
 }
 
 static int remaining_ms(int64_t deadline)

@@ -15,6 +15,9 @@
  * EINTR or EAGAIN (SO_RCVTIMEO/SO_SNDTIMEO expired). */
 int sl_wait(struct sl_sock *s, short events, bool spin_first);
 
+/* The kernel's poll of exactly these entries, or ppoll under mask (a
+ * ppoll/pselect/epoll_pwait caller's: its signals wake the sleep). */
+int sl_poll_kernel(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 /* scilan_poll whose kernel sleeps run under mask (ppoll semantics); mask may be NULL. */
 int sl_poll_sigmask(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 

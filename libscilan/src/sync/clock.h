@@ -19,4 +19,16 @@ static inline int64_t sl_mono_ns(void) { return sl_clock_ns(CLOCK_MONOTONIC); }
 
 static inline int64_t sl_mono_ms(void) { return sl_mono_ns() / 1000000; }
 
+/* Milliseconds left until deadline_ms (sl_mono_ms; < 0: none): -1 for no
+ * deadline, 0 once past, as poll's timeout wants it. */
+static inline int sl_left_ms(int64_t deadline_ms)
+{
+	int64_t left;
+
+	if (deadline_ms < 0)
+		return -1;
+	left = deadline_ms - sl_mono_ms();
+	return left > 0 ? (int)left : 0;
+}
+
 #endif
