@@ -5,6 +5,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/ioctl.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,4 +289,20 @@ ssize_t tu_recv_all(int fd, void *buf, size_t len)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+int tu_loopback_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = -1;
+
+	if (fd < 0)
+		return -1;
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		r = ioctl(fd, SIOCSIFFLAGS, &ifr);
+	}
+	close(fd);
+	return r;
 }

@@ -193,6 +193,8 @@ char *tu_capture_end(int token);
 const char *tu_tmpdir(void);
 /* tu_tmpdir + setenv SCILAN_RUNDIR=<it>/run (not yet created). */
 const char *tu_isolated_rundir(void);
+/* Bring lo up (in a network namespace the test just made): 0, or -1 with errno. */
+int tu_loopback_up(void);
 /* rm -rf path (best effort). */
 void tu_rmtree(const char *path);
 

@@ -13,6 +13,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -755,4 +756,54 @@ Test(fallback, kernel_bytes_bypass_and_peer_moved)
 	expect_counted("bypass", 1);
 	scilan_close(c);
 	scilan_close(s);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text), "%s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* Every local port in TIME_WAIT after other programs' connections (plain
+ * connects, client first): the bind that fixes our end before the offer
+ * finds no port, while the kernel's connect reuses a TIME_WAIT one.  The
+ * connection works on kernel TCP, for a reason that says what ran out (it
+ * said "another failure" without a word). */
+Test(fallback, no_local_port_for_the_offer)
+{
+	uint16_t port;
+	char got[8] = { 0 };
+	int l, c, s;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	if (unshare(CLONE_NEWNET) < 0)
+		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
+	cr_assert_eq(tu_loopback_up(), 0, "lo up: %s", strerror(errno));
+	l = tu_listen(AF_INET, 8, &port);
+	cr_assert_geq(l, 0);
+	write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 40001");
+	for (int i = 0; i < 2; i++) {
+		c = tu_plain_connect(AF_INET, port);
+		s = tu_accept(l);
+		cr_assert(c >= 0 && s >= 0, "connection %d: %s", i, strerror(errno));
+		close(c); /* first: the client's port goes to TIME_WAIT */
+		scilan_close(s);
+	}
+	/* TIME_WAIT reuse wants a timestamp a second newer (loopback). */
+	usleep(1100 * 1000);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect with both ports in TIME_WAIT: %s", strerror(errno));
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(tu_accelerated(c), 0);
+	cr_assert_eq(scilan_send(c, "ping", 4, 0), 4);
+	cr_assert_eq(tu_recv_all(s, got, 4), 4);
+	cr_assert_str_eq(got, "ping");
+	expect_counted("resource", 1);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
 }

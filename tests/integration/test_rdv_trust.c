@@ -247,19 +247,6 @@ Test(rdv_trust, revoked_offer_left_queued_holds_no_pages, .timeout = 60)
 	scilan_close(l);
 }
 
-static void loopback_up(void)
-{
-	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	cr_assert_geq(fd, 0);
-	strcpy(ifr.ifr_name, "lo");
-	cr_assert_eq(ioctl(fd, SIOCGIFFLAGS, &ifr), 0, "SIOCGIFFLAGS lo: %s", strerror(errno));
-	ifr.ifr_flags |= IFF_UP;
-	cr_assert_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0, "SIOCSIFFLAGS lo: %s", strerror(errno));
-	close(fd);
-}
-
 /* The kernel's word on who owns a socket comes from a netlink socket the
  * process keeps between queries (sock_diag.c); a socket of another network
  * namespace would answer for that namespace's sockets, where the same
@@ -283,7 +270,7 @@ Test(rdv_trust, owner_query_follows_the_network_namespace, .timeout = 60)
 	scilan_close(l);
 	if (unshare(CLONE_NEWNET) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
-	loopback_up();
+	cr_assert_eq(tu_loopback_up(), 0, "lo up: %s", strerror(errno));
 	l = tu_listen(AF_INET, 4, &port);
 	cr_assert_geq(l, 0, "listen in the new namespace: %s", strerror(errno));
 	c = tu_connect(AF_INET, port);

@@ -355,9 +355,16 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (why == SL_FB_NONE) {
 		/* Found, maybe through the wildcard: the exact address's hint is void. */
 		sl_fb_take_hint(SL_FB_NONE);
-		if (source_of(s, addr, len, &src) < 0 ||
-		    sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0)
+		if (source_of(s, addr, len, &src) < 0) {
+			/* No port free for the bind before the offer (every one
+			 * held, TIME_WAIT included): the kernel's connect may still
+			 * reuse a TIME_WAIT port, on kernel TCP. */
+			why = errno == EADDRINUSE || errno == EADDRNOTAVAIL ? SL_FB_RESOURCE
+									   : sl_fb_of_errno(errno, SL_FB_OTHER);
+			sl_info("fd %d: no local port for the offer (%m)", fd);
+		} else if (sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
 			why = sl_fb_of_errno(errno, SL_FB_OTHER);
+		}
 	}
 	if (why != SL_FB_NONE) {
 		drop_rendezvous(s);
