@@ -365,6 +365,18 @@ void hk_evq_disarm(struct epset *set)
 	sl_evq_disarm(&set->evq);
 }
 
+int hk_evq_sleep_arm(struct epset *set, int *sleep_ms)
+{
+	int armed = hk_evq_arm(set);
+
+	if (armed == 0)
+		*sleep_ms = 0;
+	*sleep_ms = hk_evq_cap(set, *sleep_ms, sl_mono_ms());
+	if (*sleep_ms != 0)
+		*sleep_ms = hk_evq_stall_cap(set, *sleep_ms);
+	return armed;
+}
+
 int hk_evq_cap(struct epset *set, int left, int64_t now_ms)
 {
 	int64_t until;

@@ -163,6 +163,10 @@ void hk_evq_disarm(struct epset *set);
 bool hk_evq_spin(struct epset *set, struct pollfd *kfds, nfds_t nk, int left);
 /* How long the sleep may last (ms, -1 none): until the next sweep. */
 int hk_evq_cap(struct epset *set, int left, int64_t now_ms);
+/* Arm the set for a sleep of *sleep_ms (ms, -1 none) and shorten it: to 0
+ * when something is marked already, to the next sweep, to the stall
+ * watch's cap.  hk_evq_arm's answer (disarm only if >= 0). */
+int hk_evq_sleep_arm(struct epset *set, int *sleep_ms);
 /* The set closes: members leave the queue (which stays for the next set
  * on this descriptor number). */
 void hk_evq_release(struct epset *set);

@@ -278,12 +278,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			sleep_ms = UNSEEN_CONNECT_MS;
 		if (sleep_ms != 0) {
 			hk_epoll_sleep_begin(set, &t);
-			armed = hk_evq_arm(set);
-			if (armed == 0)
-				sleep_ms = 0;
-			sleep_ms = hk_evq_cap(set, sleep_ms, sl_mono_ms());
-			if (sleep_ms != 0)
-				sleep_ms = hk_evq_stall_cap(set, sleep_ms);
+			armed = hk_evq_sleep_arm(set, &sleep_ms);
 		}
 		if (!emulated) {
 			r = 0;

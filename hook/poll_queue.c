@@ -513,12 +513,7 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 			break;
 		sleep_ms = got ? 0 : left;
 		if (sleep_ms != 0) {
-			armed = hk_evq_arm(set);
-			if (armed == 0)
-				sleep_ms = 0;
-			sleep_ms = hk_evq_cap(set, sleep_ms, sl_mono_ms());
-			if (sleep_ms != 0)
-				sleep_ms = hk_evq_stall_cap(set, sleep_ms);
+			armed = hk_evq_sleep_arm(set, &sleep_ms);
 		}
 		pthread_mutex_unlock(&set->lock);
 		/* Reports in hand and no kernel entry: nothing to ask the kernel

@@ -110,7 +110,6 @@ static int nofile_swap(const struct rlimit *set, struct rlimit *old)
 	return (int)syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, set, old);
 }
 
-
 /* Is there room for need more of ours above the soft limit (read into rl)? */
 static bool room_above_limit(struct rlimit *rl, int need)
 {
@@ -132,12 +131,13 @@ bool sl_own_fd_room(int newfd)
 	 * stays the program's, and should its calls still run out, agreed
 	 * offers give their segment descriptors back first
 	 * (sl_reclaim_descriptors). */
-	long used = (long)newfd + own_above(newfd) + SL_FDS_PER_CONN, lim;
 	struct rlimit rl;
+	long used, lim;
 
 	/* Ours go above the program's limit while the hard limit has room. */
 	if (room_above_limit(&rl, SL_FDS_PER_CONN))
 		return true;
+	used = (long)newfd + own_above(newfd) + SL_FDS_PER_CONN;
 	lim = nofile(false);
 	if (used <= lim - lim / 8)
 		return true;
@@ -151,8 +151,6 @@ bool sl_own_fd_is(int fd)
 		return false;
 	return atomic_load_explicit(&own_bits[fd / 64], memory_order_acquire) & (1ull << (fd % 64));
 }
-
-static long nofile(bool fresh);
 
 /* A copy of fd at the lowest free number at or above the soft limit; -1 if
  * the hard limit leaves no room (or need more of ours would not fit). */
