@@ -158,7 +158,7 @@ static int listen_without_rendezvous(uint16_t *port, int *squat)
 	cr_assert_geq(l, 0);
 	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
 	*port = tu_local_port(l);
-	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv1/4-7f000001-%u", (unsigned)*port);
+	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv2/4-7f000001-%u", (unsigned)*port);
 	*squat = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(*squat, 0);
 	cr_assert_eq(bind(*squat, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n)),
@@ -514,7 +514,7 @@ Test(fallback, forged_passed_offer_is_bad_offer)
 	fds[2] = p[1];
 	conn = sl_rdv_connect(&dst);
 	cr_assert_geq(conn, 0, "rendezvous: %s", strerror(errno));
-	cr_assert_eq(sl_rdv_send(conn, -1, &dst, &src, fds, false), 0, "send: %s", strerror(errno));
+	cr_assert_eq(sl_rdv_send(conn, c, &dst, &src, fds, false), 0, "send: %s", strerror(errno));
 	close(conn);
 	len = tu_loopback(AF_INET, port, &ss);
 	cr_assert_eq(connect(c, (struct sockaddr *)&ss, len), 0);
@@ -768,12 +768,17 @@ static void write_file(const char *path, const char *text)
 }
 
 /* Every local port in TIME_WAIT after other programs' connections (plain
- * connects, client first): the bind that fixes our end before the offer
- * finds no port, while the kernel's connect reuses a TIME_WAIT one.  The
- * connection works on kernel TCP, for a reason that says what ran out (it
- * said "another failure" without a word). */
+ * connects, client first), and a listener whose offers must be named by the
+ * 4-tuple (made by a socket we did not create: another process may accept
+ * on it without the rendezvous): the bind that fixes our end before the
+ * offer finds no port, while the kernel's connect reuses a TIME_WAIT one.
+ * The connection works on kernel TCP, for a reason that says what ran out
+ * (it said "another failure" without a word).  Offers through the
+ * rendezvous alone need no bind: test_local_ports.c. */
 Test(fallback, no_local_port_for_the_offer)
 {
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sin_len = sizeof(sin);
 	uint16_t port;
 	char got[8] = { 0 };
 	int l, c, s;
@@ -782,8 +787,12 @@ Test(fallback, no_local_port_for_the_offer)
 	if (unshare(CLONE_NEWNET) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
 	cr_assert_eq(tu_loopback_up(), 0, "lo up: %s", strerror(errno));
-	l = tu_listen(AF_INET, 8, &port);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* libc's: adopted at listen */
 	cr_assert_geq(l, 0);
+	cr_assert_eq(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(scilan_listen(l, 8), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&sin, &sin_len), 0);
+	port = ntohs(sin.sin_port);
 	write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 40001");
 	for (int i = 0; i < 2; i++) {
 		c = tu_plain_connect(AF_INET, port);

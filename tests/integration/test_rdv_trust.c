@@ -63,7 +63,7 @@ static int forge_offer(void *p)
 {
 	struct stranger *st = p;
 	struct sl_seg_header hdr;
-	int fds[SL_RDV_FDS], conn, seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	int fds[SL_RDV_FDS], conn, tcp, seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
 	_Atomic uint32_t *word;
 	uint64_t v;
 	void *base;
@@ -87,7 +87,9 @@ static int forge_offer(void *p)
 	}
 	conn = sl_rdv_connect(&st->dst);
 	TU_CHECK(conn >= 0, "reach the listener's rendezvous");
-	TU_CHECK(sl_rdv_send(conn, -1, &st->dst, &st->src, fds, false) == 0, "offer sent");
+	tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* the offer names a socket of its maker */
+	TU_CHECK(tcp >= 0, "socket");
+	TU_CHECK(sl_rdv_send(conn, tcp, &st->dst, &st->src, fds, false) == 0, "offer sent");
 	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
 	TU_CHECK(tu_sync_get_child(&st->sync, &v) == 0, "wait for the accept");
 	TU_CHECK(atomic_load(word) == SL_OFFER_OFFERED, "the forged ring was attached (word %u)",

@@ -20,8 +20,14 @@ struct sl_fabric_ops {
 	/* Is a live scilan listener reachable at dst?  1 yes (peer ring size in
 	 * *peer_ring, 0 if unknown), 0 no.  May keep a way to it in s for offer. */
 	int (*lookup)(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring);
+	/* Connecting side, after lookup: may the offer name our socket instead
+	 * of our port (its acceptor can ask the kernel which socket holds the
+	 * other end)?  Then the kernel's connect picks our port, as it would
+	 * without us.  NULL: never. */
+	bool (*offer_by_socket)(const struct sl_sock *s);
 	/* Connecting side, before the kernel connect: create the segment and
-	 * publish the offer keyed by the 4-tuple (dst, src).  0, or -1 with errno. */
+	 * publish the offer keyed by the 4-tuple (dst, src), or by our socket
+	 * when src.port is 0 (offer_by_socket).  0, or -1 with errno. */
 	int (*offer)(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring);
 	/* The connect failed: remove the offer and the segment. */
 	void (*offer_withdraw)(struct sl_sock *s);

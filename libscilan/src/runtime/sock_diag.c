@@ -1,5 +1,5 @@
 /* sock_diag.c — one exact NETLINK_SOCK_DIAG query (SOCK_DIAG_BY_FAMILY for a
- * 4-tuple) and the owner uid of the socket it names: the kernel's word on
+ * 4-tuple) and the owner uid and cookie of the socket it names: the kernel's word on
  * who holds a TCP connection, which nothing in user space can forge.  The
  * netlink socket is kept for the next query of this process, as long as it
  * is in the asking socket's network namespace.
@@ -34,6 +34,10 @@ struct kept {
 	pid_t pid;
 	uint64_t netns; /* SO_NETNS_COOKIE of its network namespace */
 	uint32_t seq;
+	/* It could not be moved out of the program's numbers (a limit too
+	 * low to go above): used once, never kept, so it never holds the
+	 * number the next descriptor of the same accept needs. */
+	bool among_programs;
 };
 
 static struct kept *_Atomic kept;
@@ -62,6 +66,7 @@ static struct kept *take(int tcp)
 	struct kept *k = atomic_exchange(&kept, NULL);
 	uint64_t want;
 	bool known = netns_cookie(tcp, &want);
+	int fd;
 
 	if (k && (k->pid != getpid() || !known || k->netns != want)) {
 		drop(k);
@@ -76,7 +81,9 @@ static struct kept *take(int tcp)
 	}
 	k->pid = getpid();
 	k->seq = 0;
-	k->fd = sl_own_fd(sl_sys.socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+	fd = sl_sys.socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	k->fd = sl_own_fd(fd);
+	k->among_programs = k->fd == fd;
 	if (k->fd < 0) {
 		free(k);
 		return NULL;
@@ -92,7 +99,7 @@ static void put(struct kept *k, bool clean)
 {
 	struct kept *none = NULL;
 
-	if (!clean || !k->netns || !atomic_compare_exchange_strong(&kept, &none, k))
+	if (!clean || !k->netns || k->among_programs || !atomic_compare_exchange_strong(&kept, &none, k))
 		drop(k);
 }
 
@@ -114,6 +121,7 @@ struct found {
 	uid_t uid;
 	uint32_t inode; /* 0: no process holds it (queued, or orphaned) */
 	uint8_t state;
+	uint64_t cookie; /* SO_COOKIE of the socket */
 };
 
 static int lookup(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, struct found *f)
@@ -189,6 +197,7 @@ static int lookup(int tcp, const struct sl_key *local, const struct sl_key *remo
 			f->uid = m->idiag_uid;
 			f->inode = m->idiag_inode;
 			f->state = m->idiag_state;
+			f->cookie = (uint64_t)m->id.idiag_cookie[0] | (uint64_t)m->id.idiag_cookie[1] << 32;
 			put(k, true);
 			return 0;
 		}
@@ -210,6 +219,18 @@ int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *
 	if (lookup(tcp, local, remote, listener, &f) < 0)
 		return -1;
 	*uid = f.uid;
+	return 0;
+}
+
+int sl_diag_tcp_identity(int tcp, const struct sl_key *local, const struct sl_key *remote, uid_t *uid,
+			 uint64_t *cookie)
+{
+	struct found f;
+
+	if (lookup(tcp, local, remote, false, &f) < 0)
+		return -1;
+	*uid = f.uid;
+	*cookie = f.cookie;
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #ifndef SCILAN_SOCK_DIAG_H
 #define SCILAN_SOCK_DIAG_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "socket/sock_state.h"
@@ -17,6 +18,10 @@
  * socket with that 4-tuple (local its own end).  0, or -1 with errno
  * (ENOENT: no such socket). */
 int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid);
+/* The same for a connected socket, with its SO_COOKIE: which socket of the
+ * namespace it is (cookies are never reused while the kernel runs). */
+int sl_diag_tcp_identity(int tcp, const struct sl_key *local, const struct sl_key *remote, uid_t *uid,
+			 uint64_t *cookie);
 /* Is the connected socket with that 4-tuple (local its own end) still in
  * its listener's accept queue, held by no process?  1 or 0, or -1 with
  * errno (ENOENT: not in this network namespace, or gone). */

@@ -271,9 +271,12 @@ static void drop_rendezvous(struct sl_sock *s)
 	s->rdv_conn = -1;
 }
 
-/* The offer is keyed by the whole 4-tuple, so our end must be known before
- * the kernel connect: an ephemeral port is bound now, and the source address
- * is the one the application bound or the one routing will pick.
+/* An offer keyed by the whole 4-tuple needs our end before the kernel
+ * connect: an ephemeral port is bound now, and the source address is the
+ * one the application bound or the one routing will pick.  The price: a
+ * port bucket made by bind, which the kernel's connect never reuses while
+ * any socket, TIME_WAIT included, holds it (so offers name the socket
+ * instead wherever the fabric can: our_end).
  * The port getsockname shows is not proof of a binding: a failed connect
  * releases a port the kernel chose but (Linux 6.18) still shows it, and the
  * next connect takes another one, so an offer keyed by the shown port is never
@@ -307,6 +310,22 @@ static int source_of(struct sl_sock *s, const struct sockaddr *dst, socklen_t le
 		return -1;
 	src->port = local.port;
 	return 0;
+}
+
+/* Our end as the offer names it: the socket alone where the acceptor can ask
+ * the kernel who holds the other end (port 0: the kernel's connect picks it,
+ * reusing TIME_WAIT ports as it does without us), else the 4-tuple. */
+static int our_end(struct sl_sock *s, const struct sockaddr *dst, socklen_t len, const struct sl_key *dst_key,
+		   struct sl_key *src)
+{
+	if (sl_fabric()->offer_by_socket && sl_fabric()->offer_by_socket(s)) {
+		/* Only the listener's owner check reads the address: a local
+		 * destination is its own source. */
+		*src = *dst_key;
+		src->port = 0;
+		return 0;
+	}
+	return source_of(s, dst, len, src);
 }
 
 static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen_t len, enum sl_fb reason)
@@ -355,7 +374,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (why == SL_FB_NONE) {
 		/* Found, maybe through the wildcard: the exact address's hint is void. */
 		sl_fb_take_hint(SL_FB_NONE);
-		if (source_of(s, addr, len, &src) < 0) {
+		if (our_end(s, addr, len, &dst, &src) < 0) {
 			/* No port free for the bind before the offer (every one
 			 * held, TIME_WAIT included): the kernel's connect may still
 			 * reuse a TIME_WAIT port, on kernel TCP. */

@@ -188,6 +188,14 @@ static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 	return 1;
 }
 
+/* Through the rendezvous alone (the same network namespace): its acceptor
+ * asks the kernel for the socket at the other end.  Offer files are found
+ * by the 4-tuple, and another namespace's kernel does not answer. */
+static bool shm_offer_by_socket(const struct sl_sock *s)
+{
+	return s->rdv_conn >= 0 && s->rdv_only;
+}
+
 static int write_offer(const char *path, const struct offer *offer)
 {
 	char tmp[SL_OFFER_PATH_SIZE + 24];
@@ -276,7 +284,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	 * that reaches any user.  Whichever way the acceptor comes, the offer
 	 * word decides once.  Names cost a third of a short connection's
 	 * set-up (a file written, linked and removed, two FIFOs). */
-	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
+	bool named = !shm_offer_by_socket(s) && src->port &&
 		     sl_shm_offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
 
 	if (!named && s->rdv_conn < 0)
@@ -715,6 +723,7 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.listen_unregister = shm_listen_unregister,
 	.listen_withdraw = shm_listen_withdraw,
 	.lookup = shm_lookup,
+	.offer_by_socket = shm_offer_by_socket,
 	.offer = shm_offer,
 	.offer_withdraw = shm_offer_withdraw,
 	.offer_settle = shm_offer_settle,

@@ -28,7 +28,7 @@
 #include "runtime/sock_diag.h"
 #include "runtime/sys.h"
 
-#define RDV_MAGIC 0x31564452204c53ull /* "SL RDV1" */
+#define RDV_MAGIC 0x32564452204c53ull /* "SL RDV2" */
 #define RDV_SCAN 128                   /* queue entries one accept looks at */
 #define RDV_MAX_HOPS 64                /* an offer nobody takes is dropped after this many returns */
 #define RDV_STASH 1024                 /* offers a process that accepts alone keeps for later */
@@ -40,14 +40,19 @@ enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
  * The connector's word: it can only spare or cost itself the tidying. */
 #define RDV_NAMED 0x80000000u
 
-/* An offer: dst and src as the connector sees its connection, with the
- * SL_RDV_FDS descriptors.  A carrier: an offer's Unix connection (one
- * descriptor) sent back to the queue by an acceptor it was not for. */
+/* An offer: dst and src as the connector sees its connection, and the
+ * connector's TCP socket (its SO_COOKIE), with the SL_RDV_FDS descriptors.
+ * Made before the kernel's connect picked the connector's port, it has
+ * src.port 0 and names the socket alone: the acceptor asks the kernel which
+ * socket holds the other end of what it accepted.  A carrier: an offer's
+ * Unix connection (one descriptor) sent back to the queue by an acceptor it
+ * was not for. */
 struct rdv_msg {
 	uint64_t magic;
 	uint32_t kind;
 	uint32_t hops;
 	struct sl_key dst, src;
+	uint64_t cookie;
 };
 
 static socklen_t rdv_name(const struct sl_key *key, struct sockaddr_un *sun)
@@ -58,7 +63,7 @@ static socklen_t rdv_name(const struct sl_key *key, struct sockaddr_un *sun)
 	sun->sun_family = AF_UNIX;
 	/* Abstract (leading NUL): no file to leave behind or to protect, and
 	 * one name space per network namespace, as TCP ports are. */
-	n = 1 + snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "scilan-rdv1/%d-", key->family == AF_INET ? 4 : 6);
+	n = 1 + snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "scilan-rdv2/%d-", key->family == AF_INET ? 4 : 6);
 	for (int i = 0; i < len; i++)
 		n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "%02x", key->addr[i]);
 	n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "-%u", (unsigned)key->port);
@@ -146,8 +151,11 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
 	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .hops = named ? RDV_NAMED : 0, .dst = *dst,
 			     .src = *src };
 	struct ucred listener;
-	socklen_t len = sizeof(listener);
+	socklen_t len = sizeof(listener), cookie_len = sizeof(m.cookie);
 	uid_t owner;
+
+	if (sl_sys.getsockopt(tcp, SOL_SOCKET, SO_COOKIE, &m.cookie, &cookie_len) < 0 || !m.cookie)
+		return -1;
 
 	/* Anyone may bind an abstract name first: the segment goes only to the
 	 * process that made the listener the kernel connects us to. */
@@ -263,6 +271,56 @@ static void send_back(int l, int e, uint32_t hops)
 		sl_sys.close(e);
 }
 
+/* A connector between its rendezvous connect and its send (it sends before
+ * its TCP connect, so this is never the offer of a connection we accepted):
+ * set aside for this scan, then queued again once for its acceptor.
+ * Dropping it, as a malformed entry, lost that offer (EPIPE on its send),
+ * and queueing it again at once would meet it again in the same scan. */
+#define RDV_LATER 16
+
+struct scan {
+	bool keep; /* others' offers go to the stash, not back to the queue */
+	int tcp;
+	const struct sl_key *local, *peer;
+	/* The kernel's word on the other end of tcp, asked once, when an
+	 * offer needs it: asked (1 known, -1 unknown with err), its owner
+	 * and its socket. */
+	int end_asked, end_err;
+	uid_t end_uid;
+	uint64_t end_cookie;
+	int *fds;
+	bool *named;
+	int nlater;
+	struct {
+		int l, e;
+		uint32_t hops;
+	} later[RDV_LATER];
+};
+
+/* Who holds the other end of the connection we accepted: 0, or -1 with errno. */
+static int other_end(struct scan *sc)
+{
+	if (!sc->end_asked) {
+		sc->end_asked = sl_diag_tcp_identity(sc->tcp, sc->peer, sc->local, &sc->end_uid, &sc->end_cookie) == 0
+					? 1
+					: -1;
+		sc->end_err = errno;
+	}
+	errno = sc->end_err;
+	return sc->end_asked > 0 ? 0 : -1;
+}
+
+/* Is an offer for (dst, src) by socket cookie the one for our connection?
+ * By its port when the connector knew it, else by its socket. */
+static bool for_us(struct scan *sc, const struct sl_key *dst, const struct sl_key *src, uint64_t cookie)
+{
+	if (!same_key(dst, sc->local))
+		return false;
+	if (src->port)
+		return same_key(src, sc->peer);
+	return cookie && other_end(sc) == 0 && cookie == sc->end_cookie;
+}
+
 /* The stash.  A listener no other process holds (sl_sock_maybe_shared) has
  * one acceptor: every offer in its queue is for a connection this process
  * will accept, or for none.  Sending the others back costs four system
@@ -281,6 +339,7 @@ struct stashed {
 	uint32_t hops;
 	uint64_t seq;           /* age: the oldest gives way */
 	struct sl_key dst, src; /* as its message says */
+	uint64_t cookie;
 	struct sockaddr_un at;  /* the queue it came from */
 	socklen_t at_len;
 };
@@ -301,7 +360,7 @@ static void stash_drop_locked(int i)
 /* Keep e (an offer for another connection of queue l); false if it cannot. */
 static bool stash_put(int l, int e, uint32_t hops, const struct rdv_msg *m)
 {
-	struct stashed st = { .hops = hops, .dst = m->dst, .src = m->src, .at_len = sizeof(st.at) };
+	struct stashed st = { .hops = hops, .dst = m->dst, .src = m->src, .cookie = m->cookie, .at_len = sizeof(st.at) };
 
 	if (sl_sys.getsockname(l, (struct sockaddr *)&st.at, &st.at_len) < 0)
 		return false;
@@ -327,14 +386,17 @@ static bool stash_put(int l, int e, uint32_t hops, const struct rdv_msg *m)
 	return true;
 }
 
-/* The kept offer for (dst, src), or -1. */
-static int stash_take(const struct sl_key *dst, const struct sl_key *src, uint32_t *hops)
+/* The kept offer for our connection, or -1. */
+static int stash_take(struct scan *sc, uint32_t *hops)
 {
 	int e = -1;
 
+	/* Asked outside the lock: a kept offer that names its socket needs it. */
+	if (atomic_load_explicit(&nstash, memory_order_relaxed))
+		other_end(sc);
 	pthread_mutex_lock(&stash_lock);
 	for (int i = 0; i < nstash; i++)
-		if (same_key(&stash[i].dst, dst) && same_key(&stash[i].src, src)) {
+		if (for_us(sc, &stash[i].dst, &stash[i].src, stash[i].cookie)) {
 			e = stash[i].e;
 			*hops = stash[i].hops;
 			stash[i] = stash[--nstash];
@@ -403,26 +465,6 @@ static bool is_unix_stream(int fd)
 	       type == SOCK_STREAM;
 }
 
-/* A connector between its rendezvous connect and its send (it sends before
- * its TCP connect, so this is never the offer of a connection we accepted):
- * set aside for this scan, then queued again once for its acceptor.
- * Dropping it, as a malformed entry, lost that offer (EPIPE on its send),
- * and queueing it again at once would meet it again in the same scan. */
-#define RDV_LATER 16
-
-struct scan {
-	bool keep; /* others' offers go to the stash, not back to the queue */
-	int tcp;
-	const struct sl_key *local, *peer;
-	int *fds;
-	bool *named;
-	int nlater;
-	struct {
-		int l, e;
-		uint32_t hops;
-	} later[RDV_LATER];
-};
-
 static void set_aside(struct scan *sc, int l, int e, uint32_t hops)
 {
 	if (hops >= RDV_MAX_HOPS) {
@@ -444,7 +486,6 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	struct rdv_msg m;
 	struct ucred who;
 	socklen_t len = sizeof(who);
-	uid_t owner;
 	int inner, r;
 	ssize_t got = sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
 
@@ -467,7 +508,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	}
 	if (m.kind != RDV_OFFER)
 		goto drop;
-	if (!same_key(&m.dst, sc->local) || !same_key(&m.src, sc->peer)) {
+	if (!for_us(sc, &m.dst, &m.src, m.cookie)) {
 		if (hops >= RDV_MAX_HOPS)
 			goto drop;
 		if (sc->keep && stash_put(l, e, hops, &m))
@@ -484,7 +525,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	    (r = recv_with_fds(e, &m, sc->fds, SL_RDV_FDS, 0, true)) < 0)
 		goto drop;
 	sl_sys.close(e);
-	if (sl_diag_tcp_owner(sc->tcp, sc->peer, sc->local, false, &owner) < 0) {
+	if (other_end(sc) < 0) {
 		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
 			(unsigned)sc->local->port, strerror(errno));
 		close_all(sc->fds, SL_RDV_FDS);
@@ -494,8 +535,8 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	 * written into it (its maker may have named our 4-tuple to see what
 	 * we do); a real client whose user changed between its socket and its
 	 * connect finds out after its agreement bound. */
-	if (!owner_matches(who.uid, owner)) {
-		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)owner,
+	if (!owner_matches(who.uid, sc->end_uid)) {
+		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)sc->end_uid,
 			(int)who.pid, (unsigned)who.uid);
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
@@ -516,7 +557,7 @@ static int scan_queues(struct scan *sc, const int *ls, int n)
 	uint32_t hops;
 	int e;
 
-	if (sc->keep && (e = stash_take(sc->local, sc->peer, &hops)) >= 0 && (r = consider(sc, -1, e, hops)))
+	if (sc->keep && (e = stash_take(sc, &hops)) >= 0 && (r = consider(sc, -1, e, hops)))
 		return r;
 
 	/* A second look when the first saw others' offers: another acceptor

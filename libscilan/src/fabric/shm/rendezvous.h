@@ -18,9 +18,11 @@ int sl_rdv_listen(const struct sl_key *key);
  * -1 (none in this network namespace). */
 int sl_rdv_connect(const struct sl_key *dst);
 
-/* Connecting side, once our end src is fixed: hand fds over conn, if the
+/* Connecting side, before the kernel's connect: hand fds over conn, if the
  * process behind it owns the TCP listener the kernel will connect our TCP
- * socket tcp to;
+ * socket tcp to.  src is our end, or has port 0 when the kernel's connect
+ * is to pick our port: the offer names tcp itself (its SO_COOKIE) either way;
+ * the acceptor matches it by port when it has one, else by socket;
  * named: the offer also has names in our runtime directory.  0, or -1 with
  * errno (EPERM: it does not). */
 int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],

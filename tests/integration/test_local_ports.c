@@ -1,0 +1,112 @@
+/* test_local_ports.c — our connections leave the local port space as kernel
+ * TCP leaves it: each test runs in a network namespace of its own with two
+ * ephemeral ports, so every connection past the second must reuse a port
+ * in TIME_WAIT, as the kernel's connect does on loopback.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "scilan.h"
+#include "testutil.h"
+
+TestSuite(local_ports, .timeout = 60);
+
+/* A listener in a network namespace of its own, whose ephemeral range is
+ * then narrowed to two ports (after: the listener takes one of the range). */
+static int listen_with_two_ephemeral_ports(uint16_t *port)
+{
+	int fd, l;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	if (unshare(CLONE_NEWNET) < 0)
+		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
+	cr_assert_eq(tu_loopback_up(), 0, "lo up: %s", strerror(errno));
+	l = tu_listen(AF_INET, 8, port);
+	cr_assert_geq(l, 0);
+	fd = open("/proc/sys/net/ipv4/ip_local_port_range", O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "ip_local_port_range: %s", strerror(errno));
+	cr_assert_eq(write(fd, "40000 40001", 11), 11);
+	close(fd);
+	return l;
+}
+
+/* One connection, closed by the client first so that its port goes to
+ * TIME_WAIT; accelerated says which kind the client is. */
+static void one_connection(int l, uint16_t port, bool accelerated, int i)
+{
+	char got[4] = { 0 };
+	int c = accelerated ? tu_connect(AF_INET, port) : tu_plain_connect(AF_INET, port), s;
+
+	cr_assert_geq(c, 0, "connection %d (%s): %s", i, accelerated ? "scilan" : "plain", strerror(errno));
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept %d: %s", i, strerror(errno));
+	cr_assert_eq(tu_accelerated(s), accelerated ? 1 : 0, "connection %d", i);
+	cr_assert_eq(scilan_send(c, "ping", 4, 0), 4);
+	cr_assert_eq(tu_recv_all(s, got, 4), 4);
+	cr_assert_arr_eq(got, "ping", 4);
+	if (accelerated)
+		scilan_close(c);
+	else
+		close(c);
+	scilan_close(s);
+}
+
+/* TIME_WAIT reuse wants a timestamp a second newer than the old one's. */
+static void let_timestamps_move(void)
+{
+	usleep(1100 * 1000);
+}
+
+/* Our connections take their ports as the kernel's connect does: the ports
+ * of closed ones are reused after them, ours or anyone's.  The bind that
+ * used to fix our port before the offer made port buckets the kernel's
+ * connect never reuses: the third connection failed with EADDRNOTAVAIL. */
+Test(local_ports, scilan_connections_reuse_time_wait_ports)
+{
+	uint16_t port;
+	int l;
+
+	l = listen_with_two_ephemeral_ports(&port);
+	for (int i = 0; i < 2; i++)
+		one_connection(l, port, true, i);
+	let_timestamps_move();
+	for (int i = 2; i < 4; i++)
+		one_connection(l, port, true, i);
+	scilan_close(l);
+}
+
+/* Ports our closed connections left in TIME_WAIT stay open to other
+ * programs' plain connects (they were denied them for 60 s). */
+Test(local_ports, plain_programs_reuse_ports_we_left)
+{
+	uint16_t port;
+	int l;
+
+	l = listen_with_two_ephemeral_ports(&port);
+	for (int i = 0; i < 2; i++)
+		one_connection(l, port, true, i);
+	let_timestamps_move();
+	for (int i = 2; i < 4; i++)
+		one_connection(l, port, false, i);
+	scilan_close(l);
+}
+
+/* And the other way round: ports plain programs left in TIME_WAIT carry
+ * accelerated connections (they fell back to kernel TCP for want of a port). */
+Test(local_ports, scilan_connections_reuse_ports_plain_programs_left)
+{
+	uint16_t port;
+	int l;
+
+	l = listen_with_two_ephemeral_ports(&port);
+	for (int i = 0; i < 2; i++)
+		one_connection(l, port, false, i);
+	let_timestamps_move();
+	for (int i = 2; i < 4; i++)
+		one_connection(l, port, true, i);
+	scilan_close(l);
+}
