@@ -28,6 +28,8 @@ check no_receiver_fence nonzero -DNO_RX_FENCE
 check no_sender_fence nonzero -DNO_TX_FENCE
 check membarrier zero -DMEMBARRIER
 check membarrier_not_called nonzero -DMEMBARRIER -DNO_MEMBARRIER
+check switch_to_fenced zero -DMEMBARRIER -DSWITCH
+check switch_overtakes nonzero -DMEMBARRIER -DSWITCH -DSWITCH_OVERTAKES
 MODEL=set_queue.pml check set_queue zero
 MODEL=set_queue.pml check set_queue_no_tx_fence nonzero -DNO_TX_FENCE
 MODEL=set_queue.pml check set_queue_armed_first nonzero -DARMED_FIRST

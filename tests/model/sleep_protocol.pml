@@ -7,6 +7,11 @@
  * -DMEMBARRIER models the asymmetric variant (barrier.c): the sender publishes
  * with no fence and the receiver's membarrier drains the sender's store
  * buffer before its re-check; -DNO_MEMBARRIER then drops that call.
+ * -DSWITCH adds the sender's one-way switch to fenced sends (fence_policy.c):
+ * at any point it clears the unfenced flag through its store buffer, behind
+ * its earlier index stores, and fences every later publish; the receiver
+ * pays the membarrier only while it reads the flag set.  -DSWITCH_OVERTAKES
+ * lets the clear bypass the earlier stores, and must fail.
  */
 #define N 3
 
@@ -14,14 +19,21 @@ byte idx_mem = 0;          /* ring write index, as memory holds it */
 bit arm_mem = 0;           /* wake_on_data in the sender's area */
 byte doorbell = 0;         /* wake-up bytes queued in the kernel socket */
 byte consumed = 0;
+bit unfenced_mem = 1;      /* SL_PEER_UNFENCED, as memory holds it */
+bit fenced = 0;            /* the sender's own mode, after its switch */
 
-chan sender_stores = [2] of { byte };   /* sender's pending idx stores */
+/* sender's pending stores: an index 1..N, or 0 for the flag's clear */
+chan sender_stores = [3] of { byte };
 chan receiver_stores = [2] of { bit };  /* receiver's pending arm stores */
 
 active proctype store_buffers()
 {
 end:	do
-	:: atomic { nempty(sender_stores) -> sender_stores ? idx_mem }
+	:: atomic { nempty(sender_stores) ->
+		if
+		:: sender_stores ? [0] -> sender_stores ? _; unfenced_mem = 0 /* the head only */
+		:: else -> sender_stores ? idx_mem
+		fi }
 	:: atomic { nempty(receiver_stores) -> receiver_stores ? arm_mem }
 	od
 }
@@ -31,10 +43,25 @@ active proctype sender()
 	byte k = 1;
 
 	do
+#ifdef SWITCH
+	:: fenced == 0 ->                       /* the switch, at any point */
+		fenced = 1;
+#ifdef SWITCH_OVERTAKES
+		unfenced_mem = 0
+#else
+		sender_stores ! 0
+#endif
+#endif
 	:: k <= N ->
 		sender_stores ! k;                 /* publish the new write index */
 #if !defined(NO_TX_FENCE) && !defined(MEMBARRIER)
 		empty(sender_stores);              /* mfence (xchg) */
+#endif
+#ifdef SWITCH
+		if
+		:: fenced -> empty(sender_stores)  /* switched: xchg */
+		:: else -> skip
+		fi;
 #endif
 		if
 		:: arm_mem == 1 ->                 /* plain load of the arm word */
@@ -66,7 +93,14 @@ active proctype receiver()
 			empty(receiver_stores);    /* mfence (read-back on NTB) */
 #endif
 #if defined(MEMBARRIER) && !defined(NO_MEMBARRIER)
+#ifdef SWITCH
+			if
+			:: unfenced_mem -> empty(sender_stores) /* membarrier while the flag is set */
+			:: else -> skip
+			fi;
+#else
 			empty(sender_stores);      /* membarrier: IPI makes the sender fence */
+#endif
 #endif
 			if
 			:: idx_mem > consumed ->   /* re-check before sleeping */

@@ -16,6 +16,7 @@
 #include "ring/segment.h"
 #include "runtime/sys.h"
 #include "ring/urgent.h"
+#include "sync/fence_policy.h"
 
 void sl_conn_reset(struct sl_sock *s, const char *why)
 {
@@ -170,16 +171,51 @@ void sl_conn_wake_local(struct sl_sock *s)
 	sl_fabric()->ring_self(s, SL_TOKEN_LOCAL);
 }
 
+/* The peer waits for our data: it sleeps, and while we publish unfenced
+ * each of its sleeps costs a membarrier, an IPI to every CPU that runs a
+ * scilan process.  Fenced from now on, and the flag taken back, once per
+ * connection.  Safe in this direction without a word from the peer
+ * (tests/model, -DSWITCH): the flag's clear is stored after every index we
+ * published unfenced (x86 stores become visible in order), so a sleeper that
+ * reads it clear sees those indices in its re-check, and every later publish
+ * fences.  Only the process that set the flag ever publishes unfenced: a
+ * fork child, a receiver of the socket and an exec'd image start fenced. */
+static void peer_waited_for_data(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->peer_waited, memory_order_relaxed) || atomic_exchange(&s->peer_waited, true))
+		return;
+	sl_fence_note(true);
+	sl_lock(&s->tx_lock);
+	pthread_mutex_lock(&s->ctl_lock);
+	if (s->tx.unfenced) {
+		s->tx.unfenced = false;
+		sl_segment_clear_state(s, SL_PEER_UNFENCED);
+	}
+	pthread_mutex_unlock(&s->ctl_lock);
+	sl_unlock(&s->tx_lock);
+}
+
 void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 {
+	uint32_t asked;
+	bool waited = false;
+
 	/* Step 1-2 of the stimulate side: our index store must be visible before
 	 * we read the peer's arm word, or both of us could miss the other. */
 	if (!fenced)
 		atomic_thread_fence(memory_order_seq_cst);
-	sl_evq_notify(s, SL_DIR_DATA);
+	asked = atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & 0x55555555u;
+	if (asked) {
+		sl_evq_notify_asked(s, asked);
+		waited = true;
+	}
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
-	    atomic_exchange(&s->own_ctl->wake_on_data, 0))
+	    atomic_exchange(&s->own_ctl->wake_on_data, 0)) {
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
+		waited = true;
+	}
+	if (waited)
+		peer_waited_for_data(s);
 }
 
 bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room)

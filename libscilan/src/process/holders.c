@@ -328,6 +328,9 @@ void sl_holders_before_fork(void)
 
 static bool name_child(struct sl_sock *s)
 {
+	/* Only the process that told the peer we publish unfenced may: it alone
+	 * takes the flag back (conn.c). */
+	s->tx.unfenced = false;
 	if (s->fork_mark == fork_gen && fork_gen) {
 		s->fork_mark = 0;
 		if (sl_sock_on_rings(s) && s->seg) {

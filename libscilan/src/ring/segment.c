@@ -108,6 +108,12 @@ void sl_segment_set_state(struct sl_sock *s, uint32_t bits)
 	atomic_store_explicit(&s->peer_ctl->peer_state, s->state_to_peer, memory_order_release);
 }
 
+void sl_segment_clear_state(struct sl_sock *s, uint32_t bits)
+{
+	s->state_to_peer &= ~bits;
+	atomic_store_explicit(&s->peer_ctl->peer_state, s->state_to_peer, memory_order_release);
+}
+
 /* What a socket points at when it has no segment: a thread racing with
  * close() reads a connection that is shut and reset, never unmapped memory.
  * Stores meant for a peer land in the sink and are never read. */

@@ -66,8 +66,10 @@ void sl_segment_unbind(struct sl_sock *s);
 /* Drop this process's hold; true if it was the last live holder of our side
  * (the close the peer must see); false when it held nothing (any more). */
 bool sl_segment_release_holder(struct sl_sock *s);
-/* Write our SL_PEER_* bits into the peer's area. */
+/* Write our SL_PEER_* bits into the peer's area (under ctl_lock). */
 void sl_segment_set_state(struct sl_sock *s, uint32_t bits);
+/* Take bits back (only SL_PEER_UNFENCED is ever taken back: conn.c). */
+void sl_segment_clear_state(struct sl_sock *s, uint32_t bits);
 
 /* Before using a direction (under its ring lock): if another process of our
  * side (forked) used it last, take over its published indices.  While the

@@ -22,6 +22,7 @@
 #include "ring/segment.h"
 #include "conn/stall.h"
 #include "runtime/sys.h"
+#include "sync/fence_policy.h"
 
 static void set_state(struct sl_sock *s, enum sl_state state)
 {
@@ -482,6 +483,8 @@ static void close_connected(struct sl_sock *s)
 	if (sl_fabric()->before_close)
 		sl_fabric()->before_close(s);
 	unread = sl_conn_unread(s);
+	if (!atomic_load(&s->peer_waited))
+		sl_fence_note(false);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);

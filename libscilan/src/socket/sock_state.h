@@ -72,6 +72,7 @@ struct sl_sock {
 	pthread_mutex_t sleep_lock[2]; /* [0] data, [1] space: held by the one thread of ours that sleeps for it */
 	_Atomic int sleepers[2];       /* threads holding sleep_lock[i] */
 	unsigned sends_since_check;    /* under tx_lock: sends since we last asked whether the peer lives */
+	_Atomic bool peer_waited;      /* the peer slept or waited in a set for our data (conn.c) */
 	struct sl_lock tx_lock, rx_lock;
 
 	/* settings */

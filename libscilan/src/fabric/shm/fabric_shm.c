@@ -18,6 +18,7 @@
 #include "conn/agree.h"
 #include "process/holders.h"
 #include "sync/barrier.h"
+#include "sync/fence_policy.h"
 #include "runtime/config.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
@@ -237,7 +238,7 @@ static _Atomic uint32_t *offer_word(void *seg)
 static void publish_unfenced(struct sl_sock *s, uint32_t state)
 {
 	sl_evq_publish_marker(s->peer_ctl);
-	s->tx.unfenced = sl_barrier_unfenced_ok();
+	s->tx.unfenced = sl_barrier_unfenced_ok() && sl_fence_start_unfenced();
 	if (s->tx.unfenced)
 		state |= SL_PEER_UNFENCED;
 	sl_segment_set_state(s, state | SL_PEER_EVQ);
