@@ -61,52 +61,40 @@ static void let_timestamps_move(void)
 	usleep(1100 * 1000);
 }
 
+/* Two connections of the first kind take both ports and leave them in
+ * TIME_WAIT; two of the second kind must reuse them. */
+static void reuse_after(bool first_accelerated, bool then_accelerated)
+{
+	uint16_t port;
+	int l = listen_with_two_ephemeral_ports(&port);
+
+	for (int i = 0; i < 4; i++) {
+		if (i == 2)
+			let_timestamps_move();
+		one_connection(l, port, i < 2 ? first_accelerated : then_accelerated, i);
+	}
+	scilan_close(l);
+}
+
 /* Our connections take their ports as the kernel's connect does: the ports
  * of closed ones are reused after them, ours or anyone's.  The bind that
  * used to fix our port before the offer made port buckets the kernel's
  * connect never reuses: the third connection failed with EADDRNOTAVAIL. */
 Test(local_ports, scilan_connections_reuse_time_wait_ports)
 {
-	uint16_t port;
-	int l;
-
-	l = listen_with_two_ephemeral_ports(&port);
-	for (int i = 0; i < 2; i++)
-		one_connection(l, port, true, i);
-	let_timestamps_move();
-	for (int i = 2; i < 4; i++)
-		one_connection(l, port, true, i);
-	scilan_close(l);
+	reuse_after(true, true);
 }
 
 /* Ports our closed connections left in TIME_WAIT stay open to other
  * programs' plain connects (they were denied them for 60 s). */
 Test(local_ports, plain_programs_reuse_ports_we_left)
 {
-	uint16_t port;
-	int l;
-
-	l = listen_with_two_ephemeral_ports(&port);
-	for (int i = 0; i < 2; i++)
-		one_connection(l, port, true, i);
-	let_timestamps_move();
-	for (int i = 2; i < 4; i++)
-		one_connection(l, port, false, i);
-	scilan_close(l);
+	reuse_after(true, false);
 }
 
 /* And the other way round: ports plain programs left in TIME_WAIT carry
  * accelerated connections (they fell back to kernel TCP for want of a port). */
 Test(local_ports, scilan_connections_reuse_ports_plain_programs_left)
 {
-	uint16_t port;
-	int l;
-
-	l = listen_with_two_ephemeral_ports(&port);
-	for (int i = 0; i < 2; i++)
-		one_connection(l, port, false, i);
-	let_timestamps_move();
-	for (int i = 2; i < 4; i++)
-		one_connection(l, port, true, i);
-	scilan_close(l);
+	reuse_after(false, true);
 }
