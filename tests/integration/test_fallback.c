@@ -149,22 +149,45 @@ static void expect_accelerated_listed(int fd, const char *side)
  * gets no rendezvous, its connectors' connect there is refused, and they
  * come by the registry, the offer file and /proc alone, as those of another
  * network namespace of the node do. */
-static int listen_without_rendezvous(uint16_t *port, int *squat)
+static int listen_at_without_rendezvous(in_addr_t host, uint16_t *port, int *squat)
 {
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(host) };
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int l = scilan_socket(AF_INET, SOCK_STREAM, 0), n;
 
 	cr_assert_geq(l, 0);
 	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
 	*port = tu_local_port(l);
-	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv2/4-7f000001-%u", (unsigned)*port);
+	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv2/4-%08x-%u", (unsigned)host,
+			 (unsigned)*port);
 	*squat = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(*squat, 0);
 	cr_assert_eq(bind(*squat, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n)),
 		     0, "rendezvous name of port %u: %s", (unsigned)*port, strerror(errno));
 	cr_assert_eq(scilan_listen(l, 4), 0, "listen: %s", strerror(errno));
 	return l;
+}
+
+/* A connection to host:port, ours or libc's; -1 with errno. */
+static int connect_to(in_addr_t host, uint16_t port, bool ours)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(host), .sin_port = htons(port) };
+	int c = ours ? scilan_socket(AF_INET, SOCK_STREAM, 0) : socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (c >= 0 && (ours ? scilan_connect(c, (struct sockaddr *)&to, sizeof(to))
+			    : connect(c, (struct sockaddr *)&to, sizeof(to))) < 0) {
+		int err = errno;
+
+		close(c);
+		errno = err;
+		return -1;
+	}
+	return c;
+}
+
+static int listen_without_rendezvous(uint16_t *port, int *squat)
+{
+	return listen_at_without_rendezvous(INADDR_LOOPBACK, port, squat);
 }
 
 /* ---- the connecting side ------------------------------------------------------------------ */
@@ -274,28 +297,28 @@ Test(fallback, refused_offer_both_ends)
 	close(squat);
 }
 
-/* Another connection's offer with the same 4-tuple still has its names, and
- * the listener has no rendezvous to pass the offer through instead. */
+/* The name our offer would take is in use (a wake-up FIFO is there), and
+ * the listener has no rendezvous to pass the offer through instead.  In our
+ * namespace offers are named by the connecting socket's cookie, so only
+ * someone who read ours can be in the way. */
 Test(fallback, offer_name_in_use_is_busy)
 {
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_storage dst;
-	struct sl_key to = { .family = AF_INET }, from = { .family = AF_INET };
-	char offer[SL_OFFER_PATH_SIZE], bell[SL_BELL_PATH_SIZE], suffix[48];
-	socklen_t len;
+	struct sl_key to = { .family = AF_INET }, by_socket = { .family = AF_INET };
+	char offer[SL_OFFER_PATH_SIZE], bell[SL_BELL_PATH_SIZE];
+	uint64_t cookie;
+	socklen_t len, cookie_len = sizeof(cookie);
 	uint16_t port;
 	int l, c, squat;
 
 	cr_assert_not_null(tu_isolated_rundir());
 	l = listen_without_rendezvous(&port, &squat);
 	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&me, sizeof(me)), 0);
+	cr_assert_eq(getsockopt(c, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_len), 0);
 	memcpy(to.addr, &me.sin_addr, 4);
-	memcpy(from.addr, &me.sin_addr, 4);
 	to.port = port;
-	from.port = tu_local_port(c);
-	snprintf(suffix, sizeof(suffix), "-7f000001-%u", (unsigned)from.port);
-	cr_assert_eq(sl_key_path("offer", &to, suffix, offer, sizeof(offer)), 0);
+	cr_assert_eq(sl_shm_offer_path(&to, &by_socket, cookie, offer, sizeof(offer)), 0);
 	cr_assert_eq(sl_shm_bell_path(offer, 0, bell, sizeof(bell)), 0);
 	cr_assert_eq(mkfifo(bell, 0600), 0, "%s: %s", bell, strerror(errno));
 	len = tu_loopback(AF_INET, port, &dst);
@@ -768,34 +791,36 @@ static void write_file(const char *path, const char *text)
 }
 
 /* Every local port in TIME_WAIT after other programs' connections (plain
- * connects, client first), and a listener whose offers must be named by the
- * 4-tuple (made by a socket we did not create: another process may accept
- * on it without the rendezvous): the bind that fixes our end before the
- * offer finds no port, while the kernel's connect reuses a TIME_WAIT one.
- * The connection works on kernel TCP, for a reason that says what ran out
- * (it said "another failure" without a word).  Offers through the
- * rendezvous alone need no bind: test_local_ports.c. */
+ * connects, client first), and an offer that must be named by the 4-tuple:
+ * for a listener of another network namespace, which the cluster map says
+ * has this address (emulated nodes; here an address of the map that is not
+ * ours, and no rendezvous).  The bind that fixes our end before the offer
+ * finds no port, while the kernel's connect reuses a TIME_WAIT one.  The
+ * connection works on kernel TCP, for a reason that says what ran out (it
+ * said "another failure" without a word).  Offers to listeners of our own
+ * namespace name the socket and need no bind: test_local_ports.c. */
 Test(fallback, no_local_port_for_the_offer)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sin_len = sizeof(sin);
+	char map[PATH_MAX];
 	uint16_t port;
 	char got[8] = { 0 };
-	int l, c, s;
+	int l, c, s, squat;
+	FILE *f;
 
 	cr_assert_not_null(tu_isolated_rundir());
 	if (unshare(CLONE_NEWNET) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
 	cr_assert_eq(tu_loopback_up(), 0, "lo up: %s", strerror(errno));
-	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* libc's: adopted at listen */
-	cr_assert_geq(l, 0);
-	cr_assert_eq(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	cr_assert_eq(scilan_listen(l, 8), 0);
-	cr_assert_eq(getsockname(l, (struct sockaddr *)&sin, &sin_len), 0);
-	port = ntohs(sin.sin_port);
+	snprintf(map, sizeof(map), "%s/cluster.conf", tu_tmpdir());
+	f = fopen(map, "w");
+	cr_assert_not_null(f);
+	fputs("2 127.0.0.2 shm\n", f);
+	cr_assert_eq(fclose(f), 0);
+	setenv("SCILAN_CONF", map, 1);
+	l = listen_at_without_rendezvous(0x7f000002, &port, &squat);
 	write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 40001");
 	for (int i = 0; i < 2; i++) {
-		c = tu_plain_connect(AF_INET, port);
+		c = connect_to(0x7f000002, port, false);
 		s = tu_accept(l);
 		cr_assert(c >= 0 && s >= 0, "connection %d: %s", i, strerror(errno));
 		close(c); /* first: the client's port goes to TIME_WAIT */
@@ -803,7 +828,7 @@ Test(fallback, no_local_port_for_the_offer)
 	}
 	/* TIME_WAIT reuse wants a timestamp a second newer (loopback). */
 	usleep(1100 * 1000);
-	c = tu_connect(AF_INET, port);
+	c = connect_to(0x7f000002, port, true);
 	cr_assert_geq(c, 0, "connect with both ports in TIME_WAIT: %s", strerror(errno));
 	s = tu_accept(l);
 	cr_assert_geq(s, 0);
@@ -815,4 +840,5 @@ Test(fallback, no_local_port_for_the_offer)
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
+	close(squat);
 }

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,9 +16,26 @@
 
 TestSuite(local_ports, .timeout = 60);
 
+/* A listener made by libc's socket, which scilan adopts at listen: another
+ * process may hold it, so offers for it are also named as files (by the
+ * connecting socket, in our namespace). */
+static int adopted_listener(uint16_t *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	cr_assert_geq(l, 0);
+	cr_assert_eq(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(scilan_listen(l, 8), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&sin, &len), 0);
+	*port = ntohs(sin.sin_port);
+	return l;
+}
+
 /* A listener in a network namespace of its own, whose ephemeral range is
  * then narrowed to two ports (after: the listener takes one of the range). */
-static int listen_with_two_ephemeral_ports(uint16_t *port)
+static int listen_with_two_ephemeral_ports(bool adopted, uint16_t *port)
 {
 	int fd, l;
 
@@ -25,7 +43,7 @@ static int listen_with_two_ephemeral_ports(uint16_t *port)
 	if (unshare(CLONE_NEWNET) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
 	cr_assert_eq(tu_loopback_up(), 0, "lo up: %s", strerror(errno));
-	l = tu_listen(AF_INET, 8, port);
+	l = adopted ? adopted_listener(port) : tu_listen(AF_INET, 8, port);
 	cr_assert_geq(l, 0);
 	fd = open("/proc/sys/net/ipv4/ip_local_port_range", O_WRONLY | O_CLOEXEC);
 	cr_assert_geq(fd, 0, "ip_local_port_range: %s", strerror(errno));
@@ -63,10 +81,10 @@ static void let_timestamps_move(void)
 
 /* Two connections of the first kind take both ports and leave them in
  * TIME_WAIT; two of the second kind must reuse them. */
-static void reuse_after(bool first_accelerated, bool then_accelerated)
+static void reuse_after(bool adopted, bool first_accelerated, bool then_accelerated)
 {
 	uint16_t port;
-	int l = listen_with_two_ephemeral_ports(&port);
+	int l = listen_with_two_ephemeral_ports(adopted, &port);
 
 	for (int i = 0; i < 4; i++) {
 		if (i == 2)
@@ -82,19 +100,26 @@ static void reuse_after(bool first_accelerated, bool then_accelerated)
  * connect never reuses: the third connection failed with EADDRNOTAVAIL. */
 Test(local_ports, scilan_connections_reuse_time_wait_ports)
 {
-	reuse_after(true, true);
+	reuse_after(false, true, true);
 }
 
 /* Ports our closed connections left in TIME_WAIT stay open to other
  * programs' plain connects (they were denied them for 60 s). */
 Test(local_ports, plain_programs_reuse_ports_we_left)
 {
-	reuse_after(true, false);
+	reuse_after(false, true, false);
 }
 
 /* And the other way round: ports plain programs left in TIME_WAIT carry
  * accelerated connections (they fell back to kernel TCP for want of a port). */
 Test(local_ports, scilan_connections_reuse_ports_plain_programs_left)
 {
-	reuse_after(false, true);
+	reuse_after(false, false, true);
+}
+
+/* Offers also named as files (a listener another process may hold): named
+ * by the connecting socket, they need no port either. */
+Test(local_ports, offers_named_as_files_need_no_port)
+{
+	reuse_after(true, false, true);
 }

@@ -109,6 +109,7 @@ struct sl_sock {
 				 * by either side that cannot reopen it (sl_segment_reopenable); else -1 */
 	int rdv_conn;           /* connecting side, between lookup and offer: the listener's rendezvous */
 	bool rdv_only;          /* with rdv_conn: no acceptor of our user needs the offer as files */
+	bool listener_here;     /* after lookup: the listener is in our network namespace */
 	/* Another process may hold this socket (sl_sock_maybe_shared): then a
 	 * listener's registry entry asks connectors for offer files. */
 	bool maybe_shared;      /* received, adopted or passed on */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "process/holders.h"
 #include "sync/barrier.h"
 #include "sync/fence_policy.h"
+#include "runtime/cluster_map.h"
 #include "runtime/config.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
@@ -28,6 +30,7 @@
 #include "fabric/shm/registry.h"
 #include "fabric/shm/rendezvous.h"
 #include "runtime/rundir_sweep.h"
+#include "runtime/sock_diag.h"
 #include "fabric/shm/seg_pool.h"
 #include "ring/segment.h"
 #include "fabric/shm/bells.h"
@@ -171,8 +174,13 @@ static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 	int conn = sl_rdv_connect(dst);
 	uint32_t flags = 0;
 
-	if (conn < 0)
+	if (conn < 0) {
+		/* An entry named within our namespace, or one of an address the
+		 * cluster map gives a node, which is here when the address is. */
+		s->listener_here = !sl_cluster_map_find(&sl_config()->map, dst) || address_is_ours(dst);
 		return sl_registry_find(dst, peer_ring, &flags);
+	}
+	s->listener_here = true; /* an abstract name lives in one namespace */
 	if (s->rdv_conn >= 0)
 		sl_sys.close(s->rdv_conn);
 	s->rdv_conn = conn;
@@ -189,12 +197,13 @@ static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 	return 1;
 }
 
-/* Through the rendezvous alone (the same network namespace): its acceptor
- * asks the kernel for the socket at the other end.  Offer files are found
- * by the 4-tuple, and another namespace's kernel does not answer. */
+/* A listener of our network namespace: its acceptor asks the kernel for
+ * the socket at the other end, through the rendezvous or for an offer file
+ * named by it.  Another namespace's kernel does not answer: its acceptors
+ * find our offer file by the 4-tuple. */
 static bool shm_offer_by_socket(const struct sl_sock *s)
 {
-	return s->rdv_conn >= 0 && s->rdv_only;
+	return s->listener_here;
 }
 
 static int write_offer(const char *path, const struct offer *offer)
@@ -285,8 +294,11 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	 * that reaches any user.  Whichever way the acceptor comes, the offer
 	 * word decides once.  Names cost a third of a short connection's
 	 * set-up (a file written, linked and removed, two FIFOs). */
-	bool named = !shm_offer_by_socket(s) && src->port &&
-		     sl_shm_offer_path(dst, src, s->offer_path, sizeof(s->offer_path)) == 0;
+	uint64_t cookie = 0;
+	socklen_t cookie_len = sizeof(cookie);
+	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
+		     (src->port || sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_len) == 0) &&
+		     sl_shm_offer_path(dst, src, cookie, s->offer_path, sizeof(s->offer_path)) == 0;
 
 	if (!named && s->rdv_conn < 0)
 		return -1;
@@ -611,6 +623,48 @@ static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
 	return open_offered_memfd(offer, st);
 }
 
+/* Would connectors of our namespace name their offers for this listener
+ * (register_key's flag: a key without a rendezvous, or a socket another
+ * process may hold)? */
+static bool offers_named_for(struct sl_sock *listener)
+{
+	if (sl_sock_maybe_shared(listener))
+		return true;
+	for (int i = 0; i < SL_MAX_REG; i++)
+		if (listener->reg_fd[i] >= 0 && listener->rdv_fd[i] < 0)
+			return true;
+	return false;
+}
+
+/* Our user's offer file for the connection (local, peer), open, its name in
+ * path: by the 4-tuple (a connector in another namespace of the node,
+ * emulated nodes), else by the other end's socket (one of our namespace,
+ * which names it before the kernel's connect picks its port).  -1 with
+ * errno (ENOENT: none). */
+static int open_offer_file(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
+			   const struct sl_key *peer, char *path, size_t size)
+{
+	struct sl_key by_socket = *peer;
+	uint64_t cookie;
+	uid_t owner;
+	int fd;
+
+	if (sl_shm_offer_path(local, peer, 0, path, size) < 0) {
+		errno = ENOENT; /* no offer can have a name that does not fit */
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 || errno != ENOENT || !offers_named_for(listener))
+		return fd;
+	by_socket.port = 0;
+	if (sl_diag_tcp_identity(s->fd, peer, local, &owner, &cookie) < 0 ||
+	    sl_shm_offer_path(local, &by_socket, cookie, path, size) < 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	return open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+}
+
 /* Every way out but a won compare-and-swap leaves the connection plain:
  * the connecting side revokes its offer (or finds it refused) and moves its
  * bytes onto the kernel socket, which we read as any TCP server would. */
@@ -641,7 +695,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 	if (took == 1) {
 		/* The names of the same offer (our user's connector) are not
 		 * needed any more; another user's are not ours to see. */
-		if (named && sl_shm_offer_path(local, peer, path, sizeof(path)) == 0)
+		if (named && sl_shm_offer_path(local, peer, 0, path, sizeof(path)) == 0)
 			sl_shm_unlink_offer(path);
 		return attach_passed(s, passed);
 	}
@@ -652,13 +706,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 		held = passed[0];
 		held_bell = passed[1];
 	}
-	/* A connector of this user in another namespace of the node (emulated
-	 * nodes) leaves its offer as a file, found by the 4-tuple alone. */
-	if (sl_shm_offer_path(local, peer, path, sizeof(path)) < 0) {
-		refuse_held(&held, &held_bell);
-		return 0;
-	}
-	ofd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ofd = open_offer_file(s, listener, local, peer, path, sizeof(path));
 	if (ofd < 0) {
 		if (errno != ENOENT) {
 			sl_fb_hint(sl_fb_of_errno(errno, SL_FB_OTHER));

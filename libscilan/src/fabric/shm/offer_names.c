@@ -67,12 +67,18 @@ int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix
 }
 
 /* Offers are named by the TCP 4-tuple as both ends see it: the listener's
- * address and port, then the connecting side's. */
-int sl_shm_offer_path(const struct sl_key *dst, const struct sl_key *src, char *path, size_t size)
+ * address and port, then the connecting side's; or, made before the
+ * kernel's connect picked that port, by the connecting socket. */
+int sl_shm_offer_path(const struct sl_key *dst, const struct sl_key *src, uint64_t cookie, char *path,
+		      size_t size)
 {
 	char suffix[48];
 	int len = src->family == AF_INET ? 4 : 16, n = 1;
 
+	if (!src->port) {
+		snprintf(suffix, sizeof(suffix), "-c%llx", (unsigned long long)cookie);
+		return sl_key_path("offer", dst, suffix, path, size);
+	}
 	suffix[0] = '-';
 	for (int i = 0; i < len; i++)
 		n += snprintf(suffix + n, sizeof(suffix) - (size_t)n, "%02x", src->addr[i]);

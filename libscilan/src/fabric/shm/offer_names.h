@@ -5,6 +5,7 @@
 #define SCILAN_OFFER_NAMES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The descriptors a connecting side holds for its peer to open: the memfd
  * and the two wake-up FIFOs. */
@@ -23,8 +24,12 @@ void sl_key_name(const struct sl_key *key, char *buf, size_t size);
 /* <rundir>/<subdir>/<key name><suffix>; -1 with errno if no runtime dir or too long. */
 int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix, char *path, size_t size);
 
-/* The offer file of the connection from src to the listener at dst. */
-int sl_shm_offer_path(const struct sl_key *dst, const struct sl_key *src, char *path, size_t size);
+/* The offer file of the connection from src to the listener at dst: by
+ * src's address and port, or with src->port 0 by the connecting socket's
+ * SO_COOKIE (an acceptor of the same network namespace asks the kernel for
+ * it), "<dst name>-c<cookie>". */
+int sl_shm_offer_path(const struct sl_key *dst, const struct sl_key *src, uint64_t cookie, char *path,
+		      size_t size);
 
 /* The wake-up FIFO beside an offer: which 0 wakes the connecting side.
  * -1 (ENAMETOOLONG) when it does not fit: no offer of ours has that name. */
