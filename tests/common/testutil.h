@@ -193,6 +193,9 @@ char *tu_capture_end(int token);
 const char *tu_tmpdir(void);
 /* tu_tmpdir + setenv SCILAN_RUNDIR=<it>/run (not yet created). */
 const char *tu_isolated_rundir(void);
+/* Write a cluster map of these lines under tu_tmpdir and point
+ * SCILAN_CONF at it (before the library first reads its settings): 0 or -1. */
+int tu_cluster_map(const char *lines);
 /* Bring lo up (in a network namespace the test just made): 0, or -1 with errno. */
 int tu_loopback_up(void);
 /* rm -rf path (best effort). */

@@ -134,6 +134,24 @@ const char *tu_isolated_rundir(void)
 	return path;
 }
 
+int tu_cluster_map(const char *lines)
+{
+	char path[256];
+	const char *d = tu_tmpdir();
+	FILE *f;
+
+	if (!d)
+		return -1;
+	snprintf(path, sizeof(path), "%s/cluster.conf", d);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fputs(lines, f);
+	if (fclose(f) != 0)
+		return -1;
+	return setenv("SCILAN_CONF", path, 1);
+}
+
 void tu_sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };

@@ -45,20 +45,13 @@ static void pair_and_talk(int *acc_c, int *acc_s)
 
 Test(fabric, dev_forced_without_device_is_plain_tcp_and_reported)
 {
-	char map[512];
 	int token, acc_c, acc_s;
-	FILE *f;
 	char *err;
 
 	if (sl_dev_present())
 		cr_skip_test("this machine has a /dev/scilanN");
 	tu_isolated_rundir();
-	snprintf(map, sizeof(map), "%s/cluster.conf", tu_tmpdir());
-	f = fopen(map, "w");
-	cr_assert_not_null(f);
-	fputs("1 127.0.0.1 dev scilan0\n", f);
-	cr_assert_eq(fclose(f), 0);
-	setenv("SCILAN_CONF", map, 1);
+	cr_assert_eq(tu_cluster_map("1 127.0.0.1 dev scilan0\n"), 0);
 	setenv("SCILAN_FABRIC", "dev", 1);
 	token = tu_capture_begin();
 	pair_and_talk(&acc_c, &acc_s);

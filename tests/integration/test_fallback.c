@@ -801,22 +801,15 @@ static void write_file(const char *path, const char *text)
  * namespace name the socket and need no bind: test_local_ports.c. */
 Test(fallback, no_local_port_for_the_offer)
 {
-	char map[PATH_MAX];
 	uint16_t port;
 	char got[8] = { 0 };
 	int l, c, s, squat;
-	FILE *f;
 
 	cr_assert_not_null(tu_isolated_rundir());
 	if (unshare(CLONE_NEWNET) < 0)
 		cr_skip_test("unshare(CLONE_NEWNET): %s", strerror(errno));
 	cr_assert_eq(tu_loopback_up(), 0, "lo up: %s", strerror(errno));
-	snprintf(map, sizeof(map), "%s/cluster.conf", tu_tmpdir());
-	f = fopen(map, "w");
-	cr_assert_not_null(f);
-	fputs("2 127.0.0.2 shm\n", f);
-	cr_assert_eq(fclose(f), 0);
-	setenv("SCILAN_CONF", map, 1);
+	cr_assert_eq(tu_cluster_map("2 127.0.0.2 shm\n"), 0);
 	l = listen_at_without_rendezvous(0x7f000002, &port, &squat);
 	write_file("/proc/sys/net/ipv4/ip_local_port_range", "40000 40001");
 	for (int i = 0; i < 2; i++) {
