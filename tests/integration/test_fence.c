@@ -1,7 +1,8 @@
 /* test_fence.c — the sender's one-way switch from unfenced to fenced
- * publishing (conn.c, fence_policy.c): made when the peer sleeps for our
- * data, seen by the peer as SL_PEER_UNFENCED taken back, never undone, and
- * never left to a process that did not set the flag (a fork child).
+ * publishing and back (conn.c, fence_policy.c): fenced when the peer sleeps
+ * for our data, seen by the peer as SL_PEER_UNFENCED taken back; unfenced
+ * again when it stops; never switched by a process that did not set the
+ * flag (a fork child).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -98,6 +99,38 @@ Test(fence, peer_sleeping_for_data_switches_sender_to_fenced)
 	scilan_close(s);
 }
 
+/* The peer sleeps once, then reads without waiting (its data always there
+ * before it looks): after a few hundred sends the sender publishes unfenced
+ * again, and says so.  Every byte arrives. */
+Test(fence, quiet_peer_brings_unfenced_back)
+{
+	pthread_t t;
+	void *got;
+	char buf[4];
+	int c, s;
+
+	unfenced_pair(&c, &s);
+	cr_assert_eq(tu_set_poll_us(s, 0), 0);
+	cr_assert_eq(pthread_create(&t, NULL, sleepy_reader, &s), 0);
+	for (int i = 0; i < 200 && (usleep(2000), publishes_unfenced(c)); i++)
+		cr_assert_eq(scilan_send(c, "x", 1, 0), 1);
+	pthread_join(t, &got);
+	cr_assert_not(publishes_unfenced(c), "never switched to fenced");
+	while (scilan_recv(s, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	/* Nobody waits now: the sends pile up in the ring, read afterwards. */
+	for (int i = 0; i < 600; i++)
+		cr_assert_eq(scilan_send(c, "abcd", 4, 0), 4, "send %d: %s", i, strerror(errno));
+	cr_assert(publishes_unfenced(c), "still fenced after 600 sends nobody waited for");
+	cr_assert(peer_told_unfenced(c), "the flag was not set again");
+	for (int i = 0; i < 600; i++) {
+		cr_assert_eq(tu_recv_all(s, buf, 4), 4, "message %d", i);
+		cr_assert_arr_eq(buf, "abcd", 4, "message %d", i);
+	}
+	scilan_close(c);
+	scilan_close(s);
+}
+
 /* A polling peer never sleeps: the sender keeps its plain stores. */
 Test(fence, polling_peer_keeps_sender_unfenced)
 {
@@ -126,12 +159,18 @@ Test(fence, fork_child_publishes_fenced)
 	unfenced_pair(&c, &s);
 	pid = fork();
 	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(publishes_unfenced(c) ? 1 : scilan_send(c, "k", 1, 0) == 1 ? 0 : 2);
+	if (pid == 0) {
+		/* Nobody waits for these either: the child still never publishes
+		 * unfenced, the flag being its parent's to switch. */
+		for (int i = 0; i < 600; i++)
+			if (publishes_unfenced(c) || scilan_send(c, "k", 1, 0) != 1)
+				_exit(1);
+		_exit(publishes_unfenced(c) ? 1 : 0);
+	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %d", status);
 	cr_assert(publishes_unfenced(c), "the parent keeps its mode");
-	{
+	for (int i = 0; i < 600; i++) {
 		char b;
 
 		cr_assert_eq(tu_recv_all(s, &b, 1), 1);

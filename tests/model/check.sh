@@ -30,6 +30,7 @@ check membarrier zero -DMEMBARRIER
 check membarrier_not_called nonzero -DMEMBARRIER -DNO_MEMBARRIER
 check switch_to_fenced zero -DMEMBARRIER -DSWITCH
 check switch_overtakes nonzero -DMEMBARRIER -DSWITCH -DSWITCH_OVERTAKES
+check switch_back_unfenced nonzero -DMEMBARRIER -DSWITCH -DSWITCH_BACK_UNFENCED
 MODEL=set_queue.pml check set_queue zero
 MODEL=set_queue.pml check set_queue_no_tx_fence nonzero -DNO_TX_FENCE
 MODEL=set_queue.pml check set_queue_armed_first nonzero -DARMED_FIRST

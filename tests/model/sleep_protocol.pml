@@ -7,11 +7,14 @@
  * -DMEMBARRIER models the asymmetric variant (barrier.c): the sender publishes
  * with no fence and the receiver's membarrier drains the sender's store
  * buffer before its re-check; -DNO_MEMBARRIER then drops that call.
- * -DSWITCH adds the sender's one-way switch to fenced sends (fence_policy.c):
- * at any point it clears the unfenced flag through its store buffer, behind
- * its earlier index stores, and fences every later publish; the receiver
- * pays the membarrier only while it reads the flag set.  -DSWITCH_OVERTAKES
- * lets the clear bypass the earlier stores, and must fail.
+ * -DSWITCH adds the sender's switches between unfenced and fenced sends
+ * (conn.c): at any point it clears the unfenced flag through its store
+ * buffer, behind its earlier index stores, and fences every later publish;
+ * and at any point after that (a few times) it sets the flag again through
+ * the buffer, fences once, and publishes unfenced.  The receiver pays the
+ * membarrier only while it reads the flag set.  -DSWITCH_OVERTAKES lets the
+ * clear bypass the earlier stores, -DSWITCH_BACK_UNFENCED drops the fence
+ * after setting the flag again; both must fail.
  */
 #define N 3
 
@@ -22,8 +25,11 @@ byte consumed = 0;
 bit unfenced_mem = 1;      /* SL_PEER_UNFENCED, as memory holds it */
 bit fenced = 0;            /* the sender's own mode, after its switch */
 
-/* sender's pending stores: an index 1..N, or 0 for the flag's clear */
+/* sender's pending stores: an index 1..N, 0 for the flag's clear, SET_FLAG
+ * for setting it again */
+#define SET_FLAG 255
 chan sender_stores = [3] of { byte };
+byte switches = 0;
 chan receiver_stores = [2] of { bit };  /* receiver's pending arm stores */
 
 active proctype store_buffers()
@@ -32,6 +38,7 @@ end:	do
 	:: atomic { nempty(sender_stores) ->
 		if
 		:: sender_stores ? [0] -> sender_stores ? _; unfenced_mem = 0 /* the head only */
+		:: sender_stores ? [SET_FLAG] -> sender_stores ? _; unfenced_mem = 1
 		:: else -> sender_stores ? idx_mem
 		fi }
 	:: atomic { nempty(receiver_stores) -> receiver_stores ? arm_mem }
@@ -44,13 +51,21 @@ active proctype sender()
 
 	do
 #ifdef SWITCH
-	:: fenced == 0 ->                       /* the switch, at any point */
+	:: fenced == 0 && switches < 4 ->       /* to fenced, at any point */
+		switches++;
 		fenced = 1;
 #ifdef SWITCH_OVERTAKES
 		unfenced_mem = 0
 #else
 		sender_stores ! 0
 #endif
+	:: fenced == 1 && switches < 4 ->       /* back to unfenced, at any point */
+		switches++;
+		sender_stores ! SET_FLAG;
+#ifndef SWITCH_BACK_UNFENCED
+		empty(sender_stores);              /* one fence before unfenced sends */
+#endif
+		fenced = 0
 #endif
 	:: k <= N ->
 		sender_stores ! k;                 /* publish the new write index */

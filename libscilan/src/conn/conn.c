@@ -173,26 +173,64 @@ void sl_conn_wake_local(struct sl_sock *s)
 
 /* The peer waits for our data: it sleeps, and while we publish unfenced
  * each of its sleeps costs a membarrier, an IPI to every CPU that runs a
- * scilan process.  Fenced from now on, and the flag taken back, once per
- * connection.  Safe in this direction without a word from the peer
+ * scilan process.  Fenced from now on, and the flag taken back, until a
+ * fence review finds the peer quiet.  Safe without a word from the peer
  * (tests/model, -DSWITCH): the flag's clear is stored after every index we
  * published unfenced (x86 stores become visible in order), so a sleeper that
  * reads it clear sees those indices in its re-check, and every later publish
- * fences.  Only the process that set the flag ever publishes unfenced: a
- * fork child, a receiver of the socket and an exec'd image start fenced. */
+ * fences.  Only the process that set the flag (fence_owner) ever publishes
+ * unfenced: a fork child, a receiver of the socket and an exec'd image
+ * publish fenced. */
+/* Reviews (of SENDS_PER_LIVENESS_CHECK sends each, io.c) a connection
+ * that kept flipping must find quiet in a row: at most 64, some 16k sends. */
+#define FENCE_QUIET_MAX 64
+
 static void peer_waited_for_data(struct sl_sock *s)
 {
-	if (atomic_load_explicit(&s->peer_waited, memory_order_relaxed) || atomic_exchange(&s->peer_waited, true))
+	atomic_store_explicit(&s->peer_waited_lately, true, memory_order_relaxed);
+	if (!atomic_load_explicit(&s->peer_waited, memory_order_relaxed) && !atomic_exchange(&s->peer_waited, true))
+		sl_fence_note(true);
+	/* Our own word as the peer reads it: taking the locks only to switch. */
+	if (!s->fence_owner ||
+	    !(atomic_load_explicit(&s->peer_ctl->peer_state, memory_order_relaxed) & SL_PEER_UNFENCED))
 		return;
-	sl_fence_note(true);
 	sl_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
 	if (s->tx.unfenced) {
 		s->tx.unfenced = false;
 		sl_segment_clear_state(s, SL_PEER_UNFENCED);
+		/* A review's unfencing that did not last: the next one waits
+		 * twice as long (a peer whose waits we seldom see, one that
+		 * finds our reply as it arms, would make us flip every review). */
+		if (s->unfenced_by_review && s->fence_quiet_needed < FENCE_QUIET_MAX)
+			s->fence_quiet_needed = s->fence_quiet_needed ? 2 * s->fence_quiet_needed : 2;
+		s->unfenced_by_review = false;
 	}
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_unlock(&s->tx_lock);
+}
+
+void sl_conn_fence_review_locked(struct sl_sock *s)
+{
+	if (s->tx.unfenced || !s->fence_owner)
+		return;
+	if (atomic_exchange_explicit(&s->peer_waited_lately, false, memory_order_relaxed)) {
+		s->fence_quiet = 0;
+		return;
+	}
+	if (++s->fence_quiet < (s->fence_quiet_needed ? s->fence_quiet_needed : 1))
+		return;
+	s->fence_quiet = 0;
+	s->unfenced_by_review = true;
+	/* The flag first, then one full fence, then plain stores: a sleeper
+	 * that read the flag clear (and skipped its membarrier) armed before
+	 * the flag was visible, so our next look at its arm word sees it
+	 * (tests/model, -DSWITCH; without the fence a wake-up is lost). */
+	pthread_mutex_lock(&s->ctl_lock);
+	sl_segment_set_state(s, SL_PEER_UNFENCED);
+	atomic_thread_fence(memory_order_seq_cst);
+	s->tx.unfenced = true;
+	pthread_mutex_unlock(&s->ctl_lock);
 }
 
 void sl_conn_after_produce(struct sl_sock *s, bool fenced)

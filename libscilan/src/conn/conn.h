@@ -23,6 +23,10 @@ bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room);
 /* After adding data or state: wake a peer that sleeps waiting for it
  * (fenced: the publishing store was already a full fence). */
 void sl_conn_after_produce(struct sl_sock *s, bool fenced);
+/* Under tx_lock, every few hundred sends: a peer that did not wait for our
+ * data since the last review pays nothing for plain stores, so a fenced
+ * connection of ours publishes unfenced again (conn.c). */
+void sl_conn_fence_review_locked(struct sl_sock *s);
 /* Wake the peer whatever it sleeps on (it must see our close). */
 void sl_conn_wake_peer(struct sl_sock *s);
 /* Ask the kernel whether the peer's end is gone (one syscall); true if it

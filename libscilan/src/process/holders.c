@@ -329,8 +329,9 @@ void sl_holders_before_fork(void)
 static bool name_child(struct sl_sock *s)
 {
 	/* Only the process that told the peer we publish unfenced may: it alone
-	 * takes the flag back (conn.c). */
+	 * switches the flag (conn.c). */
 	s->tx.unfenced = false;
+	s->fence_owner = false;
 	if (s->fork_mark == fork_gen && fork_gen) {
 		s->fork_mark = 0;
 		if (sl_sock_on_rings(s) && s->seg) {

@@ -284,8 +284,10 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			sent += n;
 		}
 		check_peer = ++s->sends_since_check >= SENDS_PER_LIVENESS_CHECK;
-		if (check_peer)
+		if (check_peer) {
 			s->sends_since_check = 0;
+			sl_conn_fence_review_locked(s);
+		}
 		sl_unlock(&s->tx_lock);
 		/* Data for a dead peer would vanish into its ring: ask the kernel
 		 * now and then, as TCP learns of it from the peer's RST. */

@@ -73,6 +73,13 @@ struct sl_sock {
 	_Atomic int sleepers[2];       /* threads holding sleep_lock[i] */
 	unsigned sends_since_check;    /* under tx_lock: sends since we last asked whether the peer lives */
 	_Atomic bool peer_waited;      /* the peer slept or waited in a set for our data (conn.c) */
+	_Atomic bool peer_waited_lately; /* ... since the last fence review (conn.c) */
+	bool fence_owner;              /* we published our mode (SL_PEER_UNFENCED) and may switch it */
+	/* under tx_lock (conn.c): quiet fence reviews in a row, how many it
+	 * takes to publish unfenced again (doubling when that did not last),
+	 * and whether a review made us unfenced */
+	unsigned fence_quiet, fence_quiet_needed;
+	bool unfenced_by_review;
 	struct sl_lock tx_lock, rx_lock;
 
 	/* settings */

@@ -247,7 +247,8 @@ static _Atomic uint32_t *offer_word(void *seg)
 static void publish_unfenced(struct sl_sock *s, uint32_t state)
 {
 	sl_evq_publish_marker(s->peer_ctl);
-	s->tx.unfenced = sl_barrier_unfenced_ok() && sl_fence_start_unfenced();
+	s->fence_owner = sl_barrier_unfenced_ok();
+	s->tx.unfenced = s->fence_owner && sl_fence_start_unfenced();
 	if (s->tx.unfenced)
 		state |= SL_PEER_UNFENCED;
 	sl_segment_set_state(s, state | SL_PEER_EVQ);
