@@ -52,32 +52,34 @@ static void unfenced_pair(int *c, int *s)
 	cr_assert(peer_told_unfenced(*c), "the peer was not told");
 }
 
-/* The server sleeps in recv (no spin) for the client's byte: from then on
- * the client fences, and the server no longer pays membarrier.  Exchanges
- * with sleeping readers go on as before after the switch. */
-Test(fence, peer_sleeping_for_data_switches_sender_to_fenced)
+/* Until the client publishes fenced: the server sleeps in recv (no spin)
+ * for each byte the client sends. */
+static void peer_sleeps_until_fenced(int c, int s)
 {
-	pthread_t t;
-	void *got;
-	char buf[8];
-	int c, s;
-
-	unfenced_pair(&c, &s);
 	cr_assert_eq(tu_set_poll_us(s, 0), 0);
-	cr_assert_eq(tu_set_poll_us(c, 0), 0);
-	cr_assert_eq(pthread_create(&t, NULL, sleepy_reader, &s), 0);
-	usleep(100 * 1000); /* asleep by now; if not, the exchange below sleeps */
-	cr_assert_eq(scilan_send(c, "x", 1, 0), 1);
-	pthread_join(t, &got);
-	cr_assert_eq((intptr_t)got, 1);
 	for (int i = 0; i < 200 && publishes_unfenced(c); i++) {
+		pthread_t t;
+		void *got;
+
 		cr_assert_eq(pthread_create(&t, NULL, sleepy_reader, &s), 0);
-		usleep(2000);
-		cr_assert_eq(scilan_send(c, "y", 1, 0), 1);
+		usleep(i ? 2000 : 100 * 1000); /* asleep by now; if not, the next round */
+		cr_assert_eq(scilan_send(c, "x", 1, 0), 1);
 		pthread_join(t, &got);
 		cr_assert_eq((intptr_t)got, 1);
 	}
 	cr_assert_not(publishes_unfenced(c), "the client still publishes unfenced");
+}
+
+/* The server sleeps in recv (no spin) for the client's byte: from then on
+ * the client fences, and the server no longer pays membarrier.  Exchanges
+ * go on as before after the switch. */
+Test(fence, peer_sleeping_for_data_switches_sender_to_fenced)
+{
+	char buf[8];
+	int c, s;
+
+	unfenced_pair(&c, &s);
+	peer_sleeps_until_fenced(c, s);
 	cr_assert_not(peer_told_unfenced(c), "the flag was not taken back");
 	for (int i = 0; i < 1000; i++) {
 		cr_assert_eq(scilan_send(c, "ping", 4, 0), 4);
@@ -104,20 +106,11 @@ Test(fence, peer_sleeping_for_data_switches_sender_to_fenced)
  * again, and says so.  Every byte arrives. */
 Test(fence, quiet_peer_brings_unfenced_back)
 {
-	pthread_t t;
-	void *got;
 	char buf[4];
 	int c, s;
 
 	unfenced_pair(&c, &s);
-	cr_assert_eq(tu_set_poll_us(s, 0), 0);
-	cr_assert_eq(pthread_create(&t, NULL, sleepy_reader, &s), 0);
-	for (int i = 0; i < 200 && (usleep(2000), publishes_unfenced(c)); i++)
-		cr_assert_eq(scilan_send(c, "x", 1, 0), 1);
-	pthread_join(t, &got);
-	cr_assert_not(publishes_unfenced(c), "never switched to fenced");
-	while (scilan_recv(s, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-		;
+	peer_sleeps_until_fenced(c, s);
 	/* Nobody waits now: the sends pile up in the ring, read afterwards. */
 	for (int i = 0; i < 600; i++)
 		cr_assert_eq(scilan_send(c, "abcd", 4, 0), 4, "send %d: %s", i, strerror(errno));
