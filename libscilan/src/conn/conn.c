@@ -212,9 +212,19 @@ static void peer_waited_for_data(struct sl_sock *s)
 
 void sl_conn_fence_review_locked(struct sl_sock *s)
 {
+	uint32_t arms;
+	bool waited;
+
 	if (s->tx.unfenced || !s->fence_owner)
 		return;
-	if (atomic_exchange_explicit(&s->peer_waited_lately, false, memory_order_relaxed)) {
+	/* A wait we saw, or an arm we did not: a peer whose re-check after
+	 * arming finds our data never sleeps, and we never see its arm, but
+	 * unfenced it would pay a membarrier at every one. */
+	arms = atomic_load_explicit(&s->own_ctl->data_arms, memory_order_relaxed);
+	waited = atomic_exchange_explicit(&s->peer_waited_lately, false, memory_order_relaxed) ||
+		 arms != s->data_arms_seen;
+	s->data_arms_seen = arms;
+	if (waited) {
 		s->fence_quiet = 0;
 		return;
 	}

@@ -72,6 +72,9 @@ struct sl_area_ctl {
 	_Alignas(SL_CACHELINE) _Atomic uint64_t rx_write;       /* peer's producer index into this ring */
 	_Alignas(SL_CACHELINE) _Atomic uint64_t peer_read;      /* peer's consumer index of the ring in the peer's area */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_data;   /* peer sleeps until owner sends data */
+	_Atomic uint32_t data_arms;    /* peer's arms of wake_on_data so far (any count): the owner's
+					* fence review sees the peer about to sleep, also when the
+					* peer's re-check then found data and it never slept */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t wake_on_space;  /* peer sleeps until owner frees ring space */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t peer_state;     /* SL_PEER_* bits */
 	_Alignas(SL_CACHELINE) _Atomic uint64_t urg_count;      /* peer's urgent sends (MSG_OOB) so far */

@@ -79,6 +79,7 @@ struct sl_sock {
 	 * takes to publish unfenced again (doubling when that did not last),
 	 * and whether a review made us unfenced */
 	unsigned fence_quiet, fence_quiet_needed;
+	uint32_t data_arms_seen;       /* the peer's data_arms at the last review */
 	bool unfenced_by_review;
 	struct sl_lock tx_lock, rx_lock;
 

@@ -125,6 +125,9 @@ static void arm(struct sl_sock *s, int held)
 		sl_ring_rx_publish(&s->rx);
 		sl_unlock(&s->rx_lock);
 		atomic_store_explicit(&s->peer_ctl->wake_on_data, 1, memory_order_relaxed);
+		atomic_store_explicit(&s->peer_ctl->data_arms,
+				      atomic_load_explicit(&s->peer_ctl->data_arms, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 	}
 	if (held & SL_DIR_SPACE)
 		atomic_store_explicit(&s->peer_ctl->wake_on_space, 1, memory_order_relaxed);
