@@ -38,6 +38,8 @@ MODEL=set_queue.pml check set_queue_look_first nonzero -DLOOK_FIRST
 MODEL=set_queue.pml check set_queue_unfenced zero -DUNFENCED
 MODEL=set_queue.pml check set_queue_unfenced_no_membarrier nonzero -DUNFENCED -DNO_MEMBARRIER
 MODEL=set_queue.pml check set_queue_unfenced_no_relook nonzero -DUNFENCED -DNO_RELOOK
+MODEL=set_queue.pml check set_queue_switch zero -DUNFENCED -DSWITCH
+MODEL=set_queue.pml check set_queue_switch_back_unfenced nonzero -DUNFENCED -DSWITCH -DSWITCH_BACK_UNFENCED
 MODEL=biased_lock.pml check biased_lock zero
 MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"

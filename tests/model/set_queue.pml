@@ -17,6 +17,12 @@
  * again (epoll_queue.c hk_evq_arm).  Its mutants must fail too:
  * -DNO_MEMBARRIER (no barrier before the sleep), -DNO_RELOOK (the barrier,
  * but no second look at the listed members).
+ * -DSWITCH (with -DUNFENCED) lets each sender switch between unfenced and
+ * fenced publishing at any point, as conn.c does: the flag's clear goes
+ * through its store buffer behind its index stores, and setting it again is
+ * followed by one fence; the waiter lists a member only when it reads the
+ * flag set after its locked want store (sl_evq_want).  -DSWITCH_BACK_UNFENCED
+ * drops that fence and must fail.
  */
 #define N 2
 
@@ -29,27 +35,59 @@ byte consumed[2];
 bit fence[2];        /* the set's fence list: wants newly set on an unfenced peer */
 bit relook[2];       /* put back on the ready list after the barrier */
 
-chan st0 = [2] of { byte };
-chan st1 = [2] of { byte };
+chan st0 = [3] of { byte };
+chan st1 = [3] of { byte };
+#define CLEAR_FLAG 0
+#define SET_FLAG 255
+bit unf_mem[2] = 1;  /* each sender's SL_PEER_UNFENCED, as memory holds it */
+
+/* A store buffer's head: an index, or the flag's clear or set (-DSWITCH). */
+inline drain(st, i)
+{
+	if
+	:: st ? [CLEAR_FLAG] -> st ? _; unf_mem[i] = 0
+	:: st ? [SET_FLAG] -> st ? _; unf_mem[i] = 1
+	:: else -> st ? idx_mem[i]
+	fi
+}
 
 active proctype store_buffers()
 {
 end:	do
-	:: atomic { nempty(st0) -> st0 ? idx_mem[0] }
-	:: atomic { nempty(st1) -> st1 ? idx_mem[1] }
+	:: atomic { nempty(st0) -> drain(st0, 0) }
+	:: atomic { nempty(st1) -> drain(st1, 1) }
 	od
 }
 
 inline send(i, st)
 {
-	byte k = 1;
-	bit a;
+	byte k = 1, switches = 0;
+	bit a, fenced = 0;
 
 	do
+#ifdef SWITCH
+	:: fenced == 0 && switches < 2 ->        /* to fenced: the clear, buffered */
+		switches++;
+		fenced = 1;
+		st ! CLEAR_FLAG
+	:: fenced == 1 && switches < 2 ->        /* back: the flag, then one fence */
+		switches++;
+		st ! SET_FLAG;
+#ifndef SWITCH_BACK_UNFENCED
+		empty(st);
+#endif
+		fenced = 0
+#endif
 	:: k <= N ->
 		st ! k;                                  /* publish the write index */
 #if !defined(NO_TX_FENCE) && !defined(UNFENCED)
 		empty(st);                               /* the fence after publishing */
+#endif
+#ifdef SWITCH
+		if
+		:: fenced -> empty(st)                   /* fenced: xchg */
+		:: else -> skip
+		fi;
 #endif
 		if
 		:: want[i] == 1 ->                       /* plain load of the want word */
@@ -89,6 +127,15 @@ inline take(i)
 		look(i);
 		want[i] = 1;
 #else
+#if defined(UNFENCED) && defined(SWITCH)
+		if                                       /* sl_evq_want: newly set, then the */
+		:: want[i] == 0 ->                       /* flag read after the locked store */
+			want[i] = 1;
+			if :: unf_mem[i] -> fence[i] = 1 :: else -> skip fi
+		:: else -> want[i] = 1
+		fi;
+		look(i)
+#else
 #ifdef UNFENCED
 		if                                       /* sl_evq_want: newly set -> fence list */
 		:: want[i] == 0 -> fence[i] = 1
@@ -97,6 +144,7 @@ inline take(i)
 #endif
 		want[i] = 1;                             /* fetch_or: locked, then look */
 		look(i)
+#endif
 #endif
 	:: else -> skip
 	fi
