@@ -445,13 +445,19 @@ bool hk_evq_spin(struct epset *set, struct pollfd *kfds, nfds_t nk, int left)
 	return found;
 }
 
-void hk_evq_spin_slept(struct epset *set)
+static void spin_slept(struct epset *set)
 {
 	int64_t at = atomic_exchange_explicit(&set->spin_missed_at, 0, memory_order_relaxed);
 
 	if (at)
 		sl_spin_note(&set->spin_learn, atomic_load_explicit(&set->spin_missed_budget, memory_order_relaxed),
 			     false, sl_mono_ns() - at);
+}
+
+void hk_evq_after_sleep(struct epset *set)
+{
+	hk_evq_stall_after_sleep(set);
+	spin_slept(set);
 }
 
 static void discard(void *arg, uint32_t q)

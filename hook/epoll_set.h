@@ -94,7 +94,7 @@ struct epset {
 	int poll_us;          /* the spin of the queued members (SL_POLL_ADAPTIVE: learnt) */
 	_Atomic uint64_t spin_learn;
 	/* A learnt spin that did not pay (or was skipped): when the wait
-	 * began and its budget, for hk_evq_spin_slept. */
+	 * began and its budget, for hk_evq_after_sleep. */
 	_Atomic int64_t spin_missed_at;
 	_Atomic uint32_t spin_missed_budget;
 	int64_t next_sweep_ms;
@@ -165,9 +165,9 @@ void hk_evq_disarm(struct epset *set);
  * the kernel now and then about kfds (the kernel set, and a poll's kernel
  * descriptors); true if something is ready. */
 bool hk_evq_spin(struct epset *set, struct pollfd *kfds, nfds_t nk, int left);
-/* After the sleep that followed a spin that did not pay: the whole wait
- * teaches the learnt spin. */
-void hk_evq_spin_slept(struct epset *set);
+/* After a set's sleep: the stall watch's look, and the whole wait teaches
+ * the learnt spin when the spin before it did not pay (or was skipped). */
+void hk_evq_after_sleep(struct epset *set);
 /* How long the sleep may last (ms, -1 none): until the next sweep. */
 int hk_evq_cap(struct epset *set, int left, int64_t now_ms);
 /* Arm the set for a sleep of *sleep_ms (ms, -1 none) and shorten it: to 0

@@ -290,10 +290,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (armed >= 0)
 				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
-			if (sleep_ms != 0) {
-				hk_evq_stall_after_sleep(set);
-				hk_evq_spin_slept(set);
-			}
+			if (sleep_ms != 0)
+				hk_evq_after_sleep(set);
 			if (r >= 0) {
 				bool looked = got > 0; /* a member is reported once per wait */
 
@@ -315,10 +313,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (armed >= 0)
 				hk_evq_disarm(set);
 			hk_epoll_sleep_end(set, &t);
-			if (sleep_ms != 0) {
-				hk_evq_stall_after_sleep(set);
-				hk_evq_spin_slept(set);
-			}
+			if (sleep_ms != 0)
+				hk_evq_after_sleep(set);
 			if (r >= 0) {
 				bool looked = got > 0;
 

@@ -522,10 +522,8 @@ static int pq_wait(struct pq *pq, struct pollfd *fds, nfds_t n, int timeout_ms, 
 		pthread_mutex_lock(&set->lock);
 		if (armed >= 0)
 			hk_evq_disarm(set);
-		if (sleep_ms != 0) {
-			hk_evq_stall_after_sleep(set);
-			hk_evq_spin_slept(set);
-		}
+		if (sleep_ms != 0)
+			hk_evq_after_sleep(set);
 		if (r < 0 && !got) {
 			/* EINTR and the like, as the kernel's poll (never restarted). */
 			pthread_mutex_unlock(&set->lock);

@@ -171,6 +171,10 @@ void sl_conn_wake_local(struct sl_sock *s)
 	sl_fabric()->ring_self(s, SL_TOKEN_LOCAL);
 }
 
+/* Reviews (of SENDS_PER_LIVENESS_CHECK sends each, io.c) a connection
+ * that kept flipping must find quiet in a row: at most 64, some 16k sends. */
+#define FENCE_QUIET_MAX 64
+
 /* The peer waits for our data: it sleeps, and while we publish unfenced
  * each of its sleeps costs a membarrier, an IPI to every CPU that runs a
  * scilan process.  Fenced from now on, and the flag taken back, until a
@@ -181,10 +185,6 @@ void sl_conn_wake_local(struct sl_sock *s)
  * fences.  Only the process that set the flag (fence_owner) ever publishes
  * unfenced: a fork child, a receiver of the socket and an exec'd image
  * publish fenced. */
-/* Reviews (of SENDS_PER_LIVENESS_CHECK sends each, io.c) a connection
- * that kept flipping must find quiet in a row: at most 64, some 16k sends. */
-#define FENCE_QUIET_MAX 64
-
 static void peer_waited_for_data(struct sl_sock *s)
 {
 	atomic_store_explicit(&s->peer_waited_lately, true, memory_order_relaxed);
@@ -245,18 +245,13 @@ void sl_conn_fence_review_locked(struct sl_sock *s)
 
 void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 {
-	uint32_t asked;
-	bool waited = false;
+	bool waited;
 
 	/* Step 1-2 of the stimulate side: our index store must be visible before
 	 * we read the peer's arm word, or both of us could miss the other. */
 	if (!fenced)
 		atomic_thread_fence(memory_order_seq_cst);
-	asked = atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & 0x55555555u;
-	if (asked) {
-		sl_evq_notify_asked(s, asked);
-		waited = true;
-	}
+	waited = sl_evq_notify(s, SL_DIR_DATA);
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
 	    atomic_exchange(&s->own_ctl->wake_on_data, 0)) {
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA);

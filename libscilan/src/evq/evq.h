@@ -68,13 +68,14 @@ void sl_evq_drain(struct sl_evq *q);
  * (SL_DIR_SPACE), fenced already: mark the peer's sets that asked.  Inline:
  * every send and consume asks, and almost always nobody asked. */
 void sl_evq_notify_asked(struct sl_sock *s, uint32_t asked);
-static inline void sl_evq_notify(struct sl_sock *s, int dirs)
+static inline bool sl_evq_notify(struct sl_sock *s, int dirs)
 {
 	uint32_t mask = (dirs & SL_DIR_DATA ? 0x55555555u : 0) | (dirs & SL_DIR_SPACE ? 0xaaaaaaaau : 0);
 	uint32_t asked = atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & mask;
 
 	if (asked)
 		sl_evq_notify_asked(s, asked);
+	return asked != 0; /* some set of the peer waited for it */
 }
 /* A local change (shutdown, reset, a send that found the ring full): mark
  * our own sets that hold s. */

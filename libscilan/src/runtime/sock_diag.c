@@ -212,11 +212,11 @@ fail:
 	return -1;
 }
 
-int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid)
+int sl_diag_tcp_listener_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, uid_t *uid)
 {
 	struct found f;
 
-	if (lookup(tcp, local, remote, listener, &f) < 0)
+	if (lookup(tcp, local, remote, true, &f) < 0)
 		return -1;
 	*uid = f.uid;
 	return 0;

@@ -10,16 +10,15 @@
 
 #include "socket/sock_state.h"
 
-/* The owner uid of a TCP socket, by the kernel's lookup of a segment from
- * remote to local in the network namespace of the TCP socket tcp (ours, of
- * that connection): with listener, the listener that would accept a
- * connection from remote (never an older connection's socket of that
- * 4-tuple: a TIME_WAIT one belongs to nobody, uid 0); else the connected
- * socket with that 4-tuple (local its own end).  0, or -1 with errno
- * (ENOENT: no such socket). */
-int sl_diag_tcp_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, bool listener, uid_t *uid);
-/* The same for a connected socket, with its SO_COOKIE: which socket of the
- * namespace it is (cookies are never reused while the kernel runs). */
+/* The owner uid of the TCP listener that would accept a connection from
+ * remote to local, by the kernel's lookup in the network namespace of the
+ * TCP socket tcp (ours): never an older connection's socket of that 4-tuple
+ * (a TIME_WAIT one belongs to nobody, uid 0).  0, or -1 with errno (ENOENT:
+ * no such listener). */
+int sl_diag_tcp_listener_owner(int tcp, const struct sl_key *local, const struct sl_key *remote, uid_t *uid);
+/* The connected socket with that 4-tuple (local its own end): its owner uid
+ * and its SO_COOKIE, which socket of the namespace it is (cookies are never
+ * reused while the kernel runs).  0, or -1 with errno (ENOENT: none). */
 int sl_diag_tcp_identity(int tcp, const struct sl_key *local, const struct sl_key *remote, uid_t *uid,
 			 uint64_t *cookie);
 /* Is the connected socket with that 4-tuple (local its own end) still in

@@ -80,6 +80,7 @@ struct sl_sock {
 	 * and whether a review made us unfenced */
 	unsigned fence_quiet, fence_quiet_needed;
 	uint32_t data_arms_seen;       /* the peer's data_arms at the last review */
+	_Atomic uint32_t data_arms;    /* our arms for data, which we store in the peer's area (wait.c) */
 	bool unfenced_by_review;
 	struct sl_lock tx_lock, rx_lock;
 

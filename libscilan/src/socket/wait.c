@@ -125,8 +125,10 @@ static void arm(struct sl_sock *s, int held)
 		sl_ring_rx_publish(&s->rx);
 		sl_unlock(&s->rx_lock);
 		atomic_store_explicit(&s->peer_ctl->wake_on_data, 1, memory_order_relaxed);
+		/* Counted here, only written there: on NTB a read of the
+		 * peer's area crosses the link. */
 		atomic_store_explicit(&s->peer_ctl->data_arms,
-				      atomic_load_explicit(&s->peer_ctl->data_arms, memory_order_relaxed) + 1,
+				      atomic_fetch_add_explicit(&s->data_arms, 1, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
 	}
 	if (held & SL_DIR_SPACE)

@@ -75,6 +75,15 @@ static void shm_listen_unregister(struct sl_sock *s)
 	}
 }
 
+/* Do connectors of our user name their offers as files for key `slot` of
+ * listener s (the registry's SL_REG_NAMED)?  When it has no rendezvous for
+ * that key, or another process may hold the socket and accept on it
+ * without one. */
+static bool offers_named(const struct sl_sock *s, int slot)
+{
+	return s->rdv_fd[slot] < 0 || sl_sock_maybe_shared(s);
+}
+
 /* Publish one address: its rendezvous socket, which any user of this network
  * namespace can reach, and its registry entry, which tells the user's own
  * connectors the ring size we want and is what other namespaces of the same
@@ -88,7 +97,7 @@ static int register_key(struct sl_sock *s, int slot, const struct sl_key *key)
 			"of this user reach this one", s->fd, (unsigned)key->port);
 	/* A socket another process may hold (inherited before this listen,
 	 * passed, adopted) may be accepted on there without the rendezvous. */
-	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, s->rdv_fd[slot] < 0 || sl_sock_maybe_shared(s),
+	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, offers_named(s, slot),
 					  s->reg_path[slot], sizeof(s->reg_path[slot]));
 	return s->rdv_fd[slot] >= 0 || s->reg_fd[slot] >= 0 ? 0 : -1;
 }
@@ -624,15 +633,12 @@ static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
 	return open_offered_memfd(offer, st);
 }
 
-/* Would connectors of our namespace name their offers for this listener
- * (register_key's flag: a key without a rendezvous, or a socket another
- * process may hold)? */
-static bool offers_named_for(struct sl_sock *listener)
+/* Would connectors of our namespace name their offers for any key of this
+ * listener? */
+static bool offers_named_for(const struct sl_sock *listener)
 {
-	if (sl_sock_maybe_shared(listener))
-		return true;
 	for (int i = 0; i < SL_MAX_REG; i++)
-		if (listener->reg_fd[i] >= 0 && listener->rdv_fd[i] < 0)
+		if (listener->reg_fd[i] >= 0 && offers_named(listener, i))
 			return true;
 	return false;
 }

@@ -160,7 +160,7 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
 	/* Anyone may bind an abstract name first: the segment goes only to the
 	 * process that made the listener the kernel connects us to. */
 	if (sl_sys.getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &listener, &len) < 0 ||
-	    sl_diag_tcp_owner(tcp, dst, src, true, &owner) < 0)
+	    sl_diag_tcp_listener_owner(tcp, dst, src, &owner) < 0)
 		return -1;
 	if (!owner_matches(listener.uid, owner)) {
 		sl_warn("the scilan listener for port %u runs as uid %u but the TCP listener belongs to uid %u; "
