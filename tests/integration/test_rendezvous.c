@@ -418,3 +418,50 @@ Test(rendezvous, offers_queued_ahead_do_not_hide_ours, .timeout = 60)
 	scilan_close(s);
 	scilan_close(l);
 }
+
+/* A listener another process may hold (here: after a fork) sends offers for
+ * other connections back to its queue, for their acceptor.  An accept that
+ * found no offer of its own (a plain client's connection) used to meet the
+ * offer it had just sent back again in the same scan, and again, until its
+ * hop limit dropped it: the scilan client queued behind plain ones fell to
+ * kernel TCP after stalling 1 s unconfirmed (nginx with a mix of clients). */
+Test(rendezvous, offer_survives_plain_accepts_of_a_shared_listener, .timeout = 60)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int l, c, s, plain[3], status;
+	uint16_t port;
+	pid_t child;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 16, &port);
+	cr_assert_geq(l, 0);
+	child = fork(); /* from now on the listener may be shared */
+	cr_assert_geq(child, 0);
+	if (child == 0)
+		_exit(0);
+	waitpid(child, &status, 0);
+	to.sin_port = htons(port);
+	for (int i = 0; i < 3; i++) {
+		plain[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert_geq(plain[i], 0);
+		cr_assert_eq(connect(plain[i], (struct sockaddr *)&to, sizeof(to)), 0, "plain connect: %s",
+			     strerror(errno));
+	}
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	for (int i = 0; i < 3; i++) {
+		s = tu_accept(l);
+		cr_assert_geq(s, 0);
+		cr_assert_eq(tu_accelerated(s), 0, "a plain client's connection on the rings");
+		scilan_close(s);
+		close(plain[i]);
+	}
+	s = tu_accept(l);
+	cr_assert_geq(s, 0);
+	cr_assert_eq(tu_accelerated(s), 1, "the offer behind plain clients was lost by their accepts");
+	expect_echo(c, s, "after the plain ones");
+	cr_assert_eq(tu_accelerated(c), 1);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}

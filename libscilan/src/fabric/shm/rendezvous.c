@@ -30,7 +30,11 @@
 
 #define RDV_MAGIC 0x32564452204c53ull /* "SL RDV2" */
 #define RDV_SCAN 128                   /* queue entries one accept looks at */
-#define RDV_MAX_HOPS 64                /* an offer nobody takes is dropped after this many returns */
+/* An offer nobody takes is dropped after this many returns.  Each accept
+ * of a connection that is not its own returns it once, a plain client's
+ * included, and a decided offer is dropped on sight (stale_offer): the
+ * limit only bounds what a connector that died undecided leaves cycling. */
+#define RDV_MAX_HOPS 1024
 #define RDV_STASH 1024                 /* offers a process that accepts alone keeps for later */
 
 enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
@@ -271,12 +275,18 @@ static void send_back(int l, int e, uint32_t hops)
 		sl_sys.close(e);
 }
 
-/* A connector between its rendezvous connect and its send (it sends before
- * its TCP connect, so this is never the offer of a connection we accepted):
- * set aside for this scan, then queued again once for its acceptor.
- * Dropping it, as a malformed entry, lost that offer (EPIPE on its send),
- * and queueing it again at once would meet it again in the same scan. */
-#define RDV_LATER 16
+/* Entries that are not ours go back to the queue only when the scan ends:
+ * queued again at once, one would meet us again in the same scan, and again,
+ * until its hop limit dropped it (an accept of a plain client's connection
+ * finds no offer of its own and so scans to the end).  Two kinds:
+ * - a connector between its rendezvous connect and its send (it sends before
+ *   its TCP connect, so this is never the offer of a connection we
+ *   accepted); dropping it, as a malformed entry, lost that offer (EPIPE on
+ *   its send);
+ * - an offer for another connection, where the process does not keep them
+ *   (the stash).
+ * One scan takes at most RDV_SCAN entries from the queues, so all fit. */
+#define RDV_LATER RDV_SCAN
 
 struct scan {
 	bool keep; /* others' offers go to the stash, not back to the queue */
@@ -515,7 +525,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 			return 0;
 		if (stale_offer(e))
 			goto drop;
-		send_back(l, e, hops);
+		set_aside(sc, l, e, hops);
 		return 0;
 	}
 	/* For our connection: only from whoever owns its other end, by the
