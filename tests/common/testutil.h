@@ -196,6 +196,11 @@ const char *tu_isolated_rundir(void);
 /* Write a cluster map of these lines under tu_tmpdir and point
  * SCILAN_CONF at it (before the library first reads its settings): 0 or -1. */
 int tu_cluster_map(const char *lines);
+/* Offer rings on every connect, however short the connections to the
+ * destination (SCILAN_SHORT_CONNS=accelerate; before the library first
+ * reads its settings): for tests that make many short connections to one
+ * listener to test something else than the offer policy. */
+void tu_offer_always(void);
 /* Bring lo up (in a network namespace the test just made): 0, or -1 with errno. */
 int tu_loopback_up(void);
 /* rm -rf path (best effort). */

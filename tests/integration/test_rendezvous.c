@@ -267,6 +267,7 @@ Test(rendezvous, reuseport_sibling_without_rendezvous_is_accelerated, .timeout =
 	uint16_t port;
 
 	cr_assert_not_null(tu_isolated_rundir());
+	tu_offer_always(); /* 24 one-way connections to one destination */
 	ls[0] = reuseport_listener(0);
 	port = tu_local_port(ls[0]);
 	ls[1] = reuseport_listener(port);

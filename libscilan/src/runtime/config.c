@@ -90,6 +90,20 @@ static int read_poll_us(int dflt)
 	return (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, dflt);
 }
 
+/* SCILAN_SHORT_CONNS: learn (default) or accelerate (offer rings on every
+ * connect, however little the connections to that destination carry). */
+static bool read_learn_short_conns(void)
+{
+	const char *v = getenv("SCILAN_SHORT_CONNS");
+
+	if (!v || !*v || strcmp(v, "learn") == 0)
+		return true;
+	if (strcmp(v, "accelerate") == 0)
+		return false;
+	sl_err("SCILAN_SHORT_CONNS=%s is not one of learn|accelerate; using learn", v);
+	return true;
+}
+
 /* A bad map must never break the application: it is reported naming file
  * and line, and the process then runs entirely over the kernel, as without
  * scilan (no runtime directory: no listener is published, none is looked up). */
@@ -116,6 +130,7 @@ static void load_config(void)
 	config.ring_bytes = sl_ring_cap_for(
 		(uint64_t)read_int_setting("SCILAN_RING_KB", SL_RING_MIN >> 10, SL_RING_MAX >> 10, profile->ring_kb)
 		<< 10);
+	config.learn_short_conns = read_learn_short_conns();
 	if (sl_rundir_prepare(config.rundir, sizeof(config.rundir)) < 0)
 		config.rundir[0] = '\0';
 	load_map();

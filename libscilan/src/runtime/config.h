@@ -1,5 +1,6 @@
 /* config.h — the process-wide settings read once from the environment
- * (SCILAN_POLL_US, SCILAN_RING_KB, SCILAN_LOG, SCILAN_RUNDIR) and the
+ * (SCILAN_POLL_US, SCILAN_RING_KB, SCILAN_SHORT_CONNS, SCILAN_LOG,
+ * SCILAN_RUNDIR) and the
  * cluster map ($SCILAN_CONF).
  */
 #ifndef SCILAN_CONFIG_H
@@ -26,6 +27,8 @@
 struct sl_config {
 	int poll_us;             /* spin before sleeping; 0 = interrupt mode, SL_POLL_ADAPTIVE = learnt */
 	uint64_t ring_bytes;     /* default receive ring capacity */
+	bool learn_short_conns;  /* SCILAN_SHORT_CONNS=learn (default): destinations whose
+				  * connections are too short to pay get kernel TCP (offer_policy.h) */
 	char rundir[SL_PATH_SIZE];      /* per-user runtime directory ("" = none usable) */
 	struct sl_cluster_map map; /* $SCILAN_CONF; empty if missing or bad (reported once) */
 	bool off;                /* scilan is off in this process (reported once): no listener warnings */

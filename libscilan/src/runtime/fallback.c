@@ -52,6 +52,10 @@ static const struct {
 			     "downgraded: its rings could not be handed on with exec or SCM_RIGHTS (the segment "
 			     "could not be reopened: the process gave up the privilege after set-up)" },
 	[SL_FB_OTHER] = { "other", "another failure (see the warning before this line)" },
+	[SL_FB_SHORT] = { "short",
+			  "this process's recent connections to the destination were too short for the rings' "
+			  "set-up to pay (learnt: one in up to 256 still tries them; SCILAN_SHORT_CONNS=accelerate "
+			  "offers always)" },
 };
 
 const char *sl_fb_name(unsigned reason)

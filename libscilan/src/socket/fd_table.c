@@ -144,6 +144,10 @@ reset:
 	s->dev_map[0] = s->dev_map[1] = NULL;
 	s->dev_slice = 0;
 	atomic_store(&s->dev_lost, false);
+	atomic_store(&s->sent_unanswered, false);
+	atomic_store(&s->turns, 0);
+	memset(&s->offered_to, 0, sizeof(s->offered_to));
+	s->offered_ns = 0;
 	s->ctr = &s->own_ctr;
 	s->stats_slot = -1;
 	s->fb_reason = SL_FB_NONE;

@@ -281,6 +281,8 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				sl_urg_publish(s, s->tx.write + n);
 			sl_ring_tx_commit(&s->tx, n);
 			sl_stat_add(&s->ctr->tx_bytes, n);
+			if (!atomic_load_explicit(&s->sent_unanswered, memory_order_relaxed))
+				atomic_store_explicit(&s->sent_unanswered, true, memory_order_relaxed);
 			sent += n;
 		}
 		check_peer = ++s->sends_since_check >= SENDS_PER_LIVENESS_CHECK;
@@ -446,6 +448,12 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				if (s->urg.state != SL_URG_NONE)
 					sl_urg_passed(s);
 				sl_stat_add(&s->ctr->rx_bytes, n);
+				if (atomic_load_explicit(&s->sent_unanswered, memory_order_relaxed)) {
+					atomic_store_explicit(&s->sent_unanswered, false, memory_order_relaxed);
+					atomic_store_explicit(&s->turns,
+							      atomic_load_explicit(&s->turns, memory_order_relaxed) + 1,
+							      memory_order_relaxed);
+				}
 				got += n;
 			}
 		}

@@ -23,6 +23,8 @@
 #include "conn/stall.h"
 #include "runtime/sys.h"
 #include "sync/fence_policy.h"
+#include "sync/clock.h"
+#include "socket/offer_policy.h"
 
 static void set_state(struct sl_sock *s, enum sl_state state)
 {
@@ -368,6 +370,8 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		why = SL_FB_OTHER;
 	else if (!*sl_config()->rundir)
 		why = unusable_reason();
+	else if (sl_config()->learn_short_conns && !sl_offer_worth_it(&dst))
+		why = SL_FB_SHORT;
 	else if (!sl_own_fd_room(fd))
 		why = SL_FB_RESOURCE;
 	else if (!find_listener(s, addr, len, &dst, &peer_ring))
@@ -384,6 +388,9 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 			sl_info("fd %d: no local port for the offer (%m)", fd);
 		} else if (sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
 			why = sl_fb_of_errno(errno, SL_FB_OTHER);
+		} else {
+			s->offered_to = dst;
+			s->offered_ns = sl_mono_ns();
 		}
 	}
 	if (why != SL_FB_NONE) {
@@ -476,6 +483,21 @@ static void release_segment(struct sl_sock *s)
 	pthread_mutex_unlock(&s->sleep_lock[0]);
 }
 
+/* What a connection this process offered carried, for its destination's
+ * next connects (offer_policy.c). */
+static void note_offer_outcome(struct sl_sock *s)
+{
+	struct sl_offer_outcome outcome;
+
+	if (!s->offered_to.family || s->owner != sl_self_pid || !sl_config()->learn_short_conns)
+		return;
+	outcome.turns = atomic_load_explicit(&s->turns, memory_order_relaxed);
+	outcome.bytes = atomic_load_explicit(&s->ctr->tx_bytes, memory_order_relaxed) +
+			atomic_load_explicit(&s->ctr->rx_bytes, memory_order_relaxed);
+	outcome.lifetime_ns = sl_mono_ns() - s->offered_ns;
+	sl_offer_note(&s->offered_to, &outcome);
+}
+
 static void close_connected(struct sl_sock *s)
 {
 	bool unread;
@@ -485,6 +507,7 @@ static void close_connected(struct sl_sock *s)
 	unread = sl_conn_unread(s);
 	if (!atomic_load(&s->peer_waited))
 		sl_fence_note(false);
+	note_offer_outcome(s);
 	pthread_mutex_lock(&s->ctl_lock);
 	atomic_store(&s->shut_rd, true);
 	atomic_store(&s->shut_wr, true);

@@ -153,6 +153,12 @@ struct sl_sock {
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 	struct sl_urg urg;          /* urgent data we received */
 
+	/* what the connection carried, for the offer policy (offer_policy.c) */
+	_Atomic bool sent_unanswered; /* a send of ours since our last receive of data */
+	_Atomic uint32_t turns;   /* written under rx_lock: receives of data that followed a send */
+	struct sl_key offered_to; /* connecting side, in the process that offered: the destination */
+	int64_t offered_ns;       /* CLOCK_MONOTONIC at the offer */
+
 	/* counters */
 	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */
 	struct sl_counters own_ctr;

@@ -1,0 +1,116 @@
+/* offer_policy.c — which destinations a connect offers rings to.  A ring
+ * connection's set-up and teardown cost more than kernel TCP's; a client that
+ * opens one connection per request (ab, nginx to php-fpm) pays that on every
+ * request and never wins it back, so its next connections keep kernel TCP.
+ */
+#include "socket/offer_policy.h"
+
+#include <stdatomic.h>
+
+/* One word per destination, in a small direct-mapped table (a collision
+ * only costs what was learnt): updated by compare-and-swap, so a fork in the
+ * middle of an update leaves nothing locked in the child.
+ *   bits 63..32  the destination's hash, never 0 in a used word
+ *   bits 31..24  unpaid connections in a row (saturating)
+ *   bits 23..16  the probe gap's log2: one connect in 2^that still offers
+ *   bits 15..0   connects skipped since the last probe */
+#define SLOTS 256
+
+static _Atomic uint64_t table[SLOTS];
+
+struct record {
+	uint32_t hash;
+	unsigned short_run, gap_log2, skipped;
+};
+
+static uint32_t hash_of(const struct sl_key *key)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	size_t len = key->family == AF_INET ? 4 : 16;
+
+	h = (h ^ (uint32_t)key->family) * 16777619u;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ key->addr[i]) * 16777619u;
+	h = (h ^ (key->port & 0xff)) * 16777619u;
+	h = (h ^ (key->port >> 8)) * 16777619u;
+	return h | 1;
+}
+
+static struct record unpack(uint64_t word)
+{
+	return (struct record){ .hash = (uint32_t)(word >> 32),
+				.short_run = (unsigned)(word >> 24) & 0xff,
+				.gap_log2 = (unsigned)(word >> 16) & 0xff,
+				.skipped = (unsigned)word & 0xffff };
+}
+
+static uint64_t pack(struct record r)
+{
+	return (uint64_t)r.hash << 32 | (uint64_t)(r.short_run & 0xff) << 24 | (uint64_t)(r.gap_log2 & 0xff) << 16 |
+	       (uint64_t)(r.skipped & 0xffff);
+}
+
+bool sl_offer_paid_off(const struct sl_offer_outcome *outcome)
+{
+	return outcome->turns >= SL_OFFER_TURNS_PAID || outcome->bytes >= SL_OFFER_BYTES_PAID ||
+	       outcome->lifetime_ns >= SL_OFFER_LIFE_PAID_NS;
+}
+
+bool sl_offer_worth_it(const struct sl_key *dst)
+{
+	uint32_t hash = hash_of(dst);
+	_Atomic uint64_t *slot = &table[hash % SLOTS];
+	uint64_t old = atomic_load_explicit(slot, memory_order_relaxed), next;
+	bool offer;
+
+	do {
+		struct record r = unpack(old);
+
+		if (r.hash != hash || r.short_run < SL_OFFER_SHORT_RUN)
+			return true;
+		offer = r.skipped + 1 >= 1u << r.gap_log2;
+		if (offer) {
+			r.skipped = 0;
+			if (1u << r.gap_log2 < SL_OFFER_PROBE_GAP_MAX)
+				r.gap_log2++;
+		} else {
+			r.skipped++;
+		}
+		next = pack(r);
+	} while (!atomic_compare_exchange_weak_explicit(slot, &old, next, memory_order_relaxed, memory_order_relaxed));
+	return offer;
+}
+
+void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outcome)
+{
+	uint32_t hash = hash_of(dst);
+	_Atomic uint64_t *slot = &table[hash % SLOTS];
+	bool paid = sl_offer_paid_off(outcome);
+	uint64_t old = atomic_load_explicit(slot, memory_order_relaxed), next;
+
+	do {
+		struct record r = unpack(old);
+
+		if (r.hash != hash) {
+			if (paid)
+				return; /* nothing to unlearn: a paid connection keeps no slot */
+			r = (struct record){ .hash = hash };
+		}
+		if (paid) {
+			/* Paid again: offer every time, and learn from scratch. */
+			r.short_run = 0;
+			r.gap_log2 = 0;
+			r.skipped = 0;
+		} else if (r.short_run < 0xff) {
+			r.short_run++;
+		}
+		next = pack(r);
+	} while (next != old &&
+		 !atomic_compare_exchange_weak_explicit(slot, &old, next, memory_order_relaxed, memory_order_relaxed));
+}
+
+void sl_offer_policy_reset(void)
+{
+	for (size_t i = 0; i < SLOTS; i++)
+		atomic_store_explicit(&table[i], 0, memory_order_relaxed);
+}

@@ -1,0 +1,43 @@
+/* offer_policy.h — whether a connect offers rings to its destination, learnt
+ * per destination from what this process's earlier connections to it
+ * carried: connection-per-request clients keep kernel TCP (offer_policy.c).
+ */
+#ifndef SCILAN_OFFER_POLICY_H
+#define SCILAN_OFFER_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "socket/sock_state.h"
+
+/* What a connection carried, as its connecting side saw it at close. */
+struct sl_offer_outcome {
+	uint32_t turns;       /* replies: receives that found data after a send of ours */
+	uint64_t bytes;       /* sent and received */
+	int64_t lifetime_ns;  /* from the offer to the close */
+};
+
+/* Thresholds: a connection paid for its set-up (some 35 us more than kernel
+ * TCP's on this class of machine, and three times the CPU under load) when it
+ * carried SL_OFFER_TURNS_PAID round trips (each some 10 us cheaper than
+ * kernel TCP's), or SL_OFFER_BYTES_PAID bytes, or lived SL_OFFER_LIFE_PAID_NS
+ * (a low-rate stream: each of its wake-ups is the rings' to win). */
+#define SL_OFFER_TURNS_PAID 4
+#define SL_OFFER_BYTES_PAID (256u << 10)
+#define SL_OFFER_LIFE_PAID_NS 100000000LL
+/* Unpaid connections in a row to one destination before its next ones keep
+ * kernel TCP; then one in 2, 4 ... SL_OFFER_PROBE_GAP_MAX still offers, to
+ * notice when they pay again. */
+#define SL_OFFER_SHORT_RUN 8
+#define SL_OFFER_PROBE_GAP_MAX 256 /* a power of two */
+
+bool sl_offer_paid_off(const struct sl_offer_outcome *outcome);
+/* Offer rings to dst on this connect?  false: connect on kernel TCP (fallback
+ * reason short).  Counts the skip, or the probe it lets through. */
+bool sl_offer_worth_it(const struct sl_key *dst);
+/* A connection this process offered to dst is closed. */
+void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outcome);
+/* Forget everything learnt (tests). */
+void sl_offer_policy_reset(void);
+
+#endif

@@ -1,0 +1,157 @@
+/* test_offer_policy.c — a process that opens one short connection after
+ * another to the same listener keeps kernel TCP for the next ones (reason
+ * short), both ends agreeing and every byte delivered; connections that carry
+ * round trips or bulk stay on the rings, and a probe that pays brings them
+ * back.  Thresholds are offer_policy.h's; no timing is asserted. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "runtime/stats.h"
+#include "socket/offer_policy.h"
+#include "testutil.h"
+
+TestSuite(offer_policy_conns, .timeout = 60);
+
+/* One connection to port: `turns` request/response round trips of 16 bytes,
+ * then `bulk` bytes one way; both ends must agree and every byte arrive.
+ * Returns whether it rode the rings. */
+static int one_connection(int l, uint16_t port, int turns, size_t bulk)
+{
+	int c = tu_connect(AF_INET, port), s, on;
+	char req[16], got[16];
+
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	on = tu_accelerated(c);
+	cr_assert_eq(on, tu_accelerated(s), "ends disagree: client %d, server %d", on, tu_accelerated(s));
+	for (int t = 0; t < turns; t++) {
+		memset(req, 'a' + t % 26, sizeof(req));
+		cr_assert_eq(tu_send_all(c, req, sizeof(req), 0), (ssize_t)sizeof(req));
+		cr_assert_eq(tu_recv_all(s, got, sizeof(got)), (ssize_t)sizeof(got));
+		cr_assert_eq(memcmp(req, got, sizeof(req)), 0, "request %d changed on the way", t);
+		cr_assert_eq(tu_send_all(s, got, sizeof(got), 0), (ssize_t)sizeof(got));
+		cr_assert_eq(tu_recv_all(c, req, sizeof(req)), (ssize_t)sizeof(req));
+		cr_assert_eq(memcmp(req, got, sizeof(req)), 0, "reply %d changed on the way", t);
+	}
+	if (bulk) {
+		char *out = malloc(bulk), *in = malloc(bulk);
+
+		cr_assert(out && in);
+		tu_stream_fill(bulk, 0, out, bulk);
+		cr_assert_eq(tu_send_all(c, out, bulk, 0), (ssize_t)bulk);
+		cr_assert_eq(tu_recv_all(s, in, bulk), (ssize_t)bulk);
+		cr_assert_eq(memcmp(out, in, bulk), 0, "bulk bytes changed on the way");
+		free(out);
+		free(in);
+	}
+	scilan_close(c);
+	scilan_close(s);
+	return on;
+}
+
+/* A listener of a runtime directory of the test's own. */
+static int fresh_listener(uint16_t *port)
+{
+	int l;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 16, port);
+	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
+	return l;
+}
+
+static uint64_t short_fallbacks(void)
+{
+	struct sl_stats st;
+
+	sl_stats_read(&st);
+	return st.fb[SL_FB_SHORT];
+}
+
+Test(offer_policy_conns, one_request_per_connection_moves_to_kernel_tcp)
+{
+	uint16_t port;
+	int l, plain = 0;
+
+	l = fresh_listener(&port);
+	for (int i = 0; i < SL_OFFER_SHORT_RUN; i++)
+		cr_assert_eq(one_connection(l, port, 1, 0), 1, "connection %d of the learning run not accelerated", i);
+	for (int i = 0; i < 40; i++)
+		plain += !one_connection(l, port, 1, 0);
+	cr_assert_geq(plain, 30, "only %d of 40 short connections after the run on kernel TCP", plain);
+	cr_assert_eq(short_fallbacks(), (uint64_t)plain, "fallbacks not counted as short");
+	scilan_close(l);
+}
+
+/* n connections to one listener, each carrying turns round trips and bulk
+ * bytes: every one on the rings, none counted short. */
+static void all_stay_on_rings(int n, int turns, size_t bulk)
+{
+	uint16_t port;
+	int l = fresh_listener(&port);
+
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(one_connection(l, port, turns, bulk), 1,
+			     "connection %d (%d round trips, %zu bytes) not accelerated", i, turns, bulk);
+	cr_assert_eq(short_fallbacks(), 0);
+	scilan_close(l);
+}
+
+Test(offer_policy_conns, round_trips_keep_the_rings)
+{
+	all_stay_on_rings(3 * SL_OFFER_SHORT_RUN, SL_OFFER_TURNS_PAID, 0);
+}
+
+Test(offer_policy_conns, bulk_keeps_the_rings)
+{
+	all_stay_on_rings(2 * SL_OFFER_SHORT_RUN, 0, SL_OFFER_BYTES_PAID);
+}
+
+Test(offer_policy_conns, a_probe_that_pays_brings_the_rings_back)
+{
+	uint16_t port;
+	int l, tries = 0;
+
+	l = fresh_listener(&port);
+	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
+		one_connection(l, port, 1, 0);
+	cr_assert_eq(one_connection(l, port, SL_OFFER_TURNS_PAID, 0), 0, "still offering after 24 short ones");
+	/* Chatty from now on: the next probe pays. */
+	while (!one_connection(l, port, SL_OFFER_TURNS_PAID, 0))
+		cr_assert_lt(++tries, 4 * SL_OFFER_PROBE_GAP_MAX, "no probe in %d connects", tries);
+	for (int i = 0; i < 2 * SL_OFFER_SHORT_RUN; i++)
+		cr_assert_eq(one_connection(l, port, SL_OFFER_TURNS_PAID, 0), 1,
+			     "connection %d after a paying probe not accelerated", i);
+	scilan_close(l);
+}
+
+Test(offer_policy_conns, other_listeners_keep_their_offers)
+{
+	uint16_t port_a, port_b;
+	int la, lb;
+
+	la = fresh_listener(&port_a);
+	lb = tu_listen(AF_INET, 16, &port_b);
+	cr_assert_geq(lb, 0);
+	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
+		one_connection(la, port_a, 1, 0);
+	cr_assert_eq(one_connection(lb, port_b, 1, 0), 1, "another listener lost its offers");
+	scilan_close(la);
+	scilan_close(lb);
+}
+
+Test(offer_policy_conns, accelerate_setting_offers_every_time)
+{
+	uint16_t port;
+	int l;
+
+	tu_offer_always();
+	l = fresh_listener(&port);
+	for (int i = 0; i < 4 * SL_OFFER_SHORT_RUN; i++)
+		cr_assert_eq(one_connection(l, port, 1, 0), 1, "connection %d not accelerated", i);
+	scilan_close(l);
+}

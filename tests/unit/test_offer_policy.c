@@ -1,0 +1,116 @@
+/* test_offer_policy.c — unit tests of which destinations a connect offers
+ * rings to (offer_policy.c): kernel TCP after a run of connections too short
+ * to pay, probes that grow sparser, rings again once one pays. */
+#include <criterion/criterion.h>
+
+#include <netinet/in.h>
+
+#include "socket/offer_policy.h"
+
+static const struct sl_offer_outcome one_request = { .turns = 1, .bytes = 300, .lifetime_ns = 200000 };
+static const struct sl_offer_outcome chatty = { .turns = SL_OFFER_TURNS_PAID, .bytes = 300, .lifetime_ns = 200000 };
+
+static struct sl_key dest(uint16_t port)
+{
+	return (struct sl_key){ .family = AF_INET, .addr = { 127, 0, 0, 1 }, .port = port };
+}
+
+static void note_short(const struct sl_key *dst, int n)
+{
+	for (int i = 0; i < n; i++)
+		sl_offer_note(dst, &one_request);
+}
+
+/* Offers among the next n connects to dst. */
+static int offers_among(const struct sl_key *dst, int n)
+{
+	int offered = 0;
+
+	for (int i = 0; i < n; i++)
+		offered += sl_offer_worth_it(dst);
+	return offered;
+}
+
+Test(offer_policy, what_pays)
+{
+	struct sl_offer_outcome o = one_request;
+
+	cr_assert_not(sl_offer_paid_off(&o), "one request/response paid");
+	o.turns = SL_OFFER_TURNS_PAID;
+	cr_assert(sl_offer_paid_off(&o), "round trips did not pay");
+	o = one_request;
+	o.bytes = SL_OFFER_BYTES_PAID;
+	cr_assert(sl_offer_paid_off(&o), "a bulk transfer did not pay");
+	o = one_request;
+	o.lifetime_ns = SL_OFFER_LIFE_PAID_NS;
+	cr_assert(sl_offer_paid_off(&o), "a long-lived connection did not pay");
+}
+
+Test(offer_policy, unknown_destinations_get_offers)
+{
+	struct sl_key d = dest(1000);
+
+	cr_assert_eq(offers_among(&d, 100), 100);
+}
+
+Test(offer_policy, a_short_run_below_the_threshold_keeps_offering)
+{
+	struct sl_key d = dest(1001);
+
+	note_short(&d, SL_OFFER_SHORT_RUN - 1);
+	cr_assert_eq(offers_among(&d, 50), 50);
+}
+
+Test(offer_policy, a_run_of_short_connections_stops_offers_but_for_sparse_probes)
+{
+	struct sl_key d = dest(1002);
+	int offered;
+
+	note_short(&d, SL_OFFER_SHORT_RUN);
+	offered = offers_among(&d, 1000);
+	cr_assert_gt(offered, 0, "never probes again");
+	/* 1 + 2 + 4 ... 64, then one in 64: about 22 in 1,000 */
+	cr_assert_lt(offered, 1000 / SL_OFFER_PROBE_GAP_MAX + 12, "%d offers in 1,000 connects", offered);
+	/* Sparse at the end: one in SL_OFFER_PROBE_GAP_MAX. */
+	cr_assert_eq(offers_among(&d, SL_OFFER_PROBE_GAP_MAX * 4), 4);
+}
+
+Test(offer_policy, a_probe_that_pays_brings_every_offer_back)
+{
+	struct sl_key d = dest(1003);
+
+	note_short(&d, SL_OFFER_SHORT_RUN * 3);
+	cr_assert_lt(offers_among(&d, 200), 200);
+	sl_offer_note(&d, &chatty);
+	cr_assert_eq(offers_among(&d, 100), 100);
+}
+
+Test(offer_policy, destinations_learn_apart)
+{
+	struct sl_key a = dest(1004), b = dest(1005);
+	struct sl_key v6 = { .family = AF_INET6, .addr = { [15] = 1 }, .port = 1004 };
+
+	note_short(&a, SL_OFFER_SHORT_RUN);
+	cr_assert_lt(offers_among(&a, 100), 100);
+	cr_assert_eq(offers_among(&b, 100), 100, "another port of the same host stopped offering");
+	cr_assert_eq(offers_among(&v6, 100), 100, "another family stopped offering");
+}
+
+Test(offer_policy, a_paid_connection_between_short_ones_resets_the_run)
+{
+	struct sl_key d = dest(1006);
+
+	note_short(&d, SL_OFFER_SHORT_RUN - 1);
+	sl_offer_note(&d, &chatty);
+	note_short(&d, SL_OFFER_SHORT_RUN - 1);
+	cr_assert_eq(offers_among(&d, 50), 50);
+}
+
+Test(offer_policy, reset_forgets)
+{
+	struct sl_key d = dest(1007);
+
+	note_short(&d, SL_OFFER_SHORT_RUN);
+	sl_offer_policy_reset();
+	cr_assert_eq(offers_among(&d, 50), 50);
+}
