@@ -120,8 +120,13 @@ idle_ready() {
 redis_idle_run() { # MODE
 	local mode=$1 port set get i
 	port=$(free_port)
-	daemon srv "$mode" "${SRV[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' \
-		--appendonly no --daemonize no --logfile '' --dir "$WORK" --maxclients $((IDLE + 100))
+	# A soft limit just above what redis needs (it raises it no further):
+	# from there to the hard one is room for scilan's two bells per client,
+	# which with soft = hard would have to keep within a quarter of it.
+	( ulimit -Sn $((IDLE + 1000)); daemon srv "$mode" "${SRV[@]}" redis-server --port "$port" --bind 127.0.0.1 \
+		--save '' --appendonly no --daemonize no --logfile '' --dir "$WORK" --maxclients $((IDLE + 100))
+	  echo "${DPID[srv]}" >"$WORK/srv.pid" )
+	DPID[srv]=$(cat "$WORK/srv.pid")
 	wait_listen "$port"
 	rm -f "$WORK/idle.in"
 	mkfifo "$WORK/idle.in"

@@ -42,6 +42,7 @@ Test(fds, undecided_offers_give_descriptors_back, .timeout = 120)
  * on kernel TCP (redis left clients past its event-loop size unserved). */
 Test(fds, programs_numbers_stay_dense, .timeout = 120)
 {
+	/* Soft = hard = 8,192: ours stay within a quarter (2,048). */
 	hk_scenario("fds", "dense_numbers", 500, -1, 60);
 }
 /* A program whose soft limit is just what it needs keeps all of it: the
@@ -49,4 +50,11 @@ Test(fds, programs_numbers_stay_dense, .timeout = 120)
 Test(fds, program_keeps_its_whole_limit, .timeout = 120)
 {
 	hk_scenario("fds", "whole_limit", 550, -1, 60);
+}
+/* Soft limit = hard limit: the library's descriptors come out of the
+ * program's, and leave it at least 3/4 of the connections kernel TCP gives
+ * (they once left it about a third). */
+Test(fds, equal_limits_keep_most_of_the_programs_capacity, .timeout = 120)
+{
+	hk_scenario("fds", "full_limit", 1, -1, 60);
 }

@@ -35,7 +35,8 @@ static _Atomic uint64_t own_bits[OWN_FD_LIMIT / 64];
  *    raised for the one F_DUPFD and put back (the kernel checks it only when
  *    it allocates a number), so ours cost the program nothing.
  *  - Else at the top of the program's range, growing downwards: its numbers
- *    stay dense, and sl_own_fd_room keeps an eighth of them free.  The top
+ *    stay dense, and sl_own_fd_room keeps ours within a quarter of them
+ *    and an eighth free.  The top
  *    is at most OWN_TOP_CAP: the kernel's table grows to the highest number
  *    in use (8 bytes each), and a soft limit of 2^20 should not cost every
  *    process 8 MiB. */
@@ -122,6 +123,25 @@ static bool room_above_limit(struct rlimit *rl, int need)
 	return (rlim_t)own_above((int)rl->rlim_cur) + (rlim_t)need <= cap - rl->rlim_cur;
 }
 
+/* Within the program's limit (soft = hard), every one of ours is one the
+ * program cannot have: ours stay within a quarter of it, and the total
+ * leaves an eighth free.  The total alone let ours grow to two thirds of a
+ * limit that connections filled (two bells each beside the program's
+ * socket): redis with maxclients 1,000 in a limit of 1,100 failed accept
+ * with EMFILE from its ~400th client on, where kernel TCP served them all.
+ * A quarter is a trade: the program keeps at least three quarters of its
+ * limit, and a limit of 20,000 still carries some 2,500 connections on the
+ * rings (a sixteenth kept 15/16 but only ~600 on the rings; nginx's
+ * worker_rlimit_nofile sets soft = hard).  Connections only come off kernel
+ * TCP's capacity entirely with bells per process instead of per connection. */
+#define OWN_SHARE_IN_LIMIT 4
+
+static bool room_within_limit(long used, long lim)
+{
+	return atomic_load_explicit(&own_count, memory_order_relaxed) + SL_FDS_PER_CONN <= lim / OWN_SHARE_IN_LIMIT &&
+	       used <= lim - lim / 8;
+}
+
 bool sl_own_fd_room(int newfd)
 {
 	/* newfd is the lowest number the kernel had free: below it every
@@ -139,10 +159,10 @@ bool sl_own_fd_room(int newfd)
 		return true;
 	used = (long)newfd + own_above(newfd) + SL_FDS_PER_CONN;
 	lim = nofile(false);
-	if (used <= lim - lim / 8)
+	if (room_within_limit(used, lim))
 		return true;
 	lim = nofile(true);
-	return used <= lim - lim / 8;
+	return room_within_limit(used, lim);
 }
 
 bool sl_own_fd_is(int fd)
