@@ -635,10 +635,17 @@ static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
 
 /* Would connectors of our namespace name their offers for any key of this
  * listener? */
+/* Might a connector have named its offer by our socket?  Only if one of
+ * our registry entries asked connectors to (SL_REG_NAMED, which they read
+ * at their lookup and which stays set while the entry has other holders):
+ * the entry's word, not our own view of the listener (a listener forked
+ * after it registered is shared, yet its connectors were never asked: every
+ * accept of a plain client's connection paid a sock_diag query and a
+ * failed open, some 5 system calls, for an offer nobody could have named). */
 static bool offers_named_for(const struct sl_sock *listener)
 {
 	for (int i = 0; i < SL_MAX_REG; i++)
-		if (listener->reg_fd[i] >= 0 && offers_named(listener, i))
+		if (listener->reg_fd[i] >= 0 && sl_registry_named(listener->reg_fd[i]))
 			return true;
 	return false;
 }

@@ -116,6 +116,16 @@ fail:
 	return -1;
 }
 
+bool sl_registry_named(int fd)
+{
+	uint32_t flags;
+
+	/* Unreadable: assume named, which costs a lookup and loses nothing. */
+	if (pread(fd, &flags, sizeof(flags), offsetof(struct reg_entry, flags)) != (ssize_t)sizeof(flags))
+		return true;
+	return (flags & SL_REG_NAMED) != 0;
+}
+
 void sl_registry_remove(int fd, const char *path)
 {
 	int lock = lock_registry();

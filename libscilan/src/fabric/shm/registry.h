@@ -24,6 +24,9 @@ void sl_registry_withdraw(int fd, const char *path);
  * made a passed socket listen): it finds offers only as files.  Sticky
  * while the entry has other holders. */
 #define SL_REG_NAMED 1u
+/* Does the entry we hold (fd, from sl_registry_add) ask connectors for
+ * named offers, as they read it?  true if it cannot be read. */
+bool sl_registry_named(int fd);
 /* 1 if a live listener is registered exactly at key (its ring size in
  * *ring_bytes, its flags in *flags), 0 if not; stale entries of dead
  * processes are removed. */
