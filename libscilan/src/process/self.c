@@ -22,10 +22,11 @@ static void count_fork(void)
 	atomic_fetch_add(&sl_forks, 1);
 }
 
-/* From the start, not from configuration (config.c's fork handlers): a child
- * forked before the library's first use must not go on with its parent's pid
- * (ring owners, holders, the statistics file's name). */
-__attribute__((constructor)) static void learn_pid_at_load(void)
+/* From the start, not from configuration: a child forked before the
+ * library's first use must not go on with its parent's pid (ring owners,
+ * holders, the statistics file's name).  First of the library's fork
+ * handlers (fd_table.c registers the socket table's next). */
+__attribute__((constructor(101))) static void learn_pid_at_load(void)
 {
 	learn_pid();
 	pthread_atfork(count_fork, NULL, learn_pid);

@@ -122,7 +122,6 @@ static void load_config(void)
 {
 	const struct sl_profile *profile;
 
-	pthread_atfork(sl_sock_count_fork, sl_sock_after_fork_parent, sl_sock_after_fork_child);
 	sl_lock_init_bias();
 	read_log_level();
 	profile = read_profile();

@@ -226,6 +226,17 @@ static void reset_in_child(struct sl_sock *s)
 	atomic_store(&s->sleepers[1], 0);
 }
 
+/* At load, after self.c's (constructor priorities run in order), so before
+ * any handler registered at run time (the hook's epoll sets', at a program's
+ * first epoll_create): in the child the table is the child's, its locks
+ * free, before a set's handler runs.  config.c registered them at the first
+ * configuration, which a native program reaches at its first scilan call;
+ * the hook configures at load, so its order is unchanged. */
+__attribute__((constructor(102))) static void register_fork_handlers(void)
+{
+	pthread_atfork(sl_sock_count_fork, sl_sock_after_fork_parent, sl_sock_after_fork_child);
+}
+
 void sl_sock_after_fork_child(void)
 {
 	/* One thread now, with a new tid: no lock may stay biased to (or held
