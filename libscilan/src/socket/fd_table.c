@@ -115,7 +115,8 @@ reset:
 	atomic_store(&s->evq_reach, 0);
 	for (int i = 0; i < SL_MAX_REG; i++) {
 		s->reg_fd[i] = -1;
-		s->reg_path[i][0] = '\0';
+		if (s->reg_path)
+			s->reg_path[i][0] = '\0';
 		s->rdv_fd[i] = -1;
 	}
 	s->defer_accept = 0;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -93,8 +94,10 @@ static void become_listener(struct sl_sock *s)
 	pthread_mutex_lock(&s->ctl_lock);
 	if (sl_sock_state(s) == SL_FRESH) {
 		set_state(s, SL_LISTENING);
+		if (!s->reg_path && !sl_config()->off)
+			s->reg_path = calloc(SL_MAX_REG, sizeof(*s->reg_path));
 		/* When scilan is off in the process, that was reported once already. */
-		if (!sl_config()->off && (!*sl_config()->rundir || sl_key_of_fd(fd, false, &local) < 0 ||
+		if (!sl_config()->off && (!*sl_config()->rundir || !s->reg_path || sl_key_of_fd(fd, false, &local) < 0 ||
 					  sl_fabric()->listen_register(s, &local) < 0))
 			sl_warn("fd %d: listener not registered with scilan (%s); its connections use kernel TCP", fd,
 				*sl_config()->rundir ? strerror(errno) : "no runtime directory");

@@ -43,6 +43,7 @@ struct sl_key {
 #define SL_TOKEN_LOCAL 4
 
 #define SL_MAX_REG 8
+#define SL_REG_PATH_SIZE 256
 
 /* The receiver's view of TCP urgent data (urgent.c), under rx_lock. */
 enum { SL_URG_NONE, SL_URG_VALID, SL_URG_READ }; /* VALID until recv(MSG_OOB) takes the byte */
@@ -95,8 +96,11 @@ struct sl_sock {
 
 	/* listener */
 	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */
-	char reg_path[SL_MAX_REG][256]; /* [0] as bound, [1] the IPv4 alias of a dual-stack IPv6
-					 * listener, then the cluster-map addresses of a wildcard one */
+	/* [0] as bound, [1] the IPv4 alias of a dual-stack IPv6 listener, then
+	 * the cluster-map addresses of a wildcard one.  Allocated at this
+	 * state's first listen and kept with it: inline, its 2 KiB set every
+	 * connection's hot fields two pages apart (lifecycle.c). */
+	char (*reg_path)[SL_REG_PATH_SIZE];
 	int rdv_fd[SL_MAX_REG];  /* the rendezvous sockets for the same addresses (rendezvous.c), -1 if none */
 	int defer_accept;        /* TCP_DEFER_ACCEPT as the program set it (the kernel's rounding), which a
 				  * published listener keeps off its kernel socket (sockopt.c); 0 if none */
