@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/own_fd.h"
+#include "socket/sock_state.h"
 #include "runtime/sys.h"
 
 #ifndef SO_NETNS_COOKIE
@@ -51,7 +52,7 @@ static bool netns_cookie(int fd, uint64_t *cookie)
 
 static void drop(struct kept *k)
 {
-	if (k->pid == getpid())
+	if (k->pid == sl_self_pid)
 		sl_own_fd_close(k->fd);
 	else if (k->fd >= 0)
 		sl_sys.close(k->fd); /* the parent's number: our copy only */
@@ -68,7 +69,7 @@ static struct kept *take(int tcp)
 	bool known = netns_cookie(tcp, &want);
 	int fd;
 
-	if (k && (k->pid != getpid() || !known || k->netns != want)) {
+	if (k && (k->pid != sl_self_pid || !known || k->netns != want)) {
 		drop(k);
 		k = NULL;
 	}
@@ -79,7 +80,7 @@ static struct kept *take(int tcp)
 		errno = ENOMEM;
 		return NULL;
 	}
-	k->pid = getpid();
+	k->pid = sl_self_pid;
 	k->seq = 0;
 	fd = sl_sys.socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	k->fd = sl_own_fd(fd);

@@ -40,7 +40,7 @@ static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void remove_at_exit(void)
 {
-	if (map && map_pid == getpid())
+	if (map && map_pid == sl_self_pid)
 		unlink(map_path);
 }
 
@@ -184,8 +184,14 @@ static void take_slot(struct sl_sock *s, bool accelerated)
 		slot->fd = s->fd;
 		slot->reason = accelerated ? SL_FB_NONE : (uint32_t)s->fb_reason;
 		slot->side = (uint32_t)(accelerated ? s->own_area : (int)s->fb_side);
-		sl_key_of_fd(s->fd, false, &slot->local);
-		sl_key_of_fd(s->fd, true, &slot->peer);
+		if (s->known_local.family)
+			slot->local = s->known_local;
+		else
+			sl_key_of_fd(s->fd, false, &slot->local);
+		if (s->known_peer.family)
+			slot->peer = s->known_peer;
+		else
+			sl_key_of_fd(s->fd, true, &slot->peer);
 		atomic_store(&slot->ctr.tx_bytes, atomic_load(&s->own_ctr.tx_bytes));
 		atomic_store(&slot->ctr.rx_bytes, atomic_load(&s->own_ctr.rx_bytes));
 		atomic_store(&slot->ctr.sleeps, atomic_load(&s->own_ctr.sleeps));

@@ -148,6 +148,8 @@ reset:
 	atomic_store(&s->sent_unanswered, false);
 	atomic_store(&s->turns, 0);
 	memset(&s->offered_to, 0, sizeof(s->offered_to));
+	memset(&s->known_local, 0, sizeof(s->known_local));
+	memset(&s->known_peer, 0, sizeof(s->known_peer));
 	s->offered_ns = 0;
 	s->ctr = &s->own_ctr;
 	s->stats_slot = -1;

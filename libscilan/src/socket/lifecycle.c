@@ -188,6 +188,8 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		become_plain(ns, SL_FB_OTHER, SL_FB_ACCEPTOR);
 		return nfd;
 	}
+	ns->known_local = local;
+	ns->known_peer = peer;
 	r = sl_fabric()->attach(ns, s, &local, &peer);
 	if (r > 0) {
 		become_connected(ns);
@@ -369,6 +371,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	sl_fb_take_hint(SL_FB_NONE);
 	if (sl_key_from_sockaddr(addr, len, &dst) == 0)
 		unspecified_to_loopback(&dst);
+	s->known_peer = dst; /* as getpeername will fold it (family 0 if not IP) */
 	if (!dst.family)
 		why = SL_FB_OTHER;
 	else if (!*sl_config()->rundir)

@@ -157,6 +157,9 @@ struct sl_sock {
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 	struct sl_urg urg;          /* urgent data we received */
 
+	/* The connection's ends as set-up learnt them, for the statistics
+	 * file (family 0: not known, it asks the kernel). */
+	struct sl_key known_local, known_peer;
 	/* what the connection carried, for the offer policy (offer_policy.c) */
 	_Atomic bool sent_unanswered; /* a send of ours since our last receive of data */
 	_Atomic uint32_t turns;   /* written under rx_lock: receives of data that followed a send */

@@ -292,7 +292,7 @@ static void unlink_own_bells(struct sl_sock *s)
 static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
 {
 	struct sl_seg_header hdr;
-	struct offer offer = { .magic = OFFER_MAGIC, .pid = getpid() };
+	struct offer offer = { .magic = OFFER_MAGIC, .pid = sl_self_pid };
 	struct sl_made made;
 	void *base;
 	int fd, err;

@@ -186,7 +186,7 @@ int sl_seg_make(const struct sl_seg_header *hdr, bool bells, struct sl_made *m)
 {
 	struct premade *p = atomic_exchange(&slot, NULL);
 
-	if (p && (p->pid != getpid() || memcmp(&p->m.hdr, hdr, sizeof(*hdr)) != 0)) {
+	if (p && (p->pid != sl_self_pid || memcmp(&p->m.hdr, hdr, sizeof(*hdr)) != 0)) {
 		discard(p);
 		p = NULL;
 	}
@@ -306,7 +306,7 @@ void sl_seg_pool_idle(void)
 	p = malloc(sizeof(*p));
 	/* A failure (no memory, descriptors) waits for the next offer to ask again. */
 	if (p && build(&hdr, bells, &p->m) == 0) {
-		p->pid = getpid();
+		p->pid = sl_self_pid;
 		if (!atomic_compare_exchange_strong(&slot, &expected, p))
 			discard(p);
 	} else {
