@@ -711,13 +711,12 @@ static int sc_crowded(void)
 }
 
 /* A program whose soft and hard limits are equal (redis sets both to
- * maxclients + 32; containers often run so): the library's descriptors
- * come out of the program's own, so they must stay a small share of them.
+ * maxclients + 32; containers often run so): the library's descriptors come
+ * out of the program's own, so they must stay a small share of them.
  * Connections until a call runs out: on kernel TCP about 125 (two sockets
- * each in 256); the library keeps within a quarter of the limit; its bells
- * once cut that to some 45 (redis with
- * maxclients 1,000 in a limit of 1,100 failed accept with EMFILE from its
- * ~400th client on). */
+ * each in 256); the library keeps within a quarter of the limit.  Its bells
+ * once cut that to some 45 (redis with maxclients 1,000 in a limit of 1,100
+ * failed accept with EMFILE from its ~400th client on). */
 static int sc_full_limit(void)
 {
 	struct rlimit rl = { 256, 256 };
