@@ -10,6 +10,9 @@
 static const struct sl_offer_outcome one_request = { .turns = 1, .bytes = 300, .lifetime_ns = 200000 };
 static const struct sl_offer_outcome chatty = { .turns = SL_OFFER_TURNS_PAID, .bytes = 300, .lifetime_ns = 200000 };
 
+/* The clock the tests run at: every note and connect within one second. */
+#define T0 5000000
+
 static struct sl_key dest(uint16_t port)
 {
 	return (struct sl_key){ .family = AF_INET, .addr = { 127, 0, 0, 1 }, .port = port };
@@ -18,7 +21,7 @@ static struct sl_key dest(uint16_t port)
 static void note_short(const struct sl_key *dst, int n)
 {
 	for (int i = 0; i < n; i++)
-		sl_offer_note(dst, &one_request);
+		sl_offer_note_at(dst, &one_request, T0);
 }
 
 /* Offers among the next n connects to dst. */
@@ -27,7 +30,7 @@ static int offers_among(const struct sl_key *dst, int n)
 	int offered = 0;
 
 	for (int i = 0; i < n; i++)
-		offered += sl_offer_worth_it(dst);
+		offered += sl_offer_worth_it_at(dst, T0);
 	return offered;
 }
 
@@ -81,7 +84,7 @@ Test(offer_policy, a_probe_that_pays_brings_every_offer_back)
 
 	note_short(&d, SL_OFFER_SHORT_RUN * 3);
 	cr_assert_lt(offers_among(&d, 200), 200);
-	sl_offer_note(&d, &chatty);
+	sl_offer_note_at(&d, &chatty, T0);
 	cr_assert_eq(offers_among(&d, 100), 100);
 }
 
@@ -101,7 +104,7 @@ Test(offer_policy, a_paid_connection_between_short_ones_resets_the_run)
 	struct sl_key d = dest(1006);
 
 	note_short(&d, SL_OFFER_SHORT_RUN - 1);
-	sl_offer_note(&d, &chatty);
+	sl_offer_note_at(&d, &chatty, T0);
 	note_short(&d, SL_OFFER_SHORT_RUN - 1);
 	cr_assert_eq(offers_among(&d, 50), 50);
 }
@@ -113,4 +116,19 @@ Test(offer_policy, reset_forgets)
 	note_short(&d, SL_OFFER_SHORT_RUN);
 	sl_offer_policy_reset();
 	cr_assert_eq(offers_among(&d, 50), 50);
+}
+
+Test(offer_policy, short_connections_that_stopped_coming_get_offers_again)
+{
+	struct sl_key d = dest(1008);
+
+	note_short(&d, 3 * SL_OFFER_SHORT_RUN);
+	cr_assert_lt(offers_among(&d, 100), 100);
+	/* A pool's connection a while after the last health check. */
+	cr_assert(sl_offer_worth_it_at(&d, T0 + SL_OFFER_SHORT_FRESH_MS + 1), "kept off the rings after a pause");
+	cr_assert(sl_offer_worth_it_at(&d, T0 + 3600 * 1000), "kept off the rings an hour later");
+	/* Shorts coming again: skipping again. */
+	sl_offer_note_at(&d, &one_request, T0 + 3600 * 1000);
+	cr_assert_not(sl_offer_worth_it_at(&d, T0 + 3600 * 1000 + 10) && sl_offer_worth_it_at(&d, T0 + 3600 * 1000 + 10),
+		      "short connections arriving again still offered twice in a row");
 }

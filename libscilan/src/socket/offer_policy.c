@@ -7,6 +7,8 @@
 
 #include <stdatomic.h>
 
+#include "sync/clock.h"
+
 /* One word per destination, in a small direct-mapped table (a collision
  * only costs what was learnt): updated by compare-and-swap, so a fork in the
  * middle of an update leaves nothing locked in the child.
@@ -17,6 +19,10 @@
 #define SLOTS 256
 
 static _Atomic uint64_t table[SLOTS];
+/* When the slot's destination last closed a short connection (ms, low 32
+ * bits): beside the word, not in it, as a hint (a race only misjudges one
+ * connect). */
+static _Atomic uint32_t last_short_ms[SLOTS];
 
 struct record {
 	uint32_t hash;
@@ -56,7 +62,7 @@ bool sl_offer_paid_off(const struct sl_offer_outcome *outcome)
 	       outcome->lifetime_ns >= SL_OFFER_LIFE_PAID_NS;
 }
 
-bool sl_offer_worth_it(const struct sl_key *dst)
+bool sl_offer_worth_it_at(const struct sl_key *dst, int64_t now_ms)
 {
 	uint32_t hash = hash_of(dst);
 	_Atomic uint64_t *slot = &table[hash % SLOTS];
@@ -67,6 +73,9 @@ bool sl_offer_worth_it(const struct sl_key *dst)
 		struct record r = unpack(old);
 
 		if (r.hash != hash || r.short_run < SL_OFFER_SHORT_RUN)
+			return true;
+		if ((uint32_t)now_ms - atomic_load_explicit(&last_short_ms[hash % SLOTS], memory_order_relaxed) >
+		    SL_OFFER_SHORT_FRESH_MS)
 			return true;
 		offer = r.skipped + 1 >= 1u << r.gap_log2;
 		if (offer) {
@@ -81,12 +90,20 @@ bool sl_offer_worth_it(const struct sl_key *dst)
 	return offer;
 }
 
-void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outcome)
+bool sl_offer_worth_it(const struct sl_key *dst)
+{
+	return sl_offer_worth_it_at(dst, sl_mono_ms());
+}
+
+void sl_offer_note_at(const struct sl_key *dst, const struct sl_offer_outcome *outcome, int64_t now_ms)
 {
 	uint32_t hash = hash_of(dst);
 	_Atomic uint64_t *slot = &table[hash % SLOTS];
 	bool paid = sl_offer_paid_off(outcome);
 	uint64_t old = atomic_load_explicit(slot, memory_order_relaxed), next;
+
+	if (!paid)
+		atomic_store_explicit(&last_short_ms[hash % SLOTS], (uint32_t)now_ms, memory_order_relaxed);
 
 	do {
 		struct record r = unpack(old);
@@ -109,8 +126,15 @@ void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outc
 		 !atomic_compare_exchange_weak_explicit(slot, &old, next, memory_order_relaxed, memory_order_relaxed));
 }
 
+void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outcome)
+{
+	sl_offer_note_at(dst, outcome, sl_mono_ms());
+}
+
 void sl_offer_policy_reset(void)
 {
-	for (size_t i = 0; i < SLOTS; i++)
+	for (size_t i = 0; i < SLOTS; i++) {
 		atomic_store_explicit(&table[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&last_short_ms[i], 0, memory_order_relaxed);
+	}
 }

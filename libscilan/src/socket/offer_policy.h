@@ -25,10 +25,14 @@ struct sl_offer_outcome {
 #define SL_OFFER_TURNS_PAID 4
 #define SL_OFFER_BYTES_PAID (256u << 10)
 #define SL_OFFER_LIFE_PAID_NS 100000000LL
-/* Unpaid connections in a row to one destination before its next ones keep
- * kernel TCP; then one in 2, 4 ... SL_OFFER_PROBE_GAP_MAX still offers, to
- * notice when they pay again. */
+/* Unpaid connections in a row to one destination, the last of them closed
+ * within SL_OFFER_SHORT_FRESH_MS, before its next ones keep kernel TCP; then
+ * one in 2, 4 ... SL_OFFER_PROBE_GAP_MAX still offers, to notice when they
+ * pay again.  The freshness: short connections that come seldom (a health
+ * check every few seconds) cost little, and a connection made after them (a
+ * pool's, which may live for hours) must not be kept off the rings. */
 #define SL_OFFER_SHORT_RUN 8
+#define SL_OFFER_SHORT_FRESH_MS 1000
 #define SL_OFFER_PROBE_GAP_MAX 256 /* a power of two */
 
 bool sl_offer_paid_off(const struct sl_offer_outcome *outcome);
@@ -37,6 +41,9 @@ bool sl_offer_paid_off(const struct sl_offer_outcome *outcome);
 bool sl_offer_worth_it(const struct sl_key *dst);
 /* A connection this process offered to dst is closed. */
 void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outcome);
+/* The same at a given CLOCK_MONOTONIC time in ms (tests). */
+bool sl_offer_worth_it_at(const struct sl_key *dst, int64_t now_ms);
+void sl_offer_note_at(const struct sl_key *dst, const struct sl_offer_outcome *outcome, int64_t now_ms);
 /* Forget everything learnt (tests). */
 void sl_offer_policy_reset(void);
 
