@@ -715,7 +715,7 @@ static int sc_crowded(void)
  * out of the program's own, so they must stay a small share of them.
  * Connections until a call runs out: on kernel TCP about 125 (two sockets
  * each in 256); the library keeps within a quarter of the limit.  Its bells
- * once cut that to some 45 (redis with maxclients 1,000 in a limit of 1,100
+ * once cut that to 52 (redis with maxclients 1,000 in a limit of 1,100
  * failed accept with EMFILE from its ~400th client on). */
 static int sc_full_limit(void)
 {
