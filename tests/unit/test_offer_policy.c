@@ -109,15 +109,6 @@ Test(offer_policy, a_paid_connection_between_short_ones_resets_the_run)
 	cr_assert_eq(offers_among(&d, 50), 50);
 }
 
-Test(offer_policy, reset_forgets)
-{
-	struct sl_key d = dest(1007);
-
-	note_short(&d, SL_OFFER_SHORT_RUN);
-	sl_offer_policy_reset();
-	cr_assert_eq(offers_among(&d, 50), 50);
-}
-
 Test(offer_policy, short_connections_that_stopped_coming_get_offers_again)
 {
 	struct sl_key d = dest(1008);

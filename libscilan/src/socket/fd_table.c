@@ -145,6 +145,7 @@ reset:
 	s->dev_map[0] = s->dev_map[1] = NULL;
 	s->dev_slice = 0;
 	atomic_store(&s->dev_lost, false);
+	atomic_store(&s->counting_turns, false);
 	atomic_store(&s->sent_unanswered, false);
 	atomic_store(&s->turns, 0);
 	memset(&s->offered_to, 0, sizeof(s->offered_to));

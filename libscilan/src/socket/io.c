@@ -22,6 +22,7 @@
 #include "runtime/sys.h"
 #include "socket/wait.h"
 #include "ring/urgent.h"
+#include "socket/offer_policy.h"
 
 /* A send to a dead peer fails within this many sends even if nothing sleeps. */
 #define SENDS_PER_LIVENESS_CHECK 256
@@ -281,8 +282,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				sl_urg_publish(s, s->tx.write + n);
 			sl_ring_tx_commit(&s->tx, n);
 			sl_stat_add(&s->ctr->tx_bytes, n);
-			if (!atomic_load_explicit(&s->sent_unanswered, memory_order_relaxed))
-				atomic_store_explicit(&s->sent_unanswered, true, memory_order_relaxed);
+			sl_offer_sent(s);
 			sent += n;
 		}
 		check_peer = ++s->sends_since_check >= SENDS_PER_LIVENESS_CHECK;
@@ -448,12 +448,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				if (s->urg.state != SL_URG_NONE)
 					sl_urg_passed(s);
 				sl_stat_add(&s->ctr->rx_bytes, n);
-				if (atomic_load_explicit(&s->sent_unanswered, memory_order_relaxed)) {
-					atomic_store_explicit(&s->sent_unanswered, false, memory_order_relaxed);
-					atomic_store_explicit(&s->turns,
-							      atomic_load_explicit(&s->turns, memory_order_relaxed) + 1,
-							      memory_order_relaxed);
-				}
+				sl_offer_received(s);
 				got += n;
 			}
 		}

@@ -397,6 +397,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		} else {
 			s->offered_to = dst;
 			s->offered_ns = sl_mono_ns();
+			atomic_store_explicit(&s->counting_turns, sl_config()->learn_short_conns, memory_order_relaxed);
 		}
 	}
 	if (why != SL_FB_NONE) {

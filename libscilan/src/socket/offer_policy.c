@@ -130,11 +130,3 @@ void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outc
 {
 	sl_offer_note_at(dst, outcome, sl_mono_ms());
 }
-
-void sl_offer_policy_reset(void)
-{
-	for (size_t i = 0; i < SLOTS; i++) {
-		atomic_store_explicit(&table[i], 0, memory_order_relaxed);
-		atomic_store_explicit(&last_short_ms[i], 0, memory_order_relaxed);
-	}
-}

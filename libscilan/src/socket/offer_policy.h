@@ -36,6 +36,32 @@ struct sl_offer_outcome {
 #define SL_OFFER_PROBE_GAP_MAX 256 /* a power of two */
 
 bool sl_offer_paid_off(const struct sl_offer_outcome *outcome);
+
+/* The data path's part (io.c): only a connection we offered counts its
+ * round trips, and only until it reaches SL_OFFER_TURNS_PAID, so that every
+ * other send and receive reads one private flag, and a full-duplex stream's
+ * two threads do not trade a written line at every call. */
+static inline void sl_offer_sent(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->counting_turns, memory_order_relaxed) &&
+	    !atomic_load_explicit(&s->sent_unanswered, memory_order_relaxed))
+		atomic_store_explicit(&s->sent_unanswered, true, memory_order_relaxed);
+}
+
+/* With rx_lock held, after data was taken. */
+static inline void sl_offer_received(struct sl_sock *s)
+{
+	uint32_t turns;
+
+	if (!atomic_load_explicit(&s->counting_turns, memory_order_relaxed) ||
+	    !atomic_load_explicit(&s->sent_unanswered, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&s->sent_unanswered, false, memory_order_relaxed);
+	turns = atomic_load_explicit(&s->turns, memory_order_relaxed) + 1;
+	atomic_store_explicit(&s->turns, turns, memory_order_relaxed);
+	if (turns >= SL_OFFER_TURNS_PAID)
+		atomic_store_explicit(&s->counting_turns, false, memory_order_relaxed);
+}
 /* Offer rings to dst on this connect?  false: connect on kernel TCP (fallback
  * reason short).  Counts the skip, or the probe it lets through. */
 bool sl_offer_worth_it(const struct sl_key *dst);
@@ -44,7 +70,5 @@ void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outc
 /* The same at a given CLOCK_MONOTONIC time in ms (tests). */
 bool sl_offer_worth_it_at(const struct sl_key *dst, int64_t now_ms);
 void sl_offer_note_at(const struct sl_key *dst, const struct sl_offer_outcome *outcome, int64_t now_ms);
-/* Forget everything learnt (tests). */
-void sl_offer_policy_reset(void);
 
 #endif

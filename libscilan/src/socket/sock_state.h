@@ -161,6 +161,7 @@ struct sl_sock {
 	 * file (family 0: not known, it asks the kernel). */
 	struct sl_key known_local, known_peer;
 	/* what the connection carried, for the offer policy (offer_policy.c) */
+	_Atomic bool counting_turns;  /* connecting side, offered by us: until the connection paid */
 	_Atomic bool sent_unanswered; /* a send of ours since our last receive of data */
 	_Atomic uint32_t turns;   /* written under rx_lock: receives of data that followed a send */
 	struct sl_key offered_to; /* connecting side, in the process that offered: the destination */

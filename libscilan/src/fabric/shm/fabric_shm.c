@@ -633,8 +633,6 @@ static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
 	return open_offered_memfd(offer, st);
 }
 
-/* Would connectors of our namespace name their offers for any key of this
- * listener? */
 /* Might a connector have named its offer by our socket?  Only if one of
  * our registry entries asked connectors to (SL_REG_NAMED, which they read
  * at their lookup and which stays set while the entry has other holders):
