@@ -18,27 +18,13 @@
 #include "scilan.h"
 #include "preload_api.h"
 
-static ssize_t send_one(struct sl_sock *s, const void *buf, size_t len, int flags)
-{
-	struct iovec iov = { (void *)buf, len };
-
-	return sl_sendv(s, &iov, 1, flags);
-}
-
-static ssize_t recv_one(struct sl_sock *s, void *buf, size_t len, int flags)
-{
-	struct iovec iov = { buf, len };
-
-	return sl_recvv(s, &iov, 1, flags);
-}
-
 HK_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
 	struct sl_sock *s;
 
 	hk_enter();
 	s = sl_sock_connected(fd);
-	return s ? recv_one(s, buf, len, 0) : sl_sys.read(fd, buf, len);
+	return s ? sl_recv(s, buf, len, 0) : sl_sys.read(fd, buf, len);
 }
 
 HK_EXPORT ssize_t write(int fd, const void *buf, size_t len)
@@ -47,7 +33,7 @@ HK_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 	hk_enter();
 	s = sl_sock_connected(fd);
-	return s ? send_one(s, buf, len, 0) : sl_sys.write(fd, buf, len);
+	return s ? sl_send(s, buf, len, 0) : sl_sys.write(fd, buf, len);
 }
 
 HK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
@@ -87,7 +73,7 @@ HK_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const s
 	hk_enter();
 	s = sl_sock_connected(fd);
 	/* TCP ignores the address on a connected socket. */
-	return s ? send_one(s, buf, len, flags) : sl_sys.sendto(fd, buf, len, flags, to, tolen);
+	return s ? sl_send(s, buf, len, flags) : sl_sys.sendto(fd, buf, len, flags, to, tolen);
 }
 
 HK_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
@@ -99,7 +85,7 @@ HK_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sock
 	s = sl_sock_connected(fd);
 	if (!s)
 		return sl_sys.recvfrom(fd, buf, len, flags, from, fromlen);
-	n = recv_one(s, buf, len, flags);
+	n = sl_recv(s, buf, len, flags);
 	if (n >= 0 && from && fromlen)
 		*fromlen = 0; /* TCP reports no source address */
 	return n;
@@ -206,7 +192,7 @@ static ssize_t sendfile_copied(struct sl_sock *s, int in_fd, off_t *offset, size
 			}
 			break;
 		}
-		n = send_one(s, buf, (size_t)got, MSG_NOSIGNAL);
+		n = sl_send(s, buf, (size_t)got, MSG_NOSIGNAL);
 		if (n > 0)
 			done += (size_t)n;
 		if (n < got) {

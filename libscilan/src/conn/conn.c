@@ -243,15 +243,14 @@ void sl_conn_fence_review_locked(struct sl_sock *s)
 	pthread_mutex_unlock(&s->ctl_lock);
 }
 
-void sl_conn_after_produce(struct sl_sock *s, bool fenced)
+void sl_conn_look_for_data_waiters(struct sl_sock *s, bool fenced)
 {
 	bool waited;
 
-	/* Step 1-2 of the stimulate side: our index store must be visible before
-	 * we read the peer's arm word, or both of us could miss the other. */
 	if (!fenced)
 		atomic_thread_fence(memory_order_seq_cst);
 	waited = sl_evq_notify(s, SL_DIR_DATA);
+
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
 	    atomic_exchange(&s->own_ctl->wake_on_data, 0)) {
 		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
@@ -261,18 +260,10 @@ void sl_conn_after_produce(struct sl_sock *s, bool fenced)
 		peer_waited_for_data(s);
 }
 
-bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room)
+bool sl_conn_peer_wants_room(struct sl_sock *s, bool published_for_room)
 {
-	/* Only a published index can unblock the sender; publishing is batched
-	 * (ring.h), so a sleeping sender gets the index at once.  Without a
-	 * publish for room the fence is skipped when nobody asked: a sender
-	 * that asks after our look re-reads the index we stored. */
-	if (!published_for_room) {
-		if (!atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
-		    !(atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & 0xaaaaaaaau))
-			return false;
+	if (!published_for_room)
 		sl_ring_rx_publish(&s->rx);
-	}
 	atomic_thread_fence(memory_order_seq_cst);
 	sl_evq_notify(s, SL_DIR_SPACE);
 	return atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&

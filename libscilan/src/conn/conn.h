@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "evq/evq.h"
 #include "socket/sock_state.h"
 
 /* Readiness (poll bits) of a connected accelerated socket, without syscalls. */
@@ -17,12 +18,38 @@ short sl_conn_ready(struct sl_sock *s, short events);
 void sl_conn_reset(struct sl_sock *s, const char *why);
 /* Wake threads of this process sleeping on s (after shutdown or close). */
 void sl_conn_wake_local(struct sl_sock *s);
-/* After freeing ring space, with rx_lock held: true if the peer sleeps
- * waiting for space and must be stimulated (after unlocking). */
-bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room);
+/* The rare halves of the two below, out of line: the peer (or an epoll
+ * set of its) may have asked for our data or for room.  Out of line also
+ * for the fence a write-combined publish lacks (the device fabric), which
+ * TSan refuses to see inlined into the data path. */
+void sl_conn_look_for_data_waiters(struct sl_sock *s, bool fenced);
+bool sl_conn_peer_wants_room(struct sl_sock *s, bool published_for_room);
+
 /* After adding data or state: wake a peer that sleeps waiting for it
- * (fenced: the publishing store was already a full fence). */
-void sl_conn_after_produce(struct sl_sock *s, bool fenced);
+ * (fenced: the publishing store was already a full fence).  Step 1-2 of
+ * the stimulate side: our index store must be visible before we read the
+ * peer's arm words, or both of us could miss the other. */
+static inline void sl_conn_after_produce(struct sl_sock *s, bool fenced)
+{
+	if (!fenced || atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) ||
+	    (atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & SL_EVQ_WANT_DATA))
+		sl_conn_look_for_data_waiters(s, fenced);
+}
+
+/* After freeing ring space, with rx_lock held: true if the peer sleeps
+ * waiting for space and must be stimulated (after unlocking).  Only a
+ * published index can unblock the sender; publishing is batched (ring.h),
+ * so a sleeping sender gets the index at once.  Without a publish for room
+ * the fence is skipped when nobody asked: a sender that asks after our look
+ * re-reads the index we stored. */
+static inline bool sl_conn_after_consume_locked(struct sl_sock *s, bool published_for_room)
+{
+	if (!published_for_room &&
+	    !atomic_load_explicit(&s->own_ctl->wake_on_space, memory_order_relaxed) &&
+	    !(atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & SL_EVQ_WANT_SPACE))
+		return false;
+	return sl_conn_peer_wants_room(s, published_for_room);
+}
 /* Under tx_lock, every few hundred sends: a peer that did not wait for our
  * data since the last review pays nothing for plain stores, so a fenced
  * connection of ours publishes unfenced again (conn.c). */

@@ -68,9 +68,12 @@ void sl_evq_drain(struct sl_evq *q);
  * (SL_DIR_SPACE), fenced already: mark the peer's sets that asked.  Inline:
  * every send and consume asks, and almost always nobody asked. */
 void sl_evq_notify_asked(struct sl_sock *s, uint32_t asked);
+/* evq_want's bits of every set slot: 2k asks for data, 2k+1 for room. */
+#define SL_EVQ_WANT_DATA 0x55555555u
+#define SL_EVQ_WANT_SPACE 0xaaaaaaaau
 static inline bool sl_evq_notify(struct sl_sock *s, int dirs)
 {
-	uint32_t mask = (dirs & SL_DIR_DATA ? 0x55555555u : 0) | (dirs & SL_DIR_SPACE ? 0xaaaaaaaau : 0);
+	uint32_t mask = (dirs & SL_DIR_DATA ? SL_EVQ_WANT_DATA : 0) | (dirs & SL_DIR_SPACE ? SL_EVQ_WANT_SPACE : 0);
 	uint32_t asked = atomic_load_explicit(&s->own_ctl->evq_want, memory_order_relaxed) & mask;
 
 	if (asked)

@@ -1,511 +1,27 @@
-/* io.c — the data path: scilan_send copies into the peer's ring and stimulates
- * only a sleeping peer; scilan_recv copies out of our ring and hands the read
- * index back when the sender needs it.  No syscall unless a side must sleep.
+/* io.c — the data path's straight line: send and recv of one buffer on a
+ * ring connection, copied into the peer's ring or out of ours with no
+ * syscall; every other case is handed, untouched, to io_general.c.
  */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 
 #include "conn/agree.h"
 #include "conn/conn.h"
-#include "sync/conn_spin.h"
-#include "evq/evq.h"
 #include "fabric/fabric.h"
-#include "scilan.h"
 #include "process/scm.h"
-#include "fabric/shm/seg_pool.h"
+#include "ring/ring.h"
 #include "ring/segment.h"
-#include "runtime/sys.h"
-#include "socket/wait.h"
 #include "ring/urgent.h"
+#include "runtime/sys.h"
+#include "scilan.h"
+#include "socket/io.h"
 #include "socket/offer_policy.h"
 
-/* A send to a dead peer fails within this many sends even if nothing sleeps. */
-#define SENDS_PER_LIVENESS_CHECK 256
+/* The straight line's answer when it left the call to the general case. */
+#define DECLINED (-2)
 
-static bool ended(struct sl_sock *s)
-{
-	return (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) &
-		(SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET)) ||
-	       atomic_load_explicit(&s->reset, memory_order_relaxed) ||
-	       atomic_load_explicit(&s->shut_rd, memory_order_relaxed);
-}
-
-static bool data_arrived(struct sl_sock *s, uint64_t read)
-{
-	return atomic_load_explicit(s->rx.write_idx, memory_order_relaxed) != read || ended(s);
-}
-
-static bool space_freed(struct sl_sock *s, uint64_t read_seen)
-{
-	return atomic_load_explicit(s->tx.read_copy, memory_order_relaxed) != read_seen || ended(s) ||
-	       atomic_load_explicit(&s->shut_wr, memory_order_relaxed);
-}
-
-static ssize_t fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
-static ssize_t broken_pipe(int flags)
-{
-	if (!(flags & MSG_NOSIGNAL))
-		raise(SIGPIPE);
-	return fail(EPIPE);
-}
-
-/* send_blocker: the peer has closed (orderly) and has not been told yet. */
-#define SEND_TO_CLOSED (-1)
-
-/* Why a send cannot proceed, or 0.  A reset connection reports its pending
- * error once (taking it, as the kernel's send takes sk_err), then EPIPE; the
- * error stays pending when the send returns bytes it already copied. */
-static int send_blocker(struct sl_sock *s, bool sent)
-{
-	int err;
-
-	/* SHUT_WR is checked under tx_lock, where it orders against shutdown. */
-	if (atomic_load(&s->reset) || sl_conn_peer_died(s)) {
-		if (sent)
-			return EPIPE;
-		sl_conn_note_error(s);
-		err = atomic_exchange(&s->pending_error, 0);
-		return err ? err : EPIPE;
-	}
-	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_CLOSED)
-		return sent ? EPIPE : SEND_TO_CLOSED;
-	return 0;
-}
-
-/* Nothing asks sl_agree_plain or send_blocker for a look: the agreement
- * settled (s->agree), and neither end reset, closed or moved to kernel TCP.
- * One load of the peer's state word serves every peer-side condition. */
-static inline bool send_clear(struct sl_sock *s)
-{
-	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
-
-	return !atomic_load_explicit(&s->agree, memory_order_relaxed) &&
-	       !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) && !sl_agree_moved(s, 0) &&
-	       !atomic_load_explicit(&s->reset, memory_order_relaxed) &&
-	       !atomic_load_explicit(&s->sent_after_close, memory_order_relaxed) &&
-	       !atomic_load_explicit(&s->peer_gone, memory_order_relaxed);
-}
-
-/* A position in an iovec array, advanced as bytes are copied; or, with
- * fill set, a source that writes straight into the ring (sl_send_fill). */
-struct iov_cursor {
-	const struct iovec *iov;
-	int cnt, i;
-	size_t off;
-	size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg);
-	void *arg;
-};
-
-static void cursor_skip_empty(struct iov_cursor *c)
-{
-	while (c->i < c->cnt && c->off == c->iov[c->i].iov_len) {
-		c->i++;
-		c->off = 0;
-	}
-}
-
-/* gather_into_ring's general case: a fill source, or n spread over buffers. */
-static size_t gather_pieces(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
-{
-	uint64_t done = 0;
-
-	if (c->fill)
-		return c->fill(tx, n, c->arg);
-	while (done < n) {
-		size_t k;
-
-		cursor_skip_empty(c);
-		k = c->iov[c->i].iov_len - c->off;
-		if (k > n - done)
-			k = n - done;
-		sl_ring_tx_copy(tx, (const unsigned char *)c->iov[c->i].iov_base + c->off, k, done);
-		c->off += k;
-		done += k;
-	}
-	return n;
-}
-
-/* Copy n bytes from the cursor into the ring (unpublished), advancing it;
- * fewer only when a fill source ended. */
-static inline size_t gather_into_ring(struct sl_ring_tx *tx, struct iov_cursor *c, size_t n)
-{
-	if (!c->fill && c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer holds it all */
-		sl_ring_tx_copy(tx, (const unsigned char *)c->iov[c->i].iov_base + c->off, n, 0);
-		c->off += n;
-		return n;
-	}
-	return gather_pieces(tx, c, n);
-}
-
-/* A send to a peer that closed in order: TCP accepts it (the bytes go out,
- * the peer's kernel answers with RST) and a later call learns of the reset,
- * with EPIPE since the peer's FIN came first.  So this one succeeds as far
- * as a send buffer (the ring) would take it, and the connection is reset
- * from here on, keeping what our ring still holds.  Nothing is copied from
- * a caller's buffer; a fill source (sendfile) is read as the kernel's would
- * be, into ring space the closed peer never reads, so the count and the
- * file position are what the kernel would report. */
-__attribute__((cold, noinline))
-static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags)
-{
-	if (atomic_load(&s->shut_wr))
-		return broken_pipe(flags);
-	if (len > s->tx.room)
-		len = (size_t)s->tx.room;
-	if (len && cur->fill) {
-		sl_lock(&s->tx_lock);
-		len = gather_into_ring(&s->tx, cur, len); /* never committed */
-		sl_unlock(&s->tx_lock);
-	}
-	if (len == 0)
-		return 0;
-	atomic_store(&s->sent_after_close, true);
-	sl_conn_note_error(s);
-	sl_conn_wake_local(s);
-	return (ssize_t)len;
-}
-
-
-/* scatter_from_ring's general case: n spread over several buffers. */
-static void scatter_pieces(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
-			   bool consume)
-{
-	struct iov_cursor at = *c;
-	uint64_t done = 0;
-
-	while (done < n) {
-		size_t k;
-
-		cursor_skip_empty(&at);
-		k = at.iov[at.i].iov_len - at.off;
-		if (k > n - done)
-			k = n - done;
-		sl_ring_rx_peek(rx, (unsigned char *)at.iov[at.i].iov_base + at.off, k, skip + done);
-		at.off += k;
-		done += k;
-	}
-	if (consume)
-		*c = at;
-}
-
-/* Copy n bytes from the ring (from offset skip) into the cursor's buffers;
- * the cursor advances only if consume is set (MSG_PEEK leaves it). */
-static inline void scatter_from_ring(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
-				     bool consume)
-{
-	if (c->i < c->cnt && c->iov[c->i].iov_len - c->off >= n) { /* one buffer takes it all */
-		sl_ring_rx_peek(rx, (unsigned char *)c->iov[c->i].iov_base + c->off, n, skip);
-		if (consume)
-			c->off += n;
-		return;
-	}
-	scatter_pieces(rx, c, n, skip, consume);
-}
-
-static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
-{
-	size_t sent = 0;
-	int64_t space;
-	uint64_t read_seen = 0;
-	bool check_peer;
-	struct sl_spin_wait sw;
-	int err, r;
-
-	for (;;) {
-		/* While our offer is out, an acceptor that refused it (or a forked
-		 * holder that revoked it) must not find more bytes in the ring, and
-		 * a client that keeps sending to a plain server moves there once
-		 * the deadline passed, without waiting to block. */
-		if (__builtin_expect(!send_clear(s), 0)) {
-			if (sl_agree_plain(s, SL_AGREE_POLL)) {
-				*plain = true;
-				return (ssize_t)sent;
-			}
-			err = send_blocker(s, sent != 0);
-			if (err == SEND_TO_CLOSED)
-				return send_to_closed(s, cur, len, flags);
-			if (err) {
-				if (sent)
-					break;
-				return err == EPIPE ? broken_pipe(flags) : fail(err);
-			}
-		}
-		sl_lock(&s->tx_lock);
-		if (sl_fell_back(s)) {
-			sl_unlock(&s->tx_lock);
-			*plain = true;
-			return (ssize_t)sent;
-		}
-		if (!s->seg) { /* closed by another thread */
-			sl_unlock(&s->tx_lock);
-			return sent ? (ssize_t)sent : fail(EBADF);
-		}
-		if (atomic_load(&s->shut_wr)) { /* shut down while we were outside the lock */
-			sl_unlock(&s->tx_lock);
-			if (sent)
-				break;
-			return broken_pipe(flags);
-		}
-		sl_claim_tx(s);
-		space = sl_ring_tx_space(&s->tx, len - sent);
-		read_seen = s->tx.read_seen; /* the index the space was measured against */
-		if (space > 0) {
-			size_t n = len - sent < (uint64_t)space ? len - sent : (size_t)space;
-
-			/* Publish a large send in quarter rings so the receiver copies
-			 * out while we still copy in, instead of taking turns. */
-			if (n > s->tx.cap / 4)
-				n = (size_t)(s->tx.cap / 4);
-			if (!sl_ring_tx_reserve(&s->tx, n)) {
-				sl_unlock(&s->tx_lock);
-				/* Out of memory: a loud reset now, never a SIGBUS later. */
-				sl_conn_reset(s, "no memory to reserve more of the ring");
-				continue;
-			}
-
-			size_t put = gather_into_ring(&s->tx, cur, n);
-
-			if (put < n) /* the fill source ended: this is the last of it */
-				len = sent + put;
-			n = put;
-			if (flags & MSG_OOB) /* the last byte of what is sent is urgent */
-				sl_urg_publish(s, s->tx.write + n);
-			sl_ring_tx_commit(&s->tx, n);
-			sl_stat_add(&s->ctr->tx_bytes, n);
-			sl_offer_sent(s);
-			sent += n;
-		}
-		check_peer = ++s->sends_since_check >= SENDS_PER_LIVENESS_CHECK;
-		if (check_peer) {
-			s->sends_since_check = 0;
-			sl_conn_fence_review_locked(s);
-		}
-		sl_unlock(&s->tx_lock);
-		/* Data for a dead peer would vanish into its ring: ask the kernel
-		 * now and then, as TCP learns of it from the peer's RST. */
-		if (check_peer)
-			sl_conn_check_peer(s);
-		if (space < 0) {
-			sl_conn_reset(s, "peer published an impossible read index");
-			continue;
-		}
-		if (space > 0)
-			/* Fenced already by the xchg publish; unfenced sends leave
-			 * the fence to a sleeping peer's membarrier. */
-			sl_conn_after_produce(s, !s->tx.write_combining);
-		if (sent == len)
-			break;
-		if (space > 0)
-			continue; /* more may fit: the put was capped at a quarter ring */
-		/* A full ring while the offer is out: maybe nobody will read it. */
-		if (sl_agree_plain(s, SL_AGREE_WAIT))
-			continue;
-		if (sent && sl_io_nonblocking(s, flags)) {
-			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
-			sl_evq_notify_local(s); /* our sets ask the peer for room now */
-			break;
-		}
-		if (sl_conn_spin(s, flags, 1, space_freed, read_seen, &sw))
-			continue;
-		if (sl_io_nonblocking(s, flags)) {
-			if (sl_conn_check_peer(s) || sl_agree_plain(s, SL_AGREE_WAIT))
-				continue;
-			atomic_fetch_add_explicit(&s->tx_blocked, 1, memory_order_relaxed);
-			sl_evq_notify_local(s);
-			return fail(EAGAIN);
-		}
-		r = sl_wait(s, POLLOUT, false);
-		sl_conn_slept(s, &sw);
-		if (r < 0) {
-			if (sent)
-				break;
-			return -1;
-		}
-	}
-	if ((flags & MSG_OOB) && sent)
-		sl_urg_signal(s);
-	return (ssize_t)sent;
-}
-
-enum peer_end { END_NONE, END_EOF, END_RESET };
-
-static bool rx_pending(struct sl_sock *s)
-{
-	int64_t avail;
-
-	sl_lock(&s->rx_lock);
-	avail = sl_rx_waiting(s);
-	if (avail > 0)
-		sl_urg_ready(s, &avail); /* an urgent byte at the head is not data */
-	sl_unlock(&s->rx_lock);
-	return avail != 0;
-}
-
-/* Has the stream ended for us?  Read before the final look at the ring:
- * the peer's data is visible once its FIN is. */
-static enum peer_end stream_end(struct sl_sock *s)
-{
-	uint32_t ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
-
-	if (atomic_load(&s->reset) || sl_conn_peer_died(s))
-		return END_RESET;
-	if (atomic_load(&s->shut_rd) || (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone))
-		return END_EOF;
-	return END_NONE;
-}
-
-/* The result of a recv at the end of the stream (our ring is empty): 0, or
- * the pending ECONNRESET if no poll, send or SO_ERROR took it first.  After
- * the peer's FIN the kernel's recv returns 0 (SOCK_DONE) even with an error
- * pending: a reset that followed it is left for send and SO_ERROR. */
-static ssize_t end_result(struct sl_sock *s, enum peer_end end)
-{
-	int err;
-
-	if (end == END_EOF)
-		return 0;
-	if (sl_conn_fin_first(s)) {
-		sl_conn_note_error(s);
-		return 0;
-	}
-	sl_conn_note_error(s);
-	atomic_store(&s->reset, true); /* nothing more will arrive */
-	err = atomic_exchange(&s->pending_error, 0);
-	return err ? fail(err) : 0;
-}
-
-static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
-{
-	size_t got = 0;
-	int64_t avail;
-	uint64_t read_seen, skip;
-	bool wake_sender;
-	enum peer_end end;
-	struct sl_spin_wait sw;
-	int r;
-
-	if (len == 0)
-		return 0;
-	for (;;) {
-		bool for_room = false;
-
-		sl_lock(&s->rx_lock);
-		if (sl_fell_back(s)) {
-			sl_unlock(&s->rx_lock);
-			*plain = true;
-			return (ssize_t)got;
-		}
-		if (!s->seg) { /* closed by another thread */
-			sl_unlock(&s->rx_lock);
-			return got ? (ssize_t)got : fail(EBADF);
-		}
-		sl_claim_rx(s);
-		avail = atomic_load(&s->reset) ? 0 : sl_ring_rx_avail(&s->rx);
-		skip = 0;
-		if (avail > 0 && sl_urg_any(s)) {
-			bool stop = false;
-
-			/* A read stops at the urgent mark; the urgent byte leaves
-			 * the stream unless SO_OOBINLINE. */
-			uint64_t published = s->rx.published;
-
-			sl_urg_refresh(s); /* may consume a passed urgent byte */
-			for_room = s->rx.published != published;
-			avail = sl_ring_rx_avail(&s->rx);
-			if (avail > 0)
-				avail = (int64_t)sl_urg_clip(s, (uint64_t)avail, got != 0, &skip, &stop);
-			if (stop) {
-				sl_unlock(&s->rx_lock);
-				break;
-			}
-			if (skip && !(flags & MSG_PEEK)) {
-				for_room |= sl_ring_rx_consume(&s->rx, 1, sl_side_shared(s));
-				sl_urg_passed(s);
-				skip = 0;
-			}
-		}
-		read_seen = s->rx.read + skip;
-		if (avail > 0) {
-			size_t n = len - got < (uint64_t)avail ? len - got : (size_t)avail;
-
-			scatter_from_ring(&s->rx, cur, n, skip, !(flags & MSG_PEEK));
-			if (flags & MSG_PEEK) {
-				got = n;
-			} else {
-				/* Shared with a forked process: publish at once, so
-				 * whichever reads next starts exactly here. */
-				for_room |= sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
-				if (s->urg.state != SL_URG_NONE)
-					sl_urg_passed(s);
-				sl_stat_add(&s->ctr->rx_bytes, n);
-				sl_offer_received(s);
-				got += n;
-			}
-		}
-		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s, for_room);
-		sl_unlock(&s->rx_lock);
-		if (wake_sender)
-			sl_fabric()->stimulate(s, SL_TOKEN_SPACE);
-		if (avail < 0) {
-			sl_conn_reset(s, "peer wrote an impossible write index");
-			continue;
-		}
-		if (got == len || (got && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK))))
-			break;
-		if (avail > 0)
-			continue;
-		end = stream_end(s);
-		if (end != END_NONE) {
-			if (!atomic_load(&s->reset) && rx_pending(s))
-				continue;
-			if (got)
-				break;
-			return end_result(s, end);
-		}
-		/* An empty ring while our offer is out: a plain acceptor may have
-		 * spoken on the kernel socket, or never will attach. */
-		if (sl_agree_plain(s, SL_AGREE_WAIT)) {
-			*plain = true;
-			return (ssize_t)got;
-		}
-		/* Waiting (or about to say EAGAIN to an event loop): the
-		 * time to make the next connect's segment, if one is wanted. */
-		sl_seg_pool_idle();
-		if (sl_conn_spin(s, flags, 0, data_arrived, read_seen, &sw))
-			continue;
-		if (sl_io_nonblocking(s, flags)) {
-			if (got)
-				break;
-			/* An event loop that never sleeps in scilan must still see
-			 * the peer die, as it would see a FIN or RST. */
-			if (sl_conn_check_peer(s))
-				continue;
-			if (sl_agree_plain(s, SL_AGREE_WAIT)) {
-				*plain = true;
-				return (ssize_t)got;
-			}
-			return fail(EAGAIN);
-		}
-		r = sl_wait(s, POLLIN, false);
-		sl_conn_slept(s, &sw);
-		if (r < 0) {
-			if (got)
-				break;
-			return -1;
-		}
-	}
-	return (ssize_t)got;
-}
 
 static struct sl_sock *connecting(struct sl_sock *s);
 
@@ -529,144 +45,126 @@ static inline ssize_t iov_total(const struct iovec *iov, int cnt)
 	if (cnt == 1 && iov && iov->iov_len <= (size_t)SSIZE_MAX && (iov->iov_base || !iov->iov_len))
 		return (ssize_t)iov->iov_len; /* send, recv, read, write: the checks below pass */
 	if (cnt < 0 || cnt > IOV_MAX)
-		return fail(EINVAL);
+		return io_fail(EINVAL);
 	if (cnt && !iov)
-		return fail(EFAULT);
+		return io_fail(EFAULT);
 	for (int i = 0; i < cnt; i++) {
 		if (iov[i].iov_len > (size_t)SSIZE_MAX - total)
-			return fail(EINVAL);
+			return io_fail(EINVAL);
 		if (iov[i].iov_len && !iov[i].iov_base)
-			return fail(EFAULT);
+			return io_fail(EFAULT);
 		total += iov[i].iov_len;
 	}
 	return (ssize_t)total;
 }
 
-/* The rest of a call on the kernel socket, after the connection fell back
- * (agree.c); done bytes went through the ring (and were moved on).  Cold,
- * like the other rare ends of a call: inlined, its iovec array would widen
- * every send's and recv's frame. */
-__attribute__((cold, noinline))
-static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t done, int flags, bool sending)
+
+/* The common send: one buffer the peer's ring has room for at once, on a
+ * connection nothing rare is happening to.  Declines (having changed
+ * nothing) for urgent data, a send larger than a quarter ring (published in
+ * pieces, so the receiver copies out while we copy in), too little room,
+ * and every guard that send_clear and the lock's checks stand for. */
+static inline __attribute__((always_inline)) ssize_t send_fast(struct sl_sock *s, const void *buf, size_t len, int flags)
 {
-	struct iovec stack[8], *rest = stack;
-	struct msghdr msg = { 0 };
-	int n = 0;
-	ssize_t r;
+	if ((flags & MSG_OOB) || len == 0 || len > s->tx.cap / 4 || !send_clear(s))
+		return DECLINED;
+	sl_lock(&s->tx_lock);
+	if (sl_fell_back(s) || !s->seg || atomic_load(&s->shut_wr) ||
+	    s->sends_since_check + 1 >= SENDS_PER_LIVENESS_CHECK)
+		goto declined;
+	sl_claim_tx(s);
+	if (sl_ring_tx_space(&s->tx, len) < (int64_t)len || !sl_ring_tx_reserve(&s->tx, len))
+		goto declined;
+	sl_ring_tx_copy(&s->tx, buf, len, 0);
+	sl_ring_tx_commit(&s->tx, len);
+	sl_stat_add(&s->ctr->tx_bytes, len);
+	sl_offer_sent(s);
+	s->sends_since_check++;
+	sl_unlock(&s->tx_lock);
+	/* Fenced already by the xchg publish; unfenced sends leave the fence
+	 * to a sleeping peer's membarrier. */
+	sl_conn_after_produce(s, !s->tx.write_combining);
+	return (ssize_t)len;
+declined:
+	sl_unlock(&s->tx_lock);
+	return DECLINED;
+}
 
-	if (done < 0)
-		return done;
-	cursor_skip_empty(cur);
-	if (cur->cnt - cur->i > (int)(sizeof(stack) / sizeof(stack[0])) &&
-	    !(rest = malloc(sizeof(*rest) * (size_t)(cur->cnt - cur->i))))
-		return done ? done : fail(ENOMEM);
-	for (int i = cur->i; i < cur->cnt; i++, n++) {
-		size_t off = i == cur->i ? cur->off : 0;
+/* The common recv: data waiting in our ring, no urgent byte among it, for
+ * a call without MSG_PEEK or MSG_OOB (and with MSG_WAITALL, all it asks
+ * for).  Declines, having changed nothing, in every other case. */
+static inline __attribute__((always_inline)) ssize_t recv_fast(struct sl_sock *s, void *buf, size_t len, int flags)
+{
+	int64_t avail;
+	size_t n;
+	bool wake_sender;
 
-		rest[n].iov_base = (char *)cur->iov[i].iov_base + off;
-		rest[n].iov_len = cur->iov[i].iov_len - off;
-	}
-	msg.msg_iov = rest;
-	msg.msg_iovlen = (size_t)n;
-	if (sending)
-		r = n ? sl_sys.sendmsg(s->fd, &msg, flags) : 0;
-	else
-		r = done && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)) ? 0 : sl_sys.recvmsg(s->fd, &msg, flags);
-	if (rest != stack)
-		free(rest);
-	if (r < 0)
-		return done ? done : -1;
-	return done + r;
+	if ((flags & ~(MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC)) || len == 0)
+		return DECLINED;
+	sl_lock(&s->rx_lock);
+	if (sl_fell_back(s) || !s->seg || atomic_load(&s->reset))
+		goto declined;
+	sl_claim_rx(s);
+	avail = sl_ring_rx_avail(&s->rx);
+	if (avail <= 0 || sl_urg_any(s) || ((flags & MSG_WAITALL) && (uint64_t)avail < len))
+		goto declined;
+	n = len < (uint64_t)avail ? len : (size_t)avail;
+	sl_ring_rx_peek(&s->rx, buf, n, 0);
+	/* Shared with a forked process: publish at once, so whichever reads
+	 * next starts exactly here. */
+	wake_sender = sl_conn_after_consume_locked(s, sl_ring_rx_consume(&s->rx, n, sl_side_shared(s)));
+	sl_stat_add(&s->ctr->rx_bytes, n);
+	sl_offer_received(s);
+	sl_unlock(&s->rx_lock);
+	if (wake_sender)
+		sl_fabric()->stimulate(s, SL_TOKEN_SPACE);
+	return (ssize_t)n;
+declined:
+	sl_unlock(&s->rx_lock);
+	return DECLINED;
 }
 
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
 	ssize_t len = iov_total(iov, cnt), r;
-	bool plain = false;
 
 	if (len < 0)
 		return -1;
-	r = send_accelerated(s, &cur, (size_t)len, flags, &plain);
-	return plain ? finish_plain(s, &cur, r, flags, true) : r;
-}
-
-/* recv(MSG_OOB): TCP's one urgent byte; never blocks. */
-__attribute__((cold, noinline))
-static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags)
-{
-	unsigned char byte;
-	bool dead;
-	int err;
-
-	dead = atomic_load(&s->reset) || (sl_conn_peer_died(s) && !sl_conn_fin_first(s));
-	sl_lock(&s->rx_lock);
-	if (!s->seg) {
-		sl_unlock(&s->rx_lock);
-		return fail(EBADF);
-	}
-	sl_claim_rx(s);
-	err = sl_urg_take(s, flags & MSG_PEEK, &byte, dead);
-	sl_unlock(&s->rx_lock);
-	if (err)
-		return fail(err);
-	if (len == 0)
-		return 0; /* the byte is taken all the same (MSG_TRUNC) */
-	for (int i = 0; i < cnt; i++) {
-		if (iov[i].iov_len) {
-			*(unsigned char *)iov[i].iov_base = byte;
-			break;
-		}
-	}
-	return 1;
+	if (cnt == 1 && (r = send_fast(s, iov->iov_base, (size_t)len, flags)) != DECLINED)
+		return r;
+	return sl_send_general(s, iov, cnt, (size_t)len, flags);
 }
 
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
 	ssize_t len = iov_total(iov, cnt), r;
-	bool plain = false;
 
 	if (len < 0)
 		return -1;
-	if (flags & ~(MSG_OOB | MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
-		return fail(EOPNOTSUPP);
-	if (flags & MSG_OOB)
-		return recv_urgent(s, iov, cnt, (size_t)len, flags);
-	if (len == 0) {
-		/* TCP's low-water mark is at least one byte even for a zero-length
-		 * read: it waits for data (EAGAIN when non-blocking), then returns 0. */
-		char probe;
-		struct iovec one = { &probe, 1 };
-		struct iov_cursor peek = { .iov = &one, .cnt = 1 };
-
-		r = recv_accelerated(s, &peek, 1, flags | MSG_PEEK, &plain);
-		if (plain)
-			r = sl_sys.recvmsg(s->fd, &(struct msghdr){ 0 }, flags);
-		return r < 0 ? -1 : 0;
-	}
-	r = recv_accelerated(s, &cur, (size_t)len, flags, &plain);
-	return plain ? finish_plain(s, &cur, r, flags, false) : r;
+	if (cnt == 1 && (r = recv_fast(s, iov->iov_base, (size_t)len, flags)) != DECLINED)
+		return r;
+	return sl_recv_general(s, iov, cnt, (size_t)len, flags);
 }
 
-ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
-		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg)
+/* One buffer: what the fast paths need checked of it is that it is one. */
+ssize_t sl_send(struct sl_sock *s, const void *buf, size_t len, int flags)
 {
-	struct iov_cursor cur = { .fill = fill, .arg = arg };
-	bool plain = false;
+	struct iovec iov = { (void *)buf, len };
 	ssize_t r;
 
-	if (len > (size_t)SSIZE_MAX)
-		len = (size_t)SSIZE_MAX;
-	r = send_accelerated(s, &cur, len, flags, &plain);
-	/* Kernel TCP now, before anything was copied: a fill source cannot go
-	 * through finish_plain, so the caller sends through the kernel.  After
-	 * a partial send the next call finds the socket plain. */
-	if (plain && r <= 0) {
-		errno = EXDEV;
-		return -1;
-	}
-	return r;
+	if (buf && len <= (size_t)SSIZE_MAX && (r = send_fast(s, buf, len, flags)) != DECLINED)
+		return r;
+	return sl_sendv(s, &iov, 1, flags);
+}
+
+ssize_t sl_recv(struct sl_sock *s, void *buf, size_t len, int flags)
+{
+	struct iovec iov = { buf, len };
+	ssize_t r;
+
+	if (buf && len <= (size_t)SSIZE_MAX && (r = recv_fast(s, buf, len, flags)) != DECLINED)
+		return r;
+	return sl_recvv(s, &iov, 1, flags);
 }
 
 struct sl_sock *sl_sock_connected(int fd)
@@ -677,21 +175,15 @@ struct sl_sock *sl_sock_connected(int fd)
 ssize_t scilan_send(int fd, const void *buf, size_t len, int flags)
 {
 	struct sl_sock *s = connected(fd);
-	struct iovec iov = { (void *)buf, len };
 
-	if (!s)
-		return sl_sys.send(fd, buf, len, flags);
-	return sl_sendv(s, &iov, 1, flags);
+	return s ? sl_send(s, buf, len, flags) : sl_sys.send(fd, buf, len, flags);
 }
 
 ssize_t scilan_recv(int fd, void *buf, size_t len, int flags)
 {
 	struct sl_sock *s = connected(fd);
-	struct iovec iov = { buf, len };
 
-	if (!s)
-		return sl_sys.recv(fd, buf, len, flags);
-	return sl_recvv(s, &iov, 1, flags);
+	return s ? sl_recv(s, buf, len, flags) : sl_sys.recv(fd, buf, len, flags);
 }
 
 ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -705,9 +197,9 @@ ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags)
 		return sl_sys.sendmsg(fd, msg, flags);
 	}
 	if (!msg)
-		return fail(EFAULT);
+		return io_fail(EFAULT);
 	if (msg->msg_iovlen > IOV_MAX)
-		return fail(EMSGSIZE);
+		return io_fail(EMSGSIZE);
 	/* Like TCP, a destination address on a connected stream is ignored;
 	 * ancillary data has nothing to carry it. */
 	return sl_sendv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
@@ -725,9 +217,9 @@ ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 		return sl_sys.recvmsg(fd, msg, flags);
 	}
 	if (!msg)
-		return fail(EFAULT);
+		return io_fail(EFAULT);
 	if (msg->msg_iovlen > IOV_MAX)
-		return fail(EMSGSIZE);
+		return io_fail(EMSGSIZE);
 	n = sl_recvv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
 	if (n >= 0) {
 		/* TCP fills in no source address and no control data. */
@@ -745,3 +237,4 @@ static struct sl_sock *connecting(struct sl_sock *s)
 		sl_connect_progress(s);
 	return sl_sock_on_rings(s) ? s : NULL;
 }
+

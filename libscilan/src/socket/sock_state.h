@@ -179,6 +179,9 @@ struct sl_sock {
 /* The data path on a connected accelerated socket (io.c): errno as TCP's. */
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags);
+/* The same for one buffer (send, recv, read, write). */
+ssize_t sl_send(struct sl_sock *s, const void *buf, size_t len, int flags);
+ssize_t sl_recv(struct sl_sock *s, void *buf, size_t len, int flags);
 /* A send of up to len bytes whose source writes them straight into the
  * ring: fill(tx, n, arg) places n bytes at the ring's write index (see
  * sl_ring_tx_copy: offset 0, wrapping at tx->cap), under tx_lock, and returns
