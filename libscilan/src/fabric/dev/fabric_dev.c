@@ -59,7 +59,7 @@ static int link_names(char names[][DEV_NAME_MAX], int max)
 		return 0;
 	while (n < max && (de = readdir(dir)))
 		if (is_link_name(de->d_name))
-			snprintf(names[n++], DEV_NAME_MAX, "%s", de->d_name);
+			snprintf(names[n++], DEV_NAME_MAX, "%.*s", DEV_NAME_MAX - 1, de->d_name);
 	closedir(dir);
 	qsort(names, (size_t)n, DEV_NAME_MAX, by_link_number);
 	return n;
