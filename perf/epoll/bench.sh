@@ -27,7 +27,7 @@ export SCILAN_RUNDIR="$WORK/run" SCILAN_CONF="$WORK/cluster.conf"
 mkdir -p -m 700 "$SCILAN_RUNDIR"
 : >"$SCILAN_CONF"
 
-# one MODE N API: "n,p50,p99,idle" of one run.
+# one MODE N API: "n,p50,p99,idle,first_p50" of one run (epoll_scale.c).
 one() {
 	local mode=$1 n=$2 api=$3
 	local acc
@@ -49,15 +49,15 @@ one() {
 	fi
 }
 
-echo "n,mode,p50_us,p99_us,idle_cpu_ms_per_s" >"$CSV"
+echo "n,mode,p50_us,p99_us,idle_cpu_ms_per_s,first_p50_us" >"$CSV"
 for n in $NS; do
 	for api in $APIS; do
 		for mode in $MODES; do
 			line=$(one "$mode" "$n" "$api") || { echo "bench-epoll: $api $mode N=$n failed" >&2; exit 1; }
-			IFS=, read -r _ p50 p99 idle <<<"$line"
+			IFS=, read -r _ p50 p99 idle first <<<"$line"
 			# epoll rows keep their plain mode names; poll rows say poll-.
 			[ "$api" = epoll ] || mode="$api-$mode"
-			echo "$n,$mode,$p50,$p99,$idle" >>"$CSV"
+			echo "$n,$mode,$p50,$p99,$idle,$first" >>"$CSV"
 		done
 	done
 done
@@ -65,18 +65,18 @@ done
 # The table: each scilan mode's p50 against kernel TCP's with the same API
 # (x faster), and against its own p50 at the smallest N (flatness).
 awk -F, 'NR > 1 {
-	key = $1 "," $2; p50[key] = $3; p99[key] = $4; idle[key] = $5
+	key = $1 "," $2; p50[key] = $3; p99[key] = $4; idle[key] = $5; first[key] = $6
 	if (!($1 in seen)) { seen[$1] = 1; ns[++nn] = $1 }
 }
 END {
 	nm = split("kernel scilan-poll scilan-hybrid scilan-intr poll-kernel poll-scilan-poll poll-scilan-hybrid poll-scilan-intr", modes, " ")
-	printf "%-6s %-19s %10s %10s %12s %14s %12s\n", "N", "mode", "p50 us", "p99 us", "idle ms/s", "kernel/mode", "p50/p50(N1)"
+	printf "%-6s %-19s %10s %10s %12s %14s %12s %12s\n", "N", "mode", "p50 us", "p99 us", "idle ms/s", "kernel/mode", "p50/p50(N1)", "first p50 us"
 	for (i = 1; i <= nn; i++)
 		for (m = 1; m <= nm; m++) {
 			k = ns[i] "," modes[m]; kk = ns[i] (modes[m] ~ /^poll-/ ? ",poll-kernel" : ",kernel"); k1 = ns[1] "," modes[m]
 			if (k in p50)
-				printf "%-6s %-19s %10.2f %10.2f %12.3f %13.1fx %11.2fx\n", ns[i], modes[m], p50[k], p99[k], idle[k],
-				       p50[kk] / p50[k], p50[k] / p50[k1]
+				printf "%-6s %-19s %10.2f %10.2f %12.3f %13.1fx %11.2fx %12.2f\n", ns[i], modes[m], p50[k], p99[k], idle[k],
+				       p50[kk] / p50[k], p50[k] / p50[k1], first[k]
 		}
 }' "$CSV"
 echo "csv: $CSV"

@@ -6,8 +6,11 @@
  * connections.  Plain POSIX: run as is for kernel TCP, under scilan_run for
  * scilan (perf/epoll/bench.sh runs both).
  *   epoll_scale N ROUNDS IDLE_MS [epoll|poll]
- * prints "n,p50_us,p99_us,idle_cpu_ms_per_s": round-trip median and p99, and
- * the server's CPU per second while the N connections sit idle IDLE_MS.
+ * prints "n,p50_us,p99_us,idle_cpu_ms_per_s,first_p50_us": round-trip median
+ * and p99 once every connection made one exchange (a long-running server's
+ * steady state), the server's CPU per second while the N connections sit
+ * idle IDLE_MS, and the median of those first exchanges (first touches of
+ * a connection's memory, on either transport).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,11 +72,11 @@ static int cmp_double(const void *a, const void *b)
 static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int go, int report)
 {
 	int *fd = calloc((size_t)n, sizeof(*fd)), one = 1;
-	double *rtt = calloc((size_t)rounds, sizeof(*rtt));
+	double *rtt = calloc((size_t)rounds, sizeof(*rtt)), *first = calloc((size_t)n, sizeof(*first)), t;
 	char buf[MSG] = { 0 }, c;
 	unsigned x = 2463534242u;
 
-	if (!fd || !rtt)
+	if (!fd || !rtt || !first)
 		die("calloc");
 	for (int i = 0; i < n; i++) {
 		fd[i] = socket(AF_INET, SOCK_STREAM, 0);
@@ -83,9 +86,14 @@ static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int go
 	}
 	io_all(go, &c, 1, 0); /* the server accepted them all */
 	usleep((useconds_t)idle_ms * 1000);
+	for (int i = 0; i < n; i++) {
+		t = mono();
+		io_all(fd[i], buf, MSG, 1);
+		io_all(fd[i], buf, MSG, 0);
+		first[i] = mono() - t;
+	}
 	for (int r = 0; r < rounds; r++) {
 		int i;
-		double t;
 
 		x ^= x << 13;
 		x ^= x >> 17;
@@ -97,7 +105,9 @@ static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int go
 		rtt[r] = mono() - t;
 	}
 	qsort(rtt, (size_t)rounds, sizeof(*rtt), cmp_double);
-	dprintf(report, "%.3f,%.3f\n", rtt[rounds / 2] * 1e6, rtt[(size_t)rounds * 99 / 100] * 1e6);
+	qsort(first, (size_t)n, sizeof(*first), cmp_double);
+	dprintf(report, "%.3f,%.3f,%.3f\n", rtt[rounds / 2] * 1e6, rtt[(size_t)rounds * 99 / 100] * 1e6,
+		first[n / 2] * 1e6);
 	for (int i = 0; i < n; i++)
 		close(fd[i]);
 	_exit(0);
@@ -167,7 +177,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof(a);
 	struct epoll_event ev, evs[256];
-	double idle_cpu = -1, t0, c0;
+	double idle_cpu = -1, t0, c0, p50, p99, first_p50;
 	char res[128] = "";
 	pid_t kid;
 	ssize_t got;
@@ -260,6 +270,8 @@ done:
 		return fprintf(stderr, "epoll_scale: the client failed\n"), 1;
 	res[got] = '\0';
 	res[strcspn(res, "\n")] = '\0';
-	printf("%d,%s,%.3f\n", n, res, idle_cpu);
+	if (sscanf(res, "%lf,%lf,%lf", &p50, &p99, &first_p50) != 3)
+		return fprintf(stderr, "epoll_scale: the client's report is garbled: %s\n", res), 1;
+	printf("%d,%.3f,%.3f,%.3f,%.3f\n", n, p50, p99, idle_cpu, first_p50);
 	return 0;
 }
