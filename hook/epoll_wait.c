@@ -350,6 +350,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 HK_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
 {
 	struct epset *set;
+	int saved, r;
 
 	hk_enter();
 	set = hk_ep_set_of(epfd);
@@ -363,7 +364,11 @@ HK_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeou
 		errno = EFAULT;
 		return -1;
 	}
-	return wait_set(epfd, set, evs, max, timeout, mask);
+	saved = errno;
+	r = wait_set(epfd, set, evs, max, timeout, mask);
+	if (r >= 0)
+		errno = saved; /* as hk_poll */
+	return r;
 }
 
 HK_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
@@ -373,7 +378,7 @@ HK_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout
 
 /* poll/select entries that are emulated epoll sets become their nested
  * plan; the set's entry is ready when any part of it is. */
-int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+static int poll_emulated(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ms() + timeout_ms;
 	struct plan p = { 0 };
@@ -424,6 +429,17 @@ int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		r = ready;
 	} while (!ready && sl_left_ms(deadline) != 0);
 	plan_free(&p);
+	return r;
+}
+
+/* A success leaves errno as it was, as the kernel's poll and epoll_wait
+ * do: our waits went through calls (a drained bell's EAGAIN) that do not. */
+int hk_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+{
+	int saved = errno, r = poll_emulated(fds, n, timeout_ms, mask);
+
+	if (r >= 0)
+		errno = saved;
 	return r;
 }
 

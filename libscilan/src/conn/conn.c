@@ -94,6 +94,27 @@ void sl_conn_note_error(struct sl_sock *s)
 		atomic_store(&s->pending_error, sl_conn_fin_first(s) ? EPIPE : ECONNRESET);
 }
 
+uint64_t sl_conn_rcv_mark(struct sl_sock *s)
+{
+	int lowat = atomic_load_explicit(&s->rcvlowat, memory_order_relaxed);
+	socklen_t len = sizeof(lowat);
+	uint64_t bound, room;
+
+	if (lowat == 0) {
+		if (sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, &len) < 0 || lowat < 1)
+			lowat = 1;
+		atomic_store_explicit(&s->rcvlowat, lowat, memory_order_relaxed);
+	}
+	if (lowat == 1 || !s->seg)
+		return 1;
+	/* The peer's word: a hostile value only makes us readable sooner. */
+	bound = s->rx.cap;
+	room = atomic_load_explicit(s->rx.sender_room, memory_order_relaxed);
+	if (room && room < bound)
+		bound = room;
+	return (uint64_t)lowat < bound ? (uint64_t)lowat : bound;
+}
+
 short sl_conn_ready(struct sl_sock *s, short events)
 {
 	short rev = 0, urg = 0;
@@ -131,7 +152,7 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	}
 	rev |= urg;
 	peer_fin = (ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED)) || atomic_load(&s->peer_gone);
-	if (readable > 0 || peer_fin || atomic_load(&s->shut_rd))
+	if ((readable > 0 && (uint64_t)readable >= sl_conn_rcv_mark(s)) || peer_fin || atomic_load(&s->shut_rd))
 		rev |= POLLIN | POLLRDNORM;
 	if (peer_fin || atomic_load(&s->shut_rd)) /* tcp_poll: any RCV_SHUTDOWN */
 		rev |= POLLRDHUP;

@@ -14,6 +14,11 @@
 
 /* Readiness (poll bits) of a connected accelerated socket, without syscalls. */
 short sl_conn_ready(struct sl_sock *s, short events);
+/* The bytes waiting that make s readable: SO_RCVLOWAT (1 unless set),
+ * bounded by what the ring can ever hold for us, so that a mark beyond the
+ * ring, or beyond what the peer keeps in flight, never waits for bytes that
+ * cannot come.  A socket from another process asks the kernel once. */
+uint64_t sl_conn_rcv_mark(struct sl_sock *s);
 /* The peer broke the protocol: log why, mark the connection reset, tell the peer. */
 void sl_conn_reset(struct sl_sock *s, const char *why);
 /* Wake threads of this process sleeping on s (after shutdown or close). */

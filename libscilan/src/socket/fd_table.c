@@ -111,6 +111,7 @@ reset:
 	atomic_store(&s->nonblock_hint, false);
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
+	atomic_store(&s->rcvlowat, 0);
 	s->nodelay = false;
 	atomic_store(&s->evq_reach, 0);
 	for (int i = 0; i < SL_MAX_REG; i++) {

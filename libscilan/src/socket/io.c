@@ -92,7 +92,8 @@ declined:
 
 /* The common recv: data waiting in our ring, no urgent byte among it, for
  * a call without MSG_PEEK or MSG_OOB (and with MSG_WAITALL, all it asks
- * for).  Declines, having changed nothing, in every other case. */
+ * for; below SO_RCVLOWAT, all it asks for or the mark).  Declines, having
+ * changed nothing, in every other case. */
 static inline __attribute__((always_inline)) ssize_t recv_fast(struct sl_sock *s, void *buf, size_t len, int flags)
 {
 	int64_t avail;
@@ -107,6 +108,9 @@ static inline __attribute__((always_inline)) ssize_t recv_fast(struct sl_sock *s
 	sl_claim_rx(s);
 	avail = sl_ring_rx_avail(&s->rx);
 	if (avail <= 0 || sl_urg_any(s) || ((flags & MSG_WAITALL) && (uint64_t)avail < len))
+		goto declined;
+	if (__builtin_expect(atomic_load_explicit(&s->rcvlowat, memory_order_relaxed) != 1, 0) &&
+	    (uint64_t)avail < len && (uint64_t)avail < sl_conn_rcv_mark(s))
 		goto declined;
 	n = len < (uint64_t)avail ? len : (size_t)avail;
 	sl_ring_rx_peek(&s->rx, buf, n, 0);

@@ -372,9 +372,24 @@ static ssize_t end_result(struct sl_sock *s, enum peer_end end)
 	return err ? io_fail(err) : 0;
 }
 
+/* What a recv of len bytes waits for before it returns (kernel TCP's
+ * sock_rcvlowat): all of it with MSG_WAITALL, else the low-water mark
+ * (1 unless SO_RCVLOWAT) or len if less.  MSG_PEEK|MSG_WAITALL returns
+ * what it found, as it always has here. */
+static uint64_t recv_target(struct sl_sock *s, size_t len, int flags)
+{
+	uint64_t mark;
+
+	if ((flags & (MSG_WAITALL | MSG_PEEK)) == MSG_WAITALL)
+		return len;
+	mark = sl_conn_rcv_mark(s);
+	return mark < len ? mark : len;
+}
+
 static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_t len, int flags, bool *plain)
 {
 	size_t got = 0;
+	uint64_t target;
 	ssize_t ended_with;
 	int64_t avail;
 	uint64_t read_seen, skip;
@@ -385,13 +400,17 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 
 	if (len == 0)
 		return 0;
+	target = recv_target(s, len, flags);
 	for (;;) {
 		bool for_room = false;
 
 		if (!lock_connection(s, &s->rx_lock, got, plain, &ended_with))
 			return ended_with;
 		sl_claim_rx(s);
-		avail = atomic_load(&s->reset) ? 0 : sl_ring_rx_avail(&s->rx);
+		/* A peek looking again must see what came since: the cached
+		 * index stops at what the last look saw. */
+		avail = atomic_load(&s->reset) ? 0 :
+			(flags & MSG_PEEK) ? sl_ring_rx_avail_fresh(&s->rx) : sl_ring_rx_avail(&s->rx);
 		skip = 0;
 		if (avail > 0 && sl_urg_any(s)) {
 			bool stop = false;
@@ -441,12 +460,17 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			sl_conn_reset(s, "peer wrote an impossible write index");
 			continue;
 		}
-		if (got == len || (got && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK))))
+		if (got >= target)
 			break;
-		if (avail > 0)
+		if (avail > 0 && !(flags & MSG_PEEK))
 			continue;
+		/* A peek below the mark found all there is: it waits for more. */
+		if (avail > 0)
+			read_seen = s->rx.write_seen;
 		end = stream_end(s);
 		if (end != END_NONE) {
+			if (got && (flags & MSG_PEEK))
+				break;
 			if (!atomic_load(&s->reset) && rx_pending(s))
 				continue;
 			if (got)

@@ -78,6 +78,7 @@ int scilan_socket(int domain, int type, int protocol)
 	atomic_store(&s->poll_us, cfg->poll_us);
 	atomic_store(&s->nonblock_hint, (type & SOCK_NONBLOCK) != 0);
 	s->ring_bytes = cfg->ring_bytes;
+	atomic_store(&s->rcvlowat, 1); /* a new socket's, as the kernel's */
 	return fd;
 }
 
@@ -179,6 +180,9 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	atomic_store(&ns->poll_us, atomic_load(&s->poll_us));
 	atomic_store(&ns->nonblock_hint, (flags & SOCK_NONBLOCK) != 0);
 	ns->ring_bytes = s->ring_bytes;
+	/* The kernel's accepted socket starts with its listener's options. */
+	ns->sndbuf = s->sndbuf;
+	atomic_store(&ns->rcvlowat, atomic_load(&s->rcvlowat));
 	sl_fb_take_hint(SL_FB_NONE);
 	if (s->reg_fd[0] < 0 && s->rdv_fd[0] < 0) {
 		become_plain(ns, *sl_config()->rundir ? SL_FB_UNREGISTERED : unusable_reason(), SL_FB_ACCEPTOR);

@@ -91,6 +91,8 @@ struct sl_sock {
 	_Atomic bool nonblock_hint; /* O_NONBLOCK as last seen; checked with the kernel before acting on it */
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */
+	_Atomic int rcvlowat;   /* SO_RCVLOWAT as the kernel socket holds it; 0: not known
+				 * here (a socket from another process), asked at first need */
 	bool nodelay;
 	_Atomic signed char evq_reach; /* can the peer mark our epoll sets (evq.c)? 0 not known yet, 1 yes, -1 no */
 
