@@ -1,7 +1,8 @@
 /* test_tcp.c — kernel TCP's corner semantics (progs/tcp.c) under the hook
  * against kernel TCP: abortive close, which send learns of a closed peer and
  * with which errno, urgent data (MSG_OOB, SIOCATMARK, SO_OOBINLINE, POLLPRI,
- * EPOLLPRI, select exceptfds), the receive low-water mark (SO_RCVLOWAT). */
+ * EPOLLPRI, select exceptfds), the receive low-water mark (SO_RCVLOWAT),
+ * MSG_TRUNC. */
 #include <criterion/criterion.h>
 
 #include "runner.h"
@@ -14,5 +15,6 @@ Test(tcp, urgent_epoll_recvmsg_peek_blocking_both_ways, .timeout = 120) { hk_sce
  * at exit and that connection is kernel TCP (ARCHITECTURE.md, "Agreement"). */
 Test(tcp, peer_exits_without_close_eof_or_reset, .timeout = 120) { hk_scenario("tcp", "exit", 3, -1, 60); }
 Test(tcp, urgent_sigurg_to_owner_and_close_after_urgent, .timeout = 120) { hk_scenario("tcp", "sigurg", 4, -1, 60); }
-Test(tcp, so_rcvlowat_poll_epoll_blocking_recv_eof, .timeout = 120) { hk_scenario("lowat", "rcvlowat", 2, 2, 60); }
-Test(tcp, so_rcvlowat_inherited_by_accepted_socket, .timeout = 120) { hk_scenario("lowat", "inherited", 2, 2, 60); }
+Test(tcp, so_rcvlowat_poll_epoll_blocking_recv_eof, .timeout = 120) { hk_scenario("recvflags", "rcvlowat", 2, 2, 60); }
+Test(tcp, so_rcvlowat_inherited_by_accepted_socket, .timeout = 120) { hk_scenario("recvflags", "inherited", 2, 2, 60); }
+Test(tcp, msg_trunc_discards_with_null_buffer, .timeout = 120) { hk_scenario("recvflags", "trunc", 2, 2, 60); }

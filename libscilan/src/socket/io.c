@@ -37,12 +37,13 @@ static inline struct sl_sock *connected(int fd)
 }
 
 /* Total length of an iovec array as the kernel checks it: EINVAL for a bad
- * count or a total beyond SSIZE_MAX, EFAULT for a missing buffer. */
-static inline ssize_t iov_total(const struct iovec *iov, int cnt)
+ * count or a total beyond SSIZE_MAX, EFAULT for a missing buffer (unless
+ * nothing will be copied: a recv with MSG_TRUNC). */
+static inline ssize_t iov_total(const struct iovec *iov, int cnt, bool no_copy)
 {
 	size_t total = 0;
 
-	if (cnt == 1 && iov && iov->iov_len <= (size_t)SSIZE_MAX && (iov->iov_base || !iov->iov_len))
+	if (cnt == 1 && iov && iov->iov_len <= (size_t)SSIZE_MAX && (iov->iov_base || !iov->iov_len || no_copy))
 		return (ssize_t)iov->iov_len; /* send, recv, read, write: the checks below pass */
 	if (cnt < 0 || cnt > IOV_MAX)
 		return io_fail(EINVAL);
@@ -51,7 +52,7 @@ static inline ssize_t iov_total(const struct iovec *iov, int cnt)
 	for (int i = 0; i < cnt; i++) {
 		if (iov[i].iov_len > (size_t)SSIZE_MAX - total)
 			return io_fail(EINVAL);
-		if (iov[i].iov_len && !iov[i].iov_base)
+		if (iov[i].iov_len && !iov[i].iov_base && !no_copy)
 			return io_fail(EFAULT);
 		total += iov[i].iov_len;
 	}
@@ -130,7 +131,7 @@ declined:
 
 ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	ssize_t len = iov_total(iov, cnt), r;
+	ssize_t len = iov_total(iov, cnt, false), r;
 
 	if (len < 0)
 		return -1;
@@ -141,7 +142,7 @@ ssize_t sl_sendv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 
 ssize_t sl_recvv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags)
 {
-	ssize_t len = iov_total(iov, cnt), r;
+	ssize_t len = iov_total(iov, cnt, flags & MSG_TRUNC), r;
 
 	if (len < 0)
 		return -1;

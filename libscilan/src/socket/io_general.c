@@ -153,6 +153,21 @@ static ssize_t send_to_closed(struct sl_sock *s, struct iov_cursor *cur, size_t 
 }
 
 
+/* Past n bytes of the cursor's buffers without touching them (MSG_TRUNC). */
+static void cursor_advance(struct iov_cursor *c, size_t n)
+{
+	while (n) {
+		size_t k;
+
+		cursor_skip_empty(c);
+		k = c->iov[c->i].iov_len - c->off;
+		if (k > n)
+			k = n;
+		c->off += k;
+		n -= k;
+	}
+}
+
 /* scatter_from_ring's general case: n spread over several buffers. */
 static void scatter_pieces(const struct sl_ring_rx *rx, struct iov_cursor *c, size_t n, uint64_t skip,
 			   bool consume)
@@ -438,7 +453,11 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		if (avail > 0) {
 			size_t n = len - got < (uint64_t)avail ? len - got : (size_t)avail;
 
-			scatter_from_ring(&s->rx, cur, n, skip, !(flags & MSG_PEEK));
+			/* MSG_TRUNC: the bytes are taken (or peeked) uncopied. */
+			if (!(flags & MSG_TRUNC))
+				scatter_from_ring(&s->rx, cur, n, skip, !(flags & MSG_PEEK));
+			else if (!(flags & MSG_PEEK))
+				cursor_advance(cur, n);
 			if (flags & MSG_PEEK) {
 				got = n;
 			} else {
@@ -568,8 +587,8 @@ static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, 
 	sl_unlock(&s->rx_lock);
 	if (err)
 		return io_fail(err);
-	if (len == 0)
-		return 0; /* the byte is taken all the same (MSG_TRUNC) */
+	if (len == 0 || (flags & MSG_TRUNC))
+		return len ? 1 : 0; /* the byte is taken all the same, uncopied */
 	for (int i = 0; i < cnt; i++) {
 		if (iov[i].iov_len) {
 			*(unsigned char *)iov[i].iov_base = byte;
@@ -595,7 +614,7 @@ ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 	bool plain = false;
 	ssize_t r;
 
-	if (flags & ~(MSG_OOB | MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
+	if (flags & ~(MSG_OOB | MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
 		return io_fail(EOPNOTSUPP);
 	if (flags & MSG_OOB)
 		return recv_urgent(s, iov, cnt, len, flags);

@@ -1,7 +1,9 @@
-/* lowat.c — SO_RCVLOWAT as kernel TCP keeps it: poll, epoll and a blocking
- * recv wait until the low-water mark (or all a smaller recv asks for) is
- * there; a non-blocking recv and the end of the stream return what there is.
+/* recvflags.c — what kernel TCP's receive does besides copying: SO_RCVLOWAT
+ * (poll, epoll and a blocking recv wait until the low-water mark is there;
+ * a non-blocking recv and the end of the stream return what there is) and
+ * MSG_TRUNC (the bytes are discarded, not copied; a NULL buffer will do).
  */
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -154,11 +156,50 @@ static int sc_inherited(void)
 	return 0;
 }
 
+/* HAProxy drains a connection it closes with recv(NULL, INT_MAX, MSG_TRUNC). */
+static int sc_trunc(void)
+{
+	int c, s;
+	struct pollfd p;
+
+	tcp_pair(&c, &s);
+	send_all(c, "0123456789", 10);
+	memset(buf, '.', 16);
+	SHOW(recv(s, NULL, 4, MSG_TRUNC));
+	SHOW(recv(s, buf, 3, MSG_PEEK | MSG_TRUNC));
+	say("buffer after the peek: %.3s", buf);
+	SHOW(recv(s, buf, 16, 0));
+	say("what was left: %.6s", buf);
+
+	say("-- a drain of everything there is, non-blocking");
+	memset(buf, 'd', sizeof(buf));
+	send_all(c, buf, 1000);
+	SHOW(recv(s, NULL, INT_MAX, MSG_DONTWAIT | MSG_NOSIGNAL | MSG_TRUNC));
+	SHOW(recv(s, NULL, INT_MAX, MSG_DONTWAIT | MSG_NOSIGNAL | MSG_TRUNC));
+
+	say("-- the urgent byte taken without a copy");
+	SHOW(send(c, "u", 1, MSG_OOB));
+	p = (struct pollfd){ .fd = s, .events = POLLPRI };
+	MUST(poll(&p, 1, 5000));
+	SHOW(recv(s, NULL, 1, MSG_OOB | MSG_TRUNC));
+	SHOW(recv(s, NULL, 1, MSG_OOB | MSG_TRUNC));
+
+	say("-- a blocking drain ends at the end of the stream");
+	send_all(c, buf, 100);
+	SHOW(shutdown(c, SHUT_WR));
+	SHOW(recv(s, NULL, INT_MAX, MSG_TRUNC));
+	SHOW(recv(s, NULL, INT_MAX, MSG_TRUNC));
+	close(c);
+	close(s);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "rcvlowat", sc_rcvlowat },
 		{ "inherited", sc_inherited },
+		{ "trunc", sc_trunc },
 		{ NULL, NULL },
 	};
 
