@@ -2,7 +2,7 @@
  * against kernel TCP: abortive close, which send learns of a closed peer and
  * with which errno, urgent data (MSG_OOB, SIOCATMARK, SO_OOBINLINE, POLLPRI,
  * EPOLLPRI, select exceptfds), the receive low-water mark (SO_RCVLOWAT),
- * MSG_TRUNC. */
+ * MSG_TRUNC, MSG_ZEROCOPY with its completions. */
 #include <criterion/criterion.h>
 
 #include "runner.h"
@@ -18,3 +18,6 @@ Test(tcp, urgent_sigurg_to_owner_and_close_after_urgent, .timeout = 120) { hk_sc
 Test(tcp, so_rcvlowat_poll_epoll_blocking_recv_eof, .timeout = 120) { hk_scenario("recvflags", "rcvlowat", 2, 2, 60); }
 Test(tcp, so_rcvlowat_inherited_by_accepted_socket, .timeout = 120) { hk_scenario("recvflags", "inherited", 2, 2, 60); }
 Test(tcp, msg_trunc_discards_with_null_buffer, .timeout = 120) { hk_scenario("recvflags", "trunc", 2, 2, 60); }
+/* The first pair moves to kernel TCP at its zero-copy send (reasons
+ * zerocopy and peer-moved); the second stays on the rings. */
+Test(tcp, msg_zerocopy_completes_on_kernel_tcp, .timeout = 120) { hk_scenario("zerocopy", "zerocopy", 2, 2, 60); }

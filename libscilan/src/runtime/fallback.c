@@ -56,6 +56,9 @@ static const struct {
 			  "this process's recent connections to the destination were too short for the rings' "
 			  "set-up to pay (learnt: one in up to 256 still tries them; SCILAN_SHORT_CONNS=accelerate "
 			  "offers always)" },
+	[SL_FB_ZEROCOPY] = { "zerocopy",
+			     "downgraded: a MSG_ZEROCOPY send with SO_ZEROCOPY set, whose completions only the "
+			     "kernel's error queue reports" },
 };
 
 const char *sl_fb_name(unsigned reason)

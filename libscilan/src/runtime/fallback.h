@@ -34,6 +34,7 @@ enum sl_fb {
 	SL_FB_HANDOVER,     /* downgraded: the rings could not be handed on (exec, SCM_RIGHTS) */
 	SL_FB_OTHER,        /* anything else (a warning says what) */
 	SL_FB_SHORT,        /* connector: its connections to the destination were too short to pay (offer_policy.c) */
+	SL_FB_ZEROCOPY,     /* downgraded: a MSG_ZEROCOPY send with SO_ZEROCOPY set wants the kernel's completions */
 	SL_FB_COUNT
 };
 

@@ -62,12 +62,12 @@ static inline ssize_t iov_total(const struct iovec *iov, int cnt, bool no_copy)
 
 /* The common send: one buffer the peer's ring has room for at once, on a
  * connection nothing rare is happening to.  Declines (having changed
- * nothing) for urgent data, a send larger than a quarter ring (published in
+ * nothing) for urgent data, MSG_ZEROCOPY, a send larger than a quarter ring (published in
  * pieces, so the receiver copies out while we copy in), too little room,
  * and every guard that send_clear and the lock's checks stand for. */
 static inline __attribute__((always_inline)) ssize_t send_fast(struct sl_sock *s, const void *buf, size_t len, int flags)
 {
-	if ((flags & MSG_OOB) || len == 0 || len > s->tx.cap / 4 || !send_clear(s))
+	if ((flags & (MSG_OOB | MSG_ZEROCOPY)) || len == 0 || len > s->tx.cap / 4 || !send_clear(s))
 		return DECLINED;
 	sl_lock(&s->tx_lock);
 	if (sl_fell_back(s) || !s->seg || atomic_load(&s->shut_wr) ||
@@ -225,6 +225,10 @@ ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 		return io_fail(EFAULT);
 	if (msg->msg_iovlen > IOV_MAX)
 		return io_fail(EMSGSIZE);
+	/* The error queue (zero-copy completions, timestamps) is the kernel
+	 * socket's, with its control data. */
+	if (flags & MSG_ERRQUEUE)
+		return sl_sys.recvmsg(fd, msg, flags);
 	n = sl_recvv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
 	if (n >= 0) {
 		/* TCP fills in no source address and no control data. */

@@ -598,12 +598,30 @@ static ssize_t recv_urgent(struct sl_sock *s, const struct iovec *iov, int cnt, 
 	return 1;
 }
 
+/* A MSG_ZEROCOPY send on a socket with SO_ZEROCOPY set: its sender waits
+ * for each send's completion on the error queue, which only the kernel
+ * writes; so the connection moves to kernel TCP, its bytes in order, and
+ * the send goes there.  Without SO_ZEROCOPY the kernel ignores the flag, as
+ * the ring does. */
+__attribute__((cold, noinline))
+static bool moved_for_zerocopy(struct sl_sock *s)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_ZEROCOPY, &on, &len) < 0 || !on)
+		return false;
+	return sl_bypass_leave(s, SL_FB_ZEROCOPY);
+}
+
 ssize_t sl_send_general(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags)
 {
 	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
 	bool plain = false;
 	ssize_t r;
 
+	if ((flags & MSG_ZEROCOPY) && moved_for_zerocopy(s))
+		return finish_plain(s, &cur, 0, flags, true);
 	r = send_accelerated(s, &cur, len, flags, &plain);
 	return plain ? finish_plain(s, &cur, r, flags, true) : r;
 }
@@ -614,6 +632,9 @@ ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 	bool plain = false;
 	ssize_t r;
 
+	if (flags & MSG_ERRQUEUE) /* the kernel socket's (recvmsg passes its control data) */
+		return sl_sys.recvmsg(s->fd, &(struct msghdr){ .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt },
+				      flags);
 	if (flags & ~(MSG_OOB | MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
 		return io_fail(EOPNOTSUPP);
 	if (flags & MSG_OOB)
