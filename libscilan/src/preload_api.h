@@ -53,11 +53,4 @@ static inline uint32_t sl_tx_blocked_count(const struct sl_sock *s)
 	return atomic_load(&s->tx_blocked);
 }
 
-/* Bytes we sent that the peer has not taken yet (SIOCOUTQ); tx_lock held,
- * s->seg bound. */
-static inline int64_t sl_tx_untaken(const struct sl_sock *s)
-{
-	return (int64_t)(atomic_load(s->tx.remote_write) - atomic_load(s->tx.read_copy));
-}
-
 #endif

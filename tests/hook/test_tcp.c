@@ -2,7 +2,8 @@
  * against kernel TCP: abortive close, which send learns of a closed peer and
  * with which errno, urgent data (MSG_OOB, SIOCATMARK, SO_OOBINLINE, POLLPRI,
  * EPOLLPRI, select exceptfds), the receive low-water mark (SO_RCVLOWAT),
- * MSG_TRUNC, MSG_ZEROCOPY with its completions. */
+ * MSG_TRUNC, MSG_ZEROCOPY with its completions, FIONREAD, SIOCOUTQ and
+ * TCP_INQ. */
 #include <criterion/criterion.h>
 
 #include "runner.h"
@@ -21,3 +22,5 @@ Test(tcp, msg_trunc_discards_with_null_buffer, .timeout = 120) { hk_scenario("re
 /* The first pair moves to kernel TCP at its zero-copy send (reasons
  * zerocopy and peer-moved); the second stays on the rings. */
 Test(tcp, msg_zerocopy_completes_on_kernel_tcp, .timeout = 120) { hk_scenario("zerocopy", "zerocopy", 2, 2, 60); }
+Test(tcp, fionread_siocoutq_delivered_unread, .timeout = 120) { hk_scenario("queues", "ioctls", 2, 2, 60); }
+Test(tcp, tcp_inq_control_message, .timeout = 120) { hk_scenario("queues", "inq", 2, 2, 60); }

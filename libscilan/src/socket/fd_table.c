@@ -112,6 +112,7 @@ reset:
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
 	atomic_store(&s->rcvlowat, 0);
+	atomic_store(&s->tcp_inq, -1);
 	s->nodelay = false;
 	atomic_store(&s->evq_reach, 0);
 	for (int i = 0; i < SL_MAX_REG; i++) {

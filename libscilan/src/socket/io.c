@@ -231,10 +231,11 @@ ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 		return sl_sys.recvmsg(fd, msg, flags);
 	n = sl_recvv(s, msg->msg_iov, (int)msg->msg_iovlen, flags);
 	if (n >= 0) {
-		/* TCP fills in no source address and no control data. */
+		/* TCP fills in no source address, and no control data but
+		 * TCP_INQ's. */
 		msg->msg_namelen = 0;
-		msg->msg_controllen = 0;
 		msg->msg_flags = flags & MSG_OOB;
+		sl_recvmsg_control(s, msg);
 	}
 	return n;
 }

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -35,6 +36,10 @@ static inline bool send_clear(struct sl_sock *s)
 	       !atomic_load_explicit(&s->sent_after_close, memory_order_relaxed) &&
 	       !atomic_load_explicit(&s->peer_gone, memory_order_relaxed);
 }
+
+/* recvmsg's control data, after it received: TCP_INQ's hint when the
+ * socket asks for it (io_general.c), else none; msg_controllen says which. */
+void sl_recvmsg_control(struct sl_sock *s, struct msghdr *msg);
 
 /* A send or recv of len bytes (the iovec array's checked total) taken from
  * its start, in every case: io.c's straight line declined it untouched. */

@@ -79,6 +79,7 @@ int scilan_socket(int domain, int type, int protocol)
 	atomic_store(&s->nonblock_hint, (type & SOCK_NONBLOCK) != 0);
 	s->ring_bytes = cfg->ring_bytes;
 	atomic_store(&s->rcvlowat, 1); /* a new socket's, as the kernel's */
+	atomic_store(&s->tcp_inq, 0);
 	return fd;
 }
 

@@ -93,6 +93,8 @@ struct sl_sock {
 	int sndbuf;             /* SO_SNDBUF as the application set it */
 	_Atomic int rcvlowat;   /* SO_RCVLOWAT as the kernel socket holds it; 0: not known
 				 * here (a socket from another process), asked at first need */
+	_Atomic int tcp_inq;    /* TCP_INQ on (1) or off (0); -1: not known here, asked at
+				 * the first recvmsg */
 	bool nodelay;
 	_Atomic signed char evq_reach; /* can the peer mark our epoll sets (evq.c)? 0 not known yet, 1 yes, -1 no */
 

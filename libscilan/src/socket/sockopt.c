@@ -130,6 +130,8 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		sl_urg_set_inline(s, v != 0);
 	else if (level == SOL_SOCKET && name == SO_RCVLOWAT)
 		atomic_store(&s->rcvlowat, 0); /* the kernel rounds and caps it: asked at first need */
+	else if (level == IPPROTO_TCP && name == TCP_INQ)
+		atomic_store(&s->tcp_inq, v != 0);
 	else if (level == IPPROTO_TCP && name == TCP_DEFER_ACCEPT && published(s)) {
 		/* Set on the kernel socket first: it checks and rounds the value. */
 		s->defer_accept = 0;
