@@ -59,12 +59,12 @@ static inline ssize_t iov_total(const struct iovec *iov, int cnt, bool no_copy)
 	return (ssize_t)total;
 }
 
-
 /* The common send: one buffer the peer's ring has room for at once, on a
  * connection nothing rare is happening to.  Declines (having changed
- * nothing) for urgent data, MSG_ZEROCOPY, a send larger than a quarter ring (published in
- * pieces, so the receiver copies out while we copy in), too little room,
- * and every guard that send_clear and the lock's checks stand for. */
+ * nothing) for urgent data, MSG_ZEROCOPY, a send larger than a quarter
+ * ring (published in pieces, so the receiver copies out while we copy in),
+ * too little room, and every guard that send_clear and the lock's checks
+ * stand for. */
 static inline __attribute__((always_inline)) ssize_t send_fast(struct sl_sock *s, const void *buf, size_t len, int flags)
 {
 	if ((flags & (MSG_OOB | MSG_ZEROCOPY)) || len == 0 || len > s->tx.cap / 4 || !send_clear(s))
