@@ -20,7 +20,7 @@ static void note_nonblock(int fd, bool on)
 	struct sl_sock *s = sl_sock_get(fd);
 
 	if (s)
-		atomic_store_explicit(&s->nonblock_hint, on, memory_order_relaxed);
+		sl_sock_note_nonblock(s, on);
 }
 
 /* newfd now names what fd names, in the table too. */

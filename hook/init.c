@@ -39,6 +39,8 @@ static void init(void)
 	sl_sys_use_next();
 	print_stats = v && *v && strcmp(v, "0") != 0;
 	(void)sl_config();
+	/* fcntl, ioctl and syscall are ours: O_NONBLOCK hints are exact. */
+	atomic_store_explicit(&sl_nonblock_changes_seen, true, memory_order_relaxed);
 	atomic_store_explicit(&hk_ready, true, memory_order_release);
 	adopt_handed_over();
 	initialising = false;

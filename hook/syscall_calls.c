@@ -1,10 +1,13 @@
 /* syscall_calls.c — syscall(3), the generic entry some programs use instead
  * of libc's wrappers: the descriptor-closing calls go through the hook (libuv,
- * so every Node.js program, closes each descriptor with syscall(SYS_close));
- * every other number goes to libc unchanged.
+ * so every Node.js program, closes each descriptor with syscall(SYS_close)),
+ * and so do fcntl and ioctl, which set O_NONBLOCK; every other number goes
+ * to libc unchanged.
  */
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,6 +45,11 @@ HK_EXPORT long syscall(long number, ...)
 			hk_before_seccomp();
 		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 #endif
+	case SYS_fcntl:
+		/* The hint of O_NONBLOCK the data path trusts (fd_calls.c). */
+		return fcntl((int)a[0], (int)a[1], a[2]);
+	case SYS_ioctl:
+		return ioctl((int)a[0], (unsigned long)a[1], (void *)a[2]);
 	default:
 		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	}

@@ -1,7 +1,8 @@
 /* test_calls.c — the connection-level calls (progs/calls.c) under the hook
  * against kernel TCP: socket/bind/listen/accept/accept4, blocking and
  * non-blocking connect, names, socket options (TCP_DEFER_ACCEPT on a listener
- * among them), shutdown, close, fstat. */
+ * among them), shutdown, close, fstat; O_NONBLOCK changed where the library
+ * does not see it first-hand (progs/nonblock.c). */
 #include <criterion/criterion.h>
 
 #include "runner.h"
@@ -21,3 +22,10 @@ Test(calls, ipv6_and_dual_stack, .timeout = 120) { hk_scenario("calls", "ipv6", 
  * would wait for bytes that go into the ring, until the client gave up on
  * its offer (1 s) and sent them over kernel TCP. */
 Test(calls, tcp_defer_accept_listener, .timeout = 120) { hk_scenario("calls", "defer_accept", 4, 4, 30); }
+/* The library trusts its O_NONBLOCK hint only while this process alone
+ * holds the socket and set or read the flag itself: each of these would
+ * hang on a stale hint.  The SCM_RIGHTS receiver counts the connection it
+ * adopted too. */
+Test(calls, nonblock_through_raw_syscalls, .timeout = 120) { hk_scenario("nonblock", "raw_syscalls", 2, 2, 30); }
+Test(calls, nonblock_set_by_forked_child, .timeout = 120) { hk_scenario("nonblock", "forked_child", 2, 2, 30); }
+Test(calls, nonblock_set_by_scm_rights_receiver, .timeout = 120) { hk_scenario("nonblock", "scm_receiver", 3, 3, 30); }

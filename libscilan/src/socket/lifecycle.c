@@ -76,7 +76,7 @@ int scilan_socket(int domain, int type, int protocol)
 		return fd;
 	}
 	atomic_store(&s->poll_us, cfg->poll_us);
-	atomic_store(&s->nonblock_hint, (type & SOCK_NONBLOCK) != 0);
+	sl_sock_note_nonblock(s, (type & SOCK_NONBLOCK) != 0);
 	s->ring_bytes = cfg->ring_bytes;
 	atomic_store(&s->rcvlowat, 1); /* a new socket's, as the kernel's */
 	atomic_store(&s->tcp_inq, 0);
@@ -179,7 +179,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		return nfd;
 	}
 	atomic_store(&ns->poll_us, atomic_load(&s->poll_us));
-	atomic_store(&ns->nonblock_hint, (flags & SOCK_NONBLOCK) != 0);
+	sl_sock_note_nonblock(ns, (flags & SOCK_NONBLOCK) != 0);
 	ns->ring_bytes = s->ring_bytes;
 	/* The kernel's accepted socket starts with its listener's options. */
 	ns->sndbuf = s->sndbuf;

@@ -88,7 +88,13 @@ struct sl_sock {
 	/* settings */
 	_Atomic int poll_us;    /* forced spin, or SL_POLL_ADAPTIVE (spin_policy.h) */
 	_Atomic uint64_t spin_learn[2]; /* [0] data, [1] space: the learnt spin (spin_policy.c) */
-	_Atomic bool nonblock_hint; /* O_NONBLOCK as last seen; checked with the kernel before acting on it */
+	_Atomic bool nonblock_hint; /* O_NONBLOCK as last seen */
+	/* The hint is exact: this process set it (socket, accept4, a hooked
+	 * fcntl or FIONBIO) or read it from the kernel, at fork count
+	 * nonblock_forks, and sent the socket to no process since
+	 * (sl_io_nonblocking, conn_spin.c). */
+	_Atomic bool nonblock_known;
+	_Atomic unsigned nonblock_forks;
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */
 	_Atomic int rcvlowat;   /* SO_RCVLOWAT as the kernel socket holds it; 0: not known
@@ -206,6 +212,33 @@ extern pid_t sl_self_pid;
  * was loaded: a socket older than the last one is held by another process
  * too. */
 extern _Atomic unsigned sl_forks;
+
+/* Whether another process holds s's connection now (a fork child, an
+ * SCM_RIGHTS receiver, one in flight): it may change what the open file
+ * description holds, O_NONBLOCK included, without us seeing it. */
+static inline bool sl_sock_held_elsewhere(const struct sl_sock *s)
+{
+	return atomic_load_explicit(s->holders, memory_order_relaxed) > 1;
+}
+
+/* Set by the preload hook, which interposes fcntl, ioctl and syscall:
+ * every O_NONBLOCK change this process makes reaches sl_sock_note_nonblock.
+ * A program on the native API changes it unseen (conn_spin.c). */
+extern _Atomic bool sl_nonblock_changes_seen;
+
+/* O_NONBLOCK as this process just set or read it (socket, accept4, a
+ * hooked fcntl or FIONBIO, the kernel's F_GETFL): exact while no other
+ * process holds the socket and this one does not fork (sl_io_nonblocking). */
+static inline void sl_sock_note_nonblock(struct sl_sock *s, bool on)
+{
+	atomic_store_explicit(&s->nonblock_hint, on, memory_order_relaxed);
+	atomic_store_explicit(&s->nonblock_forks, atomic_load_explicit(&sl_forks, memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->nonblock_known,
+			      atomic_load_explicit(&sl_nonblock_changes_seen, memory_order_relaxed) &&
+				      !sl_sock_held_elsewhere(s),
+			      memory_order_release);
+}
 
 static inline bool sl_sock_maybe_shared(const struct sl_sock *s)
 {

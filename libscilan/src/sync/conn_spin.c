@@ -14,15 +14,31 @@
 
 /* Asked of the kernel only when the call would block, so the fast path makes
  * no syscall; the answer refreshes the hint that decides whether to spin. */
+_Atomic bool sl_nonblock_changes_seen;
+
 bool sl_io_nonblocking(struct sl_sock *s, int flags)
 {
+	bool on;
 	int fl;
 
 	if (flags & MSG_DONTWAIT)
 		return true;
+	/* The hint, when this process set or read it since its last fork
+	 * and nobody else holds the socket: every change then came through
+	 * the hook.  Else the kernel's flag, which a process sharing the
+	 * socket may have changed (an event loop that blocked on a stale
+	 * hint would hang).  An event loop's EAGAIN then costs no fcntl. */
+	if (atomic_load_explicit(&s->nonblock_known, memory_order_acquire) &&
+	    atomic_load_explicit(&s->nonblock_forks, memory_order_relaxed) ==
+		    atomic_load_explicit(&sl_forks, memory_order_relaxed) &&
+	    !sl_sock_held_elsewhere(s))
+		return atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed);
 	fl = sl_sys.fcntl(s->fd, F_GETFL);
-	atomic_store_explicit(&s->nonblock_hint, fl >= 0 && (fl & O_NONBLOCK), memory_order_relaxed);
-	return fl >= 0 && (fl & O_NONBLOCK);
+	if (fl < 0)
+		return false;
+	on = (fl & O_NONBLOCK) != 0;
+	sl_sock_note_nonblock(s, on);
+	return on;
 }
 
 /* Busy-wait (step 1 of the sleep protocol) for the poll time, forced or

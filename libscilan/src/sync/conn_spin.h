@@ -17,8 +17,8 @@ struct sl_spin_wait {
 	int dir;
 };
 
-/* Is this call non-blocking (MSG_DONTWAIT, O_NONBLOCK)?  Asks the kernel,
- * and refreshes the hint the spin reads. */
+/* Is this call non-blocking (MSG_DONTWAIT, O_NONBLOCK)?  The hint when it
+ * is exact (sl_sock_note_nonblock), else the kernel, which refreshes it. */
 bool sl_io_nonblocking(struct sl_sock *s, int flags);
 /* Spin until changed(s, seen) or the poll time is over; dir: 0 waits for
  * data, 1 for space.  true: it changed (no sleep needed). */
