@@ -176,7 +176,7 @@ void sl_holders_adopt_self(struct sl_sock *s)
 void sl_holders_expect(struct sl_sock *s)
 {
 	/* The coming holder may set O_NONBLOCK on the socket we share. */
-	atomic_store_explicit(&s->nonblock_known, false, memory_order_relaxed);
+	atomic_store_explicit(&s->nonblock_exact_at, 0, memory_order_relaxed);
 	if (!s->htab)
 		return;
 	atomic_fetch_add(&table(s)->count[s->own_area], 1);

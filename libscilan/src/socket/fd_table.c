@@ -109,7 +109,7 @@ reset:
 	s->fork_mark = 0;
 	s->sends_since_check = 0;
 	atomic_store(&s->nonblock_hint, false);
-	atomic_store(&s->nonblock_known, false); /* adopted (exec, SCM_RIGHTS): ask the kernel */
+	atomic_store(&s->nonblock_exact_at, 0); /* adopted (exec, SCM_RIGHTS): ask the kernel */
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
 	atomic_store(&s->rcvlowat, 0);

@@ -89,12 +89,11 @@ struct sl_sock {
 	_Atomic int poll_us;    /* forced spin, or SL_POLL_ADAPTIVE (spin_policy.h) */
 	_Atomic uint64_t spin_learn[2]; /* [0] data, [1] space: the learnt spin (spin_policy.c) */
 	_Atomic bool nonblock_hint; /* O_NONBLOCK as last seen */
-	/* The hint is exact: this process set it (socket, accept4, a hooked
-	 * fcntl or FIONBIO) or read it from the kernel, at fork count
-	 * nonblock_forks, and sent the socket to no process since
-	 * (sl_io_nonblocking, conn_spin.c). */
-	_Atomic bool nonblock_known;
-	_Atomic unsigned nonblock_forks;
+	/* sl_forks + 1 when the hint became exact (this process set it: socket,
+	 * accept4, a hooked fcntl or FIONBIO; or read it from the kernel, with
+	 * no other holder), 0 when it is not; exact while sl_forks stays and the
+	 * socket goes to no other process (sl_io_nonblocking, conn_spin.c). */
+	_Atomic unsigned nonblock_exact_at;
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */
 	_Atomic int rcvlowat;   /* SO_RCVLOWAT as the kernel socket holds it; 0: not known
@@ -231,12 +230,12 @@ extern _Atomic bool sl_nonblock_changes_seen;
  * process holds the socket and this one does not fork (sl_io_nonblocking). */
 static inline void sl_sock_note_nonblock(struct sl_sock *s, bool on)
 {
+	bool exact = atomic_load_explicit(&sl_nonblock_changes_seen, memory_order_relaxed) &&
+		     !sl_sock_held_elsewhere(s);
+
 	atomic_store_explicit(&s->nonblock_hint, on, memory_order_relaxed);
-	atomic_store_explicit(&s->nonblock_forks, atomic_load_explicit(&sl_forks, memory_order_relaxed),
-			      memory_order_relaxed);
-	atomic_store_explicit(&s->nonblock_known,
-			      atomic_load_explicit(&sl_nonblock_changes_seen, memory_order_relaxed) &&
-				      !sl_sock_held_elsewhere(s),
+	atomic_store_explicit(&s->nonblock_exact_at,
+			      exact ? atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1 : 0,
 			      memory_order_release);
 }
 

@@ -12,10 +12,10 @@
 #include "sync/spin_policy.h"
 #include "runtime/sys.h"
 
-/* Asked of the kernel only when the call would block, so the fast path makes
- * no syscall; the answer refreshes the hint that decides whether to spin. */
 _Atomic bool sl_nonblock_changes_seen;
 
+/* Asked only when the call would block, so the fast path makes no syscall;
+ * a kernel answer refreshes the hint that decides whether to spin. */
 bool sl_io_nonblocking(struct sl_sock *s, int flags)
 {
 	bool on;
@@ -28,9 +28,8 @@ bool sl_io_nonblocking(struct sl_sock *s, int flags)
 	 * the hook.  Else the kernel's flag, which a process sharing the
 	 * socket may have changed (an event loop that blocked on a stale
 	 * hint would hang).  An event loop's EAGAIN then costs no fcntl. */
-	if (atomic_load_explicit(&s->nonblock_known, memory_order_acquire) &&
-	    atomic_load_explicit(&s->nonblock_forks, memory_order_relaxed) ==
-		    atomic_load_explicit(&sl_forks, memory_order_relaxed) &&
+	if (atomic_load_explicit(&s->nonblock_exact_at, memory_order_acquire) ==
+		    atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1 &&
 	    !sl_sock_held_elsewhere(s))
 		return atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed);
 	fl = sl_sys.fcntl(s->fd, F_GETFL);
