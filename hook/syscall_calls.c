@@ -1,8 +1,8 @@
 /* syscall_calls.c — syscall(3), the generic entry some programs use instead
  * of libc's wrappers: the descriptor-closing calls go through the hook (libuv,
  * so every Node.js program, closes each descriptor with syscall(SYS_close)),
- * and so do fcntl and ioctl, which set O_NONBLOCK; every other number goes
- * to libc unchanged.
+ * and so do fcntl and ioctl, which set O_NONBLOCK, and setsockopt, which sets
+ * the timeouts a sleep trusts; every other number goes to libc unchanged.
  */
 #include <fcntl.h>
 #include <linux/seccomp.h>
@@ -50,6 +50,9 @@ HK_EXPORT long syscall(long number, ...)
 		return fcntl((int)a[0], (int)a[1], a[2]);
 	case SYS_ioctl:
 		return ioctl((int)a[0], (unsigned long)a[1], (void *)a[2]);
+	case SYS_setsockopt:
+		/* SO_RCVTIMEO and SO_SNDTIMEO, which a sleep trusts (wait.c). */
+		return setsockopt((int)a[0], (int)a[1], (int)a[2], (const void *)a[3], (socklen_t)a[4]);
 	default:
 		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	}

@@ -29,3 +29,6 @@ Test(calls, tcp_defer_accept_listener, .timeout = 120) { hk_scenario("calls", "d
 Test(calls, nonblock_through_raw_syscalls, .timeout = 120) { hk_scenario("nonblock", "raw_syscalls", 2, 2, 30); }
 Test(calls, nonblock_set_by_forked_child, .timeout = 120) { hk_scenario("nonblock", "forked_child", 2, 2, 30); }
 Test(calls, nonblock_set_by_scm_rights_receiver, .timeout = 120) { hk_scenario("nonblock", "scm_receiver", 3, 3, 30); }
+Test(calls, rcvtimeo_through_raw_syscall, .timeout = 120) { hk_scenario("nonblock", "timeout_raw_syscall", 2, 2, 30); }
+Test(calls, rcvtimeo_set_by_forked_child, .timeout = 120) { hk_scenario("nonblock", "timeout_forked_child", 2, 2, 30); }
+Test(calls, rcvtimeo_set_by_scm_rights_receiver, .timeout = 120) { hk_scenario("nonblock", "timeout_scm_receiver", 3, 3, 30); }

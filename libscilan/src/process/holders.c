@@ -177,6 +177,7 @@ void sl_holders_expect(struct sl_sock *s)
 {
 	/* The coming holder may set O_NONBLOCK on the socket we share. */
 	atomic_store_explicit(&s->nonblock_exact_at, 0, memory_order_relaxed);
+	sl_sock_forget_timeouts(s);
 	if (!s->htab)
 		return;
 	atomic_fetch_add(&table(s)->count[s->own_area], 1);

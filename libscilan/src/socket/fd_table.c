@@ -110,6 +110,7 @@ reset:
 	s->sends_since_check = 0;
 	atomic_store(&s->nonblock_hint, false);
 	atomic_store(&s->nonblock_exact_at, 0); /* adopted (exec, SCM_RIGHTS): ask the kernel */
+	sl_sock_forget_timeouts(s);
 	s->ring_bytes = 0;
 	s->sndbuf = 0;
 	atomic_store(&s->rcvlowat, 0);

@@ -94,6 +94,12 @@ struct sl_sock {
 	 * no other holder), 0 when it is not; exact while sl_forks stays and the
 	 * socket goes to no other process (sl_io_nonblocking, conn_spin.c). */
 	_Atomic unsigned nonblock_exact_at;
+	/* SO_RCVTIMEO [0] and SO_SNDTIMEO [1] in ms (-1: none) as the kernel
+	 * last said, trusted by a sleep under the same rule as the O_NONBLOCK
+	 * hint (timeo_exact_at[i]: the fork count + 1 when asked; a setsockopt
+	 * of either, or a coming holder, forgets both). */
+	_Atomic int timeo_ms[2];
+	_Atomic unsigned timeo_exact_at[2];
 	uint64_t ring_bytes;    /* receive ring capacity requested (SO_RCVBUF) */
 	int sndbuf;             /* SO_SNDBUF as the application set it */
 	_Atomic int rcvlowat;   /* SO_RCVLOWAT as the kernel socket holds it; 0: not known
@@ -237,6 +243,12 @@ static inline void sl_sock_note_nonblock(struct sl_sock *s, bool on)
 	atomic_store_explicit(&s->nonblock_exact_at,
 			      exact ? atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1 : 0,
 			      memory_order_release);
+}
+
+static inline void sl_sock_forget_timeouts(struct sl_sock *s)
+{
+	atomic_store_explicit(&s->timeo_exact_at[0], 0, memory_order_relaxed);
+	atomic_store_explicit(&s->timeo_exact_at[1], 0, memory_order_relaxed);
 }
 
 static inline bool sl_sock_maybe_shared(const struct sl_sock *s)

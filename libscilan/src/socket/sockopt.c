@@ -80,6 +80,11 @@ void sl_listener_undefer(struct sl_sock *s)
 	s->defer_accept = v;
 }
 
+/* The 64-bit time_t numbers of SO_RCVTIMEO/SO_SNDTIMEO (asm-generic/socket.h),
+ * which a 32-bit build's libc uses and our headers may not name. */
+#define SL_SO_RCVTIMEO_NEW 66
+#define SL_SO_SNDTIMEO_NEW 67
+
 int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct sl_sock *s;
@@ -113,6 +118,11 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 	}
 	if (sl_sys.setsockopt(fd, level, name, val, len) < 0)
 		return -1;
+	/* Any of the timeouts' option numbers (old and 64-bit time): the next
+	 * sleep asks the kernel, which keeps them (wait.c). */
+	if (s && level == SOL_SOCKET &&
+	    (name == SO_RCVTIMEO || name == SO_SNDTIMEO || name == SL_SO_RCVTIMEO_NEW || name == SL_SO_SNDTIMEO_NEW))
+		sl_sock_forget_timeouts(s);
 	if (!s || get_int(val, len, &v) < 0)
 		return 0;
 	if (level == SOL_SOCKET && name == SO_RCVBUF && v > 0 && !sl_sock_on_rings(s))

@@ -524,14 +524,31 @@ static int timeout_for(struct sl_sock *s, short events)
 {
 	struct timeval tv;
 	socklen_t len = sizeof(tv);
-	int opt = (events & POLLOUT) ? SO_SNDTIMEO : SO_RCVTIMEO;
+	int dir = (events & POLLOUT) ? 1 : 0, opt = dir ? SO_SNDTIMEO : SO_RCVTIMEO, ms;
+	unsigned stamp = atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1;
 
-	/* The kernel keeps SO_RCVTIMEO/SO_SNDTIMEO for us; asked only when we block. */
-	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0 || (tv.tv_sec == 0 && tv.tv_usec == 0))
+	/* The kernel keeps SO_RCVTIMEO/SO_SNDTIMEO for us; asked when we block,
+	 * unless what it said last is still exact: every setsockopt of this
+	 * process goes through the hook (sl_nonblock_changes_seen), none
+	 * since, no fork since, and no other process holds the socket (as the
+	 * O_NONBLOCK hint, conn_spin.c).  A sleep in interrupt mode then costs
+	 * no getsockopt. */
+	if (atomic_load_explicit(&s->timeo_exact_at[dir], memory_order_acquire) == stamp &&
+	    !sl_sock_held_elsewhere(s))
+		return atomic_load_explicit(&s->timeo_ms[dir], memory_order_relaxed);
+	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0)
 		return -1;
-	if (tv.tv_sec >= INT_MAX / 1000 - 1)
-		return INT_MAX; /* ~24 days: as good as forever, and no overflow */
-	return (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+	if (tv.tv_sec == 0 && tv.tv_usec == 0)
+		ms = -1;
+	else if (tv.tv_sec >= INT_MAX / 1000 - 1)
+		ms = INT_MAX; /* ~24 days: as good as forever, and no overflow */
+	else
+		ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+	if (atomic_load_explicit(&sl_nonblock_changes_seen, memory_order_relaxed) && !sl_sock_held_elsewhere(s)) {
+		atomic_store_explicit(&s->timeo_ms[dir], ms, memory_order_relaxed);
+		atomic_store_explicit(&s->timeo_exact_at[dir], stamp, memory_order_release);
+	}
+	return ms;
 }
 
 /* Did every signal handler ask for SA_RESTART?  We cannot tell which signal

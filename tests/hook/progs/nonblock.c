@@ -1,10 +1,12 @@
-/* nonblock.c — O_NONBLOCK changed where the library does not see it
- * first-hand: through syscall(2), by a forked child on the open file
- * description it shares, by the receiver of an SCM_RIGHTS message.  A
- * recv that then blocked instead of saying EAGAIN would hang an event loop
- * (the alarm ends the scenario).
+/* nonblock.c — O_NONBLOCK and SO_RCVTIMEO changed where the library does not
+ * see it first-hand: through syscall(2), by a forked child on the open file
+ * description it shares, by the receiver of an SCM_RIGHTS message.  A recv
+ * that then blocked instead of saying EAGAIN would hang an event loop or a
+ * client waiting with a timeout (the alarm ends the scenario).
  */
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -73,25 +75,93 @@ static int sc_forked_child(void)
 	return 0;
 }
 
-static int receive_and_set(void *arg)
+/* SO_RCVTIMEO: a first sleep learns "none" (a thread's byte ends it);
+ * then the timeout is set unseen, and a recv with no data must end. */
+static void *send_later(void *arg)
 {
-	int *sv = arg, fd = scen_recv_fd(sv[1]);
+	usleep(100000);
+	if (send(*(int *)arg, "x", 1, 0) != 1)
+		fatal("send");
+	return NULL;
+}
+
+static void sleep_once(int c, int s)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, send_later, &c) != 0)
+		fatal("pthread_create");
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	pthread_join(t, NULL);
+}
+
+static const struct timeval timeo = { .tv_usec = 200000 };
+
+static int sc_timeout_raw_syscall(void)
+{
+	int c, s;
+
+	tcp_pair(&c, &s);
+	sleep_once(c, s);
+	SHOW(syscall(SYS_setsockopt, s, SOL_SOCKET, SO_RCVTIMEO, &timeo, sizeof(timeo)));
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	close(c);
+	close(s);
+	return 0;
+}
+
+static int set_timeout(void *arg)
+{
+	say("child sets SO_RCVTIMEO -> %d", setsockopt(*(int *)arg, SOL_SOCKET, SO_RCVTIMEO, &timeo, sizeof(timeo)));
+	return 0;
+}
+
+static int sc_timeout_forked_child(void)
+{
+	int c, s;
+	struct kid k;
+
+	tcp_pair(&c, &s);
+	sleep_once(c, s);
+	kid_start(&k, "child", set_timeout, &s);
+	kid_join(&k);
+	SHOW(recv(s, buf, sizeof(buf), 0));
+	close(c);
+	close(s);
+	return 0;
+}
+
+/* The socket, after a first look (learn: a sleep), goes by SCM_RIGHTS to
+ * a process that changes it with change() and exits. */
+struct handoff {
+	int sv[2];
+	int (*change)(void *fd);
+};
+
+static int receive_and_change(void *arg)
+{
+	struct handoff *h = arg;
+	int fd = scen_recv_fd(h->sv[1]);
 
 	if (fd < 0)
 		fatal("no descriptor came");
-	return set_nonblock(&fd);
+	return h->change(&fd);
 }
 
-static int sc_scm_receiver(void)
+static int scm_handoff(int (*change)(void *fd), bool learn)
 {
-	int c, s, sv[2];
+	struct handoff h = { .change = change };
+	int c, s;
 	struct kid k;
 
-	chan_open(sv);
-	kid_start(&k, "receiver", receive_and_set, sv);
+	chan_open(h.sv);
+	kid_start(&k, "receiver", receive_and_change, &h);
 	tcp_pair(&c, &s);
-	SHOW(recv(s, buf, sizeof(buf), MSG_DONTWAIT));
-	if (scen_send_fd(sv[0], s) < 0)
+	if (learn)
+		sleep_once(c, s);
+	else
+		SHOW(recv(s, buf, sizeof(buf), MSG_DONTWAIT));
+	if (scen_send_fd(h.sv[0], s) < 0)
 		fatal("sendmsg");
 	kid_join(&k);
 	SHOW(recv(s, buf, sizeof(buf), 0));
@@ -100,12 +170,25 @@ static int sc_scm_receiver(void)
 	return 0;
 }
 
+static int sc_scm_receiver(void)
+{
+	return scm_handoff(set_nonblock, false);
+}
+
+static int sc_timeout_scm_receiver(void)
+{
+	return scm_handoff(set_timeout, true);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "raw_syscalls", sc_raw_syscalls },
 		{ "forked_child", sc_forked_child },
 		{ "scm_receiver", sc_scm_receiver },
+		{ "timeout_raw_syscall", sc_timeout_raw_syscall },
+		{ "timeout_forked_child", sc_timeout_forked_child },
+		{ "timeout_scm_receiver", sc_timeout_scm_receiver },
 		{ NULL, NULL },
 	};
 
