@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* scilan.h — the driver's internal state: one sl_link per peer (an NTB
  * device or an ivshmem-doorbell function, reached through struct
- * sl_link_ops), its windows, slices, control channel and endpoints.  See
+ * sl_link_ops), its windows, slices, sets, control channel and endpoints.  See
  * ARCHITECTURE.md "The driver" for the window layout and the protocol.
  */
 #ifndef SCILAN_DRV_H
@@ -20,7 +20,7 @@
 
 #include "uapi/scilan.h"
 
-#define SL_PROTO_VERSION 3u /* 3: CONNECT carries the 4-tuple */
+#define SL_PROTO_VERSION 4u /* 3: CONNECT carries the 4-tuple; 4: set pages in the window */
 #define SL_MAX_SLICES 512u
 
 /* Scratchpads written into the peer at handshake. */
@@ -28,11 +28,16 @@ enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT
 #define SL_SPAD_MAGIC_VAL (0x53430000u | SL_PROTO_VERSION) /* "SC" + version */
 
 /* Layout of each inbound window: page 0 the control channel the peer writes
- * into, page 1 the stimulus words, then the slices.
+ * into, page 1 the slices' stimulus words, then SCILAN_SETS marks pages (of
+ * our sets: the driver's stimulus word at offset 0, the peer's marks from
+ * SCILAN_SET_MARKS_OFF), SCILAN_SETS armed pages (word 0: the armed count
+ * of the peer's set), then the slices.
  */
 #define SL_WIN_CTL_OFF 0
 #define SL_WIN_STIM_OFF PAGE_SIZE
-#define SL_WIN_SLICE_OFF (2 * PAGE_SIZE)
+#define SL_WIN_MARKS_OFF(set) ((2 + (size_t)(set)) * PAGE_SIZE)
+#define SL_WIN_ARMED_OFF(set) ((2 + SCILAN_SETS + (size_t)(set)) * PAGE_SIZE)
+#define SL_WIN_SLICE_OFF ((2 + 2 * SCILAN_SETS) * PAGE_SIZE)
 
 #define SL_CTL_PROD_OFF 0    /* peer's producer index of messages to us */
 #define SL_CTL_ACK_OFF 64    /* peer's consumer index of OUR messages */
@@ -139,6 +144,8 @@ struct sl_link {
 	unsigned long slice_peer[BITS_TO_LONGS(SL_MAX_SLICES)];  /* peer may still write */
 	u32 slice_cookie[SL_MAX_SLICES]; /* the last connect from each slice: a late REFUSE frees it */
 	u64 zap_gen;              /* sl_zap_mappings passes */
+	struct sl_ep *set_ep[SCILAN_SETS]; /* set endpoints by index, once created */
+	unsigned long set_busy[BITS_TO_LONGS(SCILAN_SETS)]; /* indices held by an endpoint */
 	struct list_head eps;
 	struct list_head listeners;
 	u32 next_cookie;
@@ -161,6 +168,7 @@ struct sl_link {
 
 	struct dentry *dbg;
 	u64 stat_db_irqs, stat_wakeups, stat_stimuli, stat_ctl_rx, stat_ctl_tx;
+	u64 stat_set_stimuli, stat_set_wakeups;
 };
 
 struct sl_ep {
@@ -181,7 +189,8 @@ struct sl_ep {
 	u32 backlog_max, backlog_len;
 	struct list_head backlog;
 	int slice, peer_slice;      /* -1 when none */
-	u64 generation;             /* link generation the connection belongs to */
+	int set;                    /* set endpoint: its index (held until release), else -1 */
+	u64 generation;             /* link generation the connection (or set) belongs to */
 	u32 tokens;                 /* pending SCILAN_TOKEN_* */
 	bool queued;                /* on a listener's backlog, not yet accepted */
 	u64 zapped;                 /* the sl_zap_mappings pass that covered its mapping */
@@ -189,6 +198,13 @@ struct sl_ep {
 	bool abandoned;             /* SCILAN_IOC_ABANDON: its CLOSE says aborted */
 	struct address_space *mapping;  /* of the file it was opened as */
 };
+
+/* Nothing done with it yet: it may listen, connect, accept or become a set. */
+static inline bool sl_ep_fresh(const struct sl_ep *ep)
+{
+	return ep->state == SCILAN_EP_IDLE && !ep->connecting && ep->slice < 0 && !ep->lsk &&
+	       ep->set < 0;
+}
 
 /* scilan_main.c: the backend-independent link */
 extern unsigned int sl_backlog_default;
@@ -232,5 +248,11 @@ extern const struct file_operations sl_fops;
 void sl_ep_wake_locked(struct sl_ep *ep, int state);
 void sl_zap_mappings(struct sl_link *link);
 void sl_close_queued(struct sl_link *link, struct list_head *queued);
+
+/* scilan_set.c */
+long sl_ioc_set_create(struct sl_ep *ep, u32 __user *arg);
+long sl_ioc_stimulate_set(struct sl_ep *ep, u32 __user *arg);
+void sl_set_release_locked(struct sl_link *link, struct sl_ep *ep);
+void sl_set_scan_locked(struct sl_link *link, u64 bits);
 
 #endif

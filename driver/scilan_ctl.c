@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* scilan_ctl.c — the per-peer control channel (connect, accept, refuse,
  * close against the listen table), slice allocation, and the stimulus words
- * plus doorbells that wake exactly the endpoints the peer stimulated.
+ * plus doorbells that wake exactly the endpoints the peer stimulated (the
+ * sets' words: scilan_set.c).
  */
 #include <linux/delay.h>
 #include <linux/io.h>
@@ -129,8 +130,9 @@ void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens)
 	link->stat_stimuli++;
 }
 
-/* Interrupt context: the slices of the rung doorbell bits are scanned and
- * each endpoint whose words were set gets its tokens and one wake-up.
+/* Interrupt context: the slices and sets of the rung doorbell bits are
+ * scanned and each endpoint whose words were set gets its tokens and one
+ * wake-up.
  */
 void sl_db_scan(struct sl_link *link, u64 bits)
 {
@@ -155,6 +157,7 @@ void sl_db_scan(struct sl_link *link, u64 bits)
 		link->stat_wakeups++;
 		wake_up_interruptible(&ep->wq);
 	}
+	sl_set_scan_locked(link, bits);
 	spin_unlock(&link->lock);
 }
 
@@ -276,6 +279,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	ep->link = link;
 	ep->peer_slice = peer_slice;
 	ep->slice = -1;
+	ep->set = -1;
 	ep->tuple = t; /* only ever compared with an accepted socket's */
 	spin_lock_irq(&link->lock);
 	gen = link->generation;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* scilan_ep.c — endpoint files of /dev/scilanN: ioctl (listen, connect,
- * accept, stimulate), mmap of the local slice and of the peer's slice
+ * accept, stimulate; sets in scilan_set.c), mmap of the slices and set pages
  * (inserted at fault, zapped at link down), poll/read of wake-up tokens, and
  * release telling the peer.
  */
@@ -30,9 +30,10 @@ void sl_ep_wake_locked(struct sl_ep *ep, int state)
 	wake_up_interruptible(&ep->wq);
 }
 
-/* Every user mapping of the link's slices is removed; later faults find the
- * link down and insert our own slice again or the sink page (sl_fault).  Mappings belong to the device nodes the
- * endpoints were opened through (normally one).
+/* Every user mapping of the link's slices and set pages is removed; later
+ * faults find the link down and insert our own pages again or the sink page
+ * (sl_fault).  Mappings belong to the device nodes the endpoints were opened
+ * through (normally one).
  */
 void sl_zap_mappings(struct sl_link *link)
 {
@@ -96,6 +97,7 @@ static int sl_open(struct inode *inode, struct file *file)
 	INIT_LIST_HEAD(&ep->lnode);
 	ep->slice = -1;
 	ep->peer_slice = -1;
+	ep->set = -1;
 	ep->id = atomic_inc_return(&sl_ep_ids);
 	ep->mapping = file->f_mapping;
 	spin_lock_irq(&link->lock);
@@ -175,6 +177,7 @@ static int sl_release(struct inode *inode, struct file *file)
 		list_del(&ep->lnode);
 		list_splice_init(&ep->backlog, &queued);
 	}
+	sl_set_release_locked(link, ep);
 	tell = sl_ep_detach_locked(link, ep, &dst, &src);
 	spin_unlock_irq(&link->lock);
 	if (tell)
@@ -221,14 +224,15 @@ static __poll_t sl_poll(struct file *file, poll_table *wait)
 }
 
 /* read() returns the pending tokens as a u32 and clears them; 0 bytes once
- * the peer closed and nothing is pending; ECONNRESET after link down.
+ * the peer closed and nothing is pending; ECONNRESET after link down.  A set
+ * endpoint waits like a connection.
  */
 static ssize_t sl_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
 {
 	struct sl_ep *ep = file->private_data;
 	struct sl_link *link = ep->link;
+	int rc, state;
 	u32 tokens;
-	int rc;
 
 	if (count < sizeof(tokens))
 		return -EINVAL;
@@ -236,20 +240,20 @@ static ssize_t sl_read(struct file *file, char __user *buf, size_t count, loff_t
 		spin_lock_irq(&link->lock);
 		tokens = ep->tokens;
 		ep->tokens = 0;
-		rc = ep->state;
+		state = ep->state;
 		spin_unlock_irq(&link->lock);
 		if (tokens)
 			break;
-		if (rc == SCILAN_EP_PEER_CLOSED)
+		if (state == SCILAN_EP_PEER_CLOSED)
 			return 0;
-		if (rc == SCILAN_EP_RESET)
+		if (state == SCILAN_EP_RESET)
 			return -ECONNRESET;
-		if (rc != SCILAN_EP_CONNECTED)
+		if (state != SCILAN_EP_CONNECTED && state != SCILAN_EP_SET)
 			return -ENOTCONN;
 		if (file->f_flags & O_NONBLOCK)
 			return -EAGAIN;
 		rc = wait_event_interruptible(ep->wq, READ_ONCE(ep->tokens) ||
-					      READ_ONCE(ep->state) != SCILAN_EP_CONNECTED);
+					      READ_ONCE(ep->state) != state);
 		if (rc)
 			return rc;
 	}
@@ -278,7 +282,7 @@ static long sl_ioc_listen(struct sl_ep *ep, void __user *arg)
 	if (rc)
 		return rc;
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
+	if (!sl_ep_fresh(ep)) {
 		spin_unlock_irq(&link->lock);
 		sock_put(sk);
 		return -EINVAL;
@@ -331,7 +335,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	timeout = msecs_to_jiffies(req.timeout_ms ? req.timeout_ms : sl_connect_timeout_ms);
 	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
+	if (!sl_ep_fresh(ep)) {
 		rc = ep->connecting ? -EALREADY : -EISCONN;
 		goto unlock;
 	}
@@ -414,8 +418,7 @@ static long sl_listener_get(struct sl_ep *ep, int lfd, struct fd *f, struct sl_e
 
 static bool sl_accept_ok_locked(struct sl_ep *lst, struct sl_ep *ep)
 {
-	return lst->state == SCILAN_EP_LISTEN && ep->state == SCILAN_EP_IDLE && !ep->connecting &&
-	       ep->slice < 0;
+	return lst->state == SCILAN_EP_LISTEN && sl_ep_fresh(ep);
 }
 
 /* The fresh endpoint takes over the queued one, which only carried the
@@ -509,7 +512,7 @@ static long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 	if (rc)
 		return rc;
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_IDLE || ep->connecting || ep->slice >= 0 || ep->lsk) {
+	if (!sl_ep_fresh(ep)) {
 		rc = -EINVAL;
 		goto unlock;
 	}
@@ -584,7 +587,8 @@ static void sl_fill_info(struct sl_ep *ep, struct scilan_info *info)
 	info->nslices = link->nslices;
 	info->peer_nslices = link->peer_nslices;
 	info->ep_state = ep->state;
-	info->slice = ep->slice;
+	/* A set endpoint (also after its reset) reports its set index. */
+	info->slice = ep->set >= 0 && ep->state != SCILAN_EP_IDLE ? ep->set : ep->slice;
 	info->peer_slice = ep->peer_slice;
 	spin_unlock_irq(&link->lock);
 }
@@ -610,6 +614,10 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return sl_ioc_accept_sock(ep, uarg);
 	case SCILAN_IOC_STIMULATE:
 		return sl_ioc_stimulate(ep, uarg);
+	case SCILAN_IOC_SET_CREATE:
+		return sl_ioc_set_create(ep, uarg);
+	case SCILAN_IOC_STIMULATE_SET:
+		return sl_ioc_stimulate_set(ep, uarg);
 	case SCILAN_IOC_ABANDON:
 		/* The program never used the connection (it fell back to kernel
 		 * TCP): the close tells the peer to drop its queued side, which
@@ -633,41 +641,95 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	return -ENOTTY;
 }
 
+/* A region of an endpoint's mmap offsets: a connection's own slice, the
+ * peer's slice, the peer's marks pages and our armed pages; a set's marks
+ * page and its armed page in the peer's window.  A mapping lies inside one.
+ */
+struct sl_region {
+	u64 first, pages;   /* page offsets it covers */
+	size_t win_off;     /* where its first page is in its window */
+	bool ours;          /* our window (else the peer's) */
+	bool wc;            /* written across the link: write-combining */
+	bool ro;            /* read-only (our armed pages, written by the peer) */
+};
+
+static bool sl_region_of(struct sl_link *link, struct sl_ep *ep, u64 pgoff, struct sl_region *r)
+{
+	u64 sp = link->slice_size >> PAGE_SHIFT;
+
+	memset(r, 0, sizeof(*r));
+	if (ep->set >= 0) {
+		if (pgoff > 1)
+			return false;
+		r->first = pgoff; /* SCILAN_MMAP_SET_MARKS, SCILAN_MMAP_SET_ARMED */
+		r->pages = 1;
+		r->ours = pgoff == 0;
+		r->wc = !r->ours;
+		r->win_off = r->ours ? SL_WIN_MARKS_OFF(ep->set) : SL_WIN_ARMED_OFF(ep->set);
+		return true;
+	}
+	if (ep->slice < 0)
+		return false;
+	if (pgoff < 2 * sp) {
+		r->first = pgoff < sp ? 0 : sp;
+		r->pages = sp;
+		r->ours = pgoff < sp;
+		r->wc = !r->ours;
+		/* The peer slice is checked against the session at fault. */
+		r->win_off = SL_WIN_SLICE_OFF + (size_t)(r->ours ? ep->slice : ep->peer_slice) *
+			     link->slice_size;
+	} else if (pgoff < 2 * sp + 2 * SCILAN_SETS) {
+		r->first = pgoff < 2 * sp + SCILAN_SETS ? 2 * sp : 2 * sp + SCILAN_SETS;
+		r->pages = SCILAN_SETS;
+		r->ours = r->first != 2 * sp; /* SCILAN_MMAP_OUR_ARMED, else PEER_MARKS */
+		r->wc = !r->ours;
+		r->ro = r->ours;
+		r->win_off = r->ours ? SL_WIN_ARMED_OFF(0) : SL_WIN_MARKS_OFF(0);
+	} else {
+		return false;
+	}
+	return true;
+}
+
 /* Pages are inserted one fault at a time under the read side of map_sem, so
  * a link going down (write side, then zap) leaves no mapping of the peer's
- * window behind.  No fault ever raises SIGBUS on a connection's mapping:
- * after link down (or on a stale session) the peer slice refaults to the
- * link's sink page, where stores vanish, and our own slice stays our own
- * memory, which the endpoint holds until it closes (the backend frees the
- * window only after remove zapped it: then the sink as well).  The program
- * learns of the reset from the endpoint (read, poll, INFO), not from a
- * signal in the middle of a ring copy.
+ * window behind.  No fault ever raises SIGBUS on a permitted mapping: after
+ * link down (or on a stale session) pages of the peer's window refault to
+ * the link's sink page, where stores vanish, and pages of our own window
+ * (our slice, a set's marks page, our armed pages) stay our own memory,
+ * which the endpoint holds until it closes (the backend frees the window
+ * only after remove zapped it: then the sink as well).  The program learns
+ * of the reset from the endpoint (read, poll, INFO), not from a signal in
+ * the middle of a ring copy.
  */
 static vm_fault_t sl_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct sl_ep *ep = vma->vm_private_data;
 	struct sl_link *link = ep->link;
-	u64 off = (u64)vmf->pgoff << PAGE_SHIFT;
 	unsigned long pfn = page_to_pfn(link->sink);
+	struct sl_region r;
 	vm_fault_t ret;
 	bool live;
+	u64 off;
 
 	down_read(&link->map_sem);
-	live = link->up && ep->generation == link->generation &&
-	       (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED);
-	if (ep->slice < 0 || off >= 2ULL * link->slice_size) {
+	if (!sl_region_of(link, ep, vmf->pgoff, &r)) {
 		ret = VM_FAULT_SIGBUS; /* mmap allowed no such mapping */
 		goto out;
 	}
-	if (off < link->slice_size) {
+	off = (vmf->pgoff - r.first) << PAGE_SHIFT;
+	if (ep->set >= 0)
+		live = ep->state == SCILAN_EP_SET;
+	else
+		live = (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED) &&
+		       ep->peer_slice >= 0 && ep->peer_slice < (int)link->peer_nslices;
+	live = live && link->up && ep->generation == link->generation && link->pwin;
+	if (r.ours) {
 		if (!READ_ONCE(link->removing) && link->lwin)
-			pfn = PHYS_PFN(link->lwin_phys + SL_WIN_SLICE_OFF +
-				       (u64)ep->slice * link->slice_size + off);
-	} else if (live && ep->peer_slice >= 0 && ep->peer_slice < (int)link->peer_nslices &&
-		   link->pwin) {
-		pfn = PHYS_PFN(link->pwin_phys + SL_WIN_SLICE_OFF +
-			       (u64)ep->peer_slice * link->slice_size + off - link->slice_size);
+			pfn = PHYS_PFN(link->lwin_phys + r.win_off + off);
+	} else if (live) {
+		pfn = PHYS_PFN(link->pwin_phys + r.win_off + off);
 	}
 	ret = vmf_insert_pfn(vma, vmf->address, pfn);
 out:
@@ -683,31 +745,34 @@ static int sl_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct sl_ep *ep = file->private_data;
 	struct sl_link *link = ep->link;
-	unsigned long len = vma->vm_end - vma->vm_start;
-	u64 pages = link->slice_size >> PAGE_SHIFT;
-	bool peer;
+	struct sl_region r;
+	int rc = 0;
 
 	/* Private (copy-on-write) mappings of device pages make no sense. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	if (vma->vm_pgoff >= 2 * pages)
-		return -EINVAL;
-	peer = vma->vm_pgoff >= pages;
-	if ((vma->vm_pgoff % pages) + (len >> PAGE_SHIFT) > pages)
-		return -EINVAL;
 	spin_lock_irq(&link->lock);
-	if (ep->state != SCILAN_EP_CONNECTED && ep->state != SCILAN_EP_PEER_CLOSED) {
-		spin_unlock_irq(&link->lock);
-		return -ENOTCONN;
-	}
-	ep->mapped = true;
+	if (ep->state != SCILAN_EP_CONNECTED && ep->state != SCILAN_EP_PEER_CLOSED &&
+	    ep->state != SCILAN_EP_SET)
+		rc = -ENOTCONN;
+	else if (!sl_region_of(link, ep, vma->vm_pgoff, &r) ||
+		 vma->vm_pgoff + vma_pages(vma) > r.first + r.pages)
+		rc = -EINVAL;
+	else if (r.ro && (vma->vm_flags & VM_WRITE))
+		rc = -EACCES;
+	else
+		ep->mapped = true;
 	spin_unlock_irq(&link->lock);
+	if (rc)
+		return rc;
 	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
-	/* Stores into the peer's slice are combined into PCIe bursts; the PAT
-	 * memtype of the window decides in the end (RAM of the mock stays
-	 * write-back).
+	if (r.ro)
+		vma->vm_flags &= ~VM_MAYWRITE; /* mprotect cannot add PROT_WRITE */
+	/* Stores into the peer's window are combined into PCIe bursts; the
+	 * PAT memtype of the window decides in the end (RAM of the mock
+	 * stays write-back).
 	 */
-	if (peer)
+	if (r.wc)
 		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
 	vma->vm_private_data = ep;
 	vma->vm_ops = &sl_vm_ops;

@@ -4,6 +4,7 @@
  * window and slice sizes, session nonces), link up/down, doorbell dispatch
  * and debugfs state.  Backends: scilan_ntb.c, scilan_ivshmem.c.
  */
+#include <linux/bitmap.h>
 #include <linux/debugfs.h>
 #include <linux/device.h>
 #include <linux/idr.h>
@@ -76,7 +77,8 @@ static u32 sl_new_nonce(void)
 	return n;
 }
 
-/* Connections of the lost session are reset, listeners keep listening (the
+/* Connections and sets of the lost session are reset (a set keeps its
+ * index until it closes), listeners keep listening (the
  * next session may bring connections), slices only the peer held are free:
  * the dead peer writes no more.  Caller holds link->lock.
  */
@@ -88,7 +90,7 @@ void sl_link_reset_locked(struct sl_link *link)
 	link->up = false;
 	list_for_each_entry_safe(ep, tmp, &link->eps, node) {
 		if (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED ||
-		    ep->connecting)
+		    ep->state == SCILAN_EP_SET || ep->connecting)
 			sl_ep_wake_locked(ep, SCILAN_EP_RESET);
 	}
 	for (s = 0; s < (int)link->nslices; s++)
@@ -125,8 +127,8 @@ static void sl_link_down(struct sl_link *link, const char *why)
 		dev_info(link->dev, "scilan: link down (%s)\n", why);
 }
 
-/* The inbound window, from the backend; it must hold the control and
- * stimulus pages and at least one slice.
+/* The inbound window, from the backend; it must hold the control,
+ * stimulus and set pages and at least one slice.
  */
 static int sl_setup_window(struct sl_link *link)
 {
@@ -191,8 +193,9 @@ static void sl_link_work(struct work_struct *work)
 		goto again;
 	}
 	if (nonce != link->peer_nonce) {
-		/* A new peer session: forget the old control channel and
-		 * stimuli before telling the peer we saw it (it sends only
+		/* A new peer session: forget the old control channel,
+		 * stimuli, set marks and armed words (every page before the
+		 * slices) before telling the peer we saw it (it sends only
 		 * after our acknowledgement).
 		 */
 		memset(link->lwin, 0, SL_WIN_SLICE_OFF);
@@ -278,17 +281,19 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 	seq_printf(m, "link %s\nproto %u\nmw_size %zu\nslice_size %u\nslices %u\npeer_slices %u\n",
 		   link->up ? "up" : "down", SL_PROTO_VERSION, link->lwin_size, link->slice_size,
 		   link->nslices, link->peer_nslices);
-	seq_printf(m, "slices_busy %u\ndb_bits %d\ngeneration %llu\n", held, link->db_bits, link->generation);
-	seq_printf(m, "db_irqs %llu\nwakeups %llu\nstimuli %llu\nctl_rx %llu\nctl_tx %llu\n",
-		   link->stat_db_irqs, link->stat_wakeups, link->stat_stimuli, link->stat_ctl_rx,
-		   link->stat_ctl_tx);
+	seq_printf(m, "slices_busy %u\nsets_busy %u\ndb_bits %d\ngeneration %llu\n", held,
+		   bitmap_weight(link->set_busy, SCILAN_SETS), link->db_bits, link->generation);
+	seq_printf(m, "db_irqs %llu\nwakeups %llu\nstimuli %llu\nset_wakeups %llu\nset_stimuli %llu\n",
+		   link->stat_db_irqs, link->stat_wakeups, link->stat_stimuli, link->stat_set_wakeups,
+		   link->stat_set_stimuli);
+	seq_printf(m, "ctl_rx %llu\nctl_tx %llu\n", link->stat_ctl_rx, link->stat_ctl_tx);
 	s = 0;
 	list_for_each_entry(ep, &link->eps, node)
 		s++;
 	seq_printf(m, "endpoints %u\n", s);
 	list_for_each_entry(ep, &link->eps, node)
-		seq_printf(m, "ep %u state %d slice %d peer_slice %d port %u tokens %#x\n", ep->id,
-			   ep->state, ep->slice, ep->peer_slice, ep->port, ep->tokens);
+		seq_printf(m, "ep %u state %d slice %d peer_slice %d port %u tokens %#x set %d\n",
+			   ep->id, ep->state, ep->slice, ep->peer_slice, ep->port, ep->tokens, ep->set);
 	list_for_each_entry(ep, &link->listeners, lnode)
 		sl_listener_show(m, ep);
 	spin_unlock_irq(&link->lock);

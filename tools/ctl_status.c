@@ -18,7 +18,7 @@
 struct link_state {
 	char name[64];
 	char link[16];
-	unsigned long long v[16];   /* numeric keys, in the order of keys[] */
+	unsigned long long v[24];   /* numeric keys, in the order of keys[] */
 	FILE *eps;                  /* the endpoint lines, kept as text */
 	char *ep_text;
 	size_t ep_len;
@@ -26,14 +26,16 @@ struct link_state {
 
 static const char *const keys[] = { "proto",  "mw_size", "slice_size", "slices", "peer_slices",
 				    "slices_busy", "db_bits", "generation", "db_irqs", "wakeups",
-				    "stimuli", "ctl_rx", "ctl_tx", "endpoints" };
+				    "stimuli", "sets_busy", "set_wakeups", "set_stimuli", "ctl_rx", "ctl_tx",
+				    "endpoints" };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
+_Static_assert(NKEYS <= sizeof(((struct link_state *)0)->v) / sizeof(unsigned long long), "a value per key");
 
 static const char *state_name(int s)
 {
-	static const char *const names[] = { "idle", "listen", "connected", "peer-closed", "reset" };
+	static const char *const names[] = { "idle", "listen", "connected", "peer-closed", "reset", "set" };
 
-	return s >= 0 && s < 5 ? names[s] : "?";
+	return s >= 0 && s < 6 ? names[s] : "?";
 }
 
 static int read_link(const char *dir, const char *name, struct link_state *ls)
@@ -191,15 +193,15 @@ int cmd_status(int argc, char **argv, bool json)
 	} else if (!n) {
 		printf("scilan driver loaded, no NTB link (no /dev/scilanN)\n");
 	} else {
-		printf("%-10s %-5s %10s %10s %7s %6s %9s %8s %8s\n", "LINK", "STATE", "WINDOW", "SLICE", "SLICES",
-		       "BUSY", "ENDPOINTS", "DB_IRQS", "WAKEUPS");
+		printf("%-10s %-5s %10s %10s %7s %6s %9s %8s %8s %5s\n", "LINK", "STATE", "WINDOW", "SLICE", "SLICES",
+		       "BUSY", "ENDPOINTS", "DB_IRQS", "WAKEUPS", "SETS");
 		for (size_t i = 0; i < n; i++) {
 			const struct link_state *ls = &links[i];
 
-			printf("%-10s %-5s %10llu %10llu %7llu %6llu %9llu %8llu %8llu\n", ls->name,
+			printf("%-10s %-5s %10llu %10llu %7llu %6llu %9llu %8llu %8llu %5llu\n", ls->name,
 			       ls->link[0] ? ls->link : "?", get(ls, "mw_size"), get(ls, "slice_size"),
 			       get(ls, "slices"), get(ls, "slices_busy"), get(ls, "endpoints"), get(ls, "db_irqs"),
-			       get(ls, "wakeups"));
+			       get(ls, "wakeups"), get(ls, "sets_busy"));
 			print_eps(ls, false);
 			print_listeners(ls, false);
 		}

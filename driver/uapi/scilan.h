@@ -9,7 +9,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SCILAN_ABI_VERSION 3
+#define SCILAN_ABI_VERSION 4
 
 /* Wake-up tokens: what the peer stimulated (bits of the value read() returns). */
 #define SCILAN_TOKEN_DATA  0x1u /* the peer wrote data (or a FIN) into our slice */
@@ -23,6 +23,7 @@
 #define SCILAN_EP_CONNECTED  2
 #define SCILAN_EP_PEER_CLOSED 3
 #define SCILAN_EP_RESET      4
+#define SCILAN_EP_SET        5 /* an epoll set's event queue (SCILAN_IOC_SET_CREATE) */
 
 struct scilan_info {
 	__u32 abi_version;
@@ -89,6 +90,37 @@ struct scilan_accept_sock {
 #define SCILAN_IOC_RING_SELF  _IOW(SCILAN_IOC_MAGIC, 6, __u32)
 /* On a freshly opened endpoint: take the connection of an accepted socket. */
 #define SCILAN_IOC_ACCEPT_SOCK _IOW(SCILAN_IOC_MAGIC, 8, struct scilan_accept_sock)
+
+/* Event queues of epoll sets (ABI version 4; ARCHITECTURE.md, "The event
+ * queue on the device fabric").  Each side's window holds SCILAN_SETS
+ * pairs of pages, both written by the peer:
+ *   marks page i: the marks of OUR set i: byte SCILAN_SET_MARKS_OFF + s is
+ *     stored 1 by the peer's sender of the connection whose slice is our
+ *     slice s ("look at it"); the owner exchanges it to 0.  The first word
+ *     is the driver's stimulus word for the set.
+ *   armed page i: word 0 is the armed count of the PEER's set i, stored by
+ *     the peer's waiter, read by our senders before they ring that set.
+ * A fresh endpoint becomes set i with SCILAN_IOC_SET_CREATE (the index is
+ * returned, and INFO's slice is it, also after a reset; EAGAIN: all
+ * SCILAN_SETS are taken, ENETUNREACH: link down) and
+ * maps its marks page (read-write, to clear them) at SCILAN_MMAP_SET_MARKS
+ * and its armed word in the peer's window at SCILAN_MMAP_SET_ARMED, one page
+ * each.  poll/read as a connection's: POLLIN and SCILAN_TOKEN_DATA when a
+ * peer's SCILAN_IOC_STIMULATE_SET rang it (or RING_SELF); POLLERR after link
+ * down.  A connected endpoint may map, beyond its two slices, the peer's
+ * SCILAN_SETS marks pages (write: it marks its connection in the peer's
+ * sets) and our SCILAN_SETS armed pages (read-only), and ring set i of the
+ * peer with SCILAN_IOC_STIMULATE_SET(i).
+ */
+#define SCILAN_SETS 16u
+#define SCILAN_SET_PAGE 4096u
+#define SCILAN_SET_MARKS_OFF 64u
+#define SCILAN_MMAP_SET_MARKS 0ull
+#define SCILAN_MMAP_SET_ARMED ((__u64)SCILAN_SET_PAGE)
+#define SCILAN_MMAP_PEER_MARKS(slice_size) (2 * (__u64)(slice_size))
+#define SCILAN_MMAP_OUR_ARMED(slice_size) (2 * (__u64)(slice_size) + (__u64)SCILAN_SETS * SCILAN_SET_PAGE)
+#define SCILAN_IOC_SET_CREATE _IOR(SCILAN_IOC_MAGIC, 10, __u32)
+#define SCILAN_IOC_STIMULATE_SET _IOW(SCILAN_IOC_MAGIC, 11, __u32)
 
 /* On a connected endpoint the program will not use (it fell back to
  * kernel TCP): its close makes the peer drop the connection if it is still

@@ -417,14 +417,17 @@ static void test_hostile(void)
 		if (accepted == 1 && connected && info(c.fd, &in) == 0) {
 			size_t sz = in.slice_size;
 
-			EXPECT(mmap(NULL, sz, PROT_READ, MAP_SHARED, c.fd, 2 * sz) == MAP_FAILED, EINVAL);
+			/* Beyond the slices and the set pages (ABI 4). */
+			EXPECT(mmap(NULL, sz, PROT_READ, MAP_SHARED, c.fd,
+				    SCILAN_MMAP_OUR_ARMED(sz) + SCILAN_SETS * SCILAN_SET_PAGE) == MAP_FAILED,
+			       EINVAL);
 			EXPECT(mmap(NULL, 2 * sz, PROT_READ, MAP_SHARED, c.fd, 0) == MAP_FAILED, EINVAL);
 			EXPECT(mmap(NULL, 4096, PROT_READ, MAP_SHARED, c.fd, 1ull << 40) == MAP_FAILED, EINVAL);
 			EXPECT(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, c.fd, 0) == MAP_FAILED,
 			       EINVAL);
 			srand(2);
 			for (int i = 0; i < 5000; i++) {
-				unsigned long cmd = _IOC(rand() % 4, SCILAN_IOC_MAGIC, rand() % 10, rand() % 64);
+				unsigned long cmd = _IOC(rand() % 4, SCILAN_IOC_MAGIC, rand() % 12, rand() % 64);
 				unsigned long arg = ((unsigned long)rand() << 33) ^ (unsigned long)rand();
 
 				if (cmd == SCILAN_IOC_CONNECT || cmd == SCILAN_IOC_ACCEPT)
