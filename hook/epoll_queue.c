@@ -49,6 +49,7 @@ static void fence_reset(struct epset *set)
 	for (int i = 0; i < set->n; i++)
 		set->m[i].on_fence = false;
 	set->nfence = 0;
+	set->fence_barrier = false;
 }
 
 static int list_add(struct epset *set, struct member *m)
@@ -100,6 +101,18 @@ static int make_queue(int epfd, struct epset *set)
 		return -1;
 	set->bell_in_kernel = true;
 	return 0;
+}
+
+/* A device link's set endpoint made by the registration joins the kernel
+ * set as the bell does (a failure leaves its marks to the sweep). */
+static void add_bells(int epfd, struct epset *set)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EVQ_BELL_TAG };
+	int fds[SL_EVQ_DEV_LINKS], n = sl_evq_new_bells(&set->evq, fds, SL_EVQ_DEV_LINKS);
+
+	for (int i = 0; i < n; i++)
+		if (sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0 && errno != EEXIST)
+			sl_debug("epoll fd %d: the device set's bell: %s", epfd, strerror(errno));
 }
 
 static int take_slot(struct epset *set)
@@ -164,6 +177,7 @@ bool hk_evq_queue(int epfd, struct epset *set, int i)
 		set->free_slots[set->nfree++] = q;
 		return false;
 	}
+	add_bells(epfd, set);
 	set->slot_member[q] = i;
 	m->q = q;
 	m->q_k = k;
@@ -224,6 +238,7 @@ static uint32_t look(struct epset *set, struct member *m, bool *keep)
 	struct sl_sock *s = hk_ep_ring_socket(m->fd);
 	uint32_t mask = (m->events & HK_EP_EVENT_BITS) | EPOLLHUP | EPOLLERR, all, rev;
 	short ev;
+	int owed;
 
 	*keep = false;
 	if (s != m->q_sock || !s || !sl_evq_eligible(s)) {
@@ -237,10 +252,12 @@ static uint32_t look(struct epset *set, struct member *m, bool *keep)
 		return 0;
 	/* Step 2 of the sleep protocol, per connection: ask the peer to mark
 	 * us at its next change, then look. */
-	if (sl_evq_want(s, m->q_k, SL_DIR_DATA) && !m->on_fence) {
+	owed = sl_evq_want(s, m->q_k, SL_DIR_DATA);
+	if (owed && !m->on_fence) {
 		m->on_fence = true;
 		set->fence[set->nfence++] = (uint32_t)m->q;
 	}
+	set->fence_barrier |= (owed & SL_EVQ_BARRIER) != 0;
 	all = (uint32_t)sl_conn_ready(s, (short)(m->events & HK_EP_EVENT_BITS));
 	if ((m->events & EPOLLOUT) && !(all & (EPOLLOUT | EPOLLHUP | EPOLLERR))) {
 		/* Room comes from the peer's reads: it publishes them now. */
@@ -267,7 +284,7 @@ int hk_evq_collect(struct epset *set, struct epoll_event *evs, int max, int64_t 
 
 	if (!set->evq.sh || set->forked)
 		return 0;
-	sl_evq_take(set->evq.sh, take_one, set);
+	sl_evq_take(&set->evq, take_one, set);
 	if (now_ms >= set->next_sweep_ms) {
 		int64_t period = (int64_t)set->nqueued * SWEEP_US_PER_MEMBER / 1000;
 
@@ -345,8 +362,11 @@ int hk_evq_arm(struct epset *set)
 	if (set->nfence) {
 		/* The wants' owed barrier, once for the sleep (sl_evq_want):
 		 * after it, an unfenced peer's data is seen by a second look,
-		 * or its next publish sees the want and marks the armed set. */
-		(void)sl_barrier_remote();
+		 * or its next publish sees the want and marks the armed set.
+		 * A device peer's wants landed in sl_evq_arm's read-back. */
+		if (set->fence_barrier)
+			(void)sl_barrier_remote();
+		set->fence_barrier = false;
 		for (int i = 0; i < set->nfence; i++) {
 			struct member *m = member_at(set, set->fence[i]);
 
@@ -357,7 +377,7 @@ int hk_evq_arm(struct epset *set)
 		}
 		set->nfence = 0;
 	}
-	return !sl_evq_pending(set->evq.sh) && set->rl_n == 0;
+	return !sl_evq_pending(&set->evq) && set->rl_n == 0;
 }
 
 void hk_evq_disarm(struct epset *set)
@@ -409,7 +429,7 @@ bool hk_evq_spin(struct epset *set, struct pollfd *kfds, nfds_t nk, int left)
 	if (left > 0 && end > start + (int64_t)left * 1000000)
 		end = start + (int64_t)left * 1000000;
 	for (unsigned iter = 1; end > start; iter++) {
-		if (sl_evq_pending(set->evq.sh)) {
+		if (sl_evq_pending(&set->evq)) {
 			found = true;
 			break;
 		}
@@ -479,9 +499,10 @@ void hk_evq_release(struct epset *set)
 	hk_evq_stall_reset(set);
 	fence_reset(set);
 	if (set->evq.sh && !set->forked)
-		sl_evq_take(set->evq.sh, discard, NULL);
+		sl_evq_take(&set->evq, discard, NULL);
 	set->nqueued = set->rl_n = set->nfree = set->slot_hi = 0;
 	set->bell_in_kernel = false;
+	sl_evq_set_closed(&set->evq);
 	hk_ep_unsettle(set);
 }
 
@@ -490,12 +511,7 @@ void hk_evq_fd_moved(struct epset *set, int from, int to)
 	/* Registrations made before name the old number: their peers cannot
 	 * reach the set until the member is queued again (the sweep finds
 	 * their changes meanwhile). */
-	if (set->evq.memfd == from)
-		set->evq.memfd = to;
-	if (set->evq.bell_r == from)
-		set->evq.bell_r = to;
-	if (set->evq.bell_w == from)
-		set->evq.bell_w = to;
+	sl_evq_fd_moved(&set->evq, from, to);
 }
 
 void hk_evq_after_fork_child(struct epset *set)

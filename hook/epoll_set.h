@@ -90,6 +90,7 @@ struct epset {
 	 * look at each (sl_evq_want). */
 	uint32_t *fence;
 	int nfence;
+	bool fence_barrier;   /* one of them asks for the barrier (not a device peer's) */
 	int nqueued;
 	int poll_us;          /* the spin of the queued members (SL_POLL_ADAPTIVE: learnt) */
 	_Atomic uint64_t spin_learn;

@@ -48,9 +48,12 @@ gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include
 # forkexec: a CGI-style fork+exec of a helper under the hook.
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/forkexec" \
 	"$here/forkexec.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# epollset: epoll sets over the device fabric under the hook (the set's event queue).
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" -o "$work/root/bin/epollset" \
+	"$here/epollset.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
-for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/linkcut" "$work/root/bin/forkexec" "$build/lib/libscilan_preload.so" | grep -o '/[^ :]*' | sort -u); do
+for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/linkcut" "$work/root/bin/forkexec" "$work/root/bin/epollset" "$build/lib/libscilan_preload.so" | grep -o '/[^ :]*' | sort -u); do
 	mkdir -p "$work/root$(dirname "$lib")"
 	cp -L "$lib" "$work/root$lib"
 done

@@ -40,6 +40,10 @@ MODEL=set_queue.pml check set_queue_unfenced_no_membarrier nonzero -DUNFENCED -D
 MODEL=set_queue.pml check set_queue_unfenced_no_relook nonzero -DUNFENCED -DNO_RELOOK
 MODEL=set_queue.pml check set_queue_switch zero -DUNFENCED -DSWITCH
 MODEL=set_queue.pml check set_queue_switch_back_unfenced nonzero -DUNFENCED -DSWITCH -DSWITCH_BACK_UNFENCED
+MODEL=set_queue.pml check set_queue_device zero -DDEVICE
+MODEL=set_queue.pml check set_queue_device_no_readback nonzero -DDEVICE -DDEV_NO_READBACK
+MODEL=set_queue.pml check set_queue_device_no_relook nonzero -DDEVICE -DNO_RELOOK
+MODEL=set_queue.pml check set_queue_device_no_mark_fence nonzero -DDEVICE -DDEV_NO_MARK_FENCE
 MODEL=biased_lock.pml check biased_lock zero
 MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
 echo "model: $passed passed, $failed failed"

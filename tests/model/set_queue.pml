@@ -23,6 +23,13 @@
  * followed by one fence; the waiter lists a member only when it reads the
  * flag set after its locked want store (sl_evq_want).  -DSWITCH_BACK_UNFENCED
  * drops that fence and must fail.
+ * -DDEVICE models the device fabric (evq_dev.c): the waiter's want and
+ * armed stores are posted writes into the senders' memory (its own store
+ * buffer, wst), made visible only by the read-back at the arm, so every
+ * member it asked again is looked at once more after that read-back; a
+ * sender marks with a posted write, fences, and reads the armed mirror in
+ * its own memory.  Mutants that must fail: -DDEV_NO_READBACK, -DNO_RELOOK,
+ * -DDEV_NO_MARK_FENCE (the sender reads armed before its mark is visible).
  */
 #define N 2
 
@@ -37,6 +44,12 @@ bit relook[2];       /* put back on the ready list after the barrier */
 
 chan st0 = [3] of { byte };
 chan st1 = [3] of { byte };
+chan wst = [4] of { byte };  /* the waiter's posted writes (-DDEVICE) */
+#define MARK 100             /* a sender's posted mark (-DDEVICE) */
+#define WANT0 1
+#define WANT1 2
+#define ARM 3
+#define DISARM 4
 #define CLEAR_FLAG 0
 #define SET_FLAG 255
 bit unf_mem[2] = 1;  /* each sender's SL_PEER_UNFENCED, as memory holds it */
@@ -47,6 +60,7 @@ inline drain(st, i)
 	if
 	:: st ? [CLEAR_FLAG] -> st ? _; unf_mem[i] = 0
 	:: st ? [SET_FLAG] -> st ? _; unf_mem[i] = 1
+	:: st ? [MARK] -> st ? _; bits[i] = 1
 	:: else -> st ? idx_mem[i]
 	fi
 }
@@ -56,6 +70,10 @@ active proctype store_buffers()
 end:	do
 	:: atomic { nempty(st0) -> drain(st0, 0) }
 	:: atomic { nempty(st1) -> drain(st1, 1) }
+	:: atomic { wst ? [WANT0] -> wst ? _; want[0] = 1 }
+	:: atomic { wst ? [WANT1] -> wst ? _; want[1] = 1 }
+	:: atomic { wst ? [ARM] -> wst ? _; armed = 1 }
+	:: atomic { wst ? [DISARM] -> wst ? _; armed = 0 }
 	od
 }
 
@@ -91,12 +109,21 @@ inline send(i, st)
 #endif
 		if
 		:: want[i] == 1 ->                       /* plain load of the want word */
+#ifdef DEVICE
+			want[i] = 0;                     /* fetch_and: locked, our memory */
+			st ! MARK;                       /* posted into the waiter's window */
+#ifndef DEV_NO_MARK_FENCE
+			empty(st);                       /* the fence */
+#endif
+			a = (armed > 0);                 /* the mirror, in our memory */
+#else
 #ifdef ARMED_FIRST
 			a = (armed > 0);
 #endif
 			atomic { empty(st); want[i] = 0; bits[i] = 1 } /* fetch_and, fetch_or: locked */
 #ifndef ARMED_FIRST
 			a = (armed > 0);                 /* after the locked ops */
+#endif
 #endif
 			if
 			:: a -> bell++
@@ -126,6 +153,13 @@ inline take(i)
 #ifdef LOOK_FIRST
 		look(i);
 		want[i] = 1;
+#elif defined(DEVICE)
+		if                                       /* a posted store: listed */
+		:: i == 0 -> wst ! WANT0
+		:: else -> wst ! WANT1
+		fi;
+		fence[i] = 1;
+		look(i)
 #else
 #if defined(UNFENCED) && defined(SWITCH)
 		if                                       /* sl_evq_want: newly set, then the */
@@ -164,7 +198,20 @@ active proctype waiter()
 		:: got -> skip
 		:: else ->
 			bell = 0;                        /* drain the bell */
+#ifdef DEVICE
+			wst ! ARM;                       /* the mirror: posted */
+#ifndef DEV_NO_READBACK
+			empty(wst);                      /* the read-back */
+#endif
+#ifndef NO_RELOOK
+			relook[0] = fence[0];
+			relook[1] = fence[1];
+#endif
+			fence[0] = 0;
+			fence[1] = 0;
+#else
 			armed++;                         /* fetch_add: locked */
+#endif
 #ifdef UNFENCED
 			if
 			:: fence[0] == 1 || fence[1] == 1 ->
@@ -185,7 +232,11 @@ active proctype waiter()
 			:: bits[0] == 1 || bits[1] == 1 || relook[0] == 1 || relook[1] == 1 -> skip /* re-check */
 			:: else -> bell > 0              /* sleep until rung */
 			fi;
+#ifdef DEVICE
+			wst ! DISARM
+#else
 			armed--
+#endif
 		fi
 	od
 }

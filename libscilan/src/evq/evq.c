@@ -3,6 +3,7 @@
  * connections' peer areas, and the sender side that marks and rings.
  */
 #include "evq/evq.h"
+#include "evq/evq_dev.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@ int sl_evq_open(struct sl_evq *q)
 	uint64_t id = 0;
 
 	*q = (struct sl_evq){ .memfd = -1, .bell_r = -1, .bell_w = -1 };
+	pthread_mutex_init(&q->dev_lock, NULL);
 	memfd = memfd_create("scilan-evq", MFD_CLOEXEC);
 	if (memfd < 0)
 		return -1;
@@ -80,7 +82,12 @@ void sl_evq_close(struct sl_evq *q)
 	sl_own_fd_close(q->memfd);
 	sl_own_fd_close(q->bell_r);
 	sl_own_fd_close(q->bell_w);
-	*q = (struct sl_evq){ .memfd = -1, .bell_r = -1, .bell_w = -1 };
+	/* A device link's set endpoint is an open file a fork shares: the
+	 * set lives on while the parent holds it. */
+	sl_evq_dev_close(q);
+	q->sh = NULL;
+	q->memfd = q->bell_r = q->bell_w = -1;
+	atomic_store(&q->dev_armed, 0);
 }
 
 /* May this process open any process's descriptors through /proc? */
@@ -134,13 +141,22 @@ static bool marker_reaches(struct sl_sock *s)
 
 bool sl_evq_eligible(struct sl_sock *s)
 {
-	/* The device fabric's peer is on another node: it cannot reopen our
-	 * descriptors, so its connections are scanned; so are those of a peer
-	 * that does not say it marks (an older library), or cannot. */
-	return sl_sock_on_rings(s) && s->seg && !s->dev_map[0] && sl_fabric() == &sl_fabric_shm &&
-	       !sl_agree_pending(s) && !sl_fell_back(s) &&
-	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ) &&
-	       marker_reaches(s);
+	/* A peer that does not say it marks (an older library), or cannot, has
+	 * its connections scanned.  The device fabric's peer is on another
+	 * node and marks the set's page in our window (evq_dev.c). */
+	if (!sl_sock_on_rings(s) || !s->seg || sl_agree_pending(s) || sl_fell_back(s) ||
+	    !(atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ))
+		return false;
+	if (s->dev_map[0])
+		return sl_evq_dev_eligible(s);
+	return sl_fabric() == &sl_fabric_shm && marker_reaches(s);
+}
+
+/* A device registration's want bits are byte k (evq_dev.c), which the
+ * masks of evq.h cover too: data in the even bits, room in the odd ones. */
+static uint32_t slot_bits(const struct sl_sock *s, int k)
+{
+	return s->dev_map[0] ? 0xffu << (8 * k) : 3u << (2 * k);
 }
 
 static uint32_t dir_bits(int k, int dirs)
@@ -156,6 +172,13 @@ int sl_evq_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uint64_
 
 	if (!q->sh || index >= SL_EVQ_SLOTS)
 		return -1;
+	if (s->dev_map[0]) {
+		int k = sl_evq_dev_register(q, s, index, tag, q->sh->set_id);
+
+		if (k >= 0)
+			*pub = tag;
+		return k;
+	}
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++) {
 		struct sl_evq_reg *r = &c->evq[k];
 		uint64_t free_ = 0;
@@ -181,6 +204,10 @@ void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub)
 
 	if (k < 0 || k >= SL_EVQ_CONN_SLOTS)
 		return;
+	if (s->dev_map[0] || (atomic_load(&s->dev_claims) & (1u << k))) {
+		sl_evq_dev_unregister(s, k, pub);
+		return;
+	}
 	r = &s->peer_ctl->evq[k];
 	/* Only ours: after a close the area is a sink anyway. */
 	if (!atomic_compare_exchange_strong(&r->pub, &pub, 0))
@@ -189,13 +216,15 @@ void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub)
 	atomic_store(&r->claim, 0);
 }
 
-bool sl_evq_want(struct sl_sock *s, int k, int dirs)
+int sl_evq_want(struct sl_sock *s, int k, int dirs)
 {
 	uint32_t bits = dir_bits(k, dirs);
 
+	if (s->dev_map[0])
+		return sl_evq_dev_want(s, k, dirs);
 	/* Set already: the peer has not acted on it since, and will. */
 	if ((atomic_load(&s->peer_ctl->evq_want) & bits) == bits)
-		return false;
+		return 0;
 	atomic_fetch_or(&s->peer_ctl->evq_want, bits);
 	/* A peer that publishes data unfenced (barrier.h) could read this word
 	 * before our store lands while we read its index before its store
@@ -203,7 +232,9 @@ bool sl_evq_want(struct sl_sock *s, int k, int dirs)
 	 * half of the fence is ours to pay, as wait.c's sleeper pays it, but
 	 * only before a sleep, followed by a second look (the caller's). */
 	return (dirs & SL_DIR_DATA) &&
-	       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_UNFENCED);
+			       (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_UNFENCED)
+		       ? SL_EVQ_RELOOK | SL_EVQ_BARRIER
+		       : 0;
 }
 
 void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index)
@@ -227,10 +258,13 @@ void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index)
 		sl_debug("epoll set bell not rung: %s", strerror(errno));
 }
 
-int sl_evq_take(struct sl_evq_shared *sh, void (*fn)(void *arg, uint32_t index), void *arg)
+int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *arg)
 {
-	int n = 0;
+	struct sl_evq_shared *sh = q->sh;
+	int n = sl_evq_dev_take(q, fn, arg);
 
+	if (!sh)
+		return n;
 	for (uint32_t i = 0; i < SL_EVQ_SUMMARY; i++) {
 		uint64_t sum;
 
@@ -252,12 +286,13 @@ int sl_evq_take(struct sl_evq_shared *sh, void (*fn)(void *arg, uint32_t index),
 	return n;
 }
 
-bool sl_evq_pending(const struct sl_evq_shared *sh)
+bool sl_evq_pending(const struct sl_evq *q)
 {
-	for (uint32_t i = 0; i < SL_EVQ_SUMMARY; i++)
-		if (atomic_load_explicit(&sh->summary[i], memory_order_relaxed))
-			return true;
-	return false;
+	if (q->sh)
+		for (uint32_t i = 0; i < SL_EVQ_SUMMARY; i++)
+			if (atomic_load_explicit(&q->sh->summary[i], memory_order_relaxed))
+				return true;
+	return sl_evq_dev_pending(q);
 }
 
 void sl_evq_drain(struct sl_evq *q)
@@ -266,17 +301,62 @@ void sl_evq_drain(struct sl_evq *q)
 
 	while (sl_sys.read(q->bell_r, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
 		;
+	sl_evq_dev_drain(q);
+}
+
+static bool has_dev(const struct sl_evq *q)
+{
+	for (int i = 0; i < SL_EVQ_DEV_LINKS; i++)
+		if (q->dev[i])
+			return true;
+	return false;
 }
 
 void sl_evq_arm(struct sl_evq *q)
 {
 	/* A full fence: the armed count before the re-check of the summary. */
 	atomic_fetch_add(&q->sh->armed, 1);
+	atomic_fetch_add(&q->dev_armed, 1);
+	if (has_dev(q))
+		sl_evq_dev_mirror(q);
 }
 
 void sl_evq_disarm(struct sl_evq *q)
 {
 	atomic_fetch_sub(&q->sh->armed, 1);
+	/* An awake set costs the device peers' senders no system call. */
+	if (atomic_fetch_sub(&q->dev_armed, 1) == 1 && has_dev(q))
+		sl_evq_dev_mirror(q);
+}
+
+int sl_evq_new_bells(struct sl_evq *q, int *fds, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < SL_EVQ_DEV_LINKS && n < max; i++)
+		if (q->dev[i] && !q->dev[i]->in_kernel && !atomic_load(&q->dev[i]->dead)) {
+			q->dev[i]->in_kernel = true;
+			fds[n++] = q->dev[i]->fd;
+		}
+	return n;
+}
+
+void sl_evq_set_closed(struct sl_evq *q)
+{
+	sl_evq_dev_close(q);
+}
+
+void sl_evq_fd_moved(struct sl_evq *q, int from, int to)
+{
+	if (q->memfd == from)
+		q->memfd = to;
+	if (q->bell_r == from)
+		q->bell_r = to;
+	if (q->bell_w == from)
+		q->bell_w = to;
+	for (int i = 0; i < SL_EVQ_DEV_LINKS; i++)
+		if (q->dev[i] && q->dev[i]->fd == from)
+			q->dev[i]->fd = to;
 }
 
 /* The sets of other processes this process marks: mapped at the first mark
@@ -406,13 +486,20 @@ void sl_evq_notify_asked(struct sl_sock *s, uint32_t w)
 {
 	struct sl_area_ctl *c = s->own_ctl;
 
+	if (s->dev_map[0]) {
+		w = atomic_fetch_and(&c->evq_want, ~w) & w;
+		for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
+			if (w & slot_bits(s, k))
+				sl_evq_dev_mark_peer(s, &c->evq[k]);
+		return;
+	}
 	/* The peer's sets take this connection off their queues at their
 	 * next sweep; no use trying /proc at every send till then. */
 	if (atomic_load_explicit(&s->peer_ctl->marker_flags, memory_order_relaxed) & SL_MARKER_LOST)
 		return;
 	w = atomic_fetch_and(&c->evq_want, ~w) & w;
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
-		if ((w & (3u << (2 * k))) && !mark_reg(&c->evq[k]))
+		if ((w & slot_bits(s, k)) && !mark_reg(&c->evq[k]))
 			atomic_fetch_or(&s->peer_ctl->marker_flags, SL_MARKER_LOST);
 }
 
@@ -425,6 +512,12 @@ void sl_evq_notify_local(struct sl_sock *s)
 	 * fence orders our caller's state change before every later load, the
 	 * registrations here and sl_conn_wake_local's sleeper counts. */
 	atomic_thread_fence(memory_order_seq_cst);
+	if (s->dev_map[0]) {
+		/* Our registrations there are in the peer's memory: this
+		 * process's record of them is read instead (evq_dev.c). */
+		sl_evq_dev_notify_local(s);
+		return;
+	}
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
 		(void)mark_reg(&c->evq[k]);
 }

@@ -5,6 +5,7 @@
 #ifndef SCILAN_EVQ_H
 #define SCILAN_EVQ_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,10 +28,19 @@ struct sl_evq_shared {
 	_Alignas(64) _Atomic uint64_t bits[SL_EVQ_WORDS];
 };
 
+#define SL_EVQ_DEV_LINKS 4 /* device links one set queues connections of */
+
+struct sl_evq_dev;
+
 /* The waiting process's handle. */
 struct sl_evq {
 	struct sl_evq_shared *sh; /* NULL: no queue (the set scans its members) */
 	int memfd, bell_r, bell_w;
+	/* The set's queue on each device link it has members on (evq_dev.c):
+	 * made at the first member of that link. */
+	struct sl_evq_dev *dev[SL_EVQ_DEV_LINKS];
+	_Atomic int dev_armed;    /* threads armed, as mirrored into the peers' windows */
+	pthread_mutex_t dev_lock; /* orders the mirror's stores (arm, disarm) */
 };
 
 /* Create the queue: 0, or -1 with errno (the set then scans). */
@@ -47,22 +57,38 @@ void sl_evq_publish_marker(struct sl_area_ctl *c);
  * or -1 if all are taken (the set scans s).  *pub names the registration. */
 int sl_evq_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uint64_t *pub);
 void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub);
-/* Ask the peer to mark the set at its next change in dirs (SL_DIR_*):
- * before the re-check of s, as step 2 of the sleep protocol.  true: a data
- * want newly set on a peer that publishes unfenced, which the set owes a
- * sl_barrier_remote() and a second look at s before it sleeps (a busy set
- * never sleeps, so it pays no barrier per want). */
-bool sl_evq_want(struct sl_sock *s, int k, int dirs);
+/* Ask the peer to mark the set at its next change in dirs (SL_DIR_*;
+ * SL_DIR_SPACE after SL_DIR_DATA in the same look): before the re-check of
+ * s, as step 2 of the sleep protocol.  What the set owes s before it may
+ * sleep: SL_EVQ_RELOOK, a second look after sl_evq_arm (whose stores make
+ * the want visible to a device peer); with SL_EVQ_BARRIER, a
+ * sl_barrier_remote() before that look (a data want newly set on a peer
+ * that publishes unfenced).  A busy set never sleeps, so it pays nothing
+ * per want. */
+#define SL_EVQ_RELOOK 1
+#define SL_EVQ_BARRIER 2
+int sl_evq_want(struct sl_sock *s, int k, int dirs);
 /* Mark index ready (and ring the bell if a waiter is armed). */
 void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index);
 /* Take every marked index: fn(arg, index) for each.  Returns how many. */
-int sl_evq_take(struct sl_evq_shared *sh, void (*fn)(void *arg, uint32_t index), void *arg);
+int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *arg);
 /* Anything marked (after arming: the re-check). */
-bool sl_evq_pending(const struct sl_evq_shared *sh);
-/* The waiter's arm and disarm of the set; the bell is drained before arming. */
+bool sl_evq_pending(const struct sl_evq *q);
+/* The waiter's arm and disarm of the set; the bells are drained before
+ * arming.  The arm ends with the device links' read-backs: every store the
+ * set made into a peer's window (wants, the armed mirror) has landed. */
 void sl_evq_arm(struct sl_evq *q);
 void sl_evq_disarm(struct sl_evq *q);
 void sl_evq_drain(struct sl_evq *q);
+/* The set's bells the kernel set does not hold yet (a device link's set
+ * endpoint made since the last call): up to max into fds; how many. */
+int sl_evq_new_bells(struct sl_evq *q, int *fds, int max);
+/* The set closed: its device links' queues go back to the links (each
+ * has only SCILAN_SETS), the rest of the queue is kept for the next set of
+ * that number; the next sl_evq_new_bells returns the bells again. */
+void sl_evq_set_closed(struct sl_evq *q);
+/* A descriptor of the queue moved (dup2 onto its number). */
+void sl_evq_fd_moved(struct sl_evq *q, int from, int to);
 
 /* Sender side: s published data or state (SL_DIR_DATA) or freed room
  * (SL_DIR_SPACE), fenced already: mark the peer's sets that asked.  Inline:

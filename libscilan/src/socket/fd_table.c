@@ -149,6 +149,12 @@ reset:
 	s->dev_map[0] = s->dev_map[1] = NULL;
 	s->dev_slice = 0;
 	atomic_store(&s->dev_lost, false);
+	s->dev_link = -1;
+	s->dev_own_slice = s->dev_peer_slice = 0;
+	s->dev_set_map[0] = s->dev_set_map[1] = NULL;
+	atomic_store(&s->dev_claims, 0);
+	for (int k = 0; k < 4; k++)
+		atomic_store(&s->dev_reg[k], NULL);
 	atomic_store(&s->counting_turns, false);
 	atomic_store(&s->sent_unanswered, false);
 	atomic_store(&s->turns, 0);

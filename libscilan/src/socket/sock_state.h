@@ -168,6 +168,15 @@ struct sl_sock {
 	void *dev_map[2];        /* our slice and the peer's slice; NULL: not a device connection */
 	size_t dev_slice;        /* bytes of each mapping */
 	_Atomic bool dev_lost;   /* the link went down: the mappings were replaced by private memory */
+	int dev_link;            /* N of the /dev/scilanN it rides; -1: not known */
+	uint32_t dev_own_slice, dev_peer_slice; /* our slice and the peer's on that link */
+	/* Our epoll sets on the device fabric (evq_dev.c): the peer's sets'
+	 * marks pages (we write) and our window's armed pages (we read),
+	 * mapped at the first mark; the registration slots our sets took
+	 * (bit k: evq[k] in the peer's area), and which set holds each. */
+	void *dev_set_map[2];
+	_Atomic uint32_t dev_claims;
+	struct sl_evq_dev *_Atomic dev_reg[4];
 
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 	struct sl_urg urg;          /* urgent data we received */

@@ -16,6 +16,7 @@
 #include "uapi/scilan.h" /* the driver's ABI (-Idriver) */
 #include "runtime/config.h"
 #include "conn/conn.h"
+#include "evq/evq_dev.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -128,6 +129,20 @@ static int open_link(const char *name)
 	/* O_NONBLOCK: draining tokens must never block (connect does not care).
 	 * One of the library's own descriptors: kept out of the program's way. */
 	return sl_own_fd(open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK));
+}
+
+/* N of the /dev/scilanN the endpoint fd was opened as; -1 if not known. */
+static int link_of(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return -1;
+	target[n] = '\0';
+	return strncmp(target, "/dev/", 5) == 0 && is_link_name(target + 5) ? atoi(target + 11) : -1;
 }
 
 static void close_quietly(int fd)
@@ -251,6 +266,9 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 	s->dev_map[0] = *local;
 	s->dev_map[1] = *peer;
 	s->dev_slice = in.slice_size;
+	s->dev_link = link_of(fd);
+	s->dev_own_slice = in.slice;
+	s->dev_peer_slice = in.peer_slice;
 	atomic_store(&s->dev_lost, false);
 	/* The peer is another host: membarrier cannot order its stores, so
 	 * every send publishes fenced (sfence for the write-combining window,
@@ -268,6 +286,8 @@ static int map_connection(struct sl_sock *s, int fd, int own)
 	if (map_slices(s, fd, -1, &holders, &local, &peer, &cap) < 0)
 		return -1;
 	sl_segment_bind_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	/* Our sends mark the peer's epoll sets (evq_dev.c). */
+	sl_segment_set_state(s, SL_PEER_EVQ);
 	return 0;
 }
 
@@ -378,6 +398,7 @@ static void link_lost(struct sl_sock *s)
 		if (m == MAP_FAILED)
 			sl_err("fd %d: cannot replace the device mapping (%s)", s->fd, strerror(errno));
 	}
+	sl_evq_dev_unmap(s, true);
 	own = s->dev_map[0];
 	atomic_store(&own->rx_write, s->rx.read);
 	atomic_store(&own->peer_read, s->tx.write);
@@ -396,6 +417,7 @@ static void dev_release(struct sl_sock *s)
 	sl_segment_unbind(s); /* before the unmap: racing readers see the stand-in */
 	s->bell_rx = s->bell_tx = -1;
 	s->dev_map[0] = s->dev_map[1] = NULL;
+	sl_evq_dev_unmap(s, false);
 	munmap(local, slice);
 	munmap(peer, slice);
 	munmap(holders, SL_PAGE);
