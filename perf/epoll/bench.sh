@@ -5,7 +5,8 @@
 # table, epoll.csv and, with gnuplot, epoll.png.
 set -euo pipefail
 # Environment: EPOLL_NS (default "1 16 256 1024 4096"), EPOLL_ROUNDS (5000),
-# EPOLL_IDLE_MS (2000), EPOLL_MODES (a subset of the four), EPOLL_APIS
+# EPOLL_IDLE_MS (2000), EPOLL_WARM_MS (1000: exchanges before the timed
+# ones, the same time at every N; see epoll_scale.c), EPOLL_MODES (a subset of the four), EPOLL_APIS
 # ("epoll poll", or one of them), EPOLL_RUN (the
 # scilan_run of another build, for a before/after), EPOLL_CSV (where).  Ends unpinned; figures are indicative on a shared
 # machine: compare the ratios of one run.
@@ -19,6 +20,7 @@ MODES=${EPOLL_MODES:-"kernel scilan-poll scilan-hybrid scilan-intr"}
 APIS=${EPOLL_APIS:-"epoll poll"}
 ROUNDS=${EPOLL_ROUNDS:-5000}
 IDLE_MS=${EPOLL_IDLE_MS:-2000}
+WARM_MS=${EPOLL_WARM_MS:-1000}
 CSV=${EPOLL_CSV:-"$OUT/epoll.csv"}
 mkdir -p "$OUT"
 WORK=$(mktemp -d)
@@ -32,12 +34,12 @@ one() {
 	local mode=$1 n=$2 api=$3
 	local acc
 	case $mode in
-	kernel) timeout -k 5 300 "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api"; return ;;
+	kernel) timeout -k 5 300 "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api" "$WARM_MS"; return ;;
 	scilan-poll) export SCILAN_POLL_US=10000000 ;;
 	scilan-hybrid) export SCILAN_POLL_US=auto ;;
 	scilan-intr) export SCILAN_POLL_US=0 ;;
 	esac
-	SCILAN_STATS=1 timeout -k 5 300 "$RUN" "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api" 2>"$WORK/err"
+	SCILAN_STATS=1 timeout -k 5 300 "$RUN" "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api" "$WARM_MS" 2>"$WORK/err"
 	unset SCILAN_POLL_US
 	# The server's connections must have gone over the rings (the client
 	# ends in _exit: no stats line of its own).

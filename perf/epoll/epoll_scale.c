@@ -5,12 +5,16 @@
  * server waits in poll(2) over an array of the listener and the N
  * connections.  Plain POSIX: run as is for kernel TCP, under scilan_run for
  * scilan (perf/epoll/bench.sh runs both).
- *   epoll_scale N ROUNDS IDLE_MS [epoll|poll]
+ *   epoll_scale N ROUNDS IDLE_MS [epoll|poll [WARM_MS]]
  * prints "n,p50_us,p99_us,idle_cpu_ms_per_s,first_p50_us": round-trip median
- * and p99 once every connection made one exchange (a long-running server's
- * steady state), the server's CPU per second while the N connections sit
- * idle IDLE_MS, and the median of those first exchanges (first touches of
- * a connection's memory, on either transport).
+ * and p99 once every connection made one exchange and the exchanges went
+ * on for WARM_MS more (a long-running server's steady state), the server's
+ * CPU per second while the N connections sit idle IDLE_MS, and the median of
+ * those first exchanges (first touches of a connection's memory, on either
+ * transport).  The warm time matters for the sleeping modes on a VM: the
+ * wake-up latency of both transports drifts (the host's halt polling) over
+ * the first tens of thousands of sleeps, so each N is timed after the same
+ * time of exchanging, not after a number that grows with N.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,7 +73,22 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int go, int report)
+/* One request/response on a pseudo-random connection. */
+static double exchange(int *fd, int n, unsigned *x, char *buf)
+{
+	double t = mono();
+	int i;
+
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	i = (int)(*x % (unsigned)n);
+	io_all(fd[i], buf, MSG, 1);
+	io_all(fd[i], buf, MSG, 0);
+	return mono() - t;
+}
+
+static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int warm_ms, int go, int report)
 {
 	int *fd = calloc((size_t)n, sizeof(*fd)), one = 1;
 	double *rtt = calloc((size_t)rounds, sizeof(*rtt)), *first = calloc((size_t)n, sizeof(*first)), t;
@@ -92,18 +111,10 @@ static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int go
 		io_all(fd[i], buf, MSG, 0);
 		first[i] = mono() - t;
 	}
-	for (int r = 0; r < rounds; r++) {
-		int i;
-
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		i = (int)(x % (unsigned)n);
-		t = mono();
-		io_all(fd[i], buf, MSG, 1);
-		io_all(fd[i], buf, MSG, 0);
-		rtt[r] = mono() - t;
-	}
+	for (t = mono(); mono() - t < warm_ms / 1000.0;)
+		exchange(fd, n, &x, buf);
+	for (int r = 0; r < rounds; r++)
+		rtt[r] = exchange(fd, n, &x, buf);
 	qsort(rtt, (size_t)rounds, sizeof(*rtt), cmp_double);
 	qsort(first, (size_t)n, sizeof(*first), cmp_double);
 	dprintf(report, "%.3f,%.3f,%.3f\n", rtt[rounds / 2] * 1e6, rtt[(size_t)rounds * 99 / 100] * 1e6,
@@ -183,9 +194,10 @@ int main(int argc, char **argv)
 	ssize_t got;
 
 	const char *api = argc > 4 ? argv[4] : "epoll";
+	int warm_ms = argc > 5 ? atoi(argv[5]) : 0;
 
 	if (n < 1 || rounds < 100 || (strcmp(api, "epoll") && strcmp(api, "poll")))
-		return fprintf(stderr, "usage: epoll_scale N ROUNDS [IDLE_MS [epoll|poll]]\n"), 2;
+		return fprintf(stderr, "usage: epoll_scale N ROUNDS [IDLE_MS [epoll|poll [WARM_MS]]]\n"), 2;
 	/* The soft limit only as high as the N connections need: above it, up
 	 * to the hard limit, is where scilan's own descriptors (two bells per
 	 * connection) go without taking any of ours (with soft = hard they
@@ -208,7 +220,7 @@ int main(int argc, char **argv)
 		die("fork");
 	if (kid == 0) {
 		close(l);
-		client(&a, n, rounds, idle_ms, go[0], rep[1]);
+		client(&a, n, rounds, idle_ms, warm_ms, go[0], rep[1]);
 	}
 	if (strcmp(api, "poll") == 0) {
 		idle_cpu = serve_poll(l, n, go[1]);
