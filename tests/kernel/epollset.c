@@ -2,6 +2,8 @@
  * the preload hook (tests/kernel/init, interrupt mode): many connections in
  * one set woken through the set's doorbell, a cross-thread EPOLL_CTL_MOD and
  * ADD, a set shared with a forked child, and more sets than a link holds.
+ * "serve ADDR N" and "client ADDR PORT N ROUNDS" are the two halves of the
+ * first across two guests (sl2test).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,33 +50,43 @@ static long link_stat(const char *key)
 	return sum;
 }
 
-static int listener(uint16_t port)
+static int listener_at(const char *addr, uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (inet_pton(AF_INET, addr, &a.sin_addr) != 1)
+		return -1;
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 64) < 0)
 		return -1;
 	return l;
 }
 
-/* A connection to port, on the rings (-1 if not accelerated). */
-static int connect_accelerated(uint16_t port)
+static int listener(uint16_t port)
+{
+	return listener_at("127.0.0.1", port);
+}
+
+/* A connection to addr:port, on the rings (-1 if not accelerated). */
+static int connect_accelerated_to(const char *addr, uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int c = socket(AF_INET, SOCK_STREAM, 0), acc = 0;
 	socklen_t len = sizeof(acc);
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	if (inet_pton(AF_INET, addr, &a.sin_addr) != 1 || c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    getsockopt(c, SOL_SCILAN, SCILAN_SO_ACCELERATED, &acc, &len) < 0 || acc != 1) {
 		if (c >= 0)
 			close(c);
 		return -1;
 	}
 	return c;
+}
+
+static int connect_accelerated(uint16_t port)
+{
+	return connect_accelerated_to("127.0.0.1", port);
 }
 
 /* A connected pair in this process: *c the client end, *s the accepted one. */
@@ -124,12 +136,43 @@ static int echo_server(int l, int n)
 	return 0;
 }
 
+/* rounds 64-byte request/responses, each on a pseudo-random one of the n
+ * connections c: 0, or 1 a send failed, 2 no answer (the server's set
+ * missed the request), 3 a recv failed, 4 wrong bytes.  *done: how many. */
+static int exchanges(const int *c, int n, int rounds, int *done)
+{
+	uint64_t seed = 88172645463325252ull;
+	int bad = 0;
+
+	for (*done = 0; *done < rounds && !bad; (*done)++) {
+		int i = (int)(xorshift(&seed) % (uint64_t)n);
+		char out[64], in[64];
+		struct pollfd p = { .fd = c[i], .events = POLLIN };
+		ssize_t got = 0, r;
+
+		for (int k = 0; k < 64; k++)
+			out[k] = (char)(*done * 7 + k + i);
+		if (send(c[i], out, sizeof(out), MSG_NOSIGNAL) != (ssize_t)sizeof(out))
+			bad = 1;
+		while (!bad && got < (ssize_t)sizeof(in)) {
+			if (poll(&p, 1, WAIT_MS) != 1)
+				bad = 2;
+			else if ((r = recv(c[i], in + got, sizeof(in) - (size_t)got, 0)) <= 0)
+				bad = 3;
+			else
+				got += r;
+		}
+		if (!bad && memcmp(in, out, sizeof(in)))
+			bad = 4;
+	}
+	return bad;
+}
+
 static void many_members(void)
 {
 	const char *name = "epollset_many_members";
-	int l = listener(7140), c[MEMBERS], st = -1, bad = 0, done = 0;
+	int l = listener(7140), c[MEMBERS], st = -1, bad, done = 0;
 	long wake0 = link_stat("set_wakeups"), wakes;
-	uint64_t seed = 88172645463325252ull;
 	pid_t srv;
 
 	if (l < 0) {
@@ -147,27 +190,7 @@ static void many_members(void)
 			close(l);
 			return;
 		}
-	for (; done < EXCHANGES && !bad; done++) {
-		int i = (int)(xorshift(&seed) % MEMBERS);
-		char out[64], in[64];
-		struct pollfd p = { .fd = c[i], .events = POLLIN };
-		ssize_t got = 0, r;
-
-		for (int k = 0; k < 64; k++)
-			out[k] = (char)(done * 7 + k + i);
-		if (send(c[i], out, sizeof(out), MSG_NOSIGNAL) != (ssize_t)sizeof(out))
-			bad = 1;
-		while (!bad && got < (ssize_t)sizeof(in)) {
-			if (poll(&p, 1, WAIT_MS) != 1)
-				bad = 2; /* no answer: the server's set missed the request */
-			else if ((r = recv(c[i], in + got, sizeof(in) - (size_t)got, 0)) <= 0)
-				bad = 3;
-			else
-				got += r;
-		}
-		if (!bad && memcmp(in, out, sizeof(in)))
-			bad = 4;
-	}
+	bad = exchanges(c, MEMBERS, EXCHANGES, &done);
 	for (int i = 0; i < MEMBERS; i++)
 		close(c[i]); /* each close is a member's EOF in the server's set */
 	alarm(60);
@@ -332,12 +355,45 @@ static void many_sets(void)
 	       seen, SETS_WANTED, busy_during - busy_before, busy_after - busy_before);
 }
 
+/* serve ADDR N: the echo server of n connections on ADDR, its port on
+ * stdout; exit as echo_server's.  client ADDR PORT N ROUNDS: exit 0 when
+ * every exchange came back intact, else exchanges()'s code (10: not
+ * accelerated). */
+static int two_guests(int argc, char **argv)
+{
+	struct sockaddr_in a;
+	socklen_t al = sizeof(a);
+	int n, c[MEMBERS], done = 0, bad, l;
+
+	if (!strcmp(argv[1], "serve") && argc == 4 && (n = atoi(argv[3])) > 0 && n <= MEMBERS) {
+		l = listener_at(argv[2], 0);
+		if (l < 0 || getsockname(l, (struct sockaddr *)&a, &al) < 0)
+			return 9;
+		printf("port %d\n", ntohs(a.sin_port));
+		return echo_server(l, n);
+	}
+	if (!strcmp(argv[1], "client") && argc == 6 && (n = atoi(argv[4])) > 0 && n <= MEMBERS) {
+		for (int i = 0; i < n; i++)
+			if ((c[i] = connect_accelerated_to(argv[2], (uint16_t)atoi(argv[3]))) < 0)
+				return 10;
+		bad = exchanges(c, n, atoi(argv[5]), &done);
+		printf("%d exchanges over %d connections, result %d\n", done, n, bad);
+		for (int i = 0; i < n; i++)
+			close(c[i]);
+		return bad;
+	}
+	fprintf(stderr, "usage: epollset [all|NAME] | serve ADDR N | client ADDR PORT N ROUNDS\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(what, "serve") || !strcmp(what, "client"))
+		return two_guests(argc, argv);
 	if (!strcmp(what, "all") || strstr("epollset_many_members", what))
 		many_members();
 	if (!strcmp(what, "all") || strstr("epollset_cross_thread_mod_add", what))

@@ -43,8 +43,11 @@ gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan
 # with its shared libraries and libscilan_preload.so.
 gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/root/bin/peer" \
 	"$top/tests/hook/progs/peer.c" "$top/tests/hook/progs/scen.c" || fail_setup "peer build"
+# epollset: one epoll set across the link (the set's event queue on ivshmem).
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" -o "$work/root/bin/epollset" \
+	"$here/epollset.c" || fail_setup "epollset build"
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" || fail_setup "no libscilan_preload.so (make hook)"
-for lib in $(ldd "$work/root/bin/peer" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' |
+for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/epollset" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' |
 	grep -v ':$' | sort -u); do
 	mkdir -p "$work/root$(dirname "$lib")"
 	cp -L "$lib" "$work/root$lib"

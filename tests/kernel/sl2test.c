@@ -453,8 +453,9 @@ static void test_hostile(void)
 	       checks, bad, (long long)theirs);
 }
 
-/* Runs argv under the preload hook with stdout/stderr into files. */
-static pid_t run_hooked(char *const argv[], const char *out, const char *err)
+/* Runs argv under the preload hook with stdout/stderr into files;
+ * poll_us: SCILAN_POLL_US, or NULL for the default. */
+static pid_t run_hooked(char *const argv[], const char *out, const char *err, const char *poll_us)
 {
 	pid_t pid = fork();
 
@@ -468,6 +469,8 @@ static pid_t run_hooked(char *const argv[], const char *out, const char *err)
 		setenv("SCILAN_CONF", "/tmp/two.conf", 1);
 		setenv("SCILAN_RUNDIR", "/tmp/scilan-hook", 1);
 		setenv("SCILAN_STATS", "1", 1);
+		if (poll_us)
+			setenv("SCILAN_POLL_US", poll_us, 1);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -514,6 +517,24 @@ static void show_file(const char *path)
 		fclose(f);
 }
 
+/* The port a hooked server printed ("port N") into out, within 10 s; 0 if none. */
+static int port_of(pid_t pid, const char *out)
+{
+	int port = 0;
+
+	for (int i = 0; pid > 0 && i < 200 && !port; i++) {
+		FILE *o = fopen(out, "r");
+
+		if (o && fscanf(o, "port %d", &port) != 1)
+			port = 0;
+		if (o)
+			fclose(o);
+		if (!port)
+			usleep(50000);
+	}
+	return port;
+}
+
 /* An unmodified, dynamically linked program (tests/hook/progs/peer) under
  * the preload hook in both guests: the cluster map lists each guest with
  * fabric dev on scilan0, so its TCP connection to the other guest's address
@@ -531,17 +552,8 @@ static void test_hook(void)
 	if (!is_a) {
 		char *argv[] = { "/bin/peer", "server", ADDR_B, NULL };
 
-		pid = ok ? run_hooked(argv, "/tmp/srv.out", "/tmp/srv.err") : -1;
-		for (int i = 0; pid > 0 && i < 200 && !port; i++) {
-			FILE *o = fopen("/tmp/srv.out", "r");
-
-			if (o && fscanf(o, "port %d", &port) != 1)
-				port = 0;
-			if (o)
-				fclose(o);
-			if (!port)
-				usleep(50000);
-		}
+		pid = ok ? run_hooked(argv, "/tmp/srv.out", "/tmp/srv.err", NULL) : -1;
+		port = port_of(pid, "/tmp/srv.out");
 		sync_peer("hook", port);
 		ok = port && wait_ok(pid) && file_has("/tmp/srv.err", "accelerated 1,");
 		int64_t theirs = sync_peer("hook_done", ok);
@@ -560,7 +572,7 @@ static void test_hook(void)
 		char *argv[] = { "/bin/peer", "client", ADDR_B, pbuf, "4000000", NULL };
 
 		snprintf(pbuf, sizeof(pbuf), "%d", port);
-		pid = run_hooked(argv, "/tmp/cli.out", "/tmp/cli.err");
+		pid = run_hooked(argv, "/tmp/cli.out", "/tmp/cli.err", NULL);
 		ok = wait_ok(pid) && file_has("/tmp/cli.out", "intact 1") &&
 		     file_has("/tmp/cli.err", "accelerated 1,");
 	} else {
@@ -574,6 +586,56 @@ static void test_hook(void)
 	if (!ok) {
 		show_file("/tmp/cli.out");
 		show_file("/tmp/cli.err");
+	}
+}
+
+/* An epoll set across the link (tests/kernel/epollset.c), in interrupt
+ * mode: b's one-thread server holds 40 device connections in one set, a's
+ * client makes 2,000 exchanges on random ones.  Every request must be
+ * answered (a lost wake-up of b's set would leave one unanswered for 20 s)
+ * and b's set must have been woken through its doorbell (a scanned set
+ * never is). */
+static void test_epoll_set(void)
+{
+	const char *name = "epoll_set_across_the_link";
+	long wake0 = dbg_value("set_wakeups");
+	int port, ok;
+	pid_t pid;
+
+	if (!is_a) {
+		char *argv[] = { "/bin/epollset", "serve", ADDR_B, "40", NULL };
+
+		pid = run_hooked(argv, "/tmp/eps.out", "/tmp/eps.err", "0");
+		port = port_of(pid, "/tmp/eps.out");
+		sync_peer(name, port);
+		ok = port && wait_ok(pid);
+		long wakes = dbg_value("set_wakeups") - wake0;
+		int64_t theirs = sync_peer("epoll_set_done", ok && wakes > 0);
+
+		result(name, ok && wakes > 0 && theirs == 1,
+		       "epollset server under the hook, exit ok %d, %ld set wake-ups, client ok %lld", ok, wakes,
+		       (long long)theirs);
+		if (!ok)
+			show_file("/tmp/eps.err");
+		return;
+	}
+	port = (int)sync_peer(name, 0);
+	ok = 0;
+	if (port > 0) {
+		char pbuf[16];
+		char *argv[] = { "/bin/epollset", "client", ADDR_B, pbuf, "40", "2000", NULL };
+
+		snprintf(pbuf, sizeof(pbuf), "%d", port);
+		pid = run_hooked(argv, "/tmp/epc.out", "/tmp/epc.err", "0");
+		ok = wait_ok(pid);
+	}
+	int64_t theirs = sync_peer("epoll_set_done", ok);
+
+	result(name, ok && theirs == 1, "epollset client -> %s:%d, 2,000 exchanges answered %d, server ok %lld", ADDR_B,
+	       port, ok, (long long)theirs);
+	if (!ok) {
+		show_file("/tmp/epc.out");
+		show_file("/tmp/epc.err");
 	}
 }
 
@@ -699,6 +761,7 @@ int main(int argc, char **argv)
 	test_killed();
 	test_hostile();
 	test_hook();
+	test_epoll_set();
 	test_poweroff();
 	return failures ? 1 : 0;
 }
