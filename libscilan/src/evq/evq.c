@@ -318,7 +318,7 @@ void sl_evq_arm(struct sl_evq *q)
 	atomic_fetch_add(&q->sh->armed, 1);
 	atomic_fetch_add(&q->dev_armed, 1);
 	if (has_dev(q))
-		sl_evq_dev_mirror(q);
+		sl_evq_dev_mirror(q, true);
 }
 
 void sl_evq_disarm(struct sl_evq *q)
@@ -326,7 +326,7 @@ void sl_evq_disarm(struct sl_evq *q)
 	atomic_fetch_sub(&q->sh->armed, 1);
 	/* An awake set costs the device peers' senders no system call. */
 	if (atomic_fetch_sub(&q->dev_armed, 1) == 1 && has_dev(q))
-		sl_evq_dev_mirror(q);
+		sl_evq_dev_mirror(q, false);
 }
 
 int sl_evq_new_bells(struct sl_evq *q, int *fds, int max)

@@ -18,6 +18,7 @@
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "runtime/sys.h"
+#include "sync/clock.h"
 
 #define SET_MAP_BYTES ((size_t)SCILAN_SETS * SCILAN_SET_PAGE)
 
@@ -57,6 +58,13 @@ static void replace_mapping(void *p, size_t len)
 		sl_err("cannot replace a device set mapping: %s", strerror(errno));
 }
 
+/* A link that gave no set (all 16 taken, link down, no node): asked again
+ * only after a second.  A set scanning members retries queuing them at
+ * every wait, which would otherwise open the node each time. */
+#define SET_RETRY_MS 1000
+#define RETRY_LINKS 64
+static _Atomic int64_t refused_until_ms[RETRY_LINKS];
+
 /* The set endpoint of q on link n: made at the first member of that link. */
 static struct sl_evq_dev *dev_open(struct sl_evq *q, int link)
 {
@@ -67,10 +75,12 @@ static struct sl_evq_dev *dev_open(struct sl_evq *q, int link)
 	void *marks = MAP_FAILED, *armed = MAP_FAILED;
 	int fd;
 
+	if (link < RETRY_LINKS && sl_mono_ms() < atomic_load_explicit(&refused_until_ms[link], memory_order_relaxed))
+		return NULL;
 	snprintf(path, sizeof(path), "/dev/scilan%d", link);
 	fd = sl_own_fd(open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK));
 	if (fd < 0)
-		return NULL;
+		goto fail;
 	if (sl_sys.ioctl(fd, SCILAN_IOC_INFO, &in) < 0 || in.abi_version != SCILAN_ABI_VERSION ||
 	    sl_sys.ioctl(fd, SCILAN_IOC_SET_CREATE, &set) < 0 || set >= SCILAN_SETS) {
 		/* All of the link's sets taken (EAGAIN): this set scans. */
@@ -95,7 +105,10 @@ fail:
 		munmap(marks, SCILAN_SET_PAGE);
 	if (armed != MAP_FAILED)
 		munmap(armed, SCILAN_SET_PAGE);
-	sl_own_fd_close(fd);
+	if (fd >= 0)
+		sl_own_fd_close(fd);
+	if (link < RETRY_LINKS)
+		atomic_store_explicit(&refused_until_ms[link], sl_mono_ms() + SET_RETRY_MS, memory_order_relaxed);
 	return NULL;
 }
 
@@ -130,7 +143,7 @@ static struct sl_evq_dev *dev_for(struct sl_evq *q, int link)
 	}
 	q->dev[slot] = dev_open(q, link);
 	if (q->dev[slot])
-		sl_evq_dev_mirror(q); /* a thread of the set may be armed already */
+		sl_evq_dev_mirror(q, true); /* a thread of the set may be armed already */
 	return q->dev[slot];
 }
 
@@ -253,7 +266,7 @@ bool sl_evq_dev_pending(const struct sl_evq *q)
 	return false;
 }
 
-void sl_evq_dev_mirror(struct sl_evq *q)
+void sl_evq_dev_mirror(struct sl_evq *q, bool read_back)
 {
 	uint32_t on;
 
@@ -265,6 +278,8 @@ void sl_evq_dev_mirror(struct sl_evq *q)
 		if (q->dev[i] && !atomic_load(&q->dev[i]->dead))
 			atomic_store_explicit(q->dev[i]->armed, on, memory_order_relaxed);
 	pthread_mutex_unlock(&q->dev_lock);
+	if (!read_back)
+		return;
 	/* Step 3 across PCIe, for the set: the fence drains the write-combining
 	 * buffers, and a load through the peer window returns only after our
 	 * earlier posted writes there (this mirror, the wants of the looks
@@ -318,9 +333,9 @@ static bool set_maps(struct sl_sock *s)
 		armed = mmap(NULL, SET_MAP_BYTES, PROT_READ, MAP_SHARED, s->bell_rx,
 			     (off_t)SCILAN_MMAP_OUR_ARMED(s->dev_slice));
 		if (marks != MAP_FAILED && armed != MAP_FAILED) {
+			/* [1] published last: a sender that sees it uses [0]. */
 			s->dev_set_map[0] = marks;
-			atomic_thread_fence(memory_order_release);
-			s->dev_set_map[1] = armed;
+			__atomic_store_n(&s->dev_set_map[1], armed, __ATOMIC_RELEASE);
 		} else {
 			static bool warned;
 
@@ -350,9 +365,8 @@ void sl_evq_dev_mark_peer(struct sl_sock *s, struct sl_evq_reg *r)
 	/* The registration is the peer's word: a set or a slice out of range
 	 * is ignored (its waiter sees us at its next sweep). */
 	if (set >= SCILAN_SETS || s->dev_peer_slice >= SCILAN_SET_PAGE - SCILAN_SET_MARKS_OFF ||
-	    (!s->dev_set_map[1] && !set_maps(s)))
+	    (!__atomic_load_n(&s->dev_set_map[1], __ATOMIC_ACQUIRE) && !set_maps(s)))
 		return;
-	atomic_thread_fence(memory_order_acquire);
 	atomic_store_explicit((_Atomic uint8_t *)s->dev_set_map[0] + (size_t)set * SCILAN_SET_PAGE +
 				      SCILAN_SET_MARKS_OFF + s->dev_peer_slice,
 			      1, memory_order_relaxed);

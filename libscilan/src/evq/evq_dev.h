@@ -32,9 +32,11 @@ void sl_evq_dev_unregister(struct sl_sock *s, int k, uint64_t pub);
 int sl_evq_dev_want(struct sl_sock *s, int k, int dirs);
 int sl_evq_dev_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *arg);
 bool sl_evq_dev_pending(const struct sl_evq *q);
-/* Store whether any thread is armed into every link's mirror, then read
- * each back: the stores (and every earlier want) have landed. */
-void sl_evq_dev_mirror(struct sl_evq *q);
+/* Store whether any thread is armed into every link's mirror; with
+ * read_back (an arm), read each back: the stores (and every earlier want)
+ * have landed.  A disarm needs no read-back: a sender that still sees the
+ * set armed only rings it once more. */
+void sl_evq_dev_mirror(struct sl_evq *q, bool read_back);
 void sl_evq_dev_drain(struct sl_evq *q);
 void sl_evq_dev_close(struct sl_evq *q);
 
