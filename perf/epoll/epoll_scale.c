@@ -21,6 +21,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +125,24 @@ static void client(struct sockaddr_in *a, int n, int rounds, int idle_ms, int wa
 	_exit(0);
 }
 
+/* The client ended: before it connected all (out of descriptors, say) the
+ * server would wait for the rest forever. */
+static volatile sig_atomic_t client_gone;
+
+static void on_child(int sig)
+{
+	(void)sig;
+	client_gone = 1;
+}
+
+static void check_client(int accepted, int n)
+{
+	if (client_gone && accepted < n) {
+		fprintf(stderr, "epoll_scale: the client ended after %d of %d connections\n", accepted, n);
+		exit(1);
+	}
+}
+
 /* The server as a poll loop: the listener first, then the connections
  * (a closed one's entry takes the last one's place).  Returns the idle CPU. */
 static double serve_poll(int l, int n, int go)
@@ -136,8 +155,12 @@ static double serve_poll(int l, int n, int go)
 		die("calloc");
 	pf[0] = (struct pollfd){ .fd = l, .events = POLLIN };
 	while (accepted < n || np > 1) {
-		int r = poll(pf, (nfds_t)np, -1);
+		int r;
 
+		check_client(accepted, n);
+		/* Until all came, look again each second: the client's end may
+		 * come between the check and the wait. */
+		r = poll(pf, (nfds_t)np, accepted < n ? 1000 : -1);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -215,6 +238,7 @@ int main(int argc, char **argv)
 		die("listen");
 	if (pipe(go) < 0 || pipe(rep) < 0)
 		die("pipe");
+	signal(SIGCHLD, on_child);
 	kid = fork();
 	if (kid < 0)
 		die("fork");
@@ -233,8 +257,10 @@ int main(int argc, char **argv)
 	open_conns = n;
 	t0 = c0 = 0;
 	while (open_conns > 0) {
-		int r = epoll_wait(ep, evs, 256, -1);
+		int r;
 
+		check_client(accepted, n);
+		r = epoll_wait(ep, evs, 256, accepted < n ? 1000 : -1);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
