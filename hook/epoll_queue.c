@@ -290,6 +290,7 @@ int hk_evq_collect(struct epset *set, struct epoll_event *evs, int max, int64_t 
 
 		for (int j = 0; j < set->n; j++)
 			list_add(set, &set->m[j]);
+		sl_evq_forget_wants(&set->evq);
 		set->next_sweep_ms = now_ms + (period > SWEEP_MS ? period : SWEEP_MS);
 	}
 	/* In list order; members kept go behind the ones not looked at, so a

@@ -1,7 +1,8 @@
 /* epollset.c — epoll sets over the device fabric, a plain POSIX program under
  * the preload hook (tests/kernel/init, interrupt mode): many connections in
  * one set woken through the set's doorbell, a cross-thread EPOLL_CTL_MOD and
- * ADD, a set shared with a forked child, and more sets than a link holds.
+ * ADD, a set shared with a forked child, more sets than a link holds, and
+ * an idle set sleeping (also after the link went down under it).
  * "serve ADDR N" and "client ADDR PORT N ROUNDS" are the two halves of the
  * first across two guests (sl2test).
  */
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -266,6 +268,126 @@ static void cross_thread(void)
 	close(c1), close(s1), close(c2), close(s2), close(ep), close(l);
 }
 
+/* CPU seconds this process used so far. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+/* An epoll_wait of a second on set ep with nothing to report: 1 if it
+ * reported nothing and slept (used less than a third of the second of
+ * CPU; a wait that never sleeps uses all of it), with *used in ms. */
+static int sleeps_idle(int ep, double *used)
+{
+	struct epoll_event ev;
+	double c0 = cpu_s();
+	int r = epoll_wait(ep, &ev, 1, 1000);
+
+	*used = (cpu_s() - c0) * 1e3;
+	return r == 0 && *used < 333;
+}
+
+/* Device members that were looked at, marked and answered, then idle: the
+ * set's wait must sleep.  (Each look once stored its want again and sent
+ * the member back for a second look before every sleep: the set never
+ * slept, a CPU busy for every waiting thread.) */
+static void idle_set(void)
+{
+	const char *name = "epollset_idle_set_sleeps";
+	int l = listener(7144), c[8], s[8], ep = epoll_create1(0), answered = 0, slept;
+	struct epoll_event ev;
+	double used;
+	char b;
+
+	if (l < 0 || ep < 0) {
+		result(name, 0, "setup: %s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < 8; i++) {
+		if (pair(l, 7144, &c[i], &s[i]) < 0) {
+			result(name, 0, "pair %d: %s", i, strerror(errno));
+			return;
+		}
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = (uint32_t)i };
+		epoll_ctl(ep, EPOLL_CTL_ADD, s[i], &ev);
+	}
+	for (int i = 0; i < 8; i++)
+		if (send(c[i], "z", 1, 0) == 1 && epoll_wait(ep, &ev, 1, WAIT_MS) == 1 && recv(s[ev.data.u32], &b, 1, 0) == 1)
+			answered++;
+	slept = sleeps_idle(ep, &used);
+	result(name, answered == 8 && slept, "%d of 8 requests reported, then an idle wait of 1 s used %.0f ms of CPU",
+	       answered, used);
+	for (int i = 0; i < 8; i++)
+		close(c[i]), close(s[i]);
+	close(ep), close(l);
+}
+
+#define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
+
+static int link_up(void)
+{
+	for (int i = 0; i < 300; i++) {
+		long up = 0;
+
+		for (int l = 0; l < 2; l++) {
+			char path[64], line[64];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "/sys/kernel/debug/scilan/scilan%d/state", l);
+			f = fopen(path, "r");
+			while (f && fgets(line, sizeof(line), f))
+				up += !strcmp(line, "link up\n");
+			if (f)
+				fclose(f);
+		}
+		if (up == 2)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* The link goes down under a set that outlives its device member: the
+ * member reports its end, and the set, left with a pipe, must sleep again
+ * (its set endpoint stays readable for good after the reset). */
+static void link_down_set(void)
+{
+	const char *name = "epollset_sleeps_after_link_down";
+	int l = listener(7145), c, s, ep = epoll_create1(0), p[2], ended = 0, slept = 0, up, got = -2, err = 0;
+	ssize_t rd = -2;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
+	double used = -1;
+	char b;
+
+	if (l < 0 || ep < 0 || pipe(p) < 0 || pair(l, 7145, &c, &s) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0) {
+		result(name, 0, "setup: %s", strerror(errno));
+		return;
+	}
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = 2 };
+	epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev);
+	if (send(c, "w", 1, 0) == 1 && epoll_wait(ep, &ev, 1, WAIT_MS) == 1 && recv(s, &b, 1, 0) == 1 &&
+	    write_file(MOCK_LINK, "0") == 0) {
+		got = epoll_wait(ep, &ev, 1, WAIT_MS);
+		rd = got == 1 && ev.data.u32 == 1 ? recv(s, &b, 1, 0) : -3;
+		err = errno;
+		ended = rd == 0 || (rd < 0 && err == ECONNRESET);
+		epoll_ctl(ep, EPOLL_CTL_DEL, s, NULL);
+		close(s);
+		close(c);
+		slept = sleeps_idle(ep, &used);
+	}
+	write_file(MOCK_LINK, "1");
+	up = link_up();
+	result(name, ended && slept && up,
+	       "the member reported its end %d (wait %d, recv %zd, %s); then an idle wait of 1 s used %.0f ms of CPU; "
+	       "link up again %d", ended, got, rd, strerror(err), used, up);
+	close(ep), close(l), close(p[0]), close(p[1]);
+}
+
 /* A set whose members a forked child also holds: the parent's set still
  * reports every request while the child lives, and after it exits. */
 static void forked_holder(void)
@@ -402,5 +524,9 @@ int main(int argc, char **argv)
 		forked_holder();
 	if (!strcmp(what, "all") || strstr("epollset_more_sets_than_the_link_has", what))
 		many_sets();
+	if (!strcmp(what, "all") || strstr("epollset_idle_set_sleeps", what))
+		idle_set();
+	if (!strcmp(what, "all") || strstr("epollset_sleeps_after_link_down", what))
+		link_down_set();
 	return failures ? 1 : 0;
 }

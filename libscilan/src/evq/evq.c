@@ -341,6 +341,11 @@ int sl_evq_new_bells(struct sl_evq *q, int *fds, int max)
 	return n;
 }
 
+void sl_evq_forget_wants(struct sl_evq *q)
+{
+	sl_evq_dev_forget_wants(q);
+}
+
 void sl_evq_set_closed(struct sl_evq *q)
 {
 	sl_evq_dev_close(q);

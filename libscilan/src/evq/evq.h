@@ -87,6 +87,8 @@ int sl_evq_new_bells(struct sl_evq *q, int *fds, int max);
  * has only SCILAN_SETS), the rest of the queue is kept for the next set of
  * that number; the next sl_evq_new_bells returns the bells again. */
 void sl_evq_set_closed(struct sl_evq *q);
+/* The sweep: a device member's want is stored again at its next look. */
+void sl_evq_forget_wants(struct sl_evq *q);
 /* A descriptor of the queue moved (dup2 onto its number). */
 void sl_evq_fd_moved(struct sl_evq *q, int from, int to);
 

@@ -17,6 +17,7 @@
 #include "uapi/scilan.h" /* the driver's ABI (-Idriver) */
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
+#include "fabric/fabric.h"
 #include "runtime/sys.h"
 #include "sync/clock.h"
 
@@ -30,6 +31,14 @@ _Static_assert(SCILAN_SET_MARKS_OFF + SL_EVQ_DEV_SLICES <= SCILAN_SET_PAGE, "mar
  * it (into private memory by then, dev_close). */
 static struct sl_evq_dev *free_devs;
 static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A connection's set mappings are made and taken down under it. */
+static pthread_mutex_t set_maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sl_evq_dev_after_fork_child(void)
+{
+	pthread_mutex_init(&devs_lock, NULL);
+	pthread_mutex_init(&set_maps_lock, NULL);
+}
 
 static struct sl_evq_dev *dev_alloc(void)
 {
@@ -40,7 +49,7 @@ static struct sl_evq_dev *dev_alloc(void)
 	if (d)
 		free_devs = d->next_free;
 	pthread_mutex_unlock(&devs_lock);
-	return d ? d : malloc(sizeof(*d));
+	return d ? d : calloc(1, sizeof(*d));
 }
 
 static void dev_free(struct sl_evq_dev *d)
@@ -69,11 +78,11 @@ static _Atomic int64_t refused_until_ms[RETRY_LINKS];
 static struct sl_evq_dev *dev_open(struct sl_evq *q, int link)
 {
 	struct scilan_info in;
-	struct sl_evq_dev *d;
+	struct sl_evq_dev *d = NULL;
 	uint32_t set = 0;
 	char path[32];
 	void *marks = MAP_FAILED, *armed = MAP_FAILED;
-	int fd;
+	int fd, fixed;
 
 	if (link < RETRY_LINKS && sl_mono_ms() < atomic_load_explicit(&refused_until_ms[link], memory_order_relaxed))
 		return NULL;
@@ -87,24 +96,50 @@ static struct sl_evq_dev *dev_open(struct sl_evq *q, int link)
 		sl_debug("%s: no epoll set queue (%s); its connections are scanned", path, strerror(errno));
 		goto fail;
 	}
-	marks = mmap(NULL, SCILAN_SET_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_SET_MARKS);
-	armed = mmap(NULL, SCILAN_SET_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SCILAN_MMAP_SET_ARMED);
-	if (marks == MAP_FAILED || armed == MAP_FAILED || !(d = dev_alloc())) {
+	d = dev_alloc();
+	if (!d)
+		goto fail;
+	/* A reused record's pages are private memory a late local wake-up of
+	 * its old set may still store into: the new set's pages replace them
+	 * in place (never unmapped, no address space left behind). */
+	fixed = d->marks ? MAP_FIXED : 0;
+	marks = mmap((void *)d->marks, SCILAN_SET_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | fixed, fd,
+		     SCILAN_MMAP_SET_MARKS);
+	armed = mmap((void *)d->armed, SCILAN_SET_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | fixed, fd,
+		     SCILAN_MMAP_SET_ARMED);
+	if (marks == MAP_FAILED || armed == MAP_FAILED) {
 		sl_warn("%s: cannot map an epoll set's queue (%s); its connections are scanned", path,
 			strerror(errno));
 		goto fail;
 	}
-	*d = (struct sl_evq_dev){ .fd = fd, .link = link, .set = set, .marks = marks, .armed = armed,
-				  .armed_count = &q->dev_armed };
+	d->link = link;
+	d->set = set;
+	d->marks = marks;
+	d->armed = armed;
+	d->armed_count = &q->dev_armed;
+	d->in_kernel = false;
+	d->nmembers = 0;
+	atomic_store(&d->dead, false);
+	atomic_store(&d->report_all, false);
 	d->nslices = in.nslices < SL_EVQ_DEV_SLICES ? in.nslices : SL_EVQ_DEV_SLICES;
-	for (int i = 0; i < SL_EVQ_DEV_SLICES; i++)
+	for (int i = 0; i < SL_EVQ_DEV_SLICES; i++) {
 		d->idx[i] = -1;
+		d->sock[i] = NULL;
+	}
+	atomic_store(&d->fd, fd);
 	return d;
 fail:
-	if (marks != MAP_FAILED)
-		munmap(marks, SCILAN_SET_PAGE);
-	if (armed != MAP_FAILED)
-		munmap(armed, SCILAN_SET_PAGE);
+	if (d) {
+		/* Whatever got mapped stays with the record, private again. */
+		if (marks != MAP_FAILED)
+			d->marks = marks;
+		if (armed != MAP_FAILED)
+			d->armed = armed;
+		replace_mapping((void *)d->marks, SCILAN_SET_PAGE);
+		replace_mapping((void *)d->armed, SCILAN_SET_PAGE);
+		atomic_store(&d->fd, -1);
+		dev_free(d);
+	}
 	if (fd >= 0)
 		sl_own_fd_close(fd);
 	if (link < RETRY_LINKS)
@@ -112,12 +147,21 @@ fail:
 	return NULL;
 }
 
+/* The set endpoint goes (its index back to the link; out of the kernel set
+ * unless a process we forked still holds it, which closes its copy at once). */
+static void dev_close_fd(struct sl_evq_dev *d)
+{
+	int fd = atomic_exchange(&d->fd, -1);
+
+	if (fd >= 0)
+		sl_own_fd_close(fd);
+}
+
 static void dev_close(struct sl_evq_dev *d)
 {
 	replace_mapping((void *)d->marks, SCILAN_SET_PAGE);
 	replace_mapping((void *)d->armed, SCILAN_SET_PAGE);
-	sl_own_fd_close(d->fd); /* frees the set on the link */
-	d->fd = -1;
+	dev_close_fd(d);
 	dev_free(d);
 }
 
@@ -131,7 +175,9 @@ static struct sl_evq_dev *dev_for(struct sl_evq *q, int link)
 
 		if (d && d->link == link && !atomic_load(&d->dead))
 			return d;
-		if (slot < 0 && (!d || atomic_load(&d->dead)))
+		/* A dead one's members leave at their next look; until then
+		 * their registrations name it. */
+		if (slot < 0 && (!d || (atomic_load(&d->dead) && d->nmembers == 0)))
 			slot = i;
 	}
 	if (slot < 0)
@@ -168,7 +214,9 @@ int sl_evq_dev_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uin
 	struct sl_evq_reg *r;
 	int k;
 
-	if (!d)
+	/* One registration per connection and set: a second descriptor of
+	 * the same connection (dup) in the set is scanned. */
+	if (!d || d->idx[s->dev_own_slice] >= 0)
 		return -1;
 	do {
 		for (k = 0; k < SL_EVQ_CONN_SLOTS && (claims & (1u << k)); k++)
@@ -186,6 +234,10 @@ int sl_evq_dev_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uin
 	atomic_store_explicit(&r->index, index, memory_order_relaxed);
 	atomic_store_explicit(&r->pub, tag, memory_order_release);
 	d->idx[s->dev_own_slice] = (int32_t)index;
+	d->sock[s->dev_own_slice] = s;
+	d->slot[s->dev_own_slice] = (int8_t)k;
+	d->nmembers++;
+	atomic_store(&s->dev_wanted[k], 0);
 	atomic_store(&s->dev_reg[k], d);
 	return k;
 }
@@ -197,8 +249,13 @@ void sl_evq_dev_unregister(struct sl_sock *s, int k, uint64_t pub)
 	if (k < 0 || k >= SL_EVQ_CONN_SLOTS || !(atomic_load(&s->dev_claims) & (1u << k)))
 		return;
 	d = atomic_exchange(&s->dev_reg[k], NULL);
-	if (d && s->dev_own_slice < SL_EVQ_DEV_SLICES)
+	if (d && s->dev_own_slice < SL_EVQ_DEV_SLICES && d->sock[s->dev_own_slice] == s &&
+	    d->slot[s->dev_own_slice] == k) {
 		d->idx[s->dev_own_slice] = -1;
+		d->sock[s->dev_own_slice] = NULL;
+		d->nmembers--;
+	}
+	atomic_store(&s->dev_wanted[k], 0);
 	if (atomic_load_explicit(&s->peer_ctl->evq[k].pub, memory_order_relaxed) == pub) {
 		atomic_store_explicit(&s->peer_ctl->evq[k].pub, 0, memory_order_relaxed);
 		atomic_store_explicit(want_byte(s->peer_ctl, k), 0, memory_order_relaxed);
@@ -211,8 +268,16 @@ int sl_evq_dev_want(struct sl_sock *s, int k, int dirs)
 	/* One byte per registration, stored whole (a read of the peer's word
 	 * would cross the link): room is asked after data in the same look,
 	 * so its store keeps the data bit. */
-	uint8_t v = (dirs & SL_DIR_SPACE) ? 3 : (dirs & SL_DIR_DATA) ? 1 : 0;
+	uint8_t v = (dirs & SL_DIR_SPACE) ? 3 : (dirs & SL_DIR_DATA) ? 1 : 0,
+		had = atomic_load_explicit(&s->dev_wanted[k], memory_order_relaxed);
 
+	/* Stored already and not consumed since (no mark of it was taken):
+	 * it stands, and it landed at the last arm's read-back.  Storing it
+	 * at every look would send every member back for a second look at
+	 * every arm, and the set would never sleep. */
+	if ((had & v) == v)
+		return 0;
+	atomic_store_explicit(&s->dev_wanted[k], v, memory_order_relaxed);
 	atomic_store_explicit(want_byte(s->peer_ctl, k), v, memory_order_relaxed);
 	/* The posted store lands before a sleep: sl_evq_arm's read-back. */
 	return SL_EVQ_RELOOK;
@@ -223,6 +288,12 @@ static int take_dev(struct sl_evq_dev *d, void (*fn)(void *arg, uint32_t index),
 	_Atomic uint64_t *w = (_Atomic uint64_t *)(d->marks + SCILAN_SET_MARKS_OFF);
 	int n = 0;
 
+	if (atomic_load_explicit(&d->report_all, memory_order_relaxed) && atomic_exchange(&d->report_all, false))
+		for (uint32_t x = 0; x < d->nslices; x++)
+			if (d->idx[x] >= 0) {
+				fn(arg, (uint32_t)d->idx[x]);
+				n++;
+			}
 	for (uint32_t i = 0; i < (d->nslices + 7) / 8; i++) {
 		uint64_t bytes = atomic_load_explicit(&w[i], memory_order_relaxed);
 
@@ -230,8 +301,11 @@ static int take_dev(struct sl_evq_dev *d, void (*fn)(void *arg, uint32_t index),
 			uint32_t slice = i * 8 + (uint32_t)__builtin_ctzll(bytes) / 8;
 
 			bytes &= ~(0xffull << (8 * (slice % 8)));
-			/* A peer may mark any slice: only members count. */
+			/* A peer may mark any slice: only members count.  Its
+			 * mark says it consumed our want: the next look asks again. */
 			if (atomic_exchange(&d->marks[SCILAN_SET_MARKS_OFF + slice], 0) && d->idx[slice] >= 0) {
+				if (d->sock[slice])
+					atomic_store(&d->sock[slice]->dev_wanted[(int)d->slot[slice]], 0);
 				fn(arg, (uint32_t)d->idx[slice]);
 				n++;
 			}
@@ -258,6 +332,8 @@ bool sl_evq_dev_pending(const struct sl_evq *q)
 
 		if (!d)
 			continue;
+		if (atomic_load_explicit(&d->report_all, memory_order_relaxed))
+			return true;
 		w = (_Atomic uint64_t *)(d->marks + SCILAN_SET_MARKS_OFF);
 		for (uint32_t j = 0; j < (d->nslices + 7) / 8; j++)
 			if (atomic_load_explicit(&w[j], memory_order_relaxed))
@@ -290,6 +366,26 @@ void sl_evq_dev_mirror(struct sl_evq *q, bool read_back)
 			(void)atomic_load_explicit(q->dev[i]->armed, memory_order_acquire);
 }
 
+/* Link down under set d.  The endpoint is readable for good now: it goes at
+ * once, mappings first (they hold the file, which the kernel set would
+ * report at every wait: a set that never slept again).  Its members are
+ * reset (nothing else watches their endpoints) and all looked at once at
+ * the next take; a later member of the link makes a new set. */
+static void dev_died(struct sl_evq_dev *d)
+{
+	atomic_store(&d->dead, true);
+	replace_mapping((void *)d->marks, SCILAN_SET_PAGE);
+	replace_mapping((void *)d->armed, SCILAN_SET_PAGE);
+	dev_close_fd(d);
+	for (uint32_t x = 0; x < d->nslices; x++) {
+		struct sl_sock *s = d->sock[x];
+
+		if (s && sl_fabric()->peer_gone(s))
+			atomic_store(&s->peer_gone, true);
+	}
+	atomic_store(&d->report_all, true);
+}
+
 void sl_evq_dev_drain(struct sl_evq *q)
 {
 	for (int i = 0; i < SL_EVQ_DEV_LINKS; i++) {
@@ -300,12 +396,21 @@ void sl_evq_dev_drain(struct sl_evq *q)
 		if (!d || atomic_load(&d->dead))
 			continue;
 		do
-			n = sl_sys.read(d->fd, &t, sizeof(t));
+			n = sl_sys.read(atomic_load(&d->fd), &t, sizeof(t));
 		while (n == (ssize_t)sizeof(t) || (n < 0 && errno == EINTR));
-		/* Link down: the members are reset (each look finds it and
-		 * takes them off the queue); a later member makes a new set. */
 		if (n < 0 && errno == ECONNRESET)
-			atomic_store(&d->dead, true);
+			dev_died(d);
+	}
+}
+
+void sl_evq_dev_forget_wants(struct sl_evq *q)
+{
+	for (int i = 0; i < SL_EVQ_DEV_LINKS; i++) {
+		struct sl_evq_dev *d = q->dev[i];
+
+		for (uint32_t x = 0; d && x < d->nslices; x++)
+			if (d->sock[x])
+				atomic_store(&d->sock[x]->dev_wanted[(int)d->slot[x]], 0);
 	}
 }
 
@@ -322,12 +427,13 @@ void sl_evq_dev_close(struct sl_evq *q)
  * pages: made at its first mark, under a lock (a rare path). */
 static bool set_maps(struct sl_sock *s)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	void *marks = MAP_FAILED, *armed = MAP_FAILED;
 	bool ok;
 
-	pthread_mutex_lock(&lock);
-	if (!s->dev_set_map[1] && s->bell_rx >= 0 && !atomic_load(&s->dev_lost)) {
+	pthread_mutex_lock(&set_maps_lock);
+	/* Not after the release took them down (the mapping would hold the
+	 * endpoint, and with it the slice, after the close). */
+	if (!s->dev_set_map[1] && s->dev_map[0] && s->bell_rx >= 0 && !atomic_load(&s->dev_lost)) {
 		marks = mmap(NULL, SET_MAP_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, s->bell_rx,
 			     (off_t)SCILAN_MMAP_PEER_MARKS(s->dev_slice));
 		armed = mmap(NULL, SET_MAP_BYTES, PROT_READ, MAP_SHARED, s->bell_rx,
@@ -350,7 +456,7 @@ static bool set_maps(struct sl_sock *s)
 		}
 	}
 	ok = s->dev_set_map[1] != NULL;
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&set_maps_lock);
 	return ok;
 }
 
@@ -386,17 +492,20 @@ void sl_evq_dev_notify_local(struct sl_sock *s)
 
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++) {
 		struct sl_evq_dev *d = atomic_load(&s->dev_reg[k]);
+		int fd;
 
 		if (!d || s->dev_own_slice >= SL_EVQ_DEV_SLICES)
 			continue;
 		atomic_store(&d->marks[SCILAN_SET_MARKS_OFF + s->dev_own_slice], 1);
-		if (atomic_load(d->armed_count) > 0 && sl_sys.ioctl(d->fd, SCILAN_IOC_RING_SELF, &token) < 0)
+		fd = atomic_load(&d->fd);
+		if (fd >= 0 && atomic_load(d->armed_count) > 0 && sl_sys.ioctl(fd, SCILAN_IOC_RING_SELF, &token) < 0)
 			sl_debug("fd %d: waking our epoll set: %s", s->fd, strerror(errno));
 	}
 }
 
 void sl_evq_dev_unmap(struct sl_sock *s, bool replace)
 {
+	pthread_mutex_lock(&set_maps_lock);
 	for (int i = 0; i < 2; i++) {
 		if (!s->dev_set_map[i])
 			continue;
@@ -407,4 +516,5 @@ void sl_evq_dev_unmap(struct sl_sock *s, bool replace)
 	}
 	if (!replace)
 		s->dev_set_map[0] = s->dev_set_map[1] = NULL;
+	pthread_mutex_unlock(&set_maps_lock);
 }

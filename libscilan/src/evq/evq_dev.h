@@ -13,15 +13,24 @@
 #define SL_EVQ_DEV_PID (-1)   /* sl_evq_reg.pid of a device registration; .bell is the set */
 
 struct sl_evq_dev {
-	int fd;                  /* the set endpoint (SCILAN_EP_SET); -1: closed */
+	_Atomic int fd;          /* the set endpoint (SCILAN_EP_SET); -1: closed */
 	int link;                /* N of /dev/scilanN */
 	uint32_t set, nslices;   /* the set's index on the link; our window's slices */
-	_Atomic uint8_t *marks;  /* our window's marks page of the set (SCILAN_SET_MARKS_OFF + slice) */
-	_Atomic uint32_t *armed; /* the set's armed word in the peer's window */
+	/* Our window's marks page of the set (SCILAN_SET_MARKS_OFF + slice) and
+	 * its armed word in the peer's window.  A closed record keeps private
+	 * memory at both addresses, and its next set maps over them. */
+	_Atomic uint8_t *marks;
+	_Atomic uint32_t *armed;
 	_Atomic int *armed_count; /* the owning queue's dev_armed (a local wake-up reads it) */
 	bool in_kernel;          /* the owner's kernel set holds fd */
 	_Atomic bool dead;       /* the link went down under it: no more members */
-	int32_t idx[SL_EVQ_DEV_SLICES]; /* member index by our slice, -1 none */
+	_Atomic bool report_all; /* dead: the next take lists every member (their ends) */
+	int nmembers;            /* registrations naming it: the record is reused only at 0 */
+	/* By our slice: the member's index, -1 none; its socket and
+	 * registration slot (a taken mark means the peer consumed that want). */
+	int32_t idx[SL_EVQ_DEV_SLICES];
+	struct sl_sock *sock[SL_EVQ_DEV_SLICES];
+	int8_t slot[SL_EVQ_DEV_SLICES];
 	struct sl_evq_dev *next_free;
 };
 
@@ -39,6 +48,11 @@ bool sl_evq_dev_pending(const struct sl_evq *q);
 void sl_evq_dev_mirror(struct sl_evq *q, bool read_back);
 void sl_evq_dev_drain(struct sl_evq *q);
 void sl_evq_dev_close(struct sl_evq *q);
+/* The sweep: every member's want is stored again at its next look (a want
+ * the peer consumed without a mark we took would leave it to sweeps). */
+void sl_evq_dev_forget_wants(struct sl_evq *q);
+/* In a forked child: the locks a parent thread may have held. */
+void sl_evq_dev_after_fork_child(void);
 
 /* Sender side: registration r (in our own area) of a peer's set asked for
  * what we just published: mark our slice there, and ring the set if armed. */

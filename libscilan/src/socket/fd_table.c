@@ -4,6 +4,7 @@
  * the table's side of fork.
  */
 #include "socket/sock_state.h"
+#include "evq/evq_dev.h"
 #include "fabric/shm/seg_pool.h"
 
 #include "fabric/shm/rendezvous.h"
@@ -153,8 +154,10 @@ reset:
 	s->dev_own_slice = s->dev_peer_slice = 0;
 	s->dev_set_map[0] = s->dev_set_map[1] = NULL;
 	atomic_store(&s->dev_claims, 0);
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 4; k++) {
 		atomic_store(&s->dev_reg[k], NULL);
+		atomic_store(&s->dev_wanted[k], 0);
+	}
 	atomic_store(&s->counting_turns, false);
 	atomic_store(&s->sent_unanswered, false);
 	atomic_store(&s->turns, 0);
@@ -238,6 +241,13 @@ static void reset_in_child(struct sl_sock *s)
 	pthread_mutex_init(&s->sleep_lock[1], NULL);
 	atomic_store(&s->sleepers[0], 0);
 	atomic_store(&s->sleepers[1], 0);
+	/* The parent's device registrations are the parent's (the child's
+	 * copies of its sets scan; evq_dev.c). */
+	atomic_store(&s->dev_claims, 0);
+	for (int k = 0; k < 4; k++) {
+		atomic_store(&s->dev_reg[k], NULL);
+		atomic_store(&s->dev_wanted[k], 0);
+	}
 }
 
 /* At load, after self.c's (constructor priorities run in order), so before
@@ -261,6 +271,7 @@ void sl_sock_after_fork_child(void)
 	sl_own_fd_fork_unlock(true);
 	sl_rdv_fork_unlock(true);
 	sl_reclaim_after_fork_child();
+	sl_evq_dev_after_fork_child();
 	for (unsigned i = 0; i < spares; i++)
 		reset_in_child(spare[i]);
 	for (unsigned c = 0; c < CHUNKS; c++) {

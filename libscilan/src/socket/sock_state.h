@@ -177,6 +177,9 @@ struct sl_sock {
 	void *dev_set_map[2];
 	_Atomic uint32_t dev_claims;
 	struct sl_evq_dev *_Atomic dev_reg[4];
+	/* What we last stored into want byte k of the peer's evq_want while the
+	 * peer has not consumed it (0: store it again at the next look). */
+	_Atomic uint8_t dev_wanted[4];
 
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 	struct sl_urg urg;          /* urgent data we received */
