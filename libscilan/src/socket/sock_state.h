@@ -243,18 +243,30 @@ static inline bool sl_sock_held_elsewhere(const struct sl_sock *s)
  * A program on the native API changes it unseen (conn_spin.c). */
 extern _Atomic bool sl_nonblock_changes_seen;
 
+/* What this process knows of a setting the kernel keeps for the socket
+ * (O_NONBLOCK, SO_RCVTIMEO) is exact while every change this process makes
+ * is seen, it has not forked since, and no other process holds the socket.
+ * The stamp to keep with such a value: sl_forks + 1, or 0 when it cannot be
+ * exact; sl_sock_still_exact tells whether a kept stamp still holds. */
+static inline unsigned sl_sock_exact_stamp(const struct sl_sock *s)
+{
+	return atomic_load_explicit(&sl_nonblock_changes_seen, memory_order_relaxed) && !sl_sock_held_elsewhere(s)
+		       ? atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1
+		       : 0;
+}
+
+static inline bool sl_sock_still_exact(const struct sl_sock *s, unsigned stamp)
+{
+	return stamp == atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1 && !sl_sock_held_elsewhere(s);
+}
+
 /* O_NONBLOCK as this process just set or read it (socket, accept4, a
  * hooked fcntl or FIONBIO, the kernel's F_GETFL): exact while no other
  * process holds the socket and this one does not fork (sl_io_nonblocking). */
 static inline void sl_sock_note_nonblock(struct sl_sock *s, bool on)
 {
-	bool exact = atomic_load_explicit(&sl_nonblock_changes_seen, memory_order_relaxed) &&
-		     !sl_sock_held_elsewhere(s);
-
 	atomic_store_explicit(&s->nonblock_hint, on, memory_order_relaxed);
-	atomic_store_explicit(&s->nonblock_exact_at,
-			      exact ? atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1 : 0,
-			      memory_order_release);
+	atomic_store_explicit(&s->nonblock_exact_at, sl_sock_exact_stamp(s), memory_order_release);
 }
 
 static inline void sl_sock_forget_timeouts(struct sl_sock *s)

@@ -525,7 +525,6 @@ static int timeout_for(struct sl_sock *s, short events)
 	struct timeval tv;
 	socklen_t len = sizeof(tv);
 	int dir = (events & POLLOUT) ? 1 : 0, opt = dir ? SO_SNDTIMEO : SO_RCVTIMEO, ms;
-	unsigned stamp = atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1;
 
 	/* The kernel keeps SO_RCVTIMEO/SO_SNDTIMEO for us; asked when we block,
 	 * unless what it said last is still exact: every setsockopt of this
@@ -533,8 +532,7 @@ static int timeout_for(struct sl_sock *s, short events)
 	 * since, no fork since, and no other process holds the socket (as the
 	 * O_NONBLOCK hint, conn_spin.c).  A sleep in interrupt mode then costs
 	 * no getsockopt. */
-	if (atomic_load_explicit(&s->timeo_exact_at[dir], memory_order_acquire) == stamp &&
-	    !sl_sock_held_elsewhere(s))
+	if (sl_sock_still_exact(s, atomic_load_explicit(&s->timeo_exact_at[dir], memory_order_acquire)))
 		return atomic_load_explicit(&s->timeo_ms[dir], memory_order_relaxed);
 	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0)
 		return -1;
@@ -544,10 +542,8 @@ static int timeout_for(struct sl_sock *s, short events)
 		ms = INT_MAX; /* ~24 days: as good as forever, and no overflow */
 	else
 		ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
-	if (atomic_load_explicit(&sl_nonblock_changes_seen, memory_order_relaxed) && !sl_sock_held_elsewhere(s)) {
-		atomic_store_explicit(&s->timeo_ms[dir], ms, memory_order_relaxed);
-		atomic_store_explicit(&s->timeo_exact_at[dir], stamp, memory_order_release);
-	}
+	atomic_store_explicit(&s->timeo_ms[dir], ms, memory_order_relaxed);
+	atomic_store_explicit(&s->timeo_exact_at[dir], sl_sock_exact_stamp(s), memory_order_release);
 	return ms;
 }
 

@@ -28,9 +28,7 @@ bool sl_io_nonblocking(struct sl_sock *s, int flags)
 	 * the hook.  Else the kernel's flag, which a process sharing the
 	 * socket may have changed (an event loop that blocked on a stale
 	 * hint would hang).  An event loop's EAGAIN then costs no fcntl. */
-	if (atomic_load_explicit(&s->nonblock_exact_at, memory_order_acquire) ==
-		    atomic_load_explicit(&sl_forks, memory_order_relaxed) + 1 &&
-	    !sl_sock_held_elsewhere(s))
+	if (sl_sock_still_exact(s, atomic_load_explicit(&s->nonblock_exact_at, memory_order_acquire)))
 		return atomic_load_explicit(&s->nonblock_hint, memory_order_relaxed);
 	fl = sl_sys.fcntl(s->fd, F_GETFL);
 	if (fl < 0)
