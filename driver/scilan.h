@@ -239,7 +239,8 @@ int sl_sock_listener(int fd, struct sock **skp);
 int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple *t,
 		       struct net **netp);
 int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp);
-int sl_listener_match(struct sock *lsk, const struct sl_tuple *t);
+bool sl_userns_may_take(struct sl_link *link, const struct sl_tuple *t);
+int sl_listener_match(struct sock *lsk, const struct sl_tuple *t, bool userns_ok);
 bool sl_tuple_equal(const struct sl_tuple *a, const struct sl_tuple *b);
 void sl_listener_show(struct seq_file *m, struct sl_ep *ep);
 

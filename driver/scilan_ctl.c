@@ -161,7 +161,8 @@ void sl_db_scan(struct sl_link *link, u64 bits)
 	spin_unlock(&link->lock);
 }
 
-/* The listener a CONNECT for t goes to: the best match (exact address over
+/* The listener a CONNECT for t goes to: the best match (sl_listener_match:
+ * a namespace root made over an unprivileged one, then exact address over
  * wildcard), with room in its backlog among a SO_REUSEPORT group; NULL with
  * *why when none matches, or when the best matches lie in two network
  * namespaces that both own the destination address (two containers sharing
@@ -169,7 +170,7 @@ void sl_db_scan(struct sl_link *link, u64 bits)
  * can.
  */
 static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct sl_tuple *t,
-					     int *why)
+					     bool userns_ok, int *why)
 {
 	struct sl_ep *ep, *best = NULL;
 	struct net *net = NULL;
@@ -179,7 +180,7 @@ static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct 
 	list_for_each_entry(ep, &link->listeners, lnode) {
 		if (ep->state != SCILAN_EP_LISTEN || !ep->lsk)
 			continue;
-		score = sl_listener_match(ep->lsk, t);
+		score = sl_listener_match(ep->lsk, t, userns_ok);
 		if (!score || score < top)
 			continue;
 		if (score > top) {
@@ -257,6 +258,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	struct sl_tuple t = {};
 	struct sl_ep *lst, *ep;
 	int slice = -ECONNREFUSED, why, rc;
+	bool userns_ok;
 	u64 gen;
 
 	if (peer_slice >= link->peer_nslices)
@@ -281,9 +283,10 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	ep->slice = -1;
 	ep->set = -1;
 	ep->tuple = t; /* only ever compared with an accepted socket's */
+	userns_ok = sl_userns_may_take(link, &t);
 	spin_lock_irq(&link->lock);
 	gen = link->generation;
-	lst = sl_find_listener_locked(link, &t, &why);
+	lst = sl_find_listener_locked(link, &t, userns_ok, &why);
 	slice = lst ? sl_slice_alloc_locked(link, ep) : -why;
 	spin_unlock_irq(&link->lock);
 	if (slice < 0) {
@@ -303,7 +306,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	mutex_lock(&link->tx_mutex);
 	spin_lock_irq(&link->lock);
 	/* The listener may have closed, or the session changed, meanwhile. */
-	lst = sl_find_listener_locked(link, &t, &why);
+	lst = sl_find_listener_locked(link, &t, userns_ok, &why);
 	if (!lst || !link->up || link->generation != gen) {
 		sl_slice_release_locked(link, slice, true, true);
 		spin_unlock_irq(&link->lock);

@@ -3,17 +3,19 @@
  * the caller's own TCP sockets (holding the descriptor is the proof), and the
  * driver reads the listen key, the connection's source or its 4-tuple from
  * that socket instead of trusting numbers.  Also the listen table's matching
- * of an incoming CONNECT (namespace, family, address, port).
+ * of an incoming CONNECT (namespace and who made it, family, address, port).
  */
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/net.h>
 #include <linux/seq_file.h>
 #include <linux/tcp.h>
+#include <linux/user_namespace.h>
 #include <net/addrconf.h>
 #include <net/inet_hashtables.h>
 #include <net/inet6_hashtables.h>
 #include <net/ipv6.h>
+#include <net/net_namespace.h>
 #include <net/route.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -66,6 +68,32 @@ static bool sl_addr_local(struct net *net, const struct in6_addr *a)
 	if (ipv6_addr_v4mapped(a))
 		return inet_addr_type(net, a->s6_addr32[3]) == RTN_LOCAL;
 	return ipv6_chk_addr(net, a, NULL, 0);
+}
+
+/* A namespace root made: owned by the initial user namespace.  Anyone can
+ * make a namespace of its own (a user namespace, then a network namespace in
+ * it) and be root there: add any address, bind any port.
+ */
+static bool sl_net_privileged(const struct net *net)
+{
+	return net->user_ns == &init_user_ns;
+}
+
+/* Is a an address of any live namespace root made? */
+static bool sl_addr_privileged_local(const struct in6_addr *a)
+{
+	struct net *net;
+	bool local = false;
+
+	rcu_read_lock();
+	for_each_net_rcu(net) {
+		if (sl_net_privileged(net) && check_net(net) && sl_addr_local(net, a)) {
+			local = true;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return local;
 }
 
 int sl_sock_listener(int fd, struct sock **skp)
@@ -141,6 +169,14 @@ int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple
 			goto out;
 		}
 	}
+	/* A namespace of the caller's own may hold any address: not one of
+	 * root's, whose 4-tuples it could then queue at the peer ahead of the
+	 * real client's (the peer pairs the newest).
+	 */
+	if (!sl_net_privileged(net) && sl_addr_privileged_local(&t->saddr)) {
+		err = -EADDRNOTAVAIL;
+		goto out;
+	}
 	if (ipv6_addr_v4mapped(&t->saddr) != ipv6_addr_v4mapped(&t->daddr) ||
 	    (sk->sk_family == AF_INET && !ipv6_addr_v4mapped(&t->daddr))) {
 		err = -EAFNOSUPPORT;
@@ -197,14 +233,39 @@ out:
 	return err;
 }
 
-/* How well the listening socket lsk takes a CONNECT for t: 2 its exact
- * address, 1 its wildcard address and t's destination is an address of
- * lsk's namespace (where the companion TCP connection lands), 0 not at all
- * (closed meanwhile, another port or family).
+/* May a listener in an unprivileged namespace take a CONNECT for t?  Only
+ * when no namespace root made has the destination address: there kernel TCP
+ * delivers the companion connection (to a scilan listener or a plain one),
+ * and the user who added the same address to a namespace of its own must
+ * not receive the client's bytes.  Answered once per CONNECT, outside the
+ * link's lock (it walks every namespace), and only when such a listener of
+ * the port exists; one that appears after this look is refused.
  */
-int sl_listener_match(struct sock *lsk, const struct sl_tuple *t)
+bool sl_userns_may_take(struct sl_link *link, const struct sl_tuple *t)
 {
+	struct sl_ep *ep;
+	bool any = false;
+
+	spin_lock_irq(&link->lock);
+	list_for_each_entry(ep, &link->listeners, lnode)
+		if (ep->lsk && ep->port == t->dport && !sl_net_privileged(sock_net(ep->lsk)))
+			any = true;
+	spin_unlock_irq(&link->lock);
+	return any && !sl_addr_privileged_local(&t->daddr);
+}
+
+/* How well the listening socket lsk takes a CONNECT for t, as kernel TCP
+ * would deliver it: 0 not at all (closed meanwhile, another port or family,
+ * t's destination is not an address of lsk's namespace, or lsk's namespace
+ * is unprivileged and userns_ok is false: see sl_userns_may_take), else 1
+ * its wildcard address, 2 its exact address, plus 2 in a namespace root
+ * made, which no unprivileged namespace outranks whatever the exactness.
+ */
+int sl_listener_match(struct sock *lsk, const struct sl_tuple *t, bool userns_ok)
+{
+	struct net *net = sock_net(lsk);
 	struct in6_addr a;
+	int score;
 
 	if (READ_ONCE(lsk->sk_state) != TCP_LISTEN || inet_sk(lsk)->inet_num != t->dport)
 		return 0;
@@ -214,10 +275,16 @@ int sl_listener_match(struct sock *lsk, const struct sl_tuple *t)
 		return 0;
 	sl_sk_local(lsk, &a);
 	if (ipv6_addr_equal(&a, &t->daddr))
-		return 2;
-	if (!sl_addr_any(&a))
+		score = 2;
+	else if (sl_addr_any(&a))
+		score = 1;
+	else
 		return 0;
-	return sl_addr_local(sock_net(lsk), &t->daddr) ? 1 : 0;
+	if (!sl_net_privileged(net) && !userns_ok)
+		return 0;
+	if (!sl_addr_local(net, &t->daddr))
+		return 0; /* the companion connection cannot land there */
+	return sl_net_privileged(net) ? score + 2 : score;
 }
 
 bool sl_tuple_equal(const struct sl_tuple *a, const struct sl_tuple *b)

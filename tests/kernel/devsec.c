@@ -1,16 +1,21 @@
 /* devsec.c — who may take a port's device connections, in the test guest
  * (static, linked with libscilan; run by tests/kernel/init after devtest): a
  * second uid squatting a port, hijacking a connection by its 4-tuple, asking
- * for a port below 1024 (each refused), and listeners the driver must tell
- * apart: IPv4 and IPv6 on one port, a SO_REUSEPORT group, the same port in a
- * second network namespace (each accelerated and correct).
+ * for a port below 1024, listening in a user+network namespace of its own on
+ * an address root's server also has (each refused), and listeners the driver
+ * must tell apart: IPv4 and IPv6 on one port, a SO_REUSEPORT group, the same
+ * port in a second network namespace, an unprivileged namespace's own
+ * address (each accelerated and correct).
  */
 #include <fcntl.h>
 #include <grp.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 
 #include "devutil.h"
 #include "uapi/scilan.h"
@@ -408,6 +413,253 @@ static void test_netns(uint16_t port)
 	scilan_close(l);
 }
 
+/* uid 65534 in a user and network namespace of its own, where it is root:
+ * it may bring lo up, add any address and bind any port there.  0, or -1. */
+static int own_user_and_net_ns(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo", .ifr_flags = IFF_UP | IFF_RUNNING };
+	int io, ok;
+
+	/* Dumpable again after setuid, so that it may write its own uid_map. */
+	if (become_nobody() < 0 || prctl(PR_SET_DUMPABLE, 1) < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+		return -1;
+	io = socket(AF_INET, SOCK_DGRAM, 0);
+	ok = io >= 0 && ioctl(io, SIOCSIFFLAGS, &ifr) == 0;
+	if (io >= 0)
+		close(io);
+	return ok ? 0 : -1;
+}
+
+/* Does the slice mapped at p (bytes) hold the 4-byte marker anywhere? */
+static int holds_marker(const volatile uint8_t *p, size_t bytes, uint32_t marker)
+{
+	for (size_t i = 0; i + sizeof(marker) <= bytes; i++) {
+		uint32_t v;
+
+		memcpy(&v, (const uint8_t *)p + i, sizeof(v));
+		if (v == marker)
+			return 1;
+	}
+	return 0;
+}
+
+/* The attacker of the user-namespace tests (a forked child): uid 65534 in
+ * its own user+network namespace listens on the device with a socket bound
+ * to 127.0.0.1:port there, says "r" on ready_fd, then waits for either a
+ * device connection (which it takes by listener, maps, and searches for the
+ * client's marker) or the parent's "done" on done_fd (then nothing may be
+ * queued).  Exit 0: nothing came; 20: it took a connection, 21: and read
+ * the client's bytes; 100+: setup failed. */
+static void userns_attacker(uint16_t port, uint32_t marker, int ready_fd, int done_fd)
+{
+	struct sockaddr_in a = loopback(port);
+	struct scilan_info in;
+	struct pollfd p[2];
+	int one = 1, s, d, e, found = 0;
+	volatile uint8_t *local;
+
+	if (own_user_and_net_ns() < 0)
+		_exit(100);
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 4) < 0)
+		_exit(101);
+	d = dev_listen(s);
+	if (d < 0)
+		_exit(102);
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(103);
+	p[0] = (struct pollfd){ .fd = d, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = done_fd, .events = POLLIN };
+	if (poll(p, 2, -1) < 1)
+		_exit(104);
+	e = open(SERVER_NODE, O_RDWR);
+	if (!(p[0].revents & POLLIN)) {
+		fcntl(d, F_SETFL, O_NONBLOCK);
+		_exit(ioctl(e, SCILAN_IOC_ACCEPT, &d) == 0 ? 20 : errno == EAGAIN ? 0 : 105);
+	}
+	if (ioctl(e, SCILAN_IOC_ACCEPT, &d) < 0 || ioctl(e, SCILAN_IOC_INFO, &in) < 0)
+		_exit(106);
+	local = mmap(NULL, in.slice_size, PROT_READ, MAP_SHARED, e, SCILAN_MMAP_LOCAL);
+	if (local == MAP_FAILED)
+		_exit(20);
+	/* The client sends once its kernel connect is through: look for a
+	 * while (bounded only so that a miss cannot hang the suite). */
+	for (int i = 0; i < 5000 && !found; i++) {
+		found = holds_marker(local, in.slice_size, marker);
+		if (!found)
+			usleep(1000);
+	}
+	_exit(20 + found);
+}
+
+/* A plain TCP server (no scilan) of one connection on listening socket l:
+ * reads a u32 id, answers id+1 and 1; exit 0 when it got the id. */
+static pid_t plain_serve(int l)
+{
+	pid_t pid = fork();
+	uint32_t id, reply[2];
+	int s;
+
+	if (pid != 0)
+		return pid;
+	s = accept(l, NULL, NULL);
+	if (s < 0 || recv(s, &id, sizeof(id), MSG_WAITALL) != sizeof(id))
+		_exit(3);
+	reply[0] = id + 1;
+	reply[1] = 1;
+	_exit(send(s, reply, sizeof(reply), MSG_NOSIGNAL) == sizeof(reply) ? 0 : 4);
+}
+
+/* The attack: uid 65534 binds 127.0.0.1:port in its own user+network
+ * namespace and listens on the device; root's server listens on
+ * 0.0.0.0:port, with scilan (root_scilan) or as a plain TCP program.  The
+ * exact address must not outrank root's wildcard across namespaces, and a
+ * namespace an unprivileged user made takes no destination root's
+ * namespaces have: root's client is answered by root's server (accelerated
+ * if that server is a scilan one, else kernel TCP), and the attacker gets
+ * no connection. */
+static void test_userns_listener(const char *name, uint16_t port, int root_scilan, uint32_t marker)
+{
+	int to_child[2], to_parent[2], l = -1, ok = 0, acc = -1, st = -1, one = 1;
+	uint32_t who = 0, want = root_scilan ? 0x101 : 1;
+	pid_t pid, srv = -1;
+	char step = 0;
+
+	if (pipe(to_child) < 0 || pipe(to_parent) < 0) {
+		result(name, 0, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(to_parent[0]);
+		close(to_child[1]);
+		userns_attacker(port, marker, to_parent[1], to_child[0]);
+	}
+	close(to_parent[1]);
+	close(to_child[0]);
+	if (read(to_parent[0], &step, 1) == 1) {
+		if (root_scilan) {
+			l = listen_at("0.0.0.0", port, 0);
+			srv = l >= 0 ? serve(&l, 1, 1) : -1;
+		} else {
+			struct sockaddr_in any = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+			l = socket(AF_INET, SOCK_STREAM, 0);
+			if (l >= 0 && setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+			    bind(l, (struct sockaddr *)&any, sizeof(any)) == 0 && listen(l, 4) == 0)
+				srv = plain_serve(l);
+		}
+		ok = srv > 0 && ask("127.0.0.1", port, marker, &who, &acc) == 0 && who == want &&
+		     acc == (root_scilan ? 1 : 0);
+	}
+	ok = srv > 0 && child_ok(srv) && ok;
+	if (write(to_child[1], "d", 1) != 1)
+		ok = 0;
+	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+		st = WEXITSTATUS(st);
+	else
+		st = -1;
+	result(name, ok && st == 0,
+	       "root's client answered by root's server (%s) %d (reply %#x, accelerated %d); attacker exit %d "
+	       "(0 got nothing, 20 took the connection, 21 and read its bytes, 100+ setup)",
+	       root_scilan ? "scilan" : "plain TCP", ok, who, acc, st);
+	if (root_scilan)
+		scilan_close(l);
+	else if (l >= 0)
+		close(l);
+	close(to_child[1]);
+	close(to_parent[0]);
+}
+
+/* test_hijack from a user+network namespace of uid 65534's own, where the
+ * victim's source address and port are free to bind: its device connect
+ * with the victim's 4-tuple (which the peer would pair as the newest with
+ * the victim's accepted socket) is refused, EADDRNOTAVAIL: the source is an
+ * address of root's namespace; the server gets the victim's bytes. */
+static void test_userns_hijack(uint16_t port)
+{
+	struct sockaddr_in a = loopback(port), me;
+	socklen_t len = sizeof(me);
+	int l = listen_at("127.0.0.1", port, 0), c = scilan_socket(AF_INET, SOCK_STREAM, 0), s = -1;
+	int ok, st = -1, acc_s = -1;
+	char buf[5] = "";
+	pid_t pid;
+
+	ok = l >= 0 && c >= 0 && scilan_connect(c, (struct sockaddr *)&a, sizeof(a)) == 0 && accelerated(c) == 1 &&
+	     getsockname(c, (struct sockaddr *)&me, &len) == 0;
+	if (ok) {
+		pid = fork();
+		if (pid == 0) {
+			struct scilan_connect req = { .dport = port };
+			int t, d;
+
+			if (own_user_and_net_ns() < 0)
+				_exit(100);
+			t = socket(AF_INET, SOCK_STREAM, 0);
+			d = open(CLIENT_NODE, O_RDWR);
+			if (t < 0 || d < 0 || bind(t, (struct sockaddr *)&me, sizeof(me)) < 0)
+				_exit(101);
+			req.sockfd = t;
+			req.daddr[10] = req.daddr[11] = 0xff;
+			memcpy(req.daddr + 12, &a.sin_addr, 4);
+			_exit(ioctl(d, SCILAN_IOC_CONNECT, &req) == 0 ? 1 : errno == EADDRNOTAVAIL ? 0 : 2);
+		}
+		if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+			st = WEXITSTATUS(st);
+		else
+			st = -1;
+		s = scilan_accept(l, NULL, NULL);
+		acc_s = s >= 0 ? accelerated(s) : -1;
+		ok = s >= 0 && send_all(c, "mine", 5) == 0 && recv_all(s, buf, 5) == 0 && !strcmp(buf, "mine");
+	}
+	result("sec_userns_hijack", ok && st == 0 && acc_s == 1,
+	       "the namespaced connect with the victim's 4-tuple: exit %d (0 EADDRNOTAVAIL, 1 connected, 100+ setup); "
+	       "server got the victim's bytes %d, accelerated %d",
+	       st, ok, acc_s);
+	scilan_close(s);
+	scilan_close(c);
+	scilan_close(l);
+}
+
+/* What an unprivileged namespace may still have: an address of its own,
+ * which no namespace of root's has.  uid 65534, root in its own user+network
+ * namespace, adds 192.0.2.3 and serves on 0.0.0.0:port with scilan; its own
+ * client is accelerated. */
+static void test_userns_own_address(uint16_t port)
+{
+	pid_t pid = fork();
+	int st = -1;
+
+	if (pid == 0) {
+		int l, acc = -1;
+		uint32_t who = 0;
+		pid_t srv;
+		char map[32];
+
+		if (own_user_and_net_ns() < 0)
+			_exit(100);
+		/* Root of the namespace through exec too: map uid and gid 0. */
+		snprintf(map, sizeof(map), "0 %d 1", NOBODY);
+		if (write_file("/proc/self/setgroups", "deny") < 0 || write_file("/proc/self/uid_map", map) < 0 ||
+		    write_file("/proc/self/gid_map", map) < 0 || system("ip addr add 192.0.2.3/32 dev lo") != 0)
+			_exit(101);
+		l = listen_at("0.0.0.0", port, 0);
+		if (l < 0)
+			_exit(102);
+		srv = serve(&l, 1, 1);
+		if (ask("192.0.2.3", port, 9, &who, &acc) < 0)
+			_exit(103);
+		_exit(child_ok(srv) && who == 0x101 && acc == 1 ? 0 : 104);
+	}
+	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+		st = WEXITSTATUS(st);
+	else
+		st = -1;
+	result("sec_userns_own_address", st == 0,
+	       "an unprivileged namespace's server on an address only it has, accelerated: exit %d (0 ok)", st);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -415,7 +667,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	if (dev_setup("1 127.0.0.1 dev scilan0\n1 ::1 dev scilan0\n1 192.0.2.1 dev scilan0\n") < 0)
+	if (dev_setup("1 127.0.0.1 dev scilan0\n1 ::1 dev scilan0\n1 192.0.2.1 dev scilan0\n1 192.0.2.3 dev scilan0\n") < 0)
 		return 1;
 	if (all || !strcmp(what, "squat"))
 		test_squat(7110);
@@ -429,5 +681,11 @@ int main(int argc, char **argv)
 		test_reuseport(7113, 6);
 	if (all || !strcmp(what, "netns"))
 		test_netns(7114);
+	if (all || !strcmp(what, "userns")) {
+		test_userns_listener("sec_userns_listener", 7115, 1, 0x5ec0de01u);
+		test_userns_listener("sec_userns_plain_server", 7116, 0, 0x5ec0de02u);
+		test_userns_hijack(7118);
+		test_userns_own_address(7117);
+	}
 	return failures ? 1 : 0;
 }
