@@ -146,6 +146,7 @@ struct sl_link {
 	u64 zap_gen;              /* sl_zap_mappings passes */
 	struct sl_ep *set_ep[SCILAN_SETS]; /* set endpoints by index, once created */
 	unsigned long set_busy[BITS_TO_LONGS(SCILAN_SETS)]; /* indices held by an endpoint */
+	kuid_t set_uid[SCILAN_SETS]; /* who took each busy index (sets_per_uid) */
 	struct list_head eps;
 	struct list_head listeners;
 	u32 next_cookie;
@@ -209,6 +210,7 @@ static inline bool sl_ep_fresh(const struct sl_ep *ep)
 /* scilan_main.c: the backend-independent link */
 extern unsigned int sl_backlog_default;
 extern unsigned int sl_connect_timeout_ms;
+extern unsigned int sl_sets_per_uid;
 void sl_link_put(struct sl_link *link);
 void sl_link_get(struct sl_link *link);
 void sl_link_reset_locked(struct sl_link *link);

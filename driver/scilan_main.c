@@ -32,6 +32,13 @@ unsigned int sl_connect_timeout_ms = 2000;
 module_param_named(connect_timeout_ms, sl_connect_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(connect_timeout_ms, "Default time a connect waits for the peer's answer (ms)");
 
+/* Half of a link's set indices: one user cannot take them all (root is
+ * exempt); its further epoll sets scan their members instead.
+ */
+unsigned int sl_sets_per_uid = SCILAN_SETS / 2;
+module_param_named(sets_per_uid, sl_sets_per_uid, uint, 0644);
+MODULE_PARM_DESC(sets_per_uid, "Set indices (of 16 per link) one non-root user may hold (default 8)");
+
 static unsigned int handshake_ms = 50;
 module_param(handshake_ms, uint, 0644);
 MODULE_PARM_DESC(handshake_ms, "Scratchpad handshake poll period while the link comes up (ms)");

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* scilan_set.c — set endpoints, the event queues of epoll sets (ABI v4):
- * creating one on a set index of the link, ringing a peer's set from a
+ * creating one on a set index of the link (at most sets_per_uid indices per
+ * user, so that one user cannot take them all), ringing a peer's set from a
  * connection (its stimulus word and doorbell), the interrupt scan that
  * wakes our sets, and giving the index back at release.
  */
 #include <linux/bitmap.h>
+#include <linux/cred.h>
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/uaccess.h>
@@ -25,16 +27,33 @@ static int sl_set_db_bit(const struct sl_link *link, u32 set)
 	return sl_slice_db_bit(link, set);
 }
 
+/* Has uid reached its share of the link's set indices?  Root is exempt
+ * (it could unload the module); everyone else is charged by real uid, so a
+ * user's processes, setuid or in namespaces of its own, share one count.
+ * Caller holds link->lock.
+ */
+static bool sl_set_quota_reached_locked(struct sl_link *link, kuid_t uid)
+{
+	unsigned int held = 0, i;
+
+	if (uid_eq(uid, GLOBAL_ROOT_UID))
+		return false;
+	for_each_set_bit(i, link->set_busy, SCILAN_SETS)
+		held += uid_eq(link->set_uid[i], uid);
+	return held >= READ_ONCE(sl_sets_per_uid);
+}
+
 /* SCILAN_IOC_SET_CREATE: a fresh endpoint takes a free set index of the
  * link (reserved first, so the index can be handed out before the endpoint
  * shows up as a set), its marks page in our window is cleared and its armed
  * word in the peer's window zeroed (a previous owner's count would make the
  * peer's senders ring for nothing).  The index is held until release, also
- * after link down.
+ * after link down.  EAGAIN when none is free or the caller holds its share.
  */
 long sl_ioc_set_create(struct sl_ep *ep, u32 __user *arg)
 {
 	struct sl_link *link = ep->link;
+	kuid_t uid = current_uid();
 	long rc = -ENETUNREACH;
 	bool ok;
 	int i;
@@ -49,11 +68,12 @@ long sl_ioc_set_create(struct sl_ep *ep, u32 __user *arg)
 		return -ENETUNREACH;
 	}
 	i = find_first_zero_bit(link->set_busy, SCILAN_SETS);
-	if (i >= SCILAN_SETS) {
+	if (i >= SCILAN_SETS || sl_set_quota_reached_locked(link, uid)) {
 		spin_unlock_irq(&link->lock);
 		return -EAGAIN;
 	}
 	__set_bit(i, link->set_busy);
+	link->set_uid[i] = uid;
 	ep->set = i;
 	ep->generation = link->generation;
 	spin_unlock_irq(&link->lock);

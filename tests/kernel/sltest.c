@@ -1,10 +1,12 @@
 /* sltest.c — the in-guest tests of scilan.ko through ntb_mock (static binary
  * run by tests/kernel/init): ping-pong and a checksum-verified stream over
  * the ring protocol of layout.h, a killed mapped process, link down, hostile
- * arguments, set endpoints.  Prints "TEST <name> PASS|FAIL <detail>" per test.
+ * arguments, set endpoints (a per-uid quota).  Prints "TEST <name>
+ * PASS|FAIL <detail>" per test.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -949,6 +951,91 @@ out:
 	wait_link(NODE_B, 5000);
 }
 
+/* A forked child becomes this unprivileged uid (and gid); 0 or -1. */
+static int become_uid(uid_t uid)
+{
+	return setgroups(0, NULL) == 0 && setgid(uid) == 0 && setuid(uid) == 0 ? 0 : -1;
+}
+
+/* The module's per-uid limit of set indices (-1 when unreadable). */
+static long sets_per_uid(void)
+{
+	FILE *f = fopen("/sys/module/scilan/parameters/sets_per_uid", "r");
+	long v = -1;
+
+	if (f && fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* One uid cannot take every set index of a link: uid 65534 creates sets
+ * until EAGAIN and gets exactly sets_per_uid; then another uid (65533) and
+ * root still create one each. */
+static void test_sets_per_uid(void)
+{
+	int to_child[2], to_parent[2], n = -1, other = 0, root_ok, fd = -1, st = -1;
+	long quota = sets_per_uid(), busy0 = dbg_value(0, "sets_busy");
+	uint32_t idx;
+	pid_t pid;
+	char step;
+
+	if (pipe(to_child) < 0 || pipe(to_parent) < 0) {
+		result("sets_per_uid", 0, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int sets[SCILAN_SETS], k = 0, err = 0;
+
+		if (become_uid(65534) < 0)
+			_exit(100);
+		while (k < (int)SCILAN_SETS) {
+			sets[k] = open(NODE_A, O_RDWR);
+			if (sets[k] < 0 || ioctl(sets[k], SCILAN_IOC_SET_CREATE, &idx) < 0) {
+				err = errno;
+				break;
+			}
+			k++;
+		}
+		if (k < (int)SCILAN_SETS && err != EAGAIN)
+			k = -err;
+		if (write(to_parent[1], &k, sizeof(k)) != sizeof(k) || read(to_child[0], &step, 1) != 1)
+			_exit(101);
+		_exit(0);
+	}
+	if (read(to_parent[0], &n, sizeof(n)) == sizeof(n)) {
+		pid_t o = fork();
+
+		if (o == 0) {
+			int f;
+
+			if (become_uid(65533) < 0)
+				_exit(100);
+			f = open(NODE_A, O_RDWR);
+			_exit(f >= 0 && ioctl(f, SCILAN_IOC_SET_CREATE, &idx) == 0 ? 0 : 1);
+		}
+		other = waitpid(o, &st, 0) == o && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+		st = -1;
+	}
+	fd = open(NODE_A, O_RDWR);
+	root_ok = fd >= 0 && ioctl(fd, SCILAN_IOC_SET_CREATE, &idx) == 0;
+	if (write(to_child[1], "x", 1) == 1 && waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+		st = WEXITSTATUS(st);
+	if (fd >= 0)
+		close(fd);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	result("sets_per_uid", busy0 == 0 && quota > 0 && n == quota && other && root_ok && st == 0,
+	       "uid 65534 took %d of %u sets then EAGAIN (quota %ld, %ld busy before); uid 65533 then created one %d, "
+	       "root %d",
+	       n, SCILAN_SETS, quota, busy0, other, root_ok);
+	settle(0, "sets_busy", 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -988,6 +1075,7 @@ int main(int argc, char **argv)
 	if (all || !strcmp(what, "sets")) {
 		test_sets();
 		test_sets_linkdown();
+		test_sets_per_uid();
 	}
 	if (all || !strcmp(what, "flap"))
 		test_flap(100);
