@@ -165,11 +165,11 @@ struct sl_link {
 	 * zaps every mapping, so no PTE survives into freed or dead memory.
 	 */
 	struct rw_semaphore map_sem;
-	struct page *sink;        /* stands in for the peer's slices after link down */
 
 	struct dentry *dbg;
 	u64 stat_db_irqs, stat_wakeups, stat_stimuli, stat_ctl_rx, stat_ctl_tx;
 	u64 stat_set_stimuli, stat_set_wakeups;
+	u64 stat_zaps;            /* link downs whose mappings were all zapped */
 };
 
 struct sl_ep {
@@ -196,6 +196,7 @@ struct sl_ep {
 	bool queued;                /* on a listener's backlog, not yet accepted */
 	u64 zapped;                 /* the sl_zap_mappings pass that covered its mapping */
 	bool mapped;
+	struct page *sink;          /* stands in for the peer's pages after link down (sl_fault) */
 	bool abandoned;             /* SCILAN_IOC_ABANDON: its CLOSE says aborted */
 	struct address_space *mapping;  /* of the file it was opened as */
 };

@@ -31,9 +31,9 @@ void sl_ep_wake_locked(struct sl_ep *ep, int state)
 }
 
 /* Every user mapping of the link's slices and set pages is removed; later
- * faults find the link down and insert our own pages again or the sink page
- * (sl_fault).  Mappings belong to the device nodes the endpoints were opened
- * through (normally one).
+ * faults find the link down and insert our own pages again or the
+ * endpoint's sink page (sl_fault).  Mappings belong to the device nodes the
+ * endpoints were opened through (normally one).
  */
 void sl_zap_mappings(struct sl_link *link)
 {
@@ -189,6 +189,8 @@ static int sl_release(struct inode *inode, struct file *file)
 		sock_put(ep->lsk);
 	if (ep->net)
 		put_net(ep->net);
+	if (ep->sink)
+		__free_page(ep->sink); /* no mapping is left: each held the file */
 	kfree(ep);
 	module_put(link->hw_owner);
 	sl_link_put(link);
@@ -691,23 +693,48 @@ static bool sl_region_of(struct sl_link *link, struct sl_ep *ep, u64 pgoff, stru
 	return true;
 }
 
+/* The page that stands in for the peer's window (and, after the backend's
+ * remove, for ours) in this endpoint's mappings once the session is gone:
+ * the endpoint's own, allocated at the first such fault and freed at
+ * release, when no mapping is left (every VMA holds the file).  A store a
+ * ring copy makes after the cut lands here, and only holders of this
+ * endpoint (the connection's own processes: fork, exec handover) map it.
+ */
+static struct page *sl_ep_sink(struct sl_ep *ep)
+{
+	struct page *page = READ_ONCE(ep->sink), *old;
+
+	if (page)
+		return page;
+	page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!page)
+		return NULL;
+	old = cmpxchg(&ep->sink, NULL, page); /* a concurrent fault of another thread */
+	if (old) {
+		__free_page(page);
+		return old;
+	}
+	return page;
+}
+
 /* Pages are inserted one fault at a time under the read side of map_sem, so
  * a link going down (write side, then zap) leaves no mapping of the peer's
  * window behind.  No fault ever raises SIGBUS on a permitted mapping: after
  * link down (or on a stale session) pages of the peer's window refault to
- * the link's sink page, where stores vanish, and pages of our own window
- * (our slice, a set's marks page, our armed pages) stay our own memory,
- * which the endpoint holds until it closes (the backend frees the window
- * only after remove zapped it: then the sink as well).  The program learns
- * of the reset from the endpoint (read, poll, INFO), not from a signal in
- * the middle of a ring copy.
+ * the endpoint's sink page, where stores vanish from everyone else's view,
+ * and pages of our own window (our slice, a set's marks page, our armed
+ * pages) stay our own memory, which the endpoint holds until it closes (the
+ * backend frees the window only after remove zapped it: then the sink as
+ * well).  The program learns of the reset from the endpoint (read, poll,
+ * INFO), not from a signal in the middle of a ring copy.
  */
 static vm_fault_t sl_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct sl_ep *ep = vma->vm_private_data;
 	struct sl_link *link = ep->link;
-	unsigned long pfn = page_to_pfn(link->sink);
+	struct page *sink;
+	unsigned long pfn;
 	struct sl_region r;
 	vm_fault_t ret;
 	bool live;
@@ -725,11 +752,17 @@ static vm_fault_t sl_fault(struct vm_fault *vmf)
 		live = (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED) &&
 		       ep->peer_slice >= 0 && ep->peer_slice < (int)link->peer_nslices;
 	live = live && link->up && ep->generation == link->generation && link->pwin;
-	if (r.ours) {
-		if (!READ_ONCE(link->removing) && link->lwin)
-			pfn = PHYS_PFN(link->lwin_phys + r.win_off + off);
-	} else if (live) {
+	if (r.ours && !READ_ONCE(link->removing) && link->lwin) {
+		pfn = PHYS_PFN(link->lwin_phys + r.win_off + off);
+	} else if (!r.ours && live) {
 		pfn = PHYS_PFN(link->pwin_phys + r.win_off + off);
+	} else {
+		sink = sl_ep_sink(ep);
+		if (!sink) {
+			ret = VM_FAULT_OOM;
+			goto out;
+		}
+		pfn = page_to_pfn(sink);
 	}
 	ret = vmf_insert_pfn(vma, vmf->address, pfn);
 out:

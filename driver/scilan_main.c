@@ -64,8 +64,6 @@ static void sl_link_free(struct kref *ref)
 	struct sl_link *link = container_of(ref, struct sl_link, ref);
 
 	ida_free(&sl_ida, link->index);
-	if (link->sink)
-		__free_page(link->sink);
 	kfree(link);
 }
 
@@ -130,6 +128,7 @@ static void sl_link_down(struct sl_link *link, const char *why)
 	link->peer_nonce = 0;
 	up_write(&link->map_sem);
 	sl_zap_mappings(link);
+	WRITE_ONCE(link->stat_zaps, link->stat_zaps + 1); /* tests wait for it */
 	if (was_up)
 		dev_info(link->dev, "scilan: link down (%s)\n", why);
 }
@@ -293,7 +292,8 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 	seq_printf(m, "db_irqs %llu\nwakeups %llu\nstimuli %llu\nset_wakeups %llu\nset_stimuli %llu\n",
 		   link->stat_db_irqs, link->stat_wakeups, link->stat_stimuli, link->stat_set_wakeups,
 		   link->stat_set_stimuli);
-	seq_printf(m, "ctl_rx %llu\nctl_tx %llu\n", link->stat_ctl_rx, link->stat_ctl_tx);
+	seq_printf(m, "ctl_rx %llu\nctl_tx %llu\nzaps %llu\n", link->stat_ctl_rx, link->stat_ctl_tx,
+		   READ_ONCE(link->stat_zaps));
 	s = 0;
 	list_for_each_entry(ep, &link->eps, node)
 		s++;
@@ -337,11 +337,6 @@ struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops,
 		return ERR_PTR(rc);
 	}
 	link->index = rc;
-	link->sink = alloc_page(GFP_KERNEL | __GFP_ZERO);
-	if (!link->sink) {
-		sl_link_put(link);
-		return ERR_PTR(-ENOMEM);
-	}
 	link->ops = ops;
 	link->hw = hw;
 	link->dev = dev;

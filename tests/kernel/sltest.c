@@ -1,8 +1,8 @@
 /* sltest.c — the in-guest tests of scilan.ko through ntb_mock (static binary
  * run by tests/kernel/init): ping-pong and a checksum-verified stream over
- * the ring protocol of layout.h, a killed mapped process, link down, hostile
- * arguments, set endpoints (a per-uid quota).  Prints "TEST <name>
- * PASS|FAIL <detail>" per test.
+ * the ring protocol of layout.h, a killed mapped process, link down (each
+ * endpoint's sink its own), hostile arguments, set endpoints (a per-uid
+ * quota).  Prints "TEST <name> PASS|FAIL <detail>" per test.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -957,6 +957,111 @@ static int become_uid(uid_t uid)
 	return setgroups(0, NULL) == 0 && setgid(uid) == 0 && setuid(uid) == 0 ? 0 : -1;
 }
 
+/* Does the page at p hold the 8-byte marker anywhere? */
+static int page_holds(const volatile uint8_t *p, uint64_t marker)
+{
+	for (size_t i = 0; i + sizeof(marker) <= SCILAN_SET_PAGE; i += sizeof(marker))
+		if (*(const volatile uint64_t *)(p + i) == marker)
+			return 1;
+	return 0;
+}
+
+/* After link down the peer's pages of a mapping refault to a sink, which
+ * must be the endpoint's own: two connections of node A, root's and uid
+ * 65534's, map the peer's slice and marks pages; the link is cut and the
+ * zap done; root stores a marker through both of its peer mappings (a ring
+ * copy in flight at the cut) and 65534 through its own, and neither reads
+ * the other's. */
+static void test_sink_private(void)
+{
+	const uint64_t root_marker = 0x5eed0000a11ce001ull, nobody_marker = 0x5eed0000b0b00002ull;
+	const size_t pg = SCILAN_SET_PAGE;
+	int lfd = listen_on(NODE_B, 24), to_child[2] = { -1, -1 }, to_parent[2] = { -1, -1 }, cut = 0, zapped = 0;
+	int st = -1, saw_nobody = -1, own = 0;
+	uint8_t *pmarks = MAP_FAILED;
+	struct conn v = { .fd = -1 };
+	long zaps0 = dbg_value(0, "zaps");
+	pid_t pid = -1;
+	char step = 0;
+
+	if (lfd < 0 || pipe(to_child) < 0 || pipe(to_parent) < 0 || conn_connect(&v, NODE_A, 24, 0) < 0 ||
+	    (pmarks = mmap(NULL, SCILAN_SETS * pg, PROT_READ | PROT_WRITE, MAP_SHARED, v.fd,
+			   SCILAN_MMAP_PEER_MARKS(v.slice))) == MAP_FAILED) {
+		result("sink_private", 0, "setup: %s", strerror(errno));
+		goto out;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct conn a;
+		uint8_t *am;
+		int saw;
+
+		if (become_uid(65534) < 0 || conn_connect(&a, NODE_A, 24, 0) < 0)
+			_exit(100);
+		am = mmap(NULL, SCILAN_SETS * pg, PROT_READ | PROT_WRITE, MAP_SHARED, a.fd,
+			  SCILAN_MMAP_PEER_MARKS(a.slice));
+		if (am == MAP_FAILED || write(to_parent[1], "r", 1) != 1 || read(to_child[0], &step, 1) != 1)
+			_exit(101);
+		/* Cut, zapped, and root's markers stored: none may show here. */
+		saw = page_holds(a.peer, root_marker) || page_holds(a.peer + a.slice - pg, root_marker) ||
+		      page_holds(am, root_marker);
+		*(volatile uint64_t *)(a.peer + 512) = nobody_marker;
+		*(volatile uint64_t *)(am + 1024) = nobody_marker;
+		if (write(to_parent[1], "w", 1) != 1 || read(to_child[0], &step, 1) != 1)
+			_exit(102);
+		_exit(saw);
+	}
+	if (pid < 0 || read(to_parent[0], &step, 1) != 1) {
+		result("sink_private", 0, "the second uid's connection: setup failed");
+		goto out;
+	}
+	cut = write_file(MOCK_LINK, "0") == 0;
+	/* The mappings are zapped by the link's work item after the reset. */
+	for (int i = 0; i < 500 && cut && !zapped; i++) {
+		zapped = dbg_value(0, "zaps") > zaps0;
+		if (!zapped)
+			usleep(10000);
+	}
+	if (zapped) {
+		*(volatile uint64_t *)(v.peer + 256) = root_marker;
+		*(volatile uint64_t *)(v.peer + v.slice - pg + 256) = root_marker;
+		*(volatile uint64_t *)(pmarks + 2048) = root_marker;
+	}
+	/* Root's own stores stay visible to root: the sink is really mapped. */
+	own = zapped && page_holds(v.peer, root_marker) && page_holds(pmarks, root_marker);
+	if (write(to_child[1], "c", 1) == 1 && read(to_parent[0], &step, 1) == 1)
+		saw_nobody = page_holds(v.peer, nobody_marker) || page_holds(pmarks, nobody_marker);
+	if (write(to_child[1], "x", 1) != 1)
+		saw_nobody = -1;
+	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+		st = WEXITSTATUS(st);
+	else
+		st = -1;
+	pid = -1;
+	result("sink_private", cut && zapped && own && st == 0 && saw_nobody == 0,
+	       "link cut %d and zapped %d, root reads its own stores %d; uid 65534 read root's: exit %d (0 no, 1 yes, "
+	       "100+ setup); root read 65534's %d",
+	       cut, zapped, own, st, saw_nobody);
+out:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	if (pmarks != MAP_FAILED)
+		munmap(pmarks, SCILAN_SETS * pg);
+	conn_close(&v);
+	listen_close(lfd);
+	for (int k = 0; k < 2; k++) {
+		if (to_child[k] >= 0)
+			close(to_child[k]);
+		if (to_parent[k] >= 0)
+			close(to_parent[k]);
+	}
+	write_file(MOCK_LINK, "1");
+	wait_link(NODE_A, 5000);
+	wait_link(NODE_B, 5000);
+}
+
 /* The module's per-uid limit of set indices (-1 when unreadable). */
 static long sets_per_uid(void)
 {
@@ -1077,6 +1182,8 @@ int main(int argc, char **argv)
 		test_sets_linkdown();
 		test_sets_per_uid();
 	}
+	if (all || !strcmp(what, "sink"))
+		test_sink_private();
 	if (all || !strcmp(what, "flap"))
 		test_flap(100);
 	if (all) {
