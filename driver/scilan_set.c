@@ -10,6 +10,7 @@
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/uaccess.h>
+#include <linux/user_namespace.h>
 
 #include "scilan.h"
 
@@ -27,10 +28,25 @@ static int sl_set_db_bit(const struct sl_link *link, u32 set)
 	return sl_slice_db_bit(link, set);
 }
 
+/* Who a set is charged to: the caller's real uid, except inside a user
+ * namespace a user other than root made (top level), whose every uid (a
+ * newuidmap range from /etc/subuid) is that user's: the namespace's owner.
+ */
+static kuid_t sl_set_charged_uid(void)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	while (ns != &init_user_ns && ns->parent != &init_user_ns)
+		ns = ns->parent;
+	if (ns != &init_user_ns && !uid_eq(ns->owner, GLOBAL_ROOT_UID))
+		return ns->owner;
+	return current_uid();
+}
+
 /* Has uid reached its share of the link's set indices?  Root is exempt
- * (it could unload the module); everyone else is charged by real uid, so a
- * user's processes, setuid or in namespaces of its own, share one count.
- * Caller holds link->lock.
+ * (it could unload the module); everyone else is charged by
+ * sl_set_charged_uid, so a user's processes, setuid or in namespaces of its
+ * own, share one count.  Caller holds link->lock.
  */
 static bool sl_set_quota_reached_locked(struct sl_link *link, kuid_t uid)
 {
@@ -53,7 +69,7 @@ static bool sl_set_quota_reached_locked(struct sl_link *link, kuid_t uid)
 long sl_ioc_set_create(struct sl_ep *ep, u32 __user *arg)
 {
 	struct sl_link *link = ep->link;
-	kuid_t uid = current_uid();
+	kuid_t uid = sl_set_charged_uid();
 	long rc = -ENETUNREACH;
 	bool ok;
 	int i;

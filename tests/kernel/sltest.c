@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1141,6 +1142,62 @@ static void test_sets_per_uid(void)
 	settle(0, "sets_busy", 0);
 }
 
+/* The quota of sets_per_uid through a user namespace with a range of uids
+ * (what newuidmap gives from /etc/subuid): uid 65534 makes one, root maps
+ * 16 uids into it, and it creates a set as each of them; they all count as
+ * 65534's, so it gets exactly sets_per_uid. */
+static void test_sets_per_uid_userns(void)
+{
+	int to_child[2], to_parent[2], n = -1;
+	long quota = sets_per_uid(), busy0 = dbg_value(0, "sets_busy");
+	char path[64], step;
+	pid_t pid;
+
+	if (pipe(to_child) < 0 || pipe(to_parent) < 0) {
+		result("sets_per_uid_userns", 0, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int sets[SCILAN_SETS], k = 0, got = 0;
+		uint32_t idx;
+
+		if (become_uid(65534) < 0 || unshare(CLONE_NEWUSER) < 0 || write(to_parent[1], "u", 1) != 1 ||
+		    read(to_child[0], &step, 1) != 1)
+			_exit(100);
+		/* Uid k of the namespace (saved uid 0: back to root after). */
+		for (k = 0; k < (int)SCILAN_SETS; k++) {
+			if (setresuid((uid_t)k, (uid_t)k, 0) < 0)
+				break;
+			sets[got] = open(NODE_A, O_RDWR);
+			if (sets[got] >= 0 && ioctl(sets[got], SCILAN_IOC_SET_CREATE, &idx) == 0)
+				got++;
+			if (setresuid(0, 0, 0) < 0)
+				break;
+		}
+		if (k < (int)SCILAN_SETS)
+			got = -1;
+		if (write(to_parent[1], &got, sizeof(got)) != sizeof(got) || read(to_child[0], &step, 1) != 1)
+			_exit(101);
+		_exit(0);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	if (read(to_parent[0], &step, 1) != 1 || write_file(path, "0 300000 16") < 0 || write(to_child[1], "m", 1) != 1 ||
+	    read(to_parent[0], &n, sizeof(n)) != sizeof(n))
+		n = -2;
+	if (write(to_child[1], "x", 1) != 1)
+		n = -3;
+	waitpid(pid, NULL, 0);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	result("sets_per_uid_userns", busy0 == 0 && quota > 0 && n == quota,
+	       "16 uids of uid 65534's user namespace took %d sets (quota %ld, %ld busy before; -1 setresuid failed)",
+	       n, quota, busy0);
+	settle(0, "sets_busy", 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -1181,6 +1238,7 @@ int main(int argc, char **argv)
 		test_sets();
 		test_sets_linkdown();
 		test_sets_per_uid();
+		test_sets_per_uid_userns();
 	}
 	if (all || !strcmp(what, "sink"))
 		test_sink_private();
