@@ -20,7 +20,10 @@
 
 #include "uapi/scilan.h"
 
-#define SL_PROTO_VERSION 4u /* 3: CONNECT carries the 4-tuple; 4: set pages in the window */
+/* 3: CONNECT carries the 4-tuple; 4: set pages in the window; 5: VERIFY,
+ * VERIFIED and CLOSE's confirmation (the client proves its connection)
+ */
+#define SL_PROTO_VERSION 5u
 #define SL_MAX_SLICES 512u
 
 /* Scratchpads written into the peer at handshake. */
@@ -44,12 +47,20 @@ enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT
 #define SL_CTL_MSG_OFF 256
 #define SL_CTL_SLOTS 32u     /* power of two */
 
-enum sl_msg_type { SL_MSG_CONNECT = 1, SL_MSG_ACCEPT, SL_MSG_REFUSE, SL_MSG_CLOSE };
+enum sl_msg_type {
+	SL_MSG_CONNECT = 1, SL_MSG_ACCEPT, SL_MSG_REFUSE, SL_MSG_CLOSE,
+	SL_MSG_VERIFY,    /* listener side: does the client's socket hold the 4-tuple? */
+	SL_MSG_VERIFIED,  /* client side: the answer (status SL_VERIFY_OK or 0) */
+};
 
-/* CLOSE's status when the connect gave up before the ACCEPT came: the
- * listener's side drops the queued connection (nobody will claim it).
+/* CLOSE's status bits.  ABORTED: the connect gave up before the ACCEPT came,
+ * the listener's side drops the queued connection (nobody will claim it).
+ * CONFIRMED: the client's socket held the 4-tuple when its endpoint closed;
+ * cookie carries the client's initial sequence number of that connection.
  */
 #define SL_CLOSE_ABORTED 1u
+#define SL_CLOSE_CONFIRMED 2u
+#define SL_VERIFY_OK 1u
 
 /* One control message; every field is validated on receipt (the peer is
  * not trusted).
@@ -187,6 +198,11 @@ struct sl_ep {
 	kuid_t owner;               /* listener: who listens (debugfs) */
 	struct sl_tuple tuple;      /* connecting and queued: the companion connection */
 	struct net *net;            /* connecting: the client socket's namespace (held) */
+	struct sock *sk;            /* client: the socket it connected with (held), its proof */
+	bool confirmed;             /* queued: the client proved the 4-tuple when it closed ... */
+	u32 isn;                    /* ... for the connection with this client ISN */
+	u32 verify_cookie;          /* queued, being verified by an ACCEPT_SOCK: the VERIFY ... */
+	int verdict;                /* ... and its answer: 0 none yet, 1 proven, -1 not */
 	u32 backlog_max, backlog_len;
 	struct list_head backlog;
 	int slice, peer_slice;      /* -1 when none */
@@ -240,8 +256,10 @@ int sl_slice_db_bit(const struct sl_link *link, int slice);
 /* scilan_sock.c */
 int sl_sock_listener(int fd, struct sock **skp);
 int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple *t,
-		       struct net **netp);
-int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp);
+		       struct net **netp, struct sock **skp);
+int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp, u32 *isn);
+bool sl_sock_holds_tuple(struct sock *sk, const struct sl_tuple *t);
+u32 sl_sock_client_isn(struct sock *sk, bool server);
 bool sl_userns_may_take(struct sl_link *link, const struct sl_tuple *t);
 int sl_listener_match(struct sock *lsk, const struct sl_tuple *t, bool userns_ok);
 bool sl_tuple_equal(const struct sl_tuple *a, const struct sl_tuple *b);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* scilan_ctl.c — the per-peer control channel (connect, accept, refuse,
- * close against the listen table), slice allocation, and the stimulus words
+ * close against the listen table; verify, the client's driver vouching for
+ * its socket), slice allocation, and the stimulus words
  * plus doorbells that wake exactly the endpoints the peer stimulated (the
  * sets' words: scilan_set.c).
  */
@@ -340,7 +341,9 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	u32 src = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
 	u32 status = le32_to_cpu(m->status);
 	struct sl_ep *ep;
-	bool orphan = false, aborted = false;
+	struct sock *client_sk = NULL;
+	struct sl_tuple t;
+	bool orphan = false, aborted = false, verify = false;
 
 	if (type == SL_MSG_CONNECT) {
 		sl_on_connect(link, m);
@@ -374,20 +377,48 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 		}
 		break;
 	case SL_MSG_CLOSE:
-		if (ep && ep->peer_slice == (int)src && ep->queued && status == SL_CLOSE_ABORTED) {
+		if (ep && ep->peer_slice == (int)src && ep->queued && (status & SL_CLOSE_ABORTED)) {
 			aborted = true; /* a connect that gave up: never claimed */
 			sl_slice_release_locked(link, dst, false, true);
 			break;
 		}
 		if (ep && ep->peer_slice == (int)src && ep->state == SCILAN_EP_CONNECTED) {
 			ep->state = SCILAN_EP_PEER_CLOSED;
+			/* What a queued connection's client proved as it left. */
+			ep->confirmed = status & SL_CLOSE_CONFIRMED;
+			ep->isn = cookie;
 			wake_up_interruptible(&ep->wq);
 		}
 		if (!ep || ep->peer_slice == (int)src)
 			sl_slice_release_locked(link, dst, false, true);
 		break;
+	case SL_MSG_VERIFY:
+		/* Our client endpoint's socket is checked after unlocking; any
+		 * other slice (no client socket, or not the peer's) is "no".
+		 */
+		verify = true;
+		if (ep && ep->peer_slice == (int)src && ep->sk &&
+		    (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED)) {
+			client_sk = ep->sk;
+			sock_hold(client_sk);
+			t = ep->tuple;
+		}
+		break;
+	case SL_MSG_VERIFIED:
+		if (ep && ep->peer_slice == (int)src && cookie && ep->verify_cookie == cookie &&
+		    !ep->verdict) {
+			ep->verdict = status == SL_VERIFY_OK ? 1 : -1;
+			wake_up(&ep->wq); /* a killable sleeper in sl_verify */
+		}
+		break;
 	}
 	spin_unlock_irq(&link->lock);
+	if (verify) {
+		status = client_sk && sl_sock_holds_tuple(client_sk, &t) ? SL_VERIFY_OK : 0;
+		if (client_sk)
+			sock_put(client_sk);
+		sl_reply(link, SL_MSG_VERIFIED, src, dst, cookie, status);
+	}
 	if (orphan)
 		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, SL_CLOSE_ABORTED);
 	if (aborted)

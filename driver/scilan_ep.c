@@ -27,7 +27,7 @@ void sl_ep_wake_locked(struct sl_ep *ep, int state)
 		ep->connecting = false;
 		ep->connect_err = -ECONNRESET;
 	}
-	wake_up_interruptible(&ep->wq);
+	wake_up(&ep->wq); /* also an ACCEPT_SOCK verifying it (killable sleep) */
 }
 
 /* Every user mapping of the link's slices and set pages is removed; later
@@ -130,16 +130,36 @@ static bool sl_ep_detach_locked(struct sl_link *link, struct sl_ep *ep, u32 *dst
 	return tell;
 }
 
-static void sl_send_close(struct sl_link *link, u32 dst, u32 src, bool abandoned)
+static void sl_send_close(struct sl_link *link, u32 dst, u32 src, u32 status, u32 cookie)
 {
 	struct sl_msg m = {
 		.type = cpu_to_le32(SL_MSG_CLOSE),
 		.dst_slice = cpu_to_le32(dst),
 		.src_slice = cpu_to_le32(src),
-		.status = cpu_to_le32(abandoned ? SL_CLOSE_ABORTED : 0),
+		.cookie = cpu_to_le32(cookie),
+		.status = cpu_to_le32(status),
 	};
 
 	sl_ctl_send(link, &m);
+}
+
+/* A client's CLOSE says whether its socket still holds the connection's
+ * 4-tuple (or left it to its time-wait socket), and for which connection:
+ * the listener's side may then pair a connection queued there with the
+ * accepted socket of that connection without asking (a short client closes
+ * before the server accepts, and its time-wait socket may be gone by then).
+ * The library closes the endpoint before the TCP socket; a process that
+ * exits closes the socket first, which then sits in FIN_WAIT or TIME_WAIT.
+ */
+static u32 sl_close_status(struct sl_ep *ep, u32 *isn)
+{
+	*isn = 0;
+	if (ep->abandoned)
+		return SL_CLOSE_ABORTED;
+	if (!ep->sk || !sl_sock_holds_tuple(ep->sk, &ep->tuple))
+		return 0;
+	*isn = sl_sock_client_isn(ep->sk, false);
+	return SL_CLOSE_CONFIRMED;
 }
 
 /* Queued endpoints taken off their listener (on the list by lnode) are
@@ -156,7 +176,7 @@ void sl_close_queued(struct sl_link *link, struct list_head *queued)
 		tell = sl_ep_detach_locked(link, q, &dst, &src);
 		spin_unlock_irq(&link->lock);
 		if (tell)
-			sl_send_close(link, dst, src, false);
+			sl_send_close(link, dst, src, 0, 0);
 		list_del(&q->lnode);
 		kfree(q);
 		sl_link_put(link);
@@ -169,7 +189,7 @@ static int sl_release(struct inode *inode, struct file *file)
 	struct sl_link *link = ep->link;
 	LIST_HEAD(queued);
 	bool tell;
-	u32 dst, src;
+	u32 dst, src, status, isn;
 
 	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
@@ -180,8 +200,10 @@ static int sl_release(struct inode *inode, struct file *file)
 	sl_set_release_locked(link, ep);
 	tell = sl_ep_detach_locked(link, ep, &dst, &src);
 	spin_unlock_irq(&link->lock);
-	if (tell)
-		sl_send_close(link, dst, src, ep->abandoned);
+	if (tell) {
+		status = sl_close_status(ep, &isn);
+		sl_send_close(link, dst, src, status, isn);
+	}
 	/* Connections the program never accepted are closed like TCP's. */
 	sl_close_queued(link, &queued);
 	up_read(&link->map_sem);
@@ -191,6 +213,8 @@ static int sl_release(struct inode *inode, struct file *file)
 		put_net(ep->net);
 	if (ep->sink)
 		__free_page(ep->sink); /* no mapping is left: each held the file */
+	if (ep->sk)
+		sock_put(ep->sk);
 	kfree(ep);
 	module_put(link->hw_owner);
 	sl_link_put(link);
@@ -324,6 +348,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	unsigned long timeout;
 	struct sl_tuple t;
 	struct net *net;
+	struct sock *sk;
 	long rc, left;
 	int slice;
 
@@ -331,7 +356,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 		return -EFAULT;
 	if (!req.dport || req.flags || req.pad || req.timeout_ms > 600000)
 		return -EINVAL;
-	rc = sl_sock_connecting(req.sockfd, &req, &t, &net);
+	rc = sl_sock_connecting(req.sockfd, &req, &t, &net, &sk);
 	if (rc)
 		return rc;
 	timeout = msecs_to_jiffies(req.timeout_ms ? req.timeout_ms : sl_connect_timeout_ms);
@@ -356,7 +381,10 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	}
 	if (ep->net)
 		put_net(ep->net); /* an earlier connect that failed */
+	if (ep->sk)
+		sock_put(ep->sk);
 	ep->net = net;
+	ep->sk = sk;
 	ep->tuple = t;
 	ep->slice = slice;
 	ep->connecting = true;
@@ -398,6 +426,7 @@ unlock:
 	spin_unlock_irq(&link->lock);
 	up_read(&link->map_sem);
 	put_net(net);
+	sock_put(sk);
 	return rc;
 }
 
@@ -423,16 +452,13 @@ static bool sl_accept_ok_locked(struct sl_ep *lst, struct sl_ep *ep)
 	return lst->state == SCILAN_EP_LISTEN && sl_ep_fresh(ep);
 }
 
-/* The fresh endpoint takes over the queued one, which only carried the
- * connection until a program claimed it; the caller frees q's shell (and
- * drops its link reference) after unlocking.
+/* The fresh endpoint takes over the queued one (already off its backlog),
+ * which only carried the connection until a program claimed it; the caller
+ * frees q's shell (and drops its link reference) after unlocking.
  */
-static void sl_take_over_locked(struct sl_link *link, struct sl_ep *lst, struct sl_ep *ep,
-				struct sl_ep *q)
+static void sl_take_over_locked(struct sl_link *link, struct sl_ep *ep, struct sl_ep *q)
 {
-	list_del(&q->lnode);
 	list_del(&q->node);
-	lst->backlog_len--;
 	ep->slice = q->slice;
 	ep->peer_slice = q->peer_slice;
 	ep->state = q->state;
@@ -465,7 +491,9 @@ static long sl_ioc_accept(struct sl_ep *ep, int __user *arg)
 		}
 		if (!list_empty(&lst->backlog)) {
 			q = list_first_entry(&lst->backlog, struct sl_ep, lnode);
-			sl_take_over_locked(link, lst, ep, q);
+			list_del(&q->lnode);
+			lst->backlog_len--;
+			sl_take_over_locked(link, ep, q);
 			spin_unlock_irq(&link->lock);
 			kfree(q);
 			sl_link_put(link);
@@ -488,13 +516,74 @@ out:
 	return rc;
 }
 
+/* Asks the client's driver whether the socket behind q's client endpoint
+ * holds q's 4-tuple (SL_MSG_VERIFY; its driver answers from its own kernel,
+ * without user space: one control round trip) and waits for the answer,
+ * killable and bounded by the connect timeout.  q is off its backlog, so
+ * only this caller frees it.  0: proven; -EAGAIN: not (someone else's
+ * connection: the accepted socket stays kernel TCP); -ETIMEDOUT, -ECONNRESET,
+ * -EINTR: no answer (the caller resets the connection: a real client's bytes
+ * may sit in the ring).  The caller holds the read side of map_sem.
+ */
+static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn)
+{
+	struct sl_msg m = { .type = cpu_to_le32(SL_MSG_VERIFY) };
+	long left = 1, rc;
+
+	spin_lock_irq(&link->lock);
+	if (q->state == SCILAN_EP_PEER_CLOSED) {
+		/* The client closed: its CLOSE said all it ever will. */
+		spin_unlock_irq(&link->lock);
+		return -EAGAIN;
+	}
+	if (q->state != SCILAN_EP_CONNECTED || !link->up || q->generation != link->generation) {
+		spin_unlock_irq(&link->lock);
+		return -ECONNRESET;
+	}
+	do
+		q->verify_cookie = ++link->next_cookie;
+	while (!q->verify_cookie); /* 0: no VERIFY out */
+	q->verdict = 0;
+	m.dst_slice = cpu_to_le32(q->peer_slice);
+	m.src_slice = cpu_to_le32(q->slice);
+	m.cookie = cpu_to_le32(q->verify_cookie);
+	spin_unlock_irq(&link->lock);
+	rc = sl_ctl_send(link, &m);
+	if (rc && rc != -ETIMEDOUT)
+		rc = -ECONNRESET;
+	up_read(&link->map_sem); /* link down needs the write side */
+	if (!rc)
+		left = wait_event_killable_timeout(q->wq, READ_ONCE(q->verdict) ||
+						   READ_ONCE(q->state) == SCILAN_EP_RESET,
+						   msecs_to_jiffies(sl_connect_timeout_ms));
+	down_read(&link->map_sem);
+	spin_lock_irq(&link->lock);
+	if (q->verdict > 0 || (q->confirmed && q->isn == isn))
+		rc = 0; /* proven now, or by the CLOSE that crossed the VERIFY */
+	else if (q->state == SCILAN_EP_RESET || q->generation != link->generation)
+		rc = -ECONNRESET;
+	else if (q->verdict < 0)
+		rc = -EAGAIN;
+	else if (!rc)
+		rc = left < 0 ? -EINTR : -ETIMEDOUT;
+	spin_unlock_irq(&link->lock);
+	return rc;
+}
+
 /* SCILAN_IOC_ACCEPT_SOCK: the queued connection of an accepted TCP socket
  * (its 4-tuple, on a listener of its namespace and port), so that
- * concurrent connects pair with the right kernel connection and nobody but
- * the holder of that connection takes it.  The newest match wins; older ones
- * with the same tuple are stale (a connection whose companion TCP connect
- * failed: TCP never has two live connections on one 4-tuple) and are
- * closed.  Never blocks.
+ * concurrent connects pair with the right kernel connection.  The newest
+ * match is the candidate; older ones with the same tuple are stale (a
+ * connection whose companion TCP connect failed: TCP never has two live
+ * connections on one 4-tuple) and are closed.  The 4-tuple alone proves
+ * nothing (anyone may bind a source port with SO_REUSEADDR and connect over
+ * the device first), so the candidate is paired only once its client's
+ * driver vouched that the client endpoint's socket is the one holding the
+ * 4-tuple: in the CLOSE of a client that already left (for this connection:
+ * same client ISN), else by SL_MSG_VERIFY now.  Never blocks beyond that
+ * one round trip: EAGAIN if none is queued or the candidate is refused (it
+ * is closed; the accepted socket stays kernel TCP, which is what its real
+ * client uses).
  */
 static long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 {
@@ -504,15 +593,18 @@ static long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 	struct sl_tuple t;
 	struct net *net;
 	LIST_HEAD(stale);
+	bool proven;
 	long rc;
+	u32 isn;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
 	if (req.flags)
 		return -EINVAL;
-	rc = sl_sock_accepted(req.sockfd, &t, &net);
+	rc = sl_sock_accepted(req.sockfd, &t, &net, &isn);
 	if (rc)
 		return rc;
+	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
 	if (!sl_ep_fresh(ep)) {
 		rc = -EINVAL;
@@ -536,18 +628,30 @@ static long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 		rc = -EAGAIN;
 		goto unlock;
 	}
-	sl_take_over_locked(link, found_lst, ep, found);
+	list_del_init(&found->lnode);
+	found_lst->backlog_len--;
+	proven = found->confirmed && found->isn == isn;
+	if (!proven) {
+		spin_unlock_irq(&link->lock);
+		rc = sl_verify(link, found, isn);
+		spin_lock_irq(&link->lock);
+		if (!rc && !sl_ep_fresh(ep))
+			rc = -EINVAL; /* another thread used the endpoint meanwhile */
+	}
+	if (rc) {
+		list_add_tail(&found->lnode, &stale);
+		found = NULL;
+		goto unlock;
+	}
+	sl_take_over_locked(link, ep, found);
 unlock:
 	spin_unlock_irq(&link->lock);
 	if (found) {
 		kfree(found);
 		sl_link_put(link);
 	}
-	if (!list_empty(&stale)) {
-		down_read(&link->map_sem);
-		sl_close_queued(link, &stale);
-		up_read(&link->map_sem);
-	}
+	sl_close_queued(link, &stale);
+	up_read(&link->map_sem);
 	return rc;
 }
 

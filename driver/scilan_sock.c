@@ -116,9 +116,11 @@ int sl_sock_listener(int fd, struct sock **skp)
 	return 0;
 }
 
-/* Another live socket already holds this 4-tuple (the victim of a tag
- * hijack, whose source address and port an SO_REUSEADDR socket may share). */
-static bool sl_tuple_taken(struct net *net, struct sock *mine, const struct sl_tuple *t)
+/* The socket of t's namespace that holds the 4-tuple t (a full socket, a
+ * time-wait one, or a request), with a reference; NULL if none.  dif: the
+ * device a socket bound with SO_BINDTODEVICE is bound to (0: none).
+ */
+static struct sock *sl_tuple_holder(struct net *net, const struct sl_tuple *t, int dif)
 {
 	struct sock *o;
 
@@ -126,20 +128,78 @@ static bool sl_tuple_taken(struct net *net, struct sock *mine, const struct sl_t
 	if (ipv6_addr_v4mapped(&t->saddr))
 		o = __inet_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
 					      t->daddr.s6_addr32[3], htons(t->dport),
-					      t->saddr.s6_addr32[3], t->sport, 0, 0);
+					      t->saddr.s6_addr32[3], t->sport, dif, 0);
 	else
 		o = __inet6_lookup_established(net, net->ipv4.tcp_death_row.hashinfo,
 					       &t->daddr, htons(t->dport), &t->saddr, t->sport,
-					       0, 0);
+					       dif, 0);
 	rcu_read_unlock();
+	return o;
+}
+
+/* Another live socket already holds this 4-tuple (the victim of a tag
+ * hijack, whose source address and port an SO_REUSEADDR socket may share). */
+static bool sl_tuple_taken(struct net *net, struct sock *mine, const struct sl_tuple *t)
+{
+	struct sock *o = sl_tuple_holder(net, t, 0);
+
 	if (!o)
 		return false;
 	sock_gen_put(o);
 	return o != mine;
 }
 
+/* The proof that sk, the socket a client endpoint connected with, is the
+ * client of the companion connection t: the kernel keeps at most one
+ * connection per 4-tuple, and the one holding t now is sk in a synchronized
+ * state, or the time-wait socket sk became (same sequence numbers: a socket
+ * that never had this connection cannot show them).  A socket that merely
+ * shares the source port (SO_REUSEADDR) and never connected proves nothing.
+ */
+bool sl_sock_holds_tuple(struct sock *sk, const struct sl_tuple *t)
+{
+	const int synced = TCPF_ESTABLISHED | TCPF_FIN_WAIT1 | TCPF_FIN_WAIT2 | TCPF_CLOSING |
+			   TCPF_CLOSE_WAIT | TCPF_LAST_ACK;
+	struct sock *o = sl_tuple_holder(sock_net(sk), t, READ_ONCE(sk->sk_bound_dev_if));
+	bool mine = false;
+
+	if (!o)
+		return false;
+	if (o == sk) {
+		mine = (1 << READ_ONCE(sk->sk_state)) & synced;
+	} else if (o->sk_state == TCP_TIME_WAIT) {
+		const struct tcp_timewait_sock *tw = tcp_twsk(o);
+
+		mine = READ_ONCE(tw->tw_snd_nxt) == READ_ONCE(tcp_sk(sk)->snd_nxt) &&
+		       READ_ONCE(tw->tw_rcv_nxt) == READ_ONCE(tcp_sk(sk)->rcv_nxt);
+	}
+	sock_gen_put(o);
+	return mine;
+}
+
+/* The client's initial sequence number of the connection, which both ends
+ * can tell from their own socket for as long as it lives: snd_una and
+ * bytes_acked (which counts the SYN) advance together on the client,
+ * rcv_nxt and bytes_received (which does not) on the server.  It ties a
+ * confirmation the client gave earlier to this connection of the 4-tuple,
+ * not an earlier one.
+ */
+u32 sl_sock_client_isn(struct sock *sk, bool server)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	u32 isn;
+
+	lock_sock(sk);
+	if (server)
+		isn = tp->rcv_nxt - (u32)tp->bytes_received - 1;
+	else
+		isn = tp->snd_una - (u32)tp->bytes_acked;
+	release_sock(sk);
+	return isn;
+}
+
 int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple *t,
-		       struct net **netp)
+		       struct net **netp, struct sock **skp)
 {
 	struct socket *sock;
 	struct sock *sk;
@@ -202,12 +262,14 @@ int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple
 		goto out;
 	}
 	*netp = get_net(net);
+	sock_hold(sk); /* the proof at VERIFY and at release */
+	*skp = sk;
 out:
 	sockfd_put(sock);
 	return err;
 }
 
-int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp)
+int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp, u32 *isn)
 {
 	struct socket *sock;
 	struct sock *sk;
@@ -228,6 +290,7 @@ int sl_sock_accepted(int fd, struct sl_tuple *t, struct net **netp)
 	sl_sk_local(sk, &t->daddr);
 	t->dport = inet_sk(sk)->inet_num;
 	*netp = sock_net(sk);
+	*isn = sl_sock_client_isn(sk, true);
 out:
 	sockfd_put(sock);
 	return err;

@@ -9,7 +9,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SCILAN_ABI_VERSION 4
+#define SCILAN_ABI_VERSION 5 /* 5: ACCEPT_SOCK pairs only what the client's driver vouched for */
 
 /* Wake-up tokens: what the peer stimulated (bits of the value read() returns). */
 #define SCILAN_TOKEN_DATA  0x1u /* the peer wrote data (or a FIN) into our slice */
@@ -61,8 +61,12 @@ struct scilan_connect {
 };
 
 /* Take the queued connection of the accepted TCP socket sockfd (its 4-tuple
- * and namespace select it; the newest if several); never blocks: EAGAIN if
- * none is queued.
+ * and namespace select it; the newest if several), once the client's driver
+ * vouched that the client endpoint's socket holds that 4-tuple (ABI 5: at
+ * most one control round trip, no user space on the other side).  EAGAIN:
+ * none is queued, or the queued one is not that client's (closed; the
+ * socket stays kernel TCP).  ETIMEDOUT, ECONNRESET, EINTR (fatal signal):
+ * no answer; the connection's bytes may be in the ring, so reset it.
  */
 struct scilan_accept_sock {
 	__s32 sockfd;

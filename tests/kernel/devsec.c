@@ -5,7 +5,9 @@
  * an address root's server also has (each refused), and listeners the driver
  * must tell apart: IPv4 and IPv6 on one port, a SO_REUSEPORT group, the same
  * port in a second network namespace, an unprivileged namespace's own
- * address (each accelerated and correct).
+ * address (each accelerated and correct); a 4-tuple taken first by a second
+ * uid's device connect (the server serves the real client) and short clients
+ * gone before the accept (still accelerated, nothing lost).
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -252,6 +254,158 @@ static void test_hijack(uint16_t port)
 	       attacker, ok, acc_s);
 	scilan_close(s);
 	scilan_close(c);
+	scilan_close(l);
+}
+
+enum { VICTIM_HOOKED = 1, ATTACKER_GONE = 2 };
+
+/* Does the attacker's own slice (the ring after its control page) hold any
+ * byte the server wrote?  Its endpoint d is connected (or peer-closed). */
+static int slice_written(int d)
+{
+	struct scilan_info in;
+	const unsigned char *m;
+	int seen = 0;
+
+	if (ioctl(d, SCILAN_IOC_INFO, &in) < 0)
+		return -1;
+	m = mmap(NULL, in.slice_size, PROT_READ, MAP_SHARED, d, SCILAN_MMAP_LOCAL);
+	if (m == MAP_FAILED)
+		return errno == ENOTCONN ? 0 : -1; /* closed and freed: nothing was written */
+	for (uint32_t i = 4096; i < in.slice_size && !seen; i++)
+		seen = m[i] != 0;
+	munmap((void *)m, in.slice_size);
+	return seen;
+}
+
+/* "The 4-tuple taken first": uid 65534 binds the victim's source port with
+ * SO_REUSEADDR and makes the device CONNECT with its bound, unconnected
+ * socket before root's client connects.  Root's client (hooked: its device
+ * connect is refused, EADDRINUSE, so it falls back; or plain, no scilan at
+ * all) then connects over kernel TCP with that 4-tuple, and root's server
+ * accepts it.  The server must not take the attacker's queued connection for
+ * it: it serves the victim (over kernel TCP), and nothing it writes reaches
+ * the attacker's slice.  With ATTACKER_GONE the attacker closes its endpoint
+ * before the accept (a queued connection whose client left). */
+static void test_taken_first(const char *name, uint16_t port, uint16_t sport, int opts)
+{
+	struct sockaddr_in dst = loopback(port), src = loopback(sport);
+	int to_child[2], to_parent[2], l = listen_at("127.0.0.1", port, 0), c = -1, s = -1, one = 1;
+	int ok = 0, acc_s = -1, connected = 0, st;
+	char step = 0, got[8] = "";
+	pid_t pid;
+
+	if (l < 0 || pipe(to_child) < 0 || pipe(to_parent) < 0) {
+		result(name, 0, "setup: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		struct scilan_connect req = { .dport = port };
+		int t, d, bad = 0, w;
+
+		if (become_nobody() < 0)
+			_exit(100);
+		t = socket(AF_INET, SOCK_STREAM, 0);
+		d = open(CLIENT_NODE, O_RDWR);
+		setsockopt(t, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (t < 0 || d < 0 || bind(t, (struct sockaddr *)&src, sizeof(src)) < 0)
+			_exit(101);
+		req.sockfd = t;
+		req.daddr[10] = req.daddr[11] = 0xff;
+		memcpy(req.daddr + 12, &dst.sin_addr, 4);
+		/* Nobody holds the 4-tuple yet: the driver cannot refuse this. */
+		if (ioctl(d, SCILAN_IOC_CONNECT, &req) < 0)
+			_exit(102);
+		if (opts & ATTACKER_GONE)
+			close(d);
+		if (write(to_parent[1], "r", 1) != 1 || read(to_child[0], &step, 1) != 1)
+			_exit(103);
+		if (!(opts & ATTACKER_GONE)) {
+			w = slice_written(d);
+			bad |= w != 0;
+		}
+		close(t);
+		_exit(bad);
+	}
+	if (read(to_parent[0], &step, 1) == 1) {
+		if (opts & VICTIM_HOOKED) {
+			c = scilan_socket(AF_INET, SOCK_STREAM, 0);
+			connected = c >= 0 && scilan_setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+				    scilan_bind(c, (struct sockaddr *)&src, sizeof(src)) == 0 &&
+				    scilan_connect(c, (struct sockaddr *)&dst, sizeof(dst)) == 0 && accelerated(c) == 0;
+		} else {
+			c = socket(AF_INET, SOCK_STREAM, 0);
+			connected = c >= 0 && setsockopt(c, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+				    bind(c, (struct sockaddr *)&src, sizeof(src)) == 0 &&
+				    connect(c, (struct sockaddr *)&dst, sizeof(dst)) == 0;
+		}
+		connected = connected && write(c, "mine", 5) == 5;
+		if (connected)
+			s = scilan_accept(l, NULL, NULL);
+		acc_s = s >= 0 ? accelerated(s) : -2;
+		/* Paired with the attacker's connection, the server would read
+		 * the attacker's (empty) ring, never the victim's bytes. */
+		ok = acc_s == 0 && recv_all(s, got, 5) == 0 && !strcmp(got, "mine") && send_all(s, "yours", 6) == 0 &&
+		     read(c, got, 6) == 6 && !strcmp(got, "yours");
+	}
+	if (write(to_child[1], "d", 1) != 1)
+		ok = 0;
+	st = child_ok(pid);
+	result(name, ok && st,
+	       "victim (%s) connected %d; server's connection accelerated %d (0: kernel TCP, the attacker's refused); victim's bytes and reply intact %d; attacker's slice untouched %d",
+	       opts & VICTIM_HOOKED ? "hooked" : "plain", connected, acc_s, ok, st);
+	scilan_close(s);
+	if (opts & VICTIM_HOOKED)
+		scilan_close(c);
+	else if (c >= 0)
+		close(c);
+	scilan_close(l);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+}
+
+/* A legit short connection: the client sends and is gone (close(), or its
+ * process exits, which closes the TCP socket before the endpoint) before the
+ * server accepts.  The server still takes it accelerated and reads every
+ * byte, then the end (or, after the exit, the reset of a peer that died). */
+static void test_short_client(const char *name, uint16_t port, int by_exit)
+{
+	char req[64], got[64], end;
+	int l = listen_at("127.0.0.1", port, 0), s = -1, acc_c = -1, acc_s = -1, sent = 0, intact, ended;
+	pid_t pid;
+
+	for (size_t i = 0; i < sizeof(req); i++)
+		req[i] = (char)(i * 7 + 1);
+	if (by_exit) {
+		pid = fork();
+		if (pid == 0) {
+			int c = connect_to(port);
+
+			_exit(c >= 0 && accelerated(c) == 1 && send_all(c, req, sizeof(req)) == 0 ? 0 : 1);
+		}
+		sent = child_ok(pid);
+		acc_c = sent;
+	} else {
+		int c = connect_to(port);
+
+		acc_c = c >= 0 ? accelerated(c) : -1;
+		sent = c >= 0 && send_all(c, req, sizeof(req)) == 0;
+		scilan_close(c);
+	}
+	if (l >= 0 && sent)
+		s = scilan_accept(l, NULL, NULL);
+	acc_s = s >= 0 ? accelerated(s) : -1;
+	intact = s >= 0 && recv_all(s, got, sizeof(got)) == 0 && !memcmp(got, req, sizeof(req));
+	/* A process that died without close() reads as a reset after its
+	 * bytes (ARCHITECTURE.md, "Connection set-up (device fabric)"). */
+	ended = intact ? (int)scilan_recv(s, &end, 1, 0) : -2;
+	result(name, acc_c == 1 && acc_s == 1 && intact && (ended == 0 || (by_exit && ended < 0 && errno == ECONNRESET)),
+	       "client (%s before the accept) accelerated %d; server accelerated %d; every byte %d, then %d",
+	       by_exit ? "exited" : "closed", acc_c, acc_s, intact, ended);
+	scilan_close(s);
 	scilan_close(l);
 }
 
@@ -673,6 +827,15 @@ int main(int argc, char **argv)
 		test_squat(7110);
 	if (all || !strcmp(what, "hijack"))
 		test_hijack(7111);
+	if (all || !strcmp(what, "takenfirst")) {
+		test_taken_first("sec_taken_first_hooked", 7115, 7215, VICTIM_HOOKED);
+		test_taken_first("sec_taken_first_plain", 7116, 7216, 0);
+		test_taken_first("sec_taken_first_gone", 7117, 7217, ATTACKER_GONE);
+	}
+	if (all || !strcmp(what, "short")) {
+		test_short_client("short_client_closed", 7118, 0);
+		test_short_client("short_client_exited", 7119, 1);
+	}
 	if (all || !strcmp(what, "lowport"))
 		test_low_port();
 	if (all || !strcmp(what, "v4v6"))
@@ -682,10 +845,10 @@ int main(int argc, char **argv)
 	if (all || !strcmp(what, "netns"))
 		test_netns(7114);
 	if (all || !strcmp(what, "userns")) {
-		test_userns_listener("sec_userns_listener", 7115, 1, 0x5ec0de01u);
-		test_userns_listener("sec_userns_plain_server", 7116, 0, 0x5ec0de02u);
-		test_userns_hijack(7118);
-		test_userns_own_address(7117);
+		test_userns_listener("sec_userns_listener", 7120, 1, 0x5ec0de01u);
+		test_userns_listener("sec_userns_plain_server", 7121, 0, 0x5ec0de02u);
+		test_userns_hijack(7122);
+		test_userns_own_address(7123);
 	}
 	return failures ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /* fabric_dev.c — the device fabric: the ring protocol of layout.h over the two
  * slices a /dev/scilanN endpoint maps (ours: the ring we receive into; the
  * peer's: the ring we send into), paired with the companion TCP connection by
- * its 4-tuple, which the driver reads from our own sockets; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
+ * its 4-tuple, which the driver reads from our own sockets and the client's
+ * driver vouches for; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -362,6 +363,16 @@ static int dev_attach(struct sl_sock *s, struct sl_sock *listener, const struct 
 		if (fd < 0)
 			continue;
 		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &req) < 0) {
+			/* The client's driver did not answer whether the queued
+			 * connection is this socket's: its bytes may sit in the
+			 * ring, so kernel TCP would lose them silently. */
+			if (errno == ETIMEDOUT || errno == ECONNRESET || errno == EINTR) {
+				sl_warn("%s: the device connection of fd %d is not confirmed (%s); resetting it",
+					listener->reg_path[i], s->fd, strerror(errno));
+				close_quietly(fd);
+				errno = ECONNABORTED;
+				return -1;
+			}
 			if (errno != EAGAIN)
 				sl_warn("%s: cannot take the device connection of fd %d: %s", listener->reg_path[i], s->fd,
 					strerror(errno));
