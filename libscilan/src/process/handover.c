@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/bell_fd.h"
 #include "runtime/config.h"
 #include "fabric/fabric.h"
 #include "conn/agree.h"
@@ -307,23 +308,48 @@ static void adopt_finish(struct sl_sock *s, bool expected)
 
 int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own, bool expected)
 {
+	/* From SCM_RIGHTS, anyone may have sent them; from exec, this
+	 * process did. */
+	enum sl_bell_from from = expected ? SL_BELL_STRANGER : SL_BELL_OUR_USER;
 	struct sl_seg_header hdr;
 	struct sl_sock *s;
 	struct stat st;
+	int rx, tx, err;
 	void *base;
 
-	if ((own != 0 && own != 1) || fstat(seg, &st) < 0 || pread(seg, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
+	/* Sealed against resizing before anything else: only memory file
+	 * systems have seals, where an fstat of a file elsewhere may wait on
+	 * a mount that never answers.  Then its header against its size. */
+	if ((own != 0 && own != 1) ||
+	    (sl_sys.fcntl(seg, F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    fstat(seg, &st) < 0 || !S_ISREG(st.st_mode) || pread(seg, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) ||
 	    !sl_segment_valid(&hdr, (uint64_t)st.st_size)) {
 		errno = EINVAL;
 		return -1;
 	}
-	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
-	if (base == MAP_FAILED)
+	/* Pipes, used through descriptions of our own (runtime/bell_fd.c):
+	 * whoever passed them keeps theirs, and could make them block.  The
+	 * passed ones stay the caller's to close on failure. */
+	rx = sl_bell_reopen(brx, from);
+	tx = rx < 0 ? -1 : sl_bell_reopen(btx, from);
+	if (tx < 0) {
+		err = errno;
+		if (rx >= 0)
+			sl_sys.close(rx);
+		sl_warn("fd %d: the wake-up bells handed over with the connection are not pipes we can use (%s)", fd,
+			strerror(err));
+		errno = EBADF;
 		return -1;
-	s = sl_sock_new(fd, domain, SL_FRESH);
+	}
+	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, seg, 0);
+	s = base == MAP_FAILED ? NULL : sl_sock_new(fd, domain, SL_FRESH);
 	if (!s) {
-		munmap(base, hdr.total_size);
-		errno = ENOMEM;
+		err = base == MAP_FAILED ? errno : ENOMEM;
+		if (base != MAP_FAILED)
+			munmap(base, hdr.total_size);
+		sl_sys.close(rx);
+		sl_sys.close(tx);
+		errno = err;
 		return -1;
 	}
 	sl_segment_adopt(s, base, hdr.total_size, own, &hdr);
@@ -337,17 +363,11 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 		if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED)
 			s->offer_word = word;
 	}
-	/* Non-blocking like the bells we open: a sender that passed blocking
-	 * ones (SCM_RIGHTS may come from anyone) must not hang a drain or a
-	 * stimulus.  Moved out of the program's way and close-on-exec. */
-	for (int i = 0; i < 2; i++) {
-		int bell = i ? btx : brx, fl = sl_sys.fcntl(bell, F_GETFL);
-
-		if (fl >= 0 && !(fl & O_NONBLOCK))
-			sl_sys.fcntl(bell, F_SETFL, fl | O_NONBLOCK);
-	}
-	s->bell_rx = sl_own_fd(brx);
-	s->bell_tx = sl_own_fd(btx);
+	/* Ours now: non-blocking, close-on-exec, out of the program's way. */
+	sl_sys.close(brx);
+	sl_sys.close(btx);
+	s->bell_rx = sl_own_fd(rx);
+	s->bell_tx = sl_own_fd(tx);
 	adopt_finish(s, expected);
 	return 0;
 }

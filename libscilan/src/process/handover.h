@@ -38,10 +38,12 @@ int sl_handover_adopt(const char *list);
  * through /proc/self/map_files), or -1. */
 int sl_handover_segment_fd(struct sl_sock *s);
 /* Take over one connection of side own on kernel socket fd, given its
- * segment and bells (the bells are kept, moved out of the way; seg is not).
- * The holder table already counts this process: by its entry (exec: same
- * pid), or as the holder the sender expects (expected: SCM_RIGHTS).  -1
- * with EINVAL if seg is no valid segment. */
+ * segment and bells (the bells are used through descriptions of our own
+ * and closed, runtime/bell_fd.h; seg is not closed).  The holder table
+ * already counts this process: by its entry (exec: same pid), or as the
+ * holder the sender expects (expected: SCM_RIGHTS, whose bells a stranger
+ * may have sent).  -1 with EINVAL if seg is no valid segment, EBADF if the
+ * bells are not pipes we can use (then the bells stay the caller's). */
 int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own, bool expected);
 
 #endif

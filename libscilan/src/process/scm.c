@@ -19,6 +19,7 @@
 #include "conn/conn.h"
 #include "process/handover.h"
 #include "process/holders.h"
+#include "runtime/bell_fd.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "scilan.h"
@@ -85,8 +86,10 @@ static int prepare(struct passing *p)
 		return 0;
 	}
 	p->fds[0] = sl_handover_segment_fd(s);
-	p->fds[1] = sl_sys.fcntl(s->bell_rx, F_DUPFD_CLOEXEC, 3);
-	p->fds[2] = sl_sys.fcntl(s->bell_tx, F_DUPFD_CLOEXEC, 3);
+	/* Other descriptions of our bells, not copies of ours: the receiver
+	 * (maybe another user) could clear O_NONBLOCK on a shared one. */
+	p->fds[1] = sl_bell_reopen(s->bell_rx, SL_BELL_OUR_USER);
+	p->fds[2] = sl_bell_reopen(s->bell_tx, SL_BELL_OUR_USER);
 	if (p->fds[0] < 0 || p->fds[1] < 0 || p->fds[2] < 0) {
 		close_copies(p);
 		return -1;
@@ -261,8 +264,11 @@ static bool read_manifest(int fd, struct manifest *m, uint32_t nfds)
 	ssize_t got;
 
 	memset(m, 0, sizeof(*m));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (off_t)sizeof(*m) ||
-	    (sl_sys.fcntl(fd, F_GET_SEALS) & MANIFEST_SEALS) != MANIFEST_SEALS)
+	/* Seals first: only memory file systems have them, and the last
+	 * descriptor of any message may be a file on a mount that never
+	 * answers an fstat. */
+	if ((sl_sys.fcntl(fd, F_GET_SEALS) & MANIFEST_SEALS) != MANIFEST_SEALS || fstat(fd, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || st.st_size > (off_t)sizeof(*m))
 		return false;
 	got = pread(fd, m, sizeof(*m), 0);
 	return got >= 0 && sl_scm_manifest_valid(m, (size_t)got, nfds);
@@ -298,11 +304,30 @@ static bool same_socket(struct sl_sock *s)
 	return false;
 }
 
+/* Is fd a stream socket of e's domain?  Asked of the socket, not of a file
+ * system: the sender's manifest may name any of its descriptors. */
+static bool is_tcp_socket(int fd, int domain)
+{
+	int d = 0, type = 0;
+	socklen_t len = sizeof(d);
+
+	return sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &d, &len) == 0 && d == domain &&
+	       (len = sizeof(type), sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) == 0 &&
+	       type == SOCK_STREAM;
+}
+
 /* Take over the connection on fd, described by e and the three copies. */
 static void adopt(int fd, const struct manifest_entry *e, const int copies[3])
 {
 	struct stat st;
 
+	if (!is_tcp_socket(fd, e->domain)) {
+		sl_warn("fd %d: received with SCM_RIGHTS as a scilan connection but not a TCP socket; left as it is",
+			fd);
+		for (int i = 0; i < 3; i++)
+			sl_sys.close(copies[i]);
+		return;
+	}
 	same_found = NULL;
 	if (fstat(fd, &st) == 0) {
 		same_ino = st.st_ino;
@@ -314,8 +339,7 @@ static void adopt(int fd, const struct manifest_entry *e, const int copies[3])
 			sl_holders_unexpect(same_found);
 		sl_sys.close(copies[1]);
 		sl_sys.close(copies[2]);
-	} else if ((sl_sys.fcntl(copies[0], F_GET_SEALS) & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
-		   sl_handover_adopt_one(fd, e->domain, copies[0], copies[1], copies[2], e->own, true) < 0) {
+	} else if (sl_handover_adopt_one(fd, e->domain, copies[0], copies[1], copies[2], e->own, true) < 0) {
 		/* Nobody in this process can read its ring: the peer would wait
 		 * forever.  There is no mapping to reset it through, so the
 		 * kernel connection ends it (the peer sees the holder die). */
@@ -364,19 +388,23 @@ static void adopt_listener_rdv(int fd, const int copies[3])
 	struct sl_sock *s;
 	int listening = 0;
 	socklen_t len;
+	bool sock[3];
 
 	adopt_listener(fd);
 	s = sl_sock_get(fd);
+	/* Only what really is a listening socket (asked of the socket: an
+	 * fstat of anything else could wait on its file system), once each. */
+	for (int i = 0; i < 3; i++) {
+		len = sizeof(listening);
+		sock[i] = sl_sys.getsockopt(copies[i], SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening;
+	}
 	for (int i = 0; i < 3; i++) {
 		bool again = false;
 		struct stat a, b;
 
-		len = sizeof(listening);
-		/* Only what really is a listening Unix socket, once each. */
-		for (int j = 0; j < i && !again; j++)
-			again = fstat(copies[i], &a) == 0 && fstat(copies[j], &b) == 0 && a.st_ino == b.st_ino;
-		if (s && sl_sock_state(s) == SL_LISTENING && s->rdv_fd[i] < 0 && !again &&
-		    sl_sys.getsockopt(copies[i], SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening) {
+		for (int j = 0; j < i && !again && sock[i]; j++)
+			again = sock[j] && fstat(copies[i], &a) == 0 && fstat(copies[j], &b) == 0 && a.st_ino == b.st_ino;
+		if (s && sl_sock_state(s) == SL_LISTENING && s->rdv_fd[i] < 0 && !again && sock[i]) {
 			pthread_mutex_lock(&s->ctl_lock);
 			s->rdv_fd[i] = sl_own_fd(copies[i]);
 			pthread_mutex_unlock(&s->ctl_lock);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "process/holders.h"
+#include "runtime/bell_fd.h"
 #include "runtime/sys.h"
 
 void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1)
@@ -261,7 +262,7 @@ void sl_segment_refuse(int fd, int bell)
 	uint32_t offered = SL_OFFER_OFFERED;
 	char token = SL_TOKEN_LOCAL;
 	struct stat st;
-	int seals = sl_sys.fcntl(fd, F_GET_SEALS), fl;
+	int seals = sl_sys.fcntl(fd, F_GET_SEALS), ours;
 	void *page;
 
 	/* A file that can shrink could be cut under the store (SIGBUS); one
@@ -276,9 +277,12 @@ void sl_segment_refuse(int fd, int bell)
 				       SL_OFFER_REFUSED);
 	munmap(page, SL_PAGE);
 	/* Its sleeps are capped at 10 ms while the offer is out: the bell only
-	 * saves those.  Only a pipe (F_GETPIPE_SZ asks no file system: a
-	 * FUSE file would hold a write, or an fstat). */
-	if (bell >= 0 && sl_sys.fcntl(bell, F_GETPIPE_SZ) > 0 && (fl = sl_sys.fcntl(bell, F_GETFL)) >= 0 &&
-	    ((fl & O_NONBLOCK) || sl_sys.fcntl(bell, F_SETFL, fl | O_NONBLOCK) == 0))
-		sl_sys.write(bell, &token, 1);
+	 * saves those.  Rung through a description of our own: the one passed
+	 * may be made blocking by its sender between any check and the write,
+	 * or have no reader (SIGPIPE); not a pipe at all, it is not rung. */
+	ours = sl_bell_reopen(bell, SL_BELL_STRANGER);
+	if (ours >= 0) {
+		sl_sys.write(ours, &token, 1);
+		sl_sys.close(ours);
+	}
 }

@@ -26,6 +26,7 @@
 int sl_shm_open_bell(const char *offer_path, int which, bool create)
 {
 	char path[SL_BELL_PATH_SIZE];
+	int fd;
 
 	if (sl_shm_bell_path(offer_path, which, path, sizeof(path)) < 0)
 		return -1;
@@ -34,7 +35,15 @@ int sl_shm_open_bell(const char *offer_path, int which, bool create)
 	if (create && mkfifo(path, 0600) < 0)
 		return -1;
 	/* O_RDWR: neither end blocks in open, and the pipe never reports EOF. */
-	return sl_own_fd(open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	/* Our directory, but a pipe is all a bell may be (a file there would
+	 * read forever). */
+	if (fd >= 0 && sl_sys.fcntl(fd, F_GETPIPE_SZ) <= 0) {
+		sl_sys.close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return sl_own_fd(fd);
 }
 
 static void ring_bell(struct sl_sock *s, int bell, int token)
@@ -62,17 +71,22 @@ void sl_shm_flush_remote(struct sl_sock *s)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
+/* Reads per drain: the peer writes one byte per arm it finds, so a few
+ * suffice; a peer that keeps the pipe full only earns spurious wake-ups,
+ * each draining this much, never a loop without end. */
+#define DRAIN_READS 16
+
 int sl_shm_drain(struct sl_sock *s)
 {
 	unsigned char tokens[64];
 	ssize_t n;
-	int seen = 0;
+	int seen = 0, reads = 0;
 
 	do {
 		n = sl_sys.read(s->bell_rx, tokens, sizeof(tokens));
 		for (ssize_t i = 0; i < n; i++)
 			seen |= tokens[i];
-	} while (n == (ssize_t)sizeof(tokens));
+	} while (n == (ssize_t)sizeof(tokens) && ++reads < DRAIN_READS);
 	return seen & (SL_TOKEN_DATA | SL_TOKEN_SPACE | SL_TOKEN_LOCAL);
 }
 

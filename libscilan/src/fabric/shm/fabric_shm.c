@@ -35,6 +35,7 @@
 #include "ring/segment.h"
 #include "fabric/shm/bells.h"
 #include "fabric/shm/offer_names.h"
+#include "runtime/bell_fd.h"
 #include "runtime/sys.h"
 
 static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key *local)
@@ -347,11 +348,21 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		}
 	}
 	if (s->rdv_conn >= 0) {
-		int fds[SL_RDV_FDS] = { fd, s->bell_rx, s->bell_tx };
+		/* Other descriptions of our bells than the ones we use: flags
+		 * are a description's, and the acceptor (maybe another user)
+		 * could clear O_NONBLOCK on ours. */
+		int fds[SL_RDV_FDS] = { fd, sl_bell_reopen(s->bell_rx, SL_BELL_OUR_USER),
+					sl_bell_reopen(s->bell_tx, SL_BELL_OUR_USER) };
+		int sent = fds[1] >= 0 && fds[2] >= 0 ? sl_rdv_send(s->rdv_conn, s->fd, dst, src, fds, named) : -1;
 
+		err = errno;
+		for (int i = 1; i < SL_RDV_FDS; i++)
+			if (fds[i] >= 0)
+				sl_sys.close(fds[i]);
+		errno = err;
 		/* Refused (a listener we do not trust, a full queue): the offer
 		 * file alone, for our own user's acceptors. */
-		if (sl_rdv_send(s->rdv_conn, s->fd, dst, src, fds, named) < 0 && !named)
+		if (sent < 0 && !named)
 			goto fail_map;
 		/* The offer waits in the listener's queue, not in our socket. */
 		sl_sys.close(s->rdv_conn);
@@ -570,7 +581,8 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 /* The offer came through the rendezvous (checked there: made for this
  * connection by the owner of its other end): fds are the segment, the
  * connector's bell and ours.  They came from another process, maybe another
- * user: the bells must never block us, and the segment must be one. */
+ * user: the bells were made ours there (pipes, through descriptions only we
+ * hold; -1 if they were not pipes), and the segment must be one. */
 static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
 {
 	struct stat st;
@@ -585,17 +597,6 @@ static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
 		sl_own_fd_close(fds[0]);
 		close_bells(s);
 		return 0;
-	}
-	for (int i = 1; i < SL_RDV_FDS; i++) {
-		int fl = sl_sys.fcntl(fds[i], F_GETFL);
-
-		if (fl < 0 || sl_sys.fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0) {
-			sl_fb_hint(SL_FB_BAD_OFFER);
-			sl_segment_refuse(fds[0], fds[1]);
-			sl_own_fd_close(fds[0]);
-			close_bells(s);
-			return 0;
-		}
 	}
 	return attach_segment(s, fds[0], &st, "the connector");
 }
@@ -620,8 +621,9 @@ static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
 	int fd;
 
 	if (*held >= 0) {
-		if (fstat(*held, st) == 0 && st->st_ino == offer->ino && st->st_dev == offer->dev &&
-		    sl_segment_fd_check(*held, st) == 0) {
+		/* Checked before anything else: it came from the rendezvous,
+		 * and an fstat of a file on a mount that never answers waits. */
+		if (sl_segment_fd_check(*held, st) == 0 && st->st_ino == offer->ino && st->st_dev == offer->dev) {
 			fd = *held;
 			*held = -1;
 			return fd;
@@ -665,7 +667,8 @@ static int open_offer_file(struct sl_sock *s, struct sl_sock *listener, const st
 		errno = ENOENT; /* no offer can have a name that does not fit */
 		return -1;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO under the name would hold a plain open. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 	if (fd >= 0 || errno != ENOENT || !offers_named_for(listener))
 		return fd;
 	by_socket.port = 0;
@@ -674,7 +677,7 @@ static int open_offer_file(struct sl_sock *s, struct sl_sock *listener, const st
 		errno = ENOENT;
 		return -1;
 	}
-	return open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 }
 
 /* Every way out but a won compare-and-swap leaves the connection plain:

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ring/layout.h"
+#include "runtime/bell_fd.h"
 #include "runtime/fallback.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -551,8 +552,17 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
-	for (int i = 0; i < SL_RDV_FDS; i++)
-		sc->fds[i] = sl_own_fd(sc->fds[i]);
+	/* The bells become ours (runtime/bell_fd.c): the connector keeps the
+	 * descriptions it passed and could turn them against us later. */
+	sc->fds[0] = sl_own_fd(sc->fds[0]);
+	for (int i = 1; i < SL_RDV_FDS; i++) {
+		bool missing = sc->fds[i] < 0;
+
+		sc->fds[i] = sl_bell_adopt(sc->fds[i], who.uid == geteuid() ? SL_BELL_OUR_USER : SL_BELL_STRANGER);
+		if (sc->fds[i] < 0 && !missing)
+			sl_warn("offer by pid %d (uid %u) passed a wake-up bell we cannot use (%s); connection uses "
+				"kernel TCP", (int)who.pid, (unsigned)who.uid, strerror(errno));
+	}
 	*sc->named = (m.hops & RDV_NAMED) != 0;
 	return r == 1 ? SL_RDV_PARTIAL : 1;
 drop:

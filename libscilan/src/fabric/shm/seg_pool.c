@@ -93,8 +93,12 @@ int sl_anon_bell(void)
 
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
+	/* The acceptor reopens what we pass through its /proc/self/fd
+	 * (runtime/bell_fd.c), which checks the pipe's mode: pipefs makes it
+	 * 0600, closed to an acceptor of another user.  Only holders of a
+	 * descriptor of the pipe reach it there. */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
-	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	fd = fchmod(p[0], 0666) == 0 ? open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
 	sl_sys.close(p[0]);
 	sl_sys.close(p[1]);
 	return sl_own_fd(fd);
