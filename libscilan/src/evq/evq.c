@@ -489,7 +489,7 @@ void sl_evq_notify_asked(struct sl_sock *s, uint32_t w)
 		return;
 	}
 	/* The peer's sets take this connection off their queues at their
-	 * next sweep; no use trying /proc at every send till then. */
+	 * next sweep; no use trying to take them at every send till then. */
 	if ((atomic_load_explicit(&s->peer_ctl->marker_flags, memory_order_relaxed) & SL_MARKER_LOST) ||
 	    atomic_load_explicit(&s->evq_refused, memory_order_relaxed))
 		return;
