@@ -469,7 +469,10 @@ static bool mark_reg(struct sl_sock *s, struct sl_evq_reg *r)
 	if (m)
 		sl_evq_mark(m->sh, m->bell_w, index);
 	if (v == SL_EVQ_NOT_A_SET) {
-		if (!atomic_exchange(&s->evq_refused, true))
+		static _Atomic bool warned;
+
+		/* Once per process: a hostile peer may open many connections. */
+		if (!atomic_exchange(&s->evq_refused, true) && !atomic_exchange(&warned, true))
 			sl_warn("a peer registered an epoll set that is not one (pid %d): its sets of this "
 				"connection see our data at their next sweep", (int)pid);
 		return false;
