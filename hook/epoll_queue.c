@@ -16,7 +16,7 @@
 
 /* Every queued member is looked at now and then whatever its bit says: a
  * hostile peer that maps the set can clear bits or the armed word, and a
- * peer that cannot open our descriptors (out of them) never marks.  A look
+ * peer that cannot take our descriptors (out of them) never marks.  A look
  * at an idle connection costs some 0.5 us (its lines are cold), so the
  * period grows with the set: at least SWEEP_MS, SWEEP_US_PER_MEMBER per
  * member (4,096 members: every 10 s, 0.2 ms of CPU per second). */
@@ -93,7 +93,7 @@ static int make_queue(int epfd, struct epset *set)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = EVQ_BELL_TAG };
 
-	/* Peers open our descriptors through /proc: not when we are not
+	/* Peers take our descriptors with pidfd_getfd: not when we are not
 	 * dumpable (setuid, PR_SET_DUMPABLE 0). */
 	if (!set->evq.sh && (prctl(PR_GET_DUMPABLE) != 1 || sl_evq_open(&set->evq) < 0))
 		return -1;

@@ -1,9 +1,11 @@
 /* evq.c — epoll sets' event queues: the waiter's memfd with the ready bitmap,
- * its bell (a pipe the peers reopen through /proc), the registrations in the
- * connections' peer areas, and the sender side that marks and rings.
+ * its bell (a pipe the peers take with pidfd_getfd, evq_peer.c), the
+ * registrations in the connections' peer areas, and the sender side that
+ * marks and rings.
  */
 #include "evq/evq.h"
 #include "evq/evq_dev.h"
+#include "evq/evq_peer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,11 +43,13 @@ int sl_evq_open(struct sl_evq *q)
 
 	*q = (struct sl_evq){ .memfd = -1, .bell_r = -1, .bell_w = -1 };
 	pthread_mutex_init(&q->dev_lock, NULL);
-	memfd = memfd_create("scilan-evq", MFD_CLOEXEC);
+	memfd = memfd_create("scilan-evq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (memfd < 0)
 		return -1;
-	if (ftruncate(memfd, (off_t)evq_size()) < 0 || pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0 ||
-	    fstat(fds[0], &st) < 0)
+	/* Sealed: a peer checks that no size change can fault its mapping. */
+	if (ftruncate(memfd, (off_t)evq_size()) < 0 ||
+	    sl_sys.fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0 ||
+	    pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0 || fstat(fds[0], &st) < 0)
 		goto fail;
 	sh = mmap(NULL, evq_size(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (sh == MAP_FAILED)
@@ -90,8 +94,8 @@ void sl_evq_close(struct sl_evq *q)
 	atomic_store(&q->dev_armed, 0);
 }
 
-/* May this process open any process's descriptors through /proc? */
-static bool can_read_any(void)
+/* May this process take any process's descriptors (pidfd_getfd)? */
+static bool can_take_any(void)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
@@ -102,19 +106,26 @@ static bool can_read_any(void)
 
 void sl_evq_publish_marker(struct sl_area_ctl *c)
 {
-	/* /proc checks the file-system ids, which follow the effective ones. */
-	atomic_store_explicit(&c->marker_uid, (uint32_t)geteuid(), memory_order_relaxed);
-	atomic_store_explicit(&c->marker_gid, (uint32_t)getegid(), memory_order_relaxed);
-	atomic_fetch_or_explicit(&c->marker_flags, SL_MARKER_CRED | (can_read_any() ? SL_MARKER_ANY : 0),
+	bool any = can_take_any();
+
+	/* pidfd_getfd checks the real ids (PTRACE_MODE_ATTACH_REALCREDS). */
+	atomic_store_explicit(&c->marker_uid, (uint32_t)getuid(), memory_order_relaxed);
+	atomic_store_explicit(&c->marker_gid, (uint32_t)getgid(), memory_order_relaxed);
+	atomic_fetch_or_explicit(&c->marker_flags,
+				 SL_MARKER_CRED | SL_MARKER_GETFD | (any ? SL_MARKER_ANY : 0) |
+					 (sl_evq_can_take(any) ? 0 : SL_MARKER_LOST),
 				 memory_order_release);
 }
 
-/* Whether the peer can open our sets, as the kernel decides for
- * /proc/PID/fd (ptrace_may_access, "read" with file-system ids): it has all
- * our user and group ids, or CAP_SYS_PTRACE.  (Our dumpability make_queue
- * checks.)  A peer of another user (a root client of an nginx worker that
- * runs as nobody) could never mark us: every answer would wait for the
- * set's sweep. */
+/* Whether the peer can take our sets' descriptors, as the kernel decides
+ * for pidfd_getfd (ptrace_may_access, "attach" with real ids): it has all
+ * our user and group ids, or CAP_SYS_PTRACE (a peer that Yama stops says
+ * LOST at once; our dumpability make_queue checks).  An older library
+ * opens them through /proc/PID/fd ("read" with file-system ids: its
+ * effective ids are published), which the same comparison predicts.  A
+ * peer of another user (a root client of an nginx worker that runs as
+ * nobody) could never mark us: every answer would wait for the set's
+ * sweep. */
 static bool marker_reaches(struct sl_sock *s)
 {
 	uint32_t f = atomic_load_explicit(&s->own_ctl->marker_flags, memory_order_acquire), uid, gid;
@@ -141,11 +152,13 @@ static bool marker_reaches(struct sl_sock *s)
 
 bool sl_evq_eligible(struct sl_sock *s)
 {
-	/* A peer that does not say it marks (an older library), or cannot, has
-	 * its connections scanned.  The device fabric's peer is on another
+	/* A peer that does not say it marks (an older library), or cannot, or
+	 * forged a registration of ours (evq_refused), has its connections
+	 * scanned.  The device fabric's peer is on another
 	 * node and marks the set's page in our window (evq_dev.c). */
 	if (!sl_sock_on_rings(s) || !s->seg || sl_agree_pending(s) || sl_fell_back(s) ||
-	    !(atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ))
+	    !(atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ) ||
+	    atomic_load_explicit(&s->evq_refused, memory_order_relaxed))
 		return false;
 	if (s->dev_map[0])
 		return sl_evq_dev_eligible(s);
@@ -376,28 +389,14 @@ static struct evq_map maps[EVQ_MAPS];
 static _Atomic int nmaps;
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Open another process's descriptor through /proc, only if it is a file of
- * the given type: the registration is the peer's word, and opening a device
- * (a tty, a watchdog) can act by itself. */
-static int open_peer_fd(int32_t pid, int32_t fd, int flags, mode_t type)
-{
-	char path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, (int)fd);
-	if (stat(path, &st) < 0 || (st.st_mode & S_IFMT) != type)
-		return -1;
-	return open(path, flags | O_CLOEXEC | O_NOCTTY);
-}
-
-/* Map set_id of process pid; NULL if it is not what the registration says,
- * with *lost set if we may not open it. */
-static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int32_t bell, bool *lost)
+/* Map set_id of process pid; NULL if it is not what the registration says
+ * (*v says why). */
+static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int32_t bell,
+			       enum sl_evq_take_verdict *v)
 {
 	struct evq_map *m = NULL;
 	struct sl_evq_shared *sh;
-	struct stat st;
-	int fd, bw = -1, n;
+	int bw = -1, n;
 
 	pthread_mutex_lock(&maps_lock);
 	n = atomic_load(&nmaps);
@@ -413,42 +412,25 @@ static struct evq_map *map_set(int32_t pid, uint64_t set_id, int32_t memfd, int3
 			sl_warn("more than %d epoll sets of peers: their waits see our data at their next sweep",
 				EVQ_MAPS);
 		warned = true;
+		*v = SL_EVQ_GONE;
 		goto out;
 	}
-	fd = open_peer_fd(pid, memfd, O_RDWR, S_IFREG);
-	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+	/* The registration is the peer's word: what it names is taken only as
+	 * the kernel shows it, and used only as a set's queue (evq_peer.c). */
+	*v = sl_evq_take_peer(pid, memfd, bell, set_id, EVQ_MAGIC, evq_size(), &sh, &bw);
+	if (*v == SL_EVQ_UNREACHABLE) {
 		static bool warned;
 
 		/* Not a peer that cannot reach us (marker_reaches kept those
 		 * off the queue): one that changed user since it published.
-		 * (A waiter that is gone, ENOENT, is no news.) */
+		 * (A waiter that is gone is no news.) */
 		if (!warned)
-			sl_warn("cannot open the epoll set of pid %d (%s): its waits see our data at their next "
-				"sweep", (int)pid, strerror(errno));
+			sl_warn("cannot take the epoll set of pid %d: its waits see our data at their next sweep",
+				(int)pid);
 		warned = true;
-		*lost = true;
 	}
-	if (fd < 0)
+	if (*v != SL_EVQ_TAKEN)
 		goto out;
-	sh = fstat(fd, &st) == 0 && (size_t)st.st_size >= evq_size()
-		     ? mmap(NULL, evq_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-		     : MAP_FAILED;
-	sl_sys.close(fd);
-	if (sh == MAP_FAILED)
-		goto out;
-	/* The bell must be the set's own pipe: a descriptor number the waiter
-	 * reused since could name any file of it. */
-	if (sh->magic == EVQ_MAGIC && sh->set_id == set_id)
-		bw = open_peer_fd(pid, bell, O_WRONLY | O_NONBLOCK, S_IFIFO);
-	if (bw >= 0 && (fstat(bw, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_ino != sh->bell_ino ||
-			st.st_dev != sh->bell_dev)) {
-		sl_sys.close(bw);
-		bw = -1;
-	}
-	if (bw < 0) {
-		munmap(sh, evq_size());
-		goto out;
-	}
 	maps[n] = (struct evq_map){ .pid = pid, .set_id = set_id, .sh = sh, .bell_w = sl_own_fd(bw) };
 	m = &maps[n];
 	atomic_store(&nmaps, n + 1);
@@ -457,17 +439,19 @@ out:
 	return m;
 }
 
-/* Mark the set of registration r; false if we may not open it. */
-static bool mark_reg(struct sl_evq_reg *r)
+/* Mark the set of s's registration r; false if we may not take it.  A
+ * registration that names what is not a set's queue is a hostile peer's:
+ * none of this connection's are acted on any more. */
+static bool mark_reg(struct sl_sock *s, struct sl_evq_reg *r)
 {
 	uint64_t pub = atomic_load_explicit(&r->pub, memory_order_acquire), set_id;
+	enum sl_evq_take_verdict v = SL_EVQ_TAKEN;
 	int32_t pid, memfd, bell;
 	uint32_t index;
 	struct evq_map *m = NULL;
-	bool lost = false;
 	int n;
 
-	if (!pub)
+	if (!pub || atomic_load_explicit(&s->evq_refused, memory_order_relaxed))
 		return true;
 	set_id = atomic_load(&r->set_id);
 	pid = atomic_load(&r->pid);
@@ -481,10 +465,19 @@ static bool mark_reg(struct sl_evq_reg *r)
 		if (maps[i].pid == pid && maps[i].set_id == set_id)
 			m = &maps[i];
 	if (!m)
-		m = map_set(pid, set_id, memfd, bell, &lost);
+		m = map_set(pid, set_id, memfd, bell, &v);
 	if (m)
 		sl_evq_mark(m->sh, m->bell_w, index);
-	return !lost;
+	if (v == SL_EVQ_NOT_A_SET) {
+		static _Atomic bool warned;
+
+		/* Once per process: a hostile peer may open many connections. */
+		if (!atomic_exchange(&s->evq_refused, true) && !atomic_exchange(&warned, true))
+			sl_warn("a peer registered an epoll set that is not one (pid %d): its sets of this "
+				"connection see our data at their next sweep", (int)pid);
+		return false;
+	}
+	return v != SL_EVQ_UNREACHABLE;
 }
 
 void sl_evq_notify_asked(struct sl_sock *s, uint32_t w)
@@ -499,12 +492,13 @@ void sl_evq_notify_asked(struct sl_sock *s, uint32_t w)
 		return;
 	}
 	/* The peer's sets take this connection off their queues at their
-	 * next sweep; no use trying /proc at every send till then. */
-	if (atomic_load_explicit(&s->peer_ctl->marker_flags, memory_order_relaxed) & SL_MARKER_LOST)
+	 * next sweep; no use trying to take them at every send till then. */
+	if ((atomic_load_explicit(&s->peer_ctl->marker_flags, memory_order_relaxed) & SL_MARKER_LOST) ||
+	    atomic_load_explicit(&s->evq_refused, memory_order_relaxed))
 		return;
 	w = atomic_fetch_and(&c->evq_want, ~w) & w;
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
-		if ((w & slot_bits(s, k)) && !mark_reg(&c->evq[k]))
+		if ((w & slot_bits(s, k)) && !mark_reg(s, &c->evq[k]))
 			atomic_fetch_or(&s->peer_ctl->marker_flags, SL_MARKER_LOST);
 }
 
@@ -523,6 +517,7 @@ void sl_evq_notify_local(struct sl_sock *s)
 		sl_evq_dev_notify_local(s);
 		return;
 	}
+	/* The peer can write these registrations too: the same checks. */
 	for (int k = 0; k < SL_EVQ_CONN_SLOTS; k++)
-		(void)mark_reg(&c->evq[k]);
+		(void)mark_reg(s, &c->evq[k]);
 }

@@ -22,7 +22,7 @@
 struct sl_evq_shared {
 	uint64_t magic;
 	uint64_t set_id;
-	uint64_t bell_dev, bell_ino;        /* the bell pipe a peer may open */
+	uint64_t bell_dev, bell_ino;        /* the bell pipe a peer may take */
 	_Alignas(64) _Atomic int32_t armed; /* threads of the set about to sleep or asleep */
 	_Alignas(64) _Atomic uint64_t summary[SL_EVQ_SUMMARY];
 	_Alignas(64) _Atomic uint64_t bits[SL_EVQ_WORDS];
@@ -48,7 +48,7 @@ int sl_evq_open(struct sl_evq *q);
 /* Unmap and close this process's copy (the memory is left as it is). */
 void sl_evq_close(struct sl_evq *q);
 /* Can s be queued at all (connected, shm fabric, no offer out, a peer that
- * can open this process's descriptors to mark the set)? */
+ * can take this process's descriptors to mark the set)? */
 bool sl_evq_eligible(struct sl_sock *s);
 /* Before any data moves: our credentials into the peer's area c, by which
  * its sets decide whether we can mark them. */

@@ -41,15 +41,23 @@
 				* without it (an older library) has its connections scanned */
 
 /* marker_flags (evq.c): marker_uid and marker_gid are set; the peer has
- * CAP_SYS_PTRACE; a mark of the peer's could not open one of the owner's
- * sets (the peer's process changed user since, ran out of descriptors). */
+ * CAP_SYS_PTRACE; a mark of the peer's could not take one of the owner's
+ * sets (the peer's process changed user since, ran out of descriptors, or
+ * found a registration naming what is not a set's queue), or the peer can
+ * take no process's descriptors at all (Yama, a kernel without
+ * pidfd_getfd); the peer takes the sets' descriptors with pidfd_getfd, so
+ * marker_uid and marker_gid are its real ids (an older library: effective
+ * ids, and it opens them through /proc/PID/fd). */
 #define SL_MARKER_CRED 0x1u
 #define SL_MARKER_ANY 0x2u
 #define SL_MARKER_LOST 0x4u
+#define SL_MARKER_GETFD 0x8u
 
 /* One epoll set of the peer's holding the connection (evq.c): where its
  * ready bitmap and bell are (process pid's descriptors memfd and bell) and
- * the connection's bit in it.  claim is taken by compare-and-swap; pub is
+ * the connection's bit in it.  The peer's word only: the owner takes those
+ * descriptors with pidfd_getfd, never opens a path, and uses them only
+ * once they prove to be a set's sealed queue and its pipe.  claim is taken by compare-and-swap; pub is
  * stored last (nonzero: valid), so the owner reads the words between two
  * equal loads of pub. */
 #define SL_EVQ_CONN_SLOTS 4

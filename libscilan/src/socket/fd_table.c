@@ -118,6 +118,7 @@ reset:
 	atomic_store(&s->tcp_inq, -1);
 	s->nodelay = false;
 	atomic_store(&s->evq_reach, 0);
+	atomic_store(&s->evq_refused, false);
 	for (int i = 0; i < SL_MAX_REG; i++) {
 		s->reg_fd[i] = -1;
 		if (s->reg_path)

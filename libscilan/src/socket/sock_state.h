@@ -108,6 +108,8 @@ struct sl_sock {
 				 * the first recvmsg */
 	bool nodelay;
 	_Atomic signed char evq_reach; /* can the peer mark our epoll sets (evq.c)? 0 not known yet, 1 yes, -1 no */
+	_Atomic bool evq_refused;      /* a registration in this connection's areas named what is not an
+					* epoll set's queue: we mark none of them any more (evq.c) */
 
 	/* listener */
 	int reg_fd[SL_MAX_REG]; /* registry entries held (OFD read lock), -1 if none: */
