@@ -15,56 +15,17 @@
 #include <unistd.h>
 
 #include "evq/evq.h"
+#include "runtime/bell_fd.h"
+#include "runtime/fdinfo.h"
 #include "runtime/sys.h"
 
 /* The kernel's internal mounts of memfds and of pipes, as fdinfo names
  * them: a descriptor on either cannot be a file of any file system. */
 static _Atomic int shm_mnt = -1, pipe_mnt = -1;
 
-struct fd_seen {
-	long mnt_id;
-	unsigned long long ino;
-};
-
-/* What the kernel says of descriptor fd of process pid (0: ourselves): its
- * mount and inode.  procfs prints them from the open file without calling
- * its file system, so a file whose file system never answers is named
- * here without hanging us. */
-static int see_fd(int32_t pid, int32_t fd, struct fd_seen *out)
-{
-	char path[64], buf[1024], *m, *i;
-	ssize_t n;
-	int f;
-
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, (int)fd);
-	else
-		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", (int)fd);
-	f = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (f < 0)
-		return -1;
-	n = sl_sys.read(f, buf, sizeof(buf) - 1);
-	sl_sys.close(f);
-	if (n <= 0) {
-		errno = ENOENT;
-		return -1;
-	}
-	buf[n] = '\0';
-	m = strstr(buf, "\nmnt_id:");
-	i = strstr(buf, "\nino:");
-	if (!m || !i) {
-		/* Before Linux 5.14 fdinfo has no inode: nothing to check by. */
-		errno = EOPNOTSUPP;
-		return -1;
-	}
-	out->mnt_id = strtol(m + 8, NULL, 10);
-	out->ino = strtoull(i + 5, NULL, 10);
-	return 0;
-}
-
 static bool know_mounts(void)
 {
-	struct fd_seen seen;
+	struct sl_fdinfo seen;
 	int m, p[2];
 
 	if (atomic_load_explicit(&pipe_mnt, memory_order_acquire) >= 0)
@@ -72,12 +33,12 @@ static bool know_mounts(void)
 	m = memfd_create("scilan-probe", MFD_CLOEXEC);
 	if (m < 0)
 		return false;
-	if (see_fd(0, m, &seen) == 0)
+	if (sl_fdinfo_of(0, m, &seen) == 0)
 		atomic_store(&shm_mnt, (int)seen.mnt_id);
 	sl_sys.close(m);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return false;
-	if (see_fd(0, p[0], &seen) == 0 && atomic_load(&shm_mnt) >= 0)
+	if (sl_fdinfo_of(0, p[0], &seen) == 0 && atomic_load(&shm_mnt) >= 0)
 		atomic_store_explicit(&pipe_mnt, (int)seen.mnt_id, memory_order_release);
 	sl_sys.close(p[0]);
 	sl_sys.close(p[1]);
@@ -99,11 +60,13 @@ static enum sl_evq_take_verdict verdict_of(int err)
 static enum sl_evq_take_verdict take_fd(int pidfd, int32_t pid, int32_t n, int mnt, unsigned long long ino,
 					int *out)
 {
-	struct fd_seen seen;
+	struct sl_fdinfo seen;
 	int fd;
 
-	if (see_fd(pid, n, &seen) < 0)
+	if (sl_fdinfo_of(pid, n, &seen) < 0)
 		return verdict_of(errno);
+	if (!seen.ino)
+		return SL_EVQ_UNREACHABLE; /* before Linux 5.14: nothing to check by */
 	if (seen.mnt_id != mnt || (ino && seen.ino != ino))
 		return SL_EVQ_NOT_A_SET;
 	fd = (int)syscall(SYS_pidfd_getfd, pidfd, n, 0);
@@ -143,28 +106,17 @@ static enum sl_evq_take_verdict map_queue(int fd, uint64_t magic, uint64_t set_i
 	return SL_EVQ_TAKEN;
 }
 
-/* Our descriptor dup of the set's bell: an anonymous pipe (its /proc link
- * reads "pipe:[inode]" only on the kernel's pipe mount) with the queue's
- * inode.  Used through a description of our own, opened read-write: the
- * peer cannot clear O_NONBLOCK on it, and a pipe we also read never raises
- * SIGPIPE. */
+/* Our descriptor dup of the set's bell (take_fd saw it on the kernel's
+ * pipe mount with the queue's inode), used through a description of our
+ * own (bell_fd.c): the peer cannot clear O_NONBLOCK on it, and a pipe we
+ * also read never raises SIGPIPE. */
 static enum sl_evq_take_verdict own_bell(int dup, const struct queue_head *head, int *bell_w)
 {
-	char path[64], link[64], want[64];
 	struct stat st;
-	ssize_t n;
-	int bw;
+	int bw = sl_bell_reopen(dup, SL_BELL_STRANGER);
 
-	if (sl_sys.fcntl(dup, F_GETPIPE_SZ) < 0)
-		return SL_EVQ_NOT_A_SET;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", dup);
-	snprintf(want, sizeof(want), "pipe:[%llu]", (unsigned long long)head->bell_ino);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0 || (link[n] = '\0', strcmp(link, want) != 0))
-		return SL_EVQ_NOT_A_SET;
-	bw = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (bw < 0)
-		return verdict_of(errno);
+		return errno == EINVAL || errno == EPERM ? SL_EVQ_NOT_A_SET : verdict_of(errno);
 	if (fstat(bw, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_ino != head->bell_ino || st.st_dev != head->bell_dev) {
 		sl_sys.close(bw);
 		return SL_EVQ_NOT_A_SET;

@@ -23,29 +23,18 @@
 #include <unistd.h>
 
 #include "runtime/config.h"
+#include "runtime/fdinfo.h"
 #include "runtime/own_fd.h"
 #include "runtime/sys.h"
 
 #define ANON_PIPE "pipe:["
 
-/* The mount fd's file is on, by /proc/self/fdinfo (no file-system call); -1 unknown. */
+/* The mount fd's file is on; -1 unknown. */
 static int mount_of(int fd)
 {
-	char path[48], buf[512], *at;
-	ssize_t n;
-	int f;
+	struct sl_fdinfo info;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return -1;
-	n = sl_sys.read(f, buf, sizeof(buf) - 1);
-	sl_sys.close(f);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	at = strstr(buf, "mnt_id:");
-	return at ? atoi(at + strlen("mnt_id:")) : -1;
+	return sl_fdinfo_of(0, fd, &info) < 0 ? -1 : (int)info.mnt_id;
 }
 
 /* Our runtime directory's mount, where our named offers' FIFOs live; -1 if none. */
