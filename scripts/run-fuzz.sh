@@ -4,6 +4,8 @@
 # to a scratch directory), one at a time, and records each as
 # "LABEL <target> passed failed" in RESULTS/LABEL.txt (a crash, leak or
 # sanitizer report is a failure; its input is kept in RESULTS/LABEL-crashes).
+# FUZZ_ARGS_<target>, when set, replaces LIBFUZZER-ARGS for that target (the
+# slow ones that build real descriptors per input get a time, not a count).
 set -u
 bindir=$1 corpus=$2 results=$3 label=$4
 shift 4
@@ -19,7 +21,10 @@ for t in $(find "$bindir" -type f -perm -u+x -name 'fuzz_*' | sort); do
 	log=$(mktemp)
 	echo "== [$label] $name"
 	[ -d "$seeds" ] || seeds=
-	"$t" "$@" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+	override=FUZZ_ARGS_$name
+	args=("$@")
+	[ -n "${!override:-}" ] && read -r -a args <<<"${!override}"
+	"$t" "${args[@]}" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$results/$label-crashes/$name-" "$scratch" $seeds >"$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
