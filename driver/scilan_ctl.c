@@ -216,16 +216,18 @@ static int sl_reply(struct sl_link *link, u32 type, u32 dst, u32 src, u32 cookie
 	return sl_ctl_send(link, &m);
 }
 
-/* Takes ep off whichever backlog still holds it (it may have been accepted
- * or closed meanwhile: only pointers are compared until it is found).
+/* Takes ep off whichever backlog still holds it.  It may have been accepted
+ * or closed meanwhile, and its memory reused by another queued endpoint:
+ * only pointers are compared until it is found, and its id (unique per
+ * queued endpoint) tells it from a newcomer at the same address.
  */
-static bool sl_unqueue_locked(struct sl_link *link, struct sl_ep *ep)
+static bool sl_unqueue_locked(struct sl_link *link, struct sl_ep *ep, u32 id)
 {
 	struct sl_ep *lst, *q;
 
 	list_for_each_entry(lst, &link->listeners, lnode)
 		list_for_each_entry(q, &lst->backlog, lnode)
-			if (q == ep) {
+			if (q == ep && q->id == id) {
 				list_del_init(&q->lnode);
 				lst->backlog_len--;
 				return true;
@@ -233,12 +235,12 @@ static bool sl_unqueue_locked(struct sl_link *link, struct sl_ep *ep)
 	return false;
 }
 
-static void sl_drop_queued(struct sl_link *link, struct sl_ep *ep)
+static void sl_drop_queued(struct sl_link *link, struct sl_ep *ep, u32 id)
 {
 	LIST_HEAD(gone);
 
 	spin_lock_irq(&link->lock);
-	if (sl_unqueue_locked(link, ep))
+	if (sl_unqueue_locked(link, ep, id))
 		list_add(&ep->lnode, &gone);
 	spin_unlock_irq(&link->lock);
 	sl_close_queued(link, &gone);
@@ -259,6 +261,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	struct sl_tuple t = {};
 	struct sl_ep *lst, *ep;
 	int slice = -ECONNREFUSED, why, rc;
+	u32 id;
 	bool userns_ok;
 	u64 gen;
 
@@ -322,6 +325,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	ep->generation = gen;
 	ep->queued = true;
 	ep->id = ++link->next_cookie;
+	id = ep->id;
 	list_add_tail(&ep->node, &link->eps);
 	list_add_tail(&ep->lnode, &lst->backlog);
 	lst->backlog_len++;
@@ -332,7 +336,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	mutex_unlock(&link->tx_mutex);
 	/* An ACCEPT the peer never gets: nobody will claim the connection. */
 	if (rc)
-		sl_drop_queued(link, ep);
+		sl_drop_queued(link, ep, id);
 }
 
 static void sl_handle(struct sl_link *link, const struct sl_msg *m)
@@ -344,6 +348,7 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	struct sock *client_sk = NULL;
 	struct sl_tuple t;
 	bool orphan = false, aborted = false, verify = false;
+	u32 aborted_id = 0;
 
 	if (type == SL_MSG_CONNECT) {
 		sl_on_connect(link, m);
@@ -379,6 +384,7 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	case SL_MSG_CLOSE:
 		if (ep && ep->peer_slice == (int)src && ep->queued && (status & SL_CLOSE_ABORTED)) {
 			aborted = true; /* a connect that gave up: never claimed */
+			aborted_id = ep->id;
 			sl_slice_release_locked(link, dst, false, true);
 			break;
 		}
@@ -422,7 +428,7 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	if (orphan)
 		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, SL_CLOSE_ABORTED);
 	if (aborted)
-		sl_drop_queued(link, ep);
+		sl_drop_queued(link, ep, aborted_id);
 }
 
 void sl_ctl_work(struct work_struct *work)
