@@ -90,6 +90,8 @@ struct sl_link;
 struct seq_file;
 struct sock;
 struct net;
+struct vm_area_struct;
+struct file;
 
 /* The link backend: the few hardware operations the client uses, so the
  * handshake, control channel and endpoints are shared by the NTB client
@@ -269,6 +271,7 @@ void sl_listener_show(struct seq_file *m, struct sl_ep *ep);
 extern const struct file_operations sl_fops;
 void sl_ep_wake_locked(struct sl_ep *ep, int state);
 void sl_zap_mappings(struct sl_link *link);
+int sl_mmap(struct file *file, struct vm_area_struct *vma); /* scilan_mmap.c */
 void sl_close_queued(struct sl_link *link, struct list_head *queued);
 
 /* scilan_set.c */
