@@ -589,7 +589,8 @@ static void fuse_reply(int dev, uint64_t unique, int error, const void *body, si
 	out.h.len = (uint32_t)(sizeof(out.h) + len);
 	out.h.error = error;
 	out.h.unique = unique;
-	memcpy(out.body, body, len);
+	if (len)
+		memcpy(out.body, body, len); /* body is NULL for a bare error */
 	(void)!write(dev, &out, out.h.len);
 }
 
