@@ -1,14 +1,19 @@
 /* test_listener_close.c — a listener closed (or shut down) with a connection
  * still in its accept queue: kernel TCP resets it, and so must a scilan client
  * whose offer is out, whatever it is doing then.  Each case runs on a kernel
- * TCP pair and on a scilan pair; the two transcripts must be the same. */
+ * TCP pair and on a scilan pair; the two transcripts must be the same.  And
+ * the reset of a plain acceptor that arrives while the client's fall-back
+ * copies its ring onto the kernel socket. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -213,3 +218,95 @@ Test(listener_close, late_shutdown_after_reset) { same_as_kernel(SHUTDOWN_WR, tr
 /* A listener shut down rather than closed resets its queue the same way. */
 Test(listener_close, listener_shutdown_resets_queue) { same_as_kernel(RECV, false, true); }
 Test(listener_close, listener_shutdown_poll_in_out) { same_as_kernel(POLL_IN_OUT, false, true); }
+
+/* ---- a reset while the fall-back copies ------------------------------------- */
+
+#define REQUEST (128 * 1024) /* within the ring, far beyond the kernel buffers below */
+
+struct copy_run {
+	int c;
+	ssize_t sent, got, then_got, then_sent;
+	int send_err, recv_err, then_send_err;
+};
+
+static void *send_then_recv(void *p)
+{
+	struct copy_run *r = p;
+	char *buf = calloc(1, REQUEST), b;
+
+	r->sent = scilan_send(r->c, buf, REQUEST, MSG_NOSIGNAL);
+	r->send_err = errno;
+	r->got = scilan_recv(r->c, &b, 1, 0);
+	r->recv_err = errno;
+	r->then_got = scilan_recv(r->c, &b, 1, MSG_DONTWAIT);
+	r->then_sent = scilan_send(r->c, "x", 1, MSG_NOSIGNAL);
+	r->then_send_err = errno;
+	free(buf);
+	return NULL;
+}
+
+static int queued(int fd, unsigned long what)
+{
+	int n = -1;
+
+	return ioctl(fd, what, &n) == 0 ? n : -1;
+}
+
+/* A plain acceptor (the kernel's accept: the offer is never taken) that
+ * closes with the request unread, while the client still has request bytes
+ * the kernel buffers could not take (on kernel TCP: its send blocks; on
+ * scilan: the fall-back's copy of the ring, a second after the connect). */
+static void reset_while_sending(bool scilan, struct copy_run *r)
+{
+	int small = 4096, l, a, stuck = 0;
+	pthread_t client;
+	uint16_t port;
+
+	l = scilan ? tu_listen(AF_INET, 4, &port) : tu_plain_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	/* The kernel's buffers only (the rings keep their size). */
+	cr_assert_eq(setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	r->c = scilan ? tu_connect(AF_INET, port) : tu_plain_connect(AF_INET, port);
+	cr_assert_geq(r->c, 0);
+	cr_assert_eq(setsockopt(r->c, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	cr_assert_eq(tu_accelerated(r->c), scilan ? 1 : -1);
+	a = accept(l, NULL, NULL);
+	cr_assert_geq(a, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(pthread_create(&client, NULL, send_then_recv, r), 0);
+	/* Wait until bytes arrive and more wait behind them (a hang limit,
+	 * not a timed assertion: the watchdog ends a run that never gets there). */
+	while (!(queued(a, SIOCINQ) > 0 && queued(r->c, SIOCOUTQ) > 0 &&
+		 queued(a, SIOCINQ) + queued(r->c, SIOCOUTQ) < REQUEST && ++stuck >= 3))
+		tu_sleep_ms(10);
+	cr_assert_eq(close(a), 0); /* unread bytes: the kernel sends RST */
+	cr_assert_eq(pthread_join(client, NULL), 0);
+	scilan_close(r->c);
+	scilan_close(l);
+}
+
+Test(listener_close, reset_while_the_fall_back_copies_the_ring, .timeout = 60)
+{
+	struct copy_run kernel = { 0 }, ours = { 0 };
+
+	cr_assert_not_null(tu_isolated_rundir());
+	tu_offer_always();
+	tu_watchdog(50, "reset while copying");
+	reset_while_sending(false, &kernel);
+	reset_while_sending(true, &ours);
+	/* Kernel TCP: the blocked send returns what it took, the recv the reset. */
+	cr_assert(kernel.sent > 0 && kernel.sent < REQUEST, "kernel send %zd (%s)", kernel.sent,
+		  strerror(kernel.send_err));
+	cr_assert(kernel.got == -1 && kernel.recv_err == ECONNRESET, "kernel recv %zd (%s)", kernel.got,
+		  strerror(kernel.recv_err));
+	/* scilan took the whole request into the ring; the reset must not turn
+	 * into an end of file. */
+	cr_assert_eq(ours.sent, REQUEST, "send %zd (%s)", ours.sent, strerror(ours.send_err));
+	cr_assert(ours.got == -1 && ours.recv_err == ECONNRESET, "recv %zd (%s)", ours.got, strerror(ours.recv_err));
+	/* Then, as on kernel TCP: end of file, and EPIPE. */
+	cr_assert_eq(kernel.then_got, 0);
+	cr_assert(kernel.then_sent == -1 && kernel.then_send_err == EPIPE);
+	cr_assert_eq(ours.then_got, 0);
+	cr_assert(ours.then_sent == -1 && ours.then_send_err == EPIPE, "then send %zd (%s)", ours.then_sent,
+		  strerror(ours.then_send_err));
+	tu_watchdog_cancel();
+}
