@@ -29,6 +29,7 @@ enum act {
 	POLL_OUT,         /* idle, then poll for POLLOUT without waiting */
 	SHUTDOWN_WR,      /* idle, then shutdown(SHUT_WR) */
 	SO_ERROR_READ,    /* idle, then getsockopt(SO_ERROR) */
+	CONNECT_NONBLOCKING, /* connected without blocking; then poll and SO_ERROR */
 };
 
 struct run {
@@ -128,6 +129,9 @@ static void act_after(struct run *r)
 		rc = scilan_shutdown(r->c, SHUT_WR);
 		note(r, "shutdown SHUT_WR", rc, errno);
 		break;
+	case CONNECT_NONBLOCKING:
+		do_poll(r, "poll POLLIN|POLLOUT", POLLIN | POLLOUT, 0);
+		/* fall through */
 	case SO_ERROR_READ:
 		rc = scilan_getsockopt(r->c, SOL_SOCKET, SO_ERROR, &err, &len);
 		note(r, "getsockopt SO_ERROR", rc, errno);
@@ -136,6 +140,23 @@ static void act_after(struct run *r)
 	default:
 		break;
 	}
+}
+
+/* A non-blocking connect, then a wait for it to complete, as an event loop
+ * makes them. */
+static int connect_nonblocking(struct run *r, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = tu_loopback(AF_INET, port, &ss);
+	int fd = r->scilan ? scilan_socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0)
+			   : socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	int rc = fd < 0 ? -1 : r->scilan ? scilan_connect(fd, (struct sockaddr *)&ss, len)
+					 : connect(fd, (struct sockaddr *)&ss, len);
+
+	cr_assert(rc == 0 || errno == EINPROGRESS, "connect: %s", strerror(errno));
+	r->c = fd;
+	do_poll(r, "poll for the connect", POLLOUT, 10000);
+	return fd;
 }
 
 static void run_one(struct run *r)
@@ -147,7 +168,10 @@ static void run_one(struct run *r)
 	r->t[0] = 0;
 	r->l = r->scilan ? tu_listen(AF_INET, 4, &port) : tu_plain_listen(AF_INET, 4, &port);
 	cr_assert_geq(r->l, 0, "listen: %s", strerror(errno));
-	r->c = r->scilan ? tu_connect(AF_INET, port) : tu_plain_connect(AF_INET, port);
+	if (r->act == CONNECT_NONBLOCKING)
+		connect_nonblocking(r, port);
+	else
+		r->c = r->scilan ? tu_connect(AF_INET, port) : tu_plain_connect(AF_INET, port);
 	cr_assert_geq(r->c, 0, "connect: %s", strerror(errno));
 	/* On the rings, its offer out: nobody accepted it. */
 	cr_assert_eq(tu_accelerated(r->c), r->scilan ? 1 : -1);
@@ -204,6 +228,7 @@ Test(listener_close, poll_in_out_shows_the_reset) { same_as_kernel(POLL_IN_OUT, 
 Test(listener_close, poll_out_shows_the_reset) { same_as_kernel(POLL_OUT, false, false); }
 Test(listener_close, shutdown_after_reset) { same_as_kernel(SHUTDOWN_WR, false, false); }
 Test(listener_close, so_error_after_reset) { same_as_kernel(SO_ERROR_READ, false, false); }
+Test(listener_close, nonblocking_connect_then_reset) { same_as_kernel(CONNECT_NONBLOCKING, false, false); }
 
 /* The same once the agreement's second is up (the client then revokes at
  * any look, not only at a readable kernel socket). */
