@@ -17,11 +17,11 @@
 #include "scen.h"
 
 /* How the client first looks at its connection once the listener closed. */
-enum look { EPOLL_IN_OUT, EPOLL_EDGE, EPOLL_BLOCKED, SELECT_RW, FIONREAD_LOOK, PEEK, PASSED, N_LOOKS };
+enum look { EPOLL_IN_OUT, EPOLL_EDGE, EPOLL_BLOCKED, SELECT_RW, FIONREAD_LOOK, PEEK, PASSED, PASSED_BEFORE, N_LOOKS };
 
 static const char *const look_names[N_LOOKS] = {
 	"epoll IN|OUT", "epoll IN|OUT|ET", "epoll blocked for IN", "select read+write", "ioctl FIONREAD", "recv MSG_PEEK",
-	"passed with SCM_RIGHTS",
+	"passed with SCM_RIGHTS", "passed with SCM_RIGHTS before the close (decided then)",
 };
 
 static int lfd;
@@ -128,6 +128,8 @@ static int run_all(bool late)
 		SHOW(send(c, "hello", 5, MSG_NOSIGNAL));
 		if (late)
 			usleep(1300000);
+		if (how == PASSED_BEFORE)
+			c = pass_through_unix(c);
 		if (how == EPOLL_BLOCKED) {
 			MUST(-pthread_create(&closer, NULL, close_listener_soon, NULL));
 			c = look(how, c);
