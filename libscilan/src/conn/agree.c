@@ -175,7 +175,6 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 		goto out;
 	}
 	w = settle_locked(s, word, &error_taken);
-	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
 	plain = w != SL_OFFER_ATTACHED;
 	if (w == SL_OFFER_REVOKED) {
 		sl_warn("fd %d: connection reset: another process holding it never finished moving it to kernel TCP",
@@ -203,6 +202,9 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 	} else if (w == SL_OFFER_ATTACHED) {
 		sl_fabric()->offer_settle(s);
 	}
+	/* Last: a connection never looks neither pending nor plain on its way
+	 * to kernel TCP (sl_agree_on_rings reads both bits in one load). */
+	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
 out:
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_unlock(&s->tx_lock);
