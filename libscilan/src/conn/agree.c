@@ -202,8 +202,9 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 	} else if (w == SL_OFFER_ATTACHED) {
 		sl_fabric()->offer_settle(s);
 	}
-	/* Last: a connection never looks neither pending nor plain on its way
-	 * to kernel TCP (sl_agree_on_rings reads both bits in one load). */
+	/* Last: on its way to kernel TCP a connection shows SL_AGREE_PLAIN
+	 * before it stops showing SL_AGREE_PENDING (sl_agree_on_rings reads
+	 * both in one load). */
 	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
 out:
 	pthread_mutex_unlock(&s->ctl_lock);
