@@ -341,9 +341,11 @@ int hk_evq_strip(struct epset *set, struct epoll_event *evs, int n, bool *woken)
 			struct member *m = member_at(set, (uint32_t)tag);
 			struct sl_sock *s = m ? hk_ep_ring_socket(m->fd) : NULL;
 
-			/* As a scan's kernel poll learns it (wait.c). */
-			if (s && s == m->q_sock && sl_fabric()->peer_gone(s))
-				atomic_store(&s->peer_gone, true);
+			/* As a scan's kernel poll learns it (wait.c): the peer's
+			 * end gone, or our offer's acceptor spoke or the kernel
+			 * reset it; never a peek at a kernel TCP connection. */
+			if (s && s == m->q_sock)
+				sl_conn_kernel_woke(s);
 			if (m)
 				list_add(set, m);
 			continue;

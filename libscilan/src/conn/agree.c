@@ -75,8 +75,10 @@ static bool due(struct sl_sock *s, enum sl_agree_mode mode)
 
 /* Copy what our side wrote into the acceptor's ring onto the kernel socket,
  * in order, before any later send.  Nobody consumed any of it (the acceptor
- * never attached), so the ring holds exactly bytes [0, write). */
-static void flush_ring(struct sl_sock *s)
+ * never attached), so the ring holds exactly bytes [0, write).  False if a
+ * send of ours took the kernel's pending error (the peer reset while we
+ * copied): that error is the application's, which the caller then owes it. */
+static bool flush_ring(struct sl_sock *s)
 {
 	uint64_t end = atomic_load_explicit(s->tx.remote_write, memory_order_acquire), done = 0;
 	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
@@ -89,13 +91,13 @@ static void flush_ring(struct sl_sock *s)
 		atomic_store(&s->reset, true);
 		sl_conn_note_error(s);
 		sl_sys.shutdown(s->fd, SHUT_RDWR);
-		return;
+		return true;
 	}
 	/* A connection the kernel already reset (the listener closed before
 	 * accepting it) takes nothing: a send would consume the error the
 	 * application must see. */
 	if (sl_agree_kernel_ready(s, POLLOUT) & POLLERR)
-		return;
+		return true;
 	while (done < end) {
 		ssize_t n = sl_sys.send(s->fd, s->tx.data + done, (size_t)(end - done), MSG_NOSIGNAL | MSG_DONTWAIT);
 
@@ -104,11 +106,14 @@ static void flush_ring(struct sl_sock *s)
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			sl_sys.poll(&pfd, 1, -1);
 		} else if (n < 0 && errno != EINTR) {
-			/* The peer is gone: the kernel reports it on the next call, as
-			 * it would for bytes it had queued. */
+			int err = errno;
+
+			/* The peer is gone.  EPIPE: the kernel keeps reporting it
+			 * on the next call, as it would for bytes it had queued.
+			 * Anything else was the pending error, now taken. */
 			sl_debug("fd %d: %llu of %llu ring bytes reached the kernel socket: %s", s->fd,
-				 (unsigned long long)done, (unsigned long long)end, strerror(errno));
-			return;
+				 (unsigned long long)done, (unsigned long long)end, strerror(err));
+			return err == EPIPE;
 		}
 	}
 	/* A shutdown the application made while the offer was out. */
@@ -118,12 +123,14 @@ static void flush_ring(struct sl_sock *s)
 		sl_sys.shutdown(s->fd, SHUT_RD);
 	sl_debug("fd %d: the accepting side did not take the ring offer; %llu bytes moved to kernel TCP", s->fd,
 		(unsigned long long)end);
+	return true;
 }
 
 /* With tx_lock and ctl_lock held: take the decision the offer word allows.
  * Returns the word as it ends (ATTACHED, PLAIN, or REVOKED if another process
- * of ours never finished copying). */
-static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word)
+ * of ours never finished copying); *error_taken if our copy took the
+ * kernel's pending error. */
+static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *error_taken)
 {
 	uint32_t w = atomic_load_explicit(word, memory_order_acquire);
 
@@ -147,7 +154,7 @@ static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word)
 		/* OFFERED, REFUSED (or garbage from the acceptor): exactly one
 		 * compare-and-swap moves it on; an acceptor's ATTACHED may win. */
 		if (atomic_compare_exchange_strong(word, &w, SL_OFFER_REVOKED)) {
-			flush_ring(s);
+			*error_taken = !flush_ring(s);
 			atomic_store_explicit(word, SL_OFFER_PLAIN, memory_order_release);
 			return SL_OFFER_PLAIN;
 		}
@@ -158,7 +165,7 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 {
 	_Atomic uint32_t *word;
 	uint32_t w;
-	bool plain;
+	bool plain, error_taken = false;
 
 	sl_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
@@ -167,14 +174,22 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 		plain = sl_fell_back(s);
 		goto out;
 	}
-	w = settle_locked(s, word);
-	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
+	w = settle_locked(s, word, &error_taken);
 	plain = w != SL_OFFER_ATTACHED;
 	if (w == SL_OFFER_REVOKED) {
 		sl_warn("fd %d: connection reset: another process holding it never finished moving it to kernel TCP",
 			s->fd);
 		atomic_store(&s->reset, true);
 		sl_conn_note_error(s);
+		plain = false;
+	} else if (error_taken) {
+		/* The kernel socket would now say EOF where kernel TCP says
+		 * ECONNRESET: the connection stays ours, reset, and says it
+		 * (as a peer's reset on the rings does), to the end. */
+		sl_warn("fd %d: connection reset by the peer while its bytes moved to kernel TCP", s->fd);
+		atomic_store(&s->reset, true);
+		sl_conn_note_error(s);
+		sl_fabric()->offer_settle(s);
 		plain = false;
 	}
 	if (plain) {
@@ -187,6 +202,10 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 	} else if (w == SL_OFFER_ATTACHED) {
 		sl_fabric()->offer_settle(s);
 	}
+	/* Last: on its way to kernel TCP a connection shows SL_AGREE_PLAIN
+	 * before it stops showing SL_AGREE_PENDING (sl_agree_on_rings reads
+	 * both in one load). */
+	atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING);
 out:
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_unlock(&s->tx_lock);

@@ -57,6 +57,18 @@ static inline bool sl_fell_back(const struct sl_sock *s)
 	return atomic_load((_Atomic uint32_t *)&s->agree) & SL_AGREE_PLAIN;
 }
 
+/* Do the rings carry s (no offer out, not moved to kernel TCP)?  Only then
+ * may the library read the kernel socket itself: otherwise its pending error
+ * (sk_err: ECONNRESET from a listener closed with the connection queued) is
+ * the application's, and a peek would take it.  Our own word only (the
+ * fall-back sets SL_AGREE_PLAIN before it clears SL_AGREE_PENDING), never
+ * the offer word, which the peer may write. */
+static inline bool sl_agree_on_rings(const struct sl_sock *s)
+{
+	return !(atomic_load_explicit((_Atomic uint32_t *)&s->agree, memory_order_acquire) &
+		 (SL_AGREE_PENDING | SL_AGREE_PLAIN));
+}
+
 /* Decide if mode allows: true if the connection is (now) kernel TCP, the
  * caller then redoes its call on the kernel socket; false while rings carry
  * it or the offer is still out. */

@@ -308,11 +308,24 @@ void sl_conn_wake_peer(struct sl_sock *s)
 bool sl_conn_check_peer(struct sl_sock *s)
 {
 	/* While our offer is out the kernel socket may carry a plain
-	 * acceptor's bytes, which only the fall-back may read. */
-	if (atomic_load(&s->peer_gone) || sl_agree_pending(s))
+	 * acceptor's bytes, which only the fall-back may read; once it is
+	 * kernel TCP, its pending error is the application's. */
+	if (atomic_load(&s->peer_gone) || !sl_agree_on_rings(s))
 		return false;
 	if (!sl_fabric()->peer_gone(s))
 		return false;
 	atomic_store(&s->peer_gone, true);
 	return true;
+}
+
+bool sl_conn_kernel_woke(struct sl_sock *s)
+{
+	/* Our offer is out: a plain acceptor spoke or closed, or the kernel
+	 * reset the connection (its listener closed with it queued); the
+	 * agreement reads which at the next look (agree.c). */
+	if (sl_agree_pending(s)) {
+		sl_agree_stir(s);
+		return false;
+	}
+	return sl_conn_check_peer(s);
 }

@@ -64,6 +64,11 @@ void sl_conn_wake_peer(struct sl_sock *s);
 /* Ask the kernel whether the peer's end is gone (one syscall); true if it
  * just learnt so. */
 bool sl_conn_check_peer(struct sl_sock *s);
+/* A wait saw the kernel socket of s readable or hung up: our offer out, the
+ * agreement is stirred to look (false); the rings agreed, ask whether the
+ * peer's end is gone (true if it just learnt so); kernel TCP, nothing (its
+ * pending error is the application's). */
+bool sl_conn_kernel_woke(struct sl_sock *s);
 /* The peer went away without an orderly close (died, or reset us). */
 bool sl_conn_peer_died(struct sl_sock *s);
 /* The connection ended in a reset: set the pending error the first time

@@ -239,9 +239,13 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		/* While our offer is out, an acceptor that refused it (or a forked
 		 * holder that revoked it) must not find more bytes in the ring, and
 		 * a client that keeps sending to a plain server moves there once
-		 * the deadline passed, without waiting to block. */
+		 * the deadline passed, without waiting to block.  A send's first
+		 * look asks the kernel socket too (one poll): a connection the
+		 * kernel reset (its listener closed with it queued) fails there
+		 * as on kernel TCP, instead of taking bytes into a ring its
+		 * fall-back then leaves behind. */
 		if (__builtin_expect(!send_clear(s), 0)) {
-			if (sl_agree_plain(s, SL_AGREE_POLL)) {
+			if (sl_agree_plain(s, sent ? SL_AGREE_POLL : SL_AGREE_WAIT)) {
 				*plain = true;
 				return (ssize_t)sent;
 			}

@@ -455,6 +455,10 @@ int scilan_shutdown(int fd, int how)
 		sl_connect_progress(s);
 	if (!s || !sl_sock_on_rings(s))
 		return sl_sys.shutdown(fd, how);
+	/* Our offer out and the kernel socket stirred (a plain acceptor spoke,
+	 * or the kernel reset the connection: ENOTCONN): the kernel answers. */
+	if (sl_agree_pending(s) && sl_agree_plain(s, SL_AGREE_WAIT))
+		return sl_sys.shutdown(fd, how);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
 		errno = EINVAL;
 		return -1;

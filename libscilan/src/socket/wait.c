@@ -177,9 +177,11 @@ static int remaining_ms(int64_t deadline)
 }
 
 /* One kernel poll: bells and kernel sockets of accelerated entries, the
- * application's own descriptors as given.  Returns the ready kernel entries. */
+ * application's own descriptors as given.  Returns the ready kernel entries;
+ * *stirred (if given) is set when an entry whose offer is out saw its kernel
+ * socket wake: a scan made before this poll no longer tells its state. */
 static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, struct pollfd *kfds, int timeout_ms,
-		       bool sleeping)
+		       bool sleeping, bool *stirred)
 {
 	nfds_t m = 0;
 	int r, ready = 0;
@@ -211,16 +213,16 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 			atomic_fetch_add_explicit(&sl_totals.wakeups, 1, memory_order_relaxed);
 		}
 		/* The kernel connection only becomes readable at the end: the
-		 * peer closed it or its process died.  A device endpoint's
-		 * POLLHUP/POLLERR (peer closed, link down) stays set: it must
-		 * end the wait, not make it spin. */
-		if (kfds[m + 1].revents && sl_agree_pending(socks[i]))
-			/* Our offer is out: a plain acceptor spoke or closed.  The
-			 * bytes are the stream's; the scan decides (agree.c). */
-			sl_agree_stir(socks[i]);
-		else if ((kfds[m + 1].revents || (kfds[m].revents & (POLLHUP | POLLERR))) &&
-			 sl_fabric()->peer_gone(socks[i]))
-			atomic_store(&socks[i]->peer_gone, true);
+		 * peer closed it or its process died; or, our offer out, a
+		 * plain acceptor spoke or closed, or the kernel reset it (its
+		 * listener closed with it queued), which the scan decides
+		 * (agree.c).  A device endpoint's POLLHUP/POLLERR (peer closed,
+		 * link down) stays set: it must end the wait, not make it spin. */
+		if (kfds[m + 1].revents || (kfds[m].revents & (POLLHUP | POLLERR))) {
+			if (stirred && sl_agree_pending(socks[i]))
+				*stirred = true;
+			sl_conn_kernel_woke(socks[i]);
+		}
 		m += 2;
 	}
 	return ready;
@@ -303,7 +305,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 				timeout = SHARED_WAIT_CAP_MS;
 			if (stall && (timeout < 0 || timeout > SL_STALL_CHECK_MS))
 				timeout = SL_STALL_CHECK_MS;
-			kready = kernel_poll(fds, n, socks, kfds, timeout, true);
+			kready = kernel_poll(fds, n, socks, kfds, timeout, true, NULL);
 		}
 		for (nfds_t i = 0; i < n; i++) {
 			if (!socks[i])
@@ -370,7 +372,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	bool has_kernel = false;
 	_Atomic uint64_t *learn = NULL;
 	uint32_t learnt = 0;
-	bool yield = false;
+	bool yield = false, stirred = false;
 	int ready;
 
 	for (nfds_t i = 0; i < n; i++) {
@@ -380,10 +382,12 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 	ready = scan(fds, n, socks);
 	if (ready || timeout_ms == 0) {
 		/* Not sleeping, so look at the kernel sockets here: an event loop
-		 * that never blocks must still learn that a peer died. */
-		int kready = kernel_poll(fds, n, socks, kfds, 0, false);
+		 * that never blocks must still learn that a peer died, or that
+		 * the connection it offered is kernel TCP now (a reset shows as
+		 * the kernel shows it, not as the ring's room). */
+		int kready = kernel_poll(fds, n, socks, kfds, 0, false, &stirred);
 
-		return kready < 0 ? -1 : (ready ? ready : scan(fds, n, socks)) + kready;
+		return kready < 0 ? -1 : (ready && !stirred ? ready : scan(fds, n, socks)) + kready;
 	}
 	/* A wait that would block: the time to make the next connect's
 	 * segment, if one is wanted (seg_pool.c). */
@@ -401,11 +405,11 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 
 		ready = scan(fds, n, socks);
 		if (ready) {
-			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
+			int kready = kernel_poll(fds, n, socks, kfds, 0, false, &stirred);
 
 			if (learn && learnt)
 				sl_spin_note(learn, learnt, true, sl_mono_ns() - start);
-			return kready < 0 ? -1 : ready + kready;
+			return kready < 0 ? -1 : (stirred ? scan(fds, n, socks) : ready) + kready;
 		}
 		if (!sl_spin_turn(iter, yield))
 			continue;
@@ -416,7 +420,7 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 		 * sockets (a peer's end) are asked now and then: a forced spin of
 		 * seconds must not keep them waiting. */
 		if (now >= next_kernel && has_kernel) {
-			int kready = kernel_poll(fds, n, socks, kfds, 0, false);
+			int kready = kernel_poll(fds, n, socks, kfds, 0, false, &stirred);
 
 			next_kernel = now + SPIN_KERNEL_NS;
 			if (kready != 0) {
