@@ -17,3 +17,11 @@ Test(bursts, preforked_workers_find_every_offer, .timeout = 240)
 {
 	hk_scenario("bursts", "preforked", 2 * (16 * 75 + 8), -1, 120);
 }
+
+/* The same with 8 of the 16 clients not on scilan (no hook): theirs are
+ * the only connections on kernel TCP, and no connection of either kind
+ * waits 500 ms. */
+Test(bursts, preforked_workers_tell_plain_clients_at_once, .timeout = 240)
+{
+	hk_scenario("bursts", "preforked_mixed", 2 * (8 * 75 + 8), 2 * (8 * 75 + 8), 120);
+}

@@ -123,7 +123,30 @@ static void offer_on_every_connect(const char *scenario)
 	fatal("exec %s", scen_self);
 }
 
-static int sc_preforked(void)
+/* A client without the hook (a program not on scilan), in a kid: this
+ * program again, unhooked, with the port. */
+static int plain_client(void *arg)
+{
+	char portarg[8];
+
+	(void)arg;
+	snprintf(portarg, sizeof(portarg), "%u", (unsigned)port);
+	close(lfd);
+	unsetenv("LD_PRELOAD");
+	fflush(stdout);
+	execl(scen_self, scen_self, "plain_client", portarg, (char *)NULL);
+	fatal("exec %s", scen_self);
+}
+
+static int sc_plain_client(void)
+{
+	port = (uint16_t)atoi(scen_argc > 0 ? scen_argv[0] : "0");
+	return client(NULL);
+}
+
+/* WORKERS pre-forked workers, CLIENTS clients at once; the first plain of
+ * them without the hook. */
+static int preforked(const char *scenario, int plain)
 {
 	static const char *const names[WORKERS] = { "worker 1", "worker 2", "worker 3", "worker 4",
 						    "worker 5", "worker 6", "worker 7", "worker 8" };
@@ -133,12 +156,12 @@ static int sc_preforked(void)
 						     "client 13", "client 14", "client 15", "client 16" };
 	struct kid w[WORKERS], c[CLIENTS];
 
-	offer_on_every_connect("preforked");
+	offer_on_every_connect(scenario);
 	lfd = tcp_listener(&port);
 	for (int i = 0; i < WORKERS; i++)
 		kid_start(&w[i], names[i], worker, NULL);
 	for (int i = 0; i < CLIENTS; i++)
-		kid_start(&c[i], cnames[i], client, NULL);
+		kid_start(&c[i], cnames[i], i < plain ? plain_client : client, NULL);
 	for (int i = 0; i < CLIENTS; i++)
 		kid_join(&c[i]);
 	ask_to_stop(WORKERS);
@@ -148,10 +171,24 @@ static int sc_preforked(void)
 	return 0;
 }
 
+static int sc_preforked(void)
+{
+	return preforked("preforked", 0);
+}
+
+/* Half the clients are not on scilan: their connections are told plain at
+ * once, without a wait, and the others' offers are still all found. */
+static int sc_preforked_mixed(void)
+{
+	return preforked("preforked_mixed", CLIENTS / 2);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario table[] = {
 		{ "preforked", sc_preforked },
+		{ "preforked_mixed", sc_preforked_mixed },
+		{ "plain_client", sc_plain_client },
 		{ NULL, NULL },
 	};
 
