@@ -592,7 +592,7 @@ drop:
  * first.  Its wait is bounded: a holder stopped mid-scan (SIGSTOP, a
  * debugger) costs the others at most RDV_LOCK_WAIT_MS per accept, after
  * which they scan as before, unlocked, with a second look. */
-#define RDV_LOCK_WAIT_MS 250
+#define RDV_LOCK_WAIT_MS 100
 
 static int queue_lock_op(int l, short type)
 {
