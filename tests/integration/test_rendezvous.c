@@ -8,12 +8,14 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -374,6 +376,53 @@ Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
 		     strerror(errno));
 	expect_echo(c, s, "behind");
 	close(raw);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* The acceptors of a shared listener scan its rendezvous queue one at a
+ * time, under a record lock on the rendezvous socket (rendezvous.c: an
+ * acceptor holds the entries it takes until its scan ends, and another one
+ * scanning meanwhile missed the offer it held).  A holder that never lets go
+ * (a worker stopped mid-scan) holds nobody's accept for good: past the
+ * bounded wait the scan goes on unlocked and still finds the offer. */
+Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
+{
+	struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
+	int l, rdv, c, s, go[2], status;
+	uint16_t port;
+	pid_t child;
+	char took;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	rdv = sl_sock_get(l)->rdv_fd[0];
+	cr_assert_geq(rdv, 0, "the listener has no rendezvous");
+	cr_assert_eq(pipe(go), 0);
+	child = fork(); /* from now on the listener may be shared */
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		/* Gone with the test, also when it times out. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		took = fcntl(rdv, F_SETLK, &lock) == 0 ? 'y' : 'n';
+		if (write(go[1], &took, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(go[0], &took, 1), 1);
+	cr_assert_eq(took, 'y', "the child could not take the queue's lock");
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	cr_assert(c >= 0 && s >= 0);
+	cr_assert_eq(tu_accelerated(s), 1, "the offer was not found past a lock held elsewhere");
+	expect_echo(c, s, "past the lock");
+	close(go[0]);
+	close(go[1]);
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);

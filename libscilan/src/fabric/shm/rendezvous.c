@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring/layout.h"
@@ -28,6 +29,7 @@
 #include "ring/segment.h"
 #include "runtime/sock_diag.h"
 #include "runtime/sys.h"
+#include "sync/clock.h"
 
 #define RDV_MAGIC 0x32564452204c53ull /* "SL RDV2" */
 #define RDV_SCAN 128                   /* queue entries one accept looks at */
@@ -356,6 +358,8 @@ struct stashed {
 };
 
 static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
+/* One scan at a time in this process (see "Offers in flight"), taken first. */
+static pthread_mutex_t scan_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct stashed *stash;
 static _Atomic int nstash; /* read unlocked only to skip an empty stash */
 static uint64_t stash_seq;
@@ -449,6 +453,7 @@ void sl_rdv_forget_listener(int l)
 
 void sl_rdv_fork_lock(void)
 {
+	pthread_mutex_lock(&scan_mutex);
 	pthread_mutex_lock(&stash_lock);
 }
 
@@ -456,8 +461,10 @@ void sl_rdv_fork_unlock(bool child)
 {
 	if (!child) {
 		pthread_mutex_unlock(&stash_lock);
+		pthread_mutex_unlock(&scan_mutex);
 		return;
 	}
+	pthread_mutex_init(&scan_mutex, NULL);
 	/* The parent keeps its offers (and hands them back to the queue at its
 	 * next accept: the listener is shared now). */
 	pthread_mutex_init(&stash_lock, NULL);
@@ -570,7 +577,65 @@ drop:
 	return 0;
 }
 
-static int scan_queues(struct scan *sc, const int *ls, int n)
+/* Offers in flight.  An acceptor holds the entries it takes from the queue
+ * until its scan ends (they go back as carriers then), so an acceptor
+ * scanning meanwhile for the connection whose offer another holds found
+ * nothing, left its connection plain (`no-offer`), and the client moved to
+ * kernel TCP after its 1 s bound (`unconfirmed`): ab against pre-forked
+ * gunicorn, nginx or php-fpm workers saw a 1 s stall in every run.  So the
+ * acceptors of one queue scan it one at a time: under the queue's lock every
+ * entry is in the queue, and the offer for our connection (sent before its
+ * TCP connect) is found in one pass.  The lock is a POSIX record lock on the
+ * rendezvous socket: only a process holding that very socket can take it (a
+ * socket cannot be opened by name), the kernel drops it when its holder
+ * dies, and it is per process, so threads of one process take scan_mutex
+ * first.  Its wait is bounded: a holder stopped mid-scan (SIGSTOP, a
+ * debugger) costs the others at most RDV_LOCK_WAIT_MS per accept, after
+ * which they scan as before, unlocked, with a second look. */
+#define RDV_LOCK_WAIT_MS 100
+
+static int queue_lock_op(int l, short type)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	return sl_sys.fcntl(l, F_SETLK, &fl);
+}
+
+/* Each of ls[0..n) locked, in order, its bit set in *held, by the
+ * deadline: true if all were. */
+static bool queues_lock(const int *ls, int n, int64_t deadline, unsigned *held)
+{
+	long nap_ns = 10000;
+
+	*held = 0;
+	for (int i = 0; i < n; i++) {
+		if (ls[i] < 0)
+			continue;
+		/* No timed wait for a record lock: short naps, while the
+		 * holder's scan (tens of microseconds) ends. */
+		while (queue_lock_op(ls[i], F_WRLCK) < 0) {
+			struct timespec nap = { .tv_nsec = nap_ns };
+
+			if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || sl_mono_ns() >= deadline)
+				return false;
+			nanosleep(&nap, NULL);
+			if (nap_ns < 250000)
+				nap_ns *= 2;
+		}
+		*held |= 1u << i;
+	}
+	return true;
+}
+
+static void queues_unlock(const int *ls, int n, unsigned held)
+{
+	for (int i = 0; i < n; i++)
+		if (held & (1u << i))
+			queue_lock_op(ls[i], F_UNLCK);
+}
+
+/* locked: no other acceptor holds an entry of these queues. */
+static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 {
 	/* Kept offers are looked at once each: the whole queue may be. */
 	int budget = sc->keep ? RDV_STASH : RDV_SCAN, r;
@@ -580,9 +645,9 @@ static int scan_queues(struct scan *sc, const int *ls, int n)
 	if (sc->keep && (e = stash_take(sc, &hops)) >= 0 && (r = consider(sc, -1, e, hops)))
 		return r;
 
-	/* A second look when the first saw others' offers: another acceptor
-	 * may have been sending ours back to the queue meanwhile. */
-	for (int pass = 0; pass < 2; pass++) {
+	/* Unlocked, a second look when the first saw others' offers: another
+	 * acceptor may have been sending ours back to the queue meanwhile. */
+	for (int pass = 0;; pass++) {
 		bool others = false;
 
 		for (int i = 0; i < n; i++) {
@@ -599,7 +664,7 @@ static int scan_queues(struct scan *sc, const int *ls, int n)
 				others = true;
 			}
 		}
-		if (!others)
+		if (!others || locked || pass == 1)
 			break;
 		sched_yield();
 	}
@@ -610,15 +675,32 @@ int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const
 		int fds[SL_RDV_FDS], bool *named, bool alone)
 {
 	struct scan sc = { .keep = alone, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
+	int64_t deadline = sl_mono_ns() + (int64_t)RDV_LOCK_WAIT_MS * 1000000;
+	struct timespec until = { .tv_sec = (time_t)(deadline / 1000000000), .tv_nsec = (long)(deadline % 1000000000) };
+	unsigned held = 0;
+	bool mine, locked;
 	int r;
 
+	_Static_assert(SL_MAX_REG <= sizeof(held) * 8, "a bit of held per queue");
+	if (n > SL_MAX_REG)
+		n = SL_MAX_REG;
+	/* Bounded too (an accept in a signal handler that interrupted ours).
+	 * Without it the record lock is not ours to take: it is the process's,
+	 * and its holder is the thread that has scan_mutex. */
+	mine = pthread_mutex_clocklock(&scan_mutex, CLOCK_MONOTONIC, &until) == 0;
+	/* Alone, the process's own threads are all the acceptors there are. */
+	locked = mine && (alone || queues_lock(ls, n, deadline, &held));
 	if (!alone) /* shared since it kept some: its other acceptors look there */
 		for (int i = 0; i < n; i++)
 			if (ls[i] >= 0)
 				stash_release(ls[i], true);
-	r = scan_queues(&sc, ls, n);
+	r = scan_queues(&sc, ls, n, locked);
 
+	/* Before the unlock: the next acceptor must find them in the queue. */
 	for (int i = 0; i < sc.nlater; i++)
 		send_back(sc.later[i].l, sc.later[i].e, sc.later[i].hops);
+	queues_unlock(ls, n, held);
+	if (mine)
+		pthread_mutex_unlock(&scan_mutex);
 	return r;
 }
