@@ -505,6 +505,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	struct ucred who;
 	socklen_t len = sizeof(who);
 	int inner, r;
+	enum sl_bell_from from;
 	ssize_t got = sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
 
 	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -562,10 +563,11 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	/* The bells become ours (runtime/bell_fd.c): the connector keeps the
 	 * descriptions it passed and could turn them against us later. */
 	sc->fds[0] = sl_own_fd(sc->fds[0]);
+	from = who.uid == geteuid() ? SL_BELL_OUR_USER : SL_BELL_STRANGER;
 	for (int i = 1; i < SL_RDV_FDS; i++) {
 		bool missing = sc->fds[i] < 0;
 
-		sc->fds[i] = sl_bell_adopt(sc->fds[i], who.uid == geteuid() ? SL_BELL_OUR_USER : SL_BELL_STRANGER);
+		sc->fds[i] = sl_bell_adopt(sc->fds[i], from);
 		if (sc->fds[i] < 0 && !missing)
 			sl_warn("offer by pid %d (uid %u) passed a wake-up bell we cannot use (%s); connection uses "
 				"kernel TCP", (int)who.pid, (unsigned)who.uid, strerror(errno));
