@@ -678,7 +678,7 @@ int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const
 {
 	struct scan sc = { .keep = alone, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
 	int64_t deadline = sl_mono_ns() + (int64_t)RDV_LOCK_WAIT_MS * 1000000;
-	struct timespec until = { .tv_sec = (time_t)(deadline / 1000000000), .tv_nsec = (long)(deadline % 1000000000) };
+	struct timespec until;
 	unsigned held = 0;
 	bool mine, locked;
 	int r;
@@ -689,7 +689,14 @@ int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const
 	/* Bounded too (an accept in a signal handler that interrupted ours).
 	 * Without it the record lock is not ours to take: it is the process's,
 	 * and its holder is the thread that has scan_mutex. */
-	mine = pthread_mutex_clocklock(&scan_mutex, CLOCK_MONOTONIC, &until) == 0;
+	/* timedlock's clock is the wall clock (a step of it moves this bound
+	 * only); clocklock would take the monotonic one, but the thread
+	 * sanitizer does not know it and reports every unlock. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += (long)RDV_LOCK_WAIT_MS * 1000000;
+	until.tv_sec += until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	mine = pthread_mutex_timedlock(&scan_mutex, &until) == 0;
 	/* Alone, the process's own threads are all the acceptors there are. */
 	locked = mine && (alone || queues_lock(ls, n, deadline, &held));
 	if (!alone) /* shared since it kept some: its other acceptors look there */
