@@ -44,8 +44,11 @@ static void endpoint(const struct sl_key *k, char *out, size_t size)
 {
 	char addr[INET6_ADDRSTRLEN] = "?";
 
-	if (k->family == AF_INET || k->family == AF_INET6)
-		inet_ntop(k->family, k->addr, addr, sizeof(addr));
+	if (k->family != AF_INET && k->family != AF_INET6) {
+		snprintf(out, size, "?"); /* a kernel TCP connection's end the library did not ask for */
+		return;
+	}
+	inet_ntop(k->family, k->addr, addr, sizeof(addr));
 	snprintf(out, size, k->family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr, (unsigned)k->port);
 }
 

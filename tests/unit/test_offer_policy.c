@@ -123,3 +123,66 @@ Test(offer_policy, short_connections_that_stopped_coming_get_offers_again)
 	cr_assert_not(sl_offer_worth_it_at(&d, T0 + 3600 * 1000 + 10) && sl_offer_worth_it_at(&d, T0 + 3600 * 1000 + 10),
 		      "short connections arriving again still offered twice in a row");
 }
+
+/* Lookups among the next n connects to dst with no listener there. */
+static int looks_among(const struct sl_key *dst, int n, int64_t now)
+{
+	int looked = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!sl_listener_absent_at(dst, now)) {
+			looked++;
+			sl_listener_note_at(dst, false, now);
+		}
+	return looked;
+}
+
+Test(listener_memory, unknown_destinations_are_looked_up)
+{
+	struct sl_key d = dest(2001);
+
+	cr_assert_not(sl_listener_absent_at(&d, T0));
+	cr_assert_not(sl_listener_absent_at(&d, T0), "a destination never looked up was skipped");
+}
+
+Test(listener_memory, a_plain_server_is_looked_up_ever_more_sparsely)
+{
+	struct sl_key d = dest(2002);
+	int looked;
+
+	sl_listener_note_at(&d, false, T0);
+	looked = looks_among(&d, 1000, T0);
+	/* 2, 4 ... 256, then one in 256: a handful, never each connect. */
+	cr_assert_geq(looked, 4, "a plain server was never looked at again (%d)", looked);
+	cr_assert_leq(looked, 16, "%d lookups in 1000 connects to a plain server", looked);
+}
+
+Test(listener_memory, a_listener_found_is_looked_up_at_every_connect)
+{
+	struct sl_key d = dest(2003);
+
+	sl_listener_note_at(&d, false, T0);
+	looks_among(&d, 100, T0);
+	sl_listener_note_at(&d, true, T0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_not(sl_listener_absent_at(&d, T0), "connect %d skipped a listener found", i);
+}
+
+Test(listener_memory, a_server_started_later_is_noticed_within_the_recheck_time)
+{
+	struct sl_key d = dest(2004);
+
+	sl_listener_note_at(&d, false, T0);
+	looks_among(&d, 1000, T0);
+	cr_assert_not(sl_listener_absent_at(&d, T0 + SL_ABSENT_RECHECK_MS),
+		      "no lookup %d ms after the last", SL_ABSENT_RECHECK_MS);
+}
+
+Test(listener_memory, destinations_are_remembered_apart)
+{
+	struct sl_key plain = dest(2005), other = dest(2006);
+
+	sl_listener_note_at(&plain, false, T0);
+	looks_among(&plain, 100, T0);
+	cr_assert_not(sl_listener_absent_at(&other, T0), "another port of the same host skipped");
+}

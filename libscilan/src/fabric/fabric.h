@@ -34,9 +34,10 @@ struct sl_fabric_ops {
 	/* Connecting side, once connected: forget the offer bookkeeping we no longer need. */
 	void (*offer_settle)(struct sl_sock *s);
 	/* Accepting side, after the kernel accept on listener: 1 attached, 0
-	 * the peer made no offer (plain TCP), -1 the offer was unusable (errno set). */
-	int (*attach)(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
-		      const struct sl_key *peer);
+	 * the peer made no offer (plain TCP), -1 the offer was unusable (errno set).
+	 * local and peer of family 0 are read (sl_conn_keys) only if needed:
+	 * a plain client's accept should cost no more system calls than it must. */
+	int (*attach)(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
 	/* Wake the peer's sleeper (it armed a wake_on_* word): SL_TOKEN_DATA
 	 * or SL_TOKEN_SPACE tells which. */
 	void (*stimulate)(struct sl_sock *s, int token);

@@ -53,3 +53,19 @@ int sl_key_of_fd(int fd, bool peer, struct sl_key *key)
 	}
 	return sl_key_from_sockaddr((struct sockaddr *)&ss, len, key);
 }
+
+int sl_conn_keys(int fd, struct sl_key *local, struct sl_key *peer)
+{
+	if (!local->family && sl_key_of_fd(fd, false, local) < 0)
+		return -1;
+	if (!peer->family && sl_key_of_fd(fd, true, peer) < 0)
+		return -1;
+	return 0;
+}
+
+bool sl_key_is_wildcard(const struct sl_key *key)
+{
+	static const unsigned char zero[16];
+
+	return !key->family || memcmp(key->addr, zero, key->family == AF_INET ? 4 : 16) == 0;
+}

@@ -184,14 +184,21 @@ static void take_slot(struct sl_sock *s, bool accelerated)
 		slot->fd = s->fd;
 		slot->reason = accelerated ? SL_FB_NONE : (uint32_t)s->fb_reason;
 		slot->side = (uint32_t)(accelerated ? s->own_area : (int)s->fb_side);
+		/* A kernel TCP connection's unknown end stays unknown (shown as
+		 * such; ss(8) has it): asking would cost its connect or accept
+		 * a system call more than without us. */
 		if (s->known_local.family)
 			slot->local = s->known_local;
-		else
+		else if (accelerated)
 			sl_key_of_fd(s->fd, false, &slot->local);
+		else
+			memset(&slot->local, 0, sizeof(slot->local));
 		if (s->known_peer.family)
 			slot->peer = s->known_peer;
-		else
+		else if (accelerated)
 			sl_key_of_fd(s->fd, true, &slot->peer);
+		else
+			memset(&slot->peer, 0, sizeof(slot->peer));
 		atomic_store(&slot->ctr.tx_bytes, atomic_load(&s->own_ctr.tx_bytes));
 		atomic_store(&slot->ctr.rx_bytes, atomic_load(&s->own_ctr.rx_bytes));
 		atomic_store(&slot->ctr.sleeps, atomic_load(&s->own_ctr.sleeps));

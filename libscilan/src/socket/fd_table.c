@@ -121,6 +121,7 @@ reset:
 	atomic_store(&s->evq_refused, false);
 	for (int i = 0; i < SL_MAX_REG; i++) {
 		s->reg_fd[i] = -1;
+		s->reg_flags[i] = NULL;
 		if (s->reg_path)
 			s->reg_path[i][0] = '\0';
 		s->rdv_fd[i] = -1;

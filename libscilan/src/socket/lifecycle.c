@@ -98,8 +98,11 @@ static void become_listener(struct sl_sock *s)
 		set_state(s, SL_LISTENING);
 		if (!s->reg_path && !sl_config()->off)
 			s->reg_path = calloc(SL_MAX_REG, sizeof(*s->reg_path));
+		/* Known, so that each accept need not ask for a bound address. */
+		if (sl_key_of_fd(fd, false, &local) == 0)
+			s->known_local = local;
 		/* When scilan is off in the process, that was reported once already. */
-		if (!sl_config()->off && (!*sl_config()->rundir || !s->reg_path || sl_key_of_fd(fd, false, &local) < 0 ||
+		if (!sl_config()->off && (!*sl_config()->rundir || !s->reg_path || !local.family ||
 					  sl_fabric()->listen_register(s, &local) < 0))
 			sl_warn("fd %d: listener not registered with scilan (%s); its connections use kernel TCP", fd,
 				*sl_config()->rundir ? strerror(errno) : "no runtime directory");
@@ -153,15 +156,40 @@ int sl_listener_adopt(int fd, int domain)
 	return 0;
 }
 
+/* The kernel's accept, with the peer's key from the address it returns
+ * (family 0 if it did not: read later if needed).  The program's own
+ * buffer is the kernel's to fill, faults and truncation as without us;
+ * without one, ours. */
+static int accept_with_peer(int fd, struct sockaddr *addr, socklen_t *len, int flags, struct sl_key *peer)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss), given = len ? *len : 0;
+	int nfd;
+
+	memset(peer, 0, sizeof(*peer));
+	if (addr) {
+		nfd = sl_sys.accept4(fd, addr, len, flags);
+		if (nfd >= 0 && len && *len <= given)
+			sl_key_from_sockaddr(addr, *len, peer);
+		return nfd;
+	}
+	nfd = sl_sys.accept4(fd, (struct sockaddr *)&ss, &sslen, flags);
+	if (nfd >= 0)
+		sl_key_from_sockaddr((struct sockaddr *)&ss, sslen, peer);
+	return nfd;
+}
+
 int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct sl_sock *s = sl_sock_get(fd), *ns;
-	struct sl_key local, peer;
+	struct sl_key peer;
 	struct linger abort_now = { .l_onoff = 1, .l_linger = 0 };
 	int nfd, r;
 
-	nfd = sl_sys.accept4(fd, addr, len, flags);
-	if (nfd < 0 || !s)
+	if (!s)
+		return sl_sys.accept4(fd, addr, len, flags);
+	nfd = accept_with_peer(fd, addr, len, flags, &peer);
+	if (nfd < 0)
 		return nfd;
 	/* Another process holding the socket made it listen (it was passed
 	 * on, or inherited, bound): clients may have found that process's
@@ -189,13 +217,12 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 		become_plain(ns, *sl_config()->rundir ? SL_FB_UNREGISTERED : unusable_reason(), SL_FB_ACCEPTOR);
 		return nfd;
 	}
-	if (sl_key_of_fd(nfd, false, &local) < 0 || sl_key_of_fd(nfd, true, &peer) < 0) {
-		become_plain(ns, SL_FB_OTHER, SL_FB_ACCEPTOR);
-		return nfd;
-	}
-	ns->known_local = local;
+	/* The local key is the listener's own when it is bound to one
+	 * address; else read only if an offer needs it (fabric attach). */
+	if (!sl_key_is_wildcard(&s->known_local))
+		ns->known_local = s->known_local;
 	ns->known_peer = peer;
-	r = sl_fabric()->attach(ns, s, &local, &peer);
+	r = sl_fabric()->attach(ns, s, &ns->known_local, &ns->known_peer);
 	if (r > 0) {
 		become_connected(ns);
 		return nfd;
@@ -265,15 +292,17 @@ static bool address_is_local(int domain, const struct sockaddr *addr, socklen_t 
 
 /* A scilan listener reachable at dst: exact address first, then a wildcard
  * listener, which only this node's own addresses reach: the kernel connects
- * anything else to another host, whose port a listener here merely shares. */
+ * anything else to another host, whose port a listener here merely shares.
+ * What it found is remembered for the next connects (offer_policy.c). */
 static int find_listener(struct sl_sock *s, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst,
 			 uint64_t *peer_ring)
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
+	int found = sl_fabric()->lookup(s, dst, peer_ring) ||
+		    (sl_fabric()->lookup(s, &any, peer_ring) && address_is_local(s->domain, addr, len, dst));
 
-	if (sl_fabric()->lookup(s, dst, peer_ring))
-		return 1;
-	return sl_fabric()->lookup(s, &any, peer_ring) && address_is_local(s->domain, addr, len, dst);
+	sl_listener_note(dst, found);
+	return found;
 }
 
 /* A way to a listener that lookup kept and offer did not use. */
@@ -383,10 +412,12 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		why = unusable_reason();
 	else if (sl_config()->learn_short_conns && !sl_offer_worth_it(&dst))
 		why = SL_FB_SHORT;
-	else if (!sl_own_fd_room(fd))
-		why = SL_FB_RESOURCE;
+	else if (sl_listener_absent(&dst))
+		why = SL_FB_NO_LISTENER;
 	else if (!find_listener(s, addr, len, &dst, &peer_ring))
 		why = SL_FB_NO_LISTENER;
+	else if (!sl_own_fd_room(fd))
+		why = SL_FB_RESOURCE;
 	if (why == SL_FB_NONE) {
 		/* Found, maybe through the wildcard: the exact address's hint is void. */
 		sl_fb_take_hint(SL_FB_NONE);

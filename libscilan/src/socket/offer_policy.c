@@ -1,7 +1,9 @@
-/* offer_policy.c — which destinations a connect offers rings to.  A ring
- * connection's set-up and teardown cost more than kernel TCP's; a client that
- * opens one connection per request (ab, nginx to php-fpm) pays that on every
- * request and never wins it back, so its next connections keep kernel TCP.
+/* offer_policy.c — which destinations a connect offers rings to, decided
+ * from memory before any system call.  A ring connection's set-up and
+ * teardown cost more than kernel TCP's; a client that opens one connection
+ * per request (ab, nginx to php-fpm) pays that on every request and never
+ * wins it back, so its next connections keep kernel TCP.  And a destination
+ * with no scilan listener is not looked up again at every connect.
  */
 #include "socket/offer_policy.h"
 
@@ -129,4 +131,68 @@ void sl_offer_note_at(const struct sl_key *dst, const struct sl_offer_outcome *o
 void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outcome)
 {
 	sl_offer_note_at(dst, outcome, sl_mono_ms());
+}
+
+/* Destinations without a listener: the same one-word slots, in a table of
+ * their own (a plain server's destination is not a short one).
+ *   bits 63..32  the destination's hash
+ *   bits 23..16  the look gap's log2
+ *   bits 15..0   connects skipped since the last look */
+static _Atomic uint64_t absent[SLOTS];
+static _Atomic uint32_t absent_looked_ms[SLOTS];
+
+bool sl_listener_absent_at(const struct sl_key *dst, int64_t now_ms)
+{
+	uint32_t hash = hash_of(dst);
+	_Atomic uint64_t *slot = &absent[hash % SLOTS];
+	uint64_t old = atomic_load_explicit(slot, memory_order_relaxed), next;
+	bool look;
+
+	do {
+		struct record r = unpack(old);
+
+		if (r.hash != hash)
+			return false;
+		if ((uint32_t)now_ms - atomic_load_explicit(&absent_looked_ms[hash % SLOTS], memory_order_relaxed) >=
+		    SL_ABSENT_RECHECK_MS)
+			return false;
+		look = r.skipped + 1 >= 1u << r.gap_log2;
+		if (look) {
+			r.skipped = 0;
+			if (1u << r.gap_log2 < SL_OFFER_PROBE_GAP_MAX)
+				r.gap_log2++;
+		} else {
+			r.skipped++;
+		}
+		next = pack(r);
+	} while (!atomic_compare_exchange_weak_explicit(slot, &old, next, memory_order_relaxed, memory_order_relaxed));
+	return !look;
+}
+
+bool sl_listener_absent(const struct sl_key *dst)
+{
+	return sl_listener_absent_at(dst, sl_mono_ms());
+}
+
+void sl_listener_note_at(const struct sl_key *dst, bool found, int64_t now_ms)
+{
+	uint32_t hash = hash_of(dst);
+	_Atomic uint64_t *slot = &absent[hash % SLOTS];
+	uint64_t old = atomic_load_explicit(slot, memory_order_relaxed);
+
+	if (found) {
+		/* Another destination's record in the slot stays. */
+		if (unpack(old).hash == hash)
+			atomic_compare_exchange_strong_explicit(slot, &old, 0, memory_order_relaxed,
+								memory_order_relaxed);
+		return;
+	}
+	atomic_store_explicit(&absent_looked_ms[hash % SLOTS], (uint32_t)now_ms, memory_order_relaxed);
+	if (unpack(old).hash != hash)
+		atomic_store_explicit(slot, pack((struct record){ .hash = hash }), memory_order_relaxed);
+}
+
+void sl_listener_note(const struct sl_key *dst, bool found)
+{
+	sl_listener_note_at(dst, found, sl_mono_ms());
 }

@@ -62,6 +62,21 @@ static inline void sl_offer_received(struct sl_sock *s)
 	if (turns >= SL_OFFER_TURNS_PAID)
 		atomic_store_explicit(&s->counting_turns, false, memory_order_relaxed);
 }
+/* Destinations where the last lookup found no scilan listener (a plain
+ * server): their next connects skip the lookup (some 8 system calls, where
+ * kernel TCP's connect is one), but for one in 2, 4 ... SL_OFFER_PROBE_GAP_MAX
+ * and any connect SL_ABSENT_RECHECK_MS after the last look, which notice a
+ * listener that came since.  Either end decides nothing alone: the acceptor
+ * sees a plain client (`no-offer`). */
+#define SL_ABSENT_RECHECK_MS 1000
+/* Skip the lookup for dst (fallback reason no-listener)?  Counts the skip,
+ * or the look it lets through. */
+bool sl_listener_absent(const struct sl_key *dst);
+/* What a lookup for dst found: a listener (forgets dst) or none. */
+void sl_listener_note(const struct sl_key *dst, bool found);
+bool sl_listener_absent_at(const struct sl_key *dst, int64_t now_ms);
+void sl_listener_note_at(const struct sl_key *dst, bool found, int64_t now_ms);
+
 /* Offer rings to dst on this connect?  false: connect on kernel TCP (fallback
  * reason short).  Counts the skip, or the probe it lets through. */
 bool sl_offer_worth_it(const struct sl_key *dst);

@@ -118,6 +118,9 @@ struct sl_sock {
 	 * state's first listen and kept with it: inline, its 2 KiB set every
 	 * connection's hot fields two pages apart (lifecycle.c). */
 	char (*reg_path)[SL_REG_PATH_SIZE];
+	/* shm fabric: each entry's flags word mapped (registry.c), read at every
+	 * accept without a system call; NULL if not mapped. */
+	const _Atomic uint32_t *reg_flags[SL_MAX_REG];
 	int rdv_fd[SL_MAX_REG];  /* the rendezvous sockets for the same addresses (rendezvous.c), -1 if none */
 	int defer_accept;        /* TCP_DEFER_ACCEPT as the program set it (the kernel's rounding), which a
 				  * published listener keeps off its kernel socket (sockopt.c); 0 if none */

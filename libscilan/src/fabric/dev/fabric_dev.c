@@ -350,8 +350,7 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	return 0;
 }
 
-static int dev_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
-		      const struct sl_key *peer)
+static int dev_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
 {
 	struct scilan_accept_sock req = { .sockfd = s->fd };
 	int fd;

@@ -21,6 +21,7 @@
 #include "sync/barrier.h"
 #include "sync/fence_policy.h"
 #include "runtime/cluster_map.h"
+#include "runtime/endpoint_key.h"
 #include "runtime/config.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
@@ -58,6 +59,10 @@ static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key 
 static void shm_listen_withdraw(struct sl_sock *s)
 {
 	for (int i = 0; i < SL_MAX_REG; i++) {
+		/* The mapping holds the entry's open file, and with it our
+		 * lock: gone first, or the entry would look claimed. */
+		sl_registry_unmap_flags(s->reg_flags[i]);
+		s->reg_flags[i] = NULL;
 		if (s->reg_fd[i] >= 0)
 			sl_registry_withdraw(s->reg_fd[i], s->reg_path[i]);
 		s->reg_fd[i] = -1;
@@ -67,6 +72,10 @@ static void shm_listen_withdraw(struct sl_sock *s)
 static void shm_listen_unregister(struct sl_sock *s)
 {
 	for (int i = 0; i < SL_MAX_REG; i++) {
+		/* The mapping holds the entry's open file, and with it our
+		 * lock: gone first, or the entry would look claimed. */
+		sl_registry_unmap_flags(s->reg_flags[i]);
+		s->reg_flags[i] = NULL;
 		if (s->reg_fd[i] >= 0)
 			sl_registry_remove(s->reg_fd[i], s->reg_path[i]);
 		s->reg_fd[i] = -1;
@@ -100,6 +109,8 @@ static int register_key(struct sl_sock *s, int slot, const struct sl_key *key)
 	 * passed, adopted) may be accepted on there without the rendezvous. */
 	s->reg_fd[slot] = sl_registry_add(key, s->ring_bytes, offers_named(s, slot),
 					  s->reg_path[slot], sizeof(s->reg_path[slot]));
+	if (s->reg_fd[slot] >= 0)
+		s->reg_flags[slot] = sl_registry_map_flags(s->reg_fd[slot]);
 	return s->rdv_fd[slot] >= 0 || s->reg_fd[slot] >= 0 ? 0 : -1;
 }
 
@@ -645,7 +656,28 @@ static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
 static bool offers_named_for(const struct sl_sock *listener)
 {
 	for (int i = 0; i < SL_MAX_REG; i++)
-		if (listener->reg_fd[i] >= 0 && sl_registry_named(listener->reg_fd[i]))
+		if (listener->reg_fd[i] >= 0 && sl_registry_named_at(listener->reg_flags[i], listener->reg_fd[i]))
+			return true;
+	return false;
+}
+
+/* Can a connector have named its offer to local by the 4-tuple?  Only one
+ * in another namespace of the node (emulated nodes), which names the
+ * address after its cluster-map node: an address the map does not give to
+ * an shm node has no such offer, and its accepts skip the open. */
+static bool tuple_offer_possible(const struct sl_key *local)
+{
+	const struct sl_map_entry *node = sl_cluster_map_find(&sl_config()->map, local);
+
+	return node && node->fabric == SL_MAP_SHM;
+}
+
+static bool map_has_shm_nodes(void)
+{
+	const struct sl_cluster_map *map = &sl_config()->map;
+
+	for (size_t i = 0; i < map->count; i++)
+		if (map->entries[i].fabric == SL_MAP_SHM)
 			return true;
 	return false;
 }
@@ -654,23 +686,37 @@ static bool offers_named_for(const struct sl_sock *listener)
  * path: by the 4-tuple (a connector in another namespace of the node,
  * emulated nodes), else by the other end's socket (one of our namespace,
  * which names it before the kernel's connect picks its port).  -1 with
- * errno (ENOENT: none). */
-static int open_offer_file(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
-			   const struct sl_key *peer, char *path, size_t size)
+ * errno (ENOENT: none).  Decided from memory where it can be: a plain
+ * client's accept on a listener nobody names offers for, at an address no
+ * other namespace reaches, asks the kernel nothing. */
+static int open_offer_file(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer,
+			   char *path, size_t size)
 {
-	struct sl_key by_socket = *peer;
+	struct sl_key by_socket;
 	uint64_t cookie;
 	uid_t owner;
 	int fd;
+	bool named = offers_named_for(listener);
 
-	if (sl_shm_offer_path(local, peer, 0, path, size) < 0) {
-		errno = ENOENT; /* no offer can have a name that does not fit */
+	if ((!named && !map_has_shm_nodes()) || sl_conn_keys(s->fd, local, peer) < 0) {
+		errno = ENOENT; /* none can have been made, or the connection is gone */
 		return -1;
 	}
-	/* O_NONBLOCK: a FIFO under the name would hold a plain open. */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0 || errno != ENOENT || !offers_named_for(listener))
-		return fd;
+	if (tuple_offer_possible(local)) {
+		if (sl_shm_offer_path(local, peer, 0, path, size) < 0) {
+			errno = ENOENT; /* no offer can have a name that does not fit */
+			return -1;
+		}
+		/* O_NONBLOCK: a FIFO under the name would hold a plain open. */
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+	}
+	if (!named) {
+		errno = ENOENT;
+		return -1;
+	}
+	by_socket = *peer;
 	by_socket.port = 0;
 	if (sl_diag_tcp_identity(s->fd, peer, local, &owner, &cookie) < 0 ||
 	    sl_shm_offer_path(local, &by_socket, cookie, path, size) < 0) {
@@ -683,8 +729,7 @@ static int open_offer_file(struct sl_sock *s, struct sl_sock *listener, const st
 /* Every way out but a won compare-and-swap leaves the connection plain:
  * the connecting side revokes its offer (or finds it refused) and moves its
  * bytes onto the kernel socket, which we read as any TCP server would. */
-static int shm_attach(struct sl_sock *s, struct sl_sock *listener, const struct sl_key *local,
-		      const struct sl_key *peer)
+static int shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
 {
 	struct offer offer;
 	unsigned char raw[sizeof(offer) + 1];

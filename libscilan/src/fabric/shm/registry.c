@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fabric/shm/offer_names.h"
@@ -124,6 +127,30 @@ bool sl_registry_named(int fd)
 	if (pread(fd, &flags, sizeof(flags), offsetof(struct reg_entry, flags)) != (ssize_t)sizeof(flags))
 		return true;
 	return (flags & SL_REG_NAMED) != 0;
+}
+
+/* Only our user's processes write the entry (the runtime directory is
+ * ours), and never shorter than whole: the mapped page stays backed. */
+const _Atomic uint32_t *sl_registry_map_flags(int fd)
+{
+	void *page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+
+	if (page == MAP_FAILED)
+		return NULL;
+	return (const _Atomic uint32_t *)((const char *)page + offsetof(struct reg_entry, flags));
+}
+
+void sl_registry_unmap_flags(const _Atomic uint32_t *flags)
+{
+	if (flags)
+		munmap((char *)(uintptr_t)flags - offsetof(struct reg_entry, flags), (size_t)sysconf(_SC_PAGESIZE));
+}
+
+bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd)
+{
+	if (!flags)
+		return sl_registry_named(fd);
+	return (atomic_load_explicit(flags, memory_order_relaxed) & SL_REG_NAMED) != 0;
 }
 
 void sl_registry_remove(int fd, const char *path)

@@ -4,6 +4,7 @@
 #ifndef SCILAN_REGISTRY_H
 #define SCILAN_REGISTRY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,12 @@ void sl_registry_withdraw(int fd, const char *path);
 /* Does the entry we hold (fd, from sl_registry_add) ask connectors for
  * named offers, as they read it?  true if it cannot be read. */
 bool sl_registry_named(int fd);
+/* The entry's flags word, mapped read-only (the others holders' writes are
+ * seen as they land), for sl_registry_named_at; NULL if it cannot be. */
+const _Atomic uint32_t *sl_registry_map_flags(int fd);
+void sl_registry_unmap_flags(const _Atomic uint32_t *flags);
+/* sl_registry_named from the mapping, else from fd. */
+bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd);
 /* 1 if a live listener is registered exactly at key (its ring size in
  * *ring_bytes, its flags in *flags), 0 if not; stale entries of dead
  * processes are removed. */

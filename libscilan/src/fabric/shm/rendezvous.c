@@ -23,6 +23,7 @@
 
 #include "ring/layout.h"
 #include "runtime/bell_fd.h"
+#include "runtime/endpoint_key.h"
 #include "runtime/fallback.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -294,7 +295,9 @@ static void send_back(int l, int e, uint32_t hops)
 struct scan {
 	bool keep; /* others' offers go to the stash, not back to the queue */
 	int tcp;
-	const struct sl_key *local, *peer;
+	/* The accepted connection's keys, read from tcp when an offer is
+	 * first compared (sl_conn_keys): a plain client's costs none. */
+	struct sl_key *local, *peer;
 	/* The kernel's word on the other end of tcp, asked once, when an
 	 * offer needs it: asked (1 known, -1 unknown with err), its owner
 	 * and its socket. */
@@ -314,7 +317,9 @@ struct scan {
 static int other_end(struct scan *sc)
 {
 	if (!sc->end_asked) {
-		sc->end_asked = sl_diag_tcp_identity(sc->tcp, sc->peer, sc->local, &sc->end_uid, &sc->end_cookie) == 0
+		sc->end_asked = sl_conn_keys(sc->tcp, sc->local, sc->peer) == 0 &&
+						sl_diag_tcp_identity(sc->tcp, sc->peer, sc->local, &sc->end_uid,
+								     &sc->end_cookie) == 0
 					? 1
 					: -1;
 		sc->end_err = errno;
@@ -327,7 +332,7 @@ static int other_end(struct scan *sc)
  * By its port when the connector knew it, else by its socket. */
 static bool for_us(struct scan *sc, const struct sl_key *dst, const struct sl_key *src, uint64_t cookie)
 {
-	if (!same_key(dst, sc->local))
+	if (sl_conn_keys(sc->tcp, sc->local, sc->peer) < 0 || !same_key(dst, sc->local))
 		return false;
 	if (src->port)
 		return same_key(src, sc->peer);
@@ -658,8 +663,14 @@ static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 			while (budget > 0) {
 				int e = sl_sys.accept4(ls[i], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-				if (e < 0)
+				if (e < 0) {
+					/* No number for a look into the queue (the kernel
+					 * asks for one first): whatever waits there is lost
+					 * to us for want of descriptors. */
+					if (errno == EMFILE || errno == ENFILE)
+						sl_fb_hint(SL_FB_RESOURCE);
 					break;
+				}
 				budget--;
 				if ((r = consider(sc, ls[i], e, 0)))
 					return r;
@@ -673,7 +684,7 @@ static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 	return 0;
 }
 
-int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
+int sl_rdv_take(const int *ls, int n, int tcp, struct sl_key *local, struct sl_key *peer,
 		int fds[SL_RDV_FDS], bool *named, bool alone)
 {
 	struct scan sc = { .keep = alone, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };

@@ -28,7 +28,9 @@ int sl_rdv_connect(const struct sl_key *dst);
 int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
 		bool named);
 
-/* Accepting side, after the kernel accept of (local, peer): the offer made
+/* Accepting side, after the kernel accept of (local, peer), each read from
+ * tcp when first needed if still of family 0 (a scan that finds no offer
+ * asks the kernel nothing): the offer made
  * for exactly that connection (tcp, the accepted socket) by the owner of
  * its other end, from the listener's sockets ls[0..n).  1 with fds filled
  * (ours now) and *named (the connector says it also named the offer: its
@@ -43,7 +45,7 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
 /* alone: no other process holds the listener, so offers for other
  * connections are kept in this process (the stash) for its later accepts
  * instead of going back to the queue. */
-int sl_rdv_take(const int *ls, int n, int tcp, const struct sl_key *local, const struct sl_key *peer,
+int sl_rdv_take(const int *ls, int n, int tcp, struct sl_key *local, struct sl_key *peer,
 		int fds[SL_RDV_FDS], bool *named, bool alone);
 /* The listener's queue l closes: drop what the stash kept from it. */
 void sl_rdv_forget_listener(int l);
