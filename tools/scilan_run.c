@@ -25,7 +25,7 @@ static void usage(FILE *out)
 		"  -P, --profile P    latency|balanced|low-cpu: a set of the settings above\n"
 		"                     (SCILAN_PROFILE; an option given with it wins)\n"
 		"  -s, --stats        print a statistics line per process at exit\n"
-		"  -l, --log LEVEL    log to stderr: error|warn|info|debug\n"
+		"  -l, --log LEVEL    log to stderr: error|warn|notice|info|debug (notice)\n"
 		"  -c, --conf FILE    cluster map (default $SCILAN_CONF or /etc/scilan/cluster.conf)\n"
 		"  -V, --version      print the version and exit\n"
 		"  -h, --help         this help\n");
@@ -121,9 +121,10 @@ int main(int argc, char **argv)
 			setenv("SCILAN_STATS", "1", 1);
 			break;
 		case 'l':
-			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
-			    strcmp(optarg, "debug")) {
-				fprintf(stderr, "scilan_run: --log wants error|warn|info|debug, not '%s'\n", optarg);
+			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "notice") &&
+			    strcmp(optarg, "info") && strcmp(optarg, "debug")) {
+				fprintf(stderr, "scilan_run: --log wants error|warn|notice|info|debug, not '%s'\n",
+					optarg);
 				return 2;
 			}
 			setenv("SCILAN_LOG", optarg, 1);

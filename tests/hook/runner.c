@@ -303,6 +303,17 @@ static bool is_stats(const char *line)
 	return !nl || at < nl;
 }
 
+/* The default level's one line per fallback reason per process
+ * (fallback.c): expected wherever a scenario has a fallback. */
+static bool is_fallback_notice(const char *line)
+{
+	const char *nl = strchr(line, '\n'), *at;
+
+	if (strncmp(line, "scilan: pid ", 12) != 0 || !(at = strstr(line, ": notice: ")))
+		return false;
+	return (!nl || at < nl) && (at = strstr(line, ": kernel TCP, ")) && (!nl || at < nl);
+}
+
 long hk_stat_sum(const char *err, const char *field)
 {
 	char key[64];
@@ -345,7 +356,7 @@ char *hk_non_stats(const char *err)
 		const char *nl = strchr(line, '\n');
 		size_t l = nl ? (size_t)(nl - line + 1) : strlen(line);
 
-		if (!is_stats(line)) {
+		if (!is_stats(line) && !is_fallback_notice(line)) {
 			memcpy(out + n, line, l);
 			n += l;
 		}
