@@ -98,7 +98,7 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 	memset(p, 0, sizeof(*p));
 	if (e->preload) {
 		cr_assert(asprintf(&vars[0], "LD_PRELOAD=%s", lib) > 0);
-		cr_assert(asprintf(&vars[1], "SCILAN_STATS=1") > 0);
+		cr_assert(asprintf(&vars[1], "SCILAN_STATS=%s", e->stats ? e->stats : "stderr") > 0);
 		cr_assert(asprintf(&vars[2], "SCILAN_RUNDIR=%s", e->rundir) > 0);
 		cr_assert(asprintf(&vars[3], "SCILAN_CONF=%s", e->conf ? e->conf : "/dev/null") > 0);
 		if (e->log)

@@ -10,7 +10,8 @@
 
 /* How to run a program. */
 struct hk_env {
-	bool preload;        /* LD_PRELOAD the hook, SCILAN_STATS=1 */
+	bool preload;        /* LD_PRELOAD the hook, SCILAN_STATS=stats */
+	const char *stats;   /* SCILAN_STATS (with preload); NULL: stderr, which the runner reads */
 	const char *rundir;  /* SCILAN_RUNDIR (with preload) */
 	const char *conf;    /* SCILAN_CONF (with preload); NULL: an empty map */
 	const char *netns;   /* run through `ip netns exec NETNS` */

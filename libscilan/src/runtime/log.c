@@ -16,18 +16,25 @@
 
 static _Atomic int current_level = SL_LOG_NOTICE;
 static _Atomic bool stderr_muted;
+static _Atomic bool sandboxed;
 
 void sl_log_before_sandbox(void)
 {
 	struct rlimit rl;
 	struct stat st;
 
+	atomic_store(&sandboxed, true);
 	/* A regular file the process may not grow (OpenSSH's pre-auth child
 	 * sets RLIMIT_FSIZE 0): a write there is SIGXFSZ, which kills.  Asked
 	 * now, since the sandbox may refuse (or kill for) fstat and getrlimit. */
 	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
 	    (fstat(STDERR_FILENO, &st) < 0 || S_ISREG(st.st_mode)))
 		atomic_store(&stderr_muted, true);
+}
+
+bool sl_log_sandboxed(void)
+{
+	return atomic_load_explicit(&sandboxed, memory_order_relaxed);
 }
 
 bool sl_log_stderr_muted(void)

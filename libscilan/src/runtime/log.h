@@ -19,6 +19,8 @@ bool sl_log_fd_is_network(int fd);
  * process may not grow; whether it stopped (the stats line asks too). */
 void sl_log_before_sandbox(void);
 bool sl_log_stderr_muted(void);
+/* Has the process installed a sandbox (sl_log_before_sandbox ran)? */
+bool sl_log_sandboxed(void);
 
 #define sl_err(...) sl_log(SL_LOG_ERROR, __VA_ARGS__)
 #define sl_warn(...) sl_log(SL_LOG_WARN, __VA_ARGS__)
