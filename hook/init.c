@@ -1,6 +1,7 @@
 /* init.c — the hook's start and end: fills the table of libc's definitions
  * before the first interposed call, adopts connections handed over by exec,
- * and prints the SCILAN_STATS line when the process exits.
+ * and writes the SCILAN_STATS line where it was asked for (stats_sink.c)
+ * when the process exits.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,8 +38,10 @@ static void init(void)
 
 	initialising = true;
 	sl_sys_use_next();
-	print_stats = v && *v && strcmp(v, "0") != 0;
 	(void)sl_config();
+	/* After the settings: the log level, and the runtime directory the
+	 * line may go to, are known. */
+	print_stats = sl_stats_sink_init(v);
 	/* fcntl, ioctl and syscall are ours: O_NONBLOCK hints are exact. */
 	atomic_store_explicit(&sl_nonblock_changes_seen, true, memory_order_relaxed);
 	atomic_store_explicit(&hk_ready, true, memory_order_release);
@@ -61,5 +64,5 @@ __attribute__((constructor)) static void hook_start(void)
 __attribute__((destructor)) static void hook_end(void)
 {
 	if (print_stats)
-		sl_stats_print(STDERR_FILENO);
+		sl_stats_report();
 }

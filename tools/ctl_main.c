@@ -37,6 +37,8 @@ static void usage(FILE *out)
 		"  topo                              NUMA layout and CPU pinning advice per device\n"
 		"  stat [--all] [--watch SECONDS]    live counters of every accelerated connection;\n"
 		"                                    --all: kernel TCP ones too, with the reason\n"
+		"  stat --exited                     the SCILAN_STATS lines exited processes left\n"
+		"                                    in the runtime directory (scilan_run --stats)\n"
 		"  status                            the scilan driver: links, windows, endpoints\n"
 		"options (before or after the command):\n"
 		"  -j, --json     machine-readable output\n"

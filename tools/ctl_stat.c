@@ -1,10 +1,11 @@
-/* ctl_stat.c — `scilan_ctl stat [--all] [--watch SECONDS]`: every accelerated
+/* ctl_stat.c — `scilan_ctl stat [--all] [--watch SECONDS] [--exited]`: every accelerated
  * connection of every live scilan process of this user (pid, program, fd,
  * endpoints, bytes each way, sleeps, wake-ups) and, with --all, every kernel
  * TCP one with the reason why (fallback.h), like smcss; once, as JSON, or
  * refreshed with rates until interrupted.  Files of dead processes (no live
  * process holds their lock) are removed, and each run sweeps some of what dead
- * processes left elsewhere in the runtime directory.
+ * processes left elsewhere in the runtime directory.  --exited: the
+ * SCILAN_STATS lines exited processes left in the runtime directory's log.
  */
 #include "ctl_stat.h"
 
@@ -27,6 +28,7 @@
 #include "runtime/fallback.h"
 #include "runtime/rundir_sweep.h"
 #include "runtime/stats_file.h"
+#include "runtime/stats_sink.h"
 
 struct conn_row {
 	int pid, fd;
@@ -205,21 +207,56 @@ static void print_table(const struct table *t, const struct table *prev, double 
 	}
 }
 
+/* The lines of the runtime directory's stats log (the one it replaced first),
+ * as they are or as a JSON array of strings. */
+static int print_exited(bool json)
+{
+	char path[4200], line[2048];
+	bool first = true;
+	FILE *f;
+
+	if (!*sl_config()->rundir) {
+		fprintf(stderr, "scilan_ctl: no usable runtime directory (SCILAN_RUNDIR)\n");
+		return 1;
+	}
+	if (json)
+		printf("{\"exited\":[");
+	for (int old = 1; old >= 0; old--) {
+		if (sl_stats_log_path(path, sizeof(path), old) < 0 || !(f = fopen(path, "re")))
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (!json) {
+				fputs(line, stdout);
+				continue;
+			}
+			line[strcspn(line, "\n")] = '\0';
+			printf("%s", first ? "" : ",");
+			ctl_json_str(stdout, line);
+			first = false;
+		}
+		fclose(f);
+	}
+	if (json)
+		printf("]}\n");
+	return 0;
+}
+
 int cmd_stat(int argc, char **argv, bool json)
 {
 	static const struct option opts[] = { { "watch", required_argument, NULL, 'w' },
 					      { "all", no_argument, NULL, 'a' },
+					      { "exited", no_argument, NULL, 'e' },
 					      { NULL, 0, NULL, 0 } };
 	struct table now = { 0 }, prev = { 0 };
 	double interval = 0;
-	bool all = false;
+	bool all = false, exited = false;
 	char *end;
 	int c;
 
 	optind = 0; /* 0: glibc re-initializes its scanner for this new argument list */
-	while ((c = getopt_long(argc, argv, "w:a", opts, NULL)) != -1) {
-		if (c == 'a') {
-			all = true;
+	while ((c = getopt_long(argc, argv, "w:ae", opts, NULL)) != -1) {
+		if (c == 'a' || c == 'e') {
+			*(c == 'a' ? &all : &exited) = true;
 			continue;
 		}
 		if (c != 'w')
@@ -231,9 +268,11 @@ int cmd_stat(int argc, char **argv, bool json)
 		}
 	}
 	if (optind != argc) {
-		fprintf(stderr, "scilan_ctl: stat takes no arguments besides --all and --watch\n");
+		fprintf(stderr, "scilan_ctl: stat takes no arguments besides --all, --watch and --exited\n");
 		return 2;
 	}
+	if (exited)
+		return print_exited(json);
 	if (collect(&now, all) < 0)
 		return 1;
 	if (json || interval == 0) {

@@ -24,8 +24,11 @@ static void usage(FILE *out)
 		"  -r, --ring-kb N    receive ring size in KiB\n"
 		"  -P, --profile P    latency|balanced|low-cpu: a set of the settings above\n"
 		"                     (SCILAN_PROFILE; an option given with it wins)\n"
-		"  -s, --stats        print a statistics line per process at exit\n"
-		"  -l, --log LEVEL    log to stderr: error|warn|info|debug\n"
+		"  -s, --stats[=DEST] a statistics line per process at exit: to stderr when it\n"
+		"                     is a terminal, else to the runtime directory's log\n"
+		"                     (scilan_ctl stat --exited); DEST: stderr (always the\n"
+		"                     program's stderr), rundir, or a FILE to append to\n"
+		"  -l, --log LEVEL    log to stderr: error|warn|notice|info|debug (notice)\n"
 		"  -c, --conf FILE    cluster map (default $SCILAN_CONF or /etc/scilan/cluster.conf)\n"
 		"  -V, --version      print the version and exit\n"
 		"  -h, --help         this help\n");
@@ -42,6 +45,30 @@ static int check_uint(const char *opt, const char *v, long max)
 		fprintf(stderr, "scilan_run: %s wants an integer in [0, %ld], not '%s'\n", opt, max, v);
 		return -1;
 	}
+	return 0;
+}
+
+/* SCILAN_STATS for --stats[=DEST]: a file named relative to here is made
+ * absolute, since the program may change its directory before it exits. */
+static int set_stats(const char *dest)
+{
+	char cwd[PATH_MAX], path[2 * PATH_MAX + 2];
+
+	if (!dest || !*dest) {
+		setenv("SCILAN_STATS", "1", 1);
+		return 0;
+	}
+	if (strcmp(dest, "stderr") == 0 || strcmp(dest, "rundir") == 0 || dest[0] == '/') {
+		setenv("SCILAN_STATS", dest, 1);
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "scilan_run: --stats=%s: cannot tell the current directory: %s\n", dest,
+			strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", cwd, dest);
+	setenv("SCILAN_STATS", path, 1);
 	return 0;
 }
 
@@ -87,7 +114,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "poll-us", required_argument, NULL, 'p' }, { "ring-kb", required_argument, NULL, 'r' },
-		{ "stats", no_argument, NULL, 's' },         { "log", required_argument, NULL, 'l' },
+		{ "stats", optional_argument, NULL, 's' },        { "log", required_argument, NULL, 'l' },
 		{ "conf", required_argument, NULL, 'c' },    { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },      { "profile", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
@@ -118,12 +145,14 @@ int main(int argc, char **argv)
 			setenv("SCILAN_RING_KB", optarg, 1);
 			break;
 		case 's':
-			setenv("SCILAN_STATS", "1", 1);
+			if (set_stats(optarg) < 0)
+				return 2;
 			break;
 		case 'l':
-			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
-			    strcmp(optarg, "debug")) {
-				fprintf(stderr, "scilan_run: --log wants error|warn|info|debug, not '%s'\n", optarg);
+			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "notice") &&
+			    strcmp(optarg, "info") && strcmp(optarg, "debug")) {
+				fprintf(stderr, "scilan_run: --log wants error|warn|notice|info|debug, not '%s'\n",
+					optarg);
 				return 2;
 			}
 			setenv("SCILAN_LOG", optarg, 1);

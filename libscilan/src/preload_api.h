@@ -20,6 +20,7 @@
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "runtime/stats.h"
+#include "runtime/stats_sink.h"
 #include "runtime/sys.h"
 #include "socket/sock_state.h"
 #include "socket/wait.h"

@@ -59,7 +59,7 @@ servers_report() {
 		echo
 		echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $PIN, ${SECS} s per run (CPU rows ${CPU_SECS} s),"
 		echo "$REPS run(s) per row and transport (medians), load average before the runs: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg)."
-		echo "Both ends under \`scilan_run --stats\` (default settings) vs plain programs, alternating in one run."
+		echo "Both ends under \`scilan_run --stats=stderr\` (default settings) vs plain programs, alternating in one run."
 		echo "scilan/kernel: above 1 is better for throughput (higher), worse for CPU (lower)."
 		echo
 		echo "| program | metric | unit | kernel TCP | scilan | scilan/kernel | better | scilan run accelerated |"

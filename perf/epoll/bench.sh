@@ -39,7 +39,7 @@ one() {
 	scilan-hybrid) export SCILAN_POLL_US=auto ;;
 	scilan-intr) export SCILAN_POLL_US=0 ;;
 	esac
-	SCILAN_STATS=1 timeout -k 5 300 "$RUN" "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api" "$WARM_MS" 2>"$WORK/err"
+	SCILAN_STATS=stderr timeout -k 5 300 "$RUN" "$BIN" "$n" "$ROUNDS" "$IDLE_MS" "$api" "$WARM_MS" 2>"$WORK/err"
 	unset SCILAN_POLL_US
 	# The server's connections must have gone over the rings (the client
 	# ends in _exit: no stats line of its own).

@@ -81,8 +81,8 @@ wait_listen() {
 pre() {
 	case "$1" in
 	kernel) PRE=() ;;
-	scilan) PRE=("$RUN" --stats --) ;;
-	scilan-intr) PRE=("$RUN" --stats --poll-us 0 --) ;;
+	scilan) PRE=("$RUN" --stats=stderr --) ;;
+	scilan-intr) PRE=("$RUN" --stats=stderr --poll-us 0 --) ;;
 	*) echo "unknown mode $1" >&2; return 1 ;;
 	esac
 }

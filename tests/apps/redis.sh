@@ -156,7 +156,7 @@ full_limit_case() { idle_pings "$1" "-n 1100" 1000 750 1; }
 mixed_case() {
 	local sets gets got
 	server kernel
-	timeout -k 5 60 "$RUN" --stats -- redis-benchmark -p "$PORT" -n 2000 -c 1 -t set,get \
+	timeout -k 5 60 "$RUN" --stats=stderr -- redis-benchmark -p "$PORT" -n 2000 -c 1 -t set,get \
 		>"$WORK/cli.out" 2>"$WORK/cli.err"
 	sets=$(tr '\r' '\n' <"$WORK/cli.out" | sed -n '/^====== SET ======/{n;s/^ *\([0-9]*\) requests completed.*/\1/p}')
 	gets=$(tr '\r' '\n' <"$WORK/cli.out" | sed -n '/^====== GET ======/{n;s/^ *\([0-9]*\) requests completed.*/\1/p}')

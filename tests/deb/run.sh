@@ -52,7 +52,7 @@ redis_pair() {
 	local port=6397 ok=
 	[ "$(run sh -c 'echo "$LD_PRELOAD"')" = "/usr/bin/../lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/scilan/libscilan_preload.so" ] ||
 		{ echo "LD_PRELOAD is not the packaged preload"; return 1; }
-	run --stats redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no \
+	run --stats=stderr redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no \
 		>"$tmp/srv.out" 2>"$tmp/srv.err" &
 	srv=$!
 	for _ in $(seq 100); do
@@ -60,7 +60,7 @@ redis_pair() {
 		sleep 0.1
 	done
 	[ -n "$ok" ] || { echo "redis-server did not answer"; cat "$tmp/srv.err"; return 1; }
-	run --stats redis-benchmark -p $port -n 20000 -c 1 -t set,get -q >"$tmp/bench.out" 2>"$tmp/bench.err" || return 1
+	run --stats=stderr redis-benchmark -p $port -n 20000 -c 1 -t set,get -q >"$tmp/bench.out" 2>"$tmp/bench.err" || return 1
 	run redis-cli -p $port shutdown nosave >/dev/null 2>&1
 	wait "$srv"
 	srv=

@@ -98,7 +98,7 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 	memset(p, 0, sizeof(*p));
 	if (e->preload) {
 		cr_assert(asprintf(&vars[0], "LD_PRELOAD=%s", lib) > 0);
-		cr_assert(asprintf(&vars[1], "SCILAN_STATS=1") > 0);
+		cr_assert(asprintf(&vars[1], "SCILAN_STATS=%s", e->stats ? e->stats : "stderr") > 0);
 		cr_assert(asprintf(&vars[2], "SCILAN_RUNDIR=%s", e->rundir) > 0);
 		cr_assert(asprintf(&vars[3], "SCILAN_CONF=%s", e->conf ? e->conf : "/dev/null") > 0);
 		if (e->log)
@@ -303,6 +303,17 @@ static bool is_stats(const char *line)
 	return !nl || at < nl;
 }
 
+/* The default level's one line per fallback reason per process
+ * (fallback.c): expected wherever a scenario has a fallback. */
+static bool is_fallback_notice(const char *line)
+{
+	const char *nl = strchr(line, '\n'), *at;
+
+	if (strncmp(line, "scilan: pid ", 12) != 0 || !(at = strstr(line, ": notice: ")))
+		return false;
+	return (!nl || at < nl) && (at = strstr(line, ": kernel TCP, ")) && (!nl || at < nl);
+}
+
 long hk_stat_sum(const char *err, const char *field)
 {
 	char key[64];
@@ -345,7 +356,7 @@ char *hk_non_stats(const char *err)
 		const char *nl = strchr(line, '\n');
 		size_t l = nl ? (size_t)(nl - line + 1) : strlen(line);
 
-		if (!is_stats(line)) {
+		if (!is_stats(line) && !is_fallback_notice(line)) {
 			memcpy(out + n, line, l);
 			n += l;
 		}

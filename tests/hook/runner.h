@@ -10,7 +10,8 @@
 
 /* How to run a program. */
 struct hk_env {
-	bool preload;        /* LD_PRELOAD the hook, SCILAN_STATS=1 */
+	bool preload;        /* LD_PRELOAD the hook, SCILAN_STATS=stats */
+	const char *stats;   /* SCILAN_STATS (with preload); NULL: stderr, which the runner reads */
 	const char *rundir;  /* SCILAN_RUNDIR (with preload) */
 	const char *conf;    /* SCILAN_CONF (with preload); NULL: an empty map */
 	const char *netns;   /* run through `ip netns exec NETNS` */
@@ -55,7 +56,8 @@ void hk_out_free(struct hk_out *o);
  * line in err; -1 when there is no stats line. */
 long hk_stat_sum(const char *err, const char *field);
 int hk_stat_lines(const char *err);
-/* The lines of err that are not stats lines (malloc'ed, "" if none). */
+/* The lines of err that are neither stats lines nor the once-per-reason
+ * fallback notices (malloc'ed, "" if none). */
 char *hk_non_stats(const char *err);
 /* `diff -u` of two texts (malloc'ed). */
 char *hk_diff(const char *a, const char *b);
@@ -66,14 +68,14 @@ char *hk_diff(const char *a, const char *b);
 void hk_run_pair(const struct hk_env *server_env, const struct hk_env *client_env, const char *listen_addr,
 		 const char *connect_addr, long bytes, struct hk_out *srv, struct hk_out *cli, unsigned limit_s);
 /* Assert a run exited 0 with the reference transcript and, when preloaded,
- * only stats lines on stderr with the given accelerated and fallback sums
+ * only stats lines and fallback notices on stderr with the given accelerated and fallback sums
  * (-1: not checked); `what` names the case in messages. */
 void hk_check_run(const char *what, const struct hk_out *ref, const struct hk_out *got, bool preloaded,
 		  long accelerated, long fallback);
 
 /* The core check: run `prog scenario` plain and preloaded (fresh rundir) and
  * assert both exit 0, the transcripts are identical, stderr under preload holds
- * only stats lines, and the summed `accelerated` lies in [min_accel, max_accel]
+ * only stats lines and fallback notices, and the summed `accelerated` lies in [min_accel, max_accel]
  * (max < 0: no upper bound). */
 void hk_scenario(const char *prog, const char *scenario, long min_accel, long max_accel, unsigned limit_s);
 /* The scenario under the hook alone (a private runtime directory), which must

@@ -116,7 +116,7 @@ installed_run() {
 	[ "$(env -u LD_PRELOAD "$run" sh -c 'echo "$LD_PRELOAD"')" = "$root$prefix/bin/../lib/scilan/libscilan_preload.so" ] || return 1
 	# keep the build tree's hook out of reach: only the installed one can be found
 	env -u SCILAN_PRELOAD_LIB SCILAN_RUNDIR="$tmp/run" SCILAN_CONF=/dev/null SCILAN_FABRIC=shm \
-		timeout 60 "$run" --stats "$build/hookprogs/peer" server 127.0.0.1 >"$tmp/srv.out" 2>"$tmp/srv.err" &
+		timeout 60 "$run" --stats=stderr "$build/hookprogs/peer" server 127.0.0.1 >"$tmp/srv.out" 2>"$tmp/srv.err" &
 	srv=$!
 	for _ in $(seq 300); do
 		port=$(sed -n 's/^port //p' "$tmp/srv.out" 2>/dev/null)
@@ -125,7 +125,7 @@ installed_run() {
 	done
 	[ -n "$port" ] || { echo "server did not start"; cat "$tmp/srv.err"; return 1; }
 	env -u SCILAN_PRELOAD_LIB SCILAN_RUNDIR="$tmp/run" SCILAN_CONF=/dev/null SCILAN_FABRIC=shm \
-		timeout 60 "$run" --stats "$build/hookprogs/peer" client 127.0.0.1 "$port" 1000000 >"$tmp/cli.out" 2>"$tmp/cli.err"
+		timeout 60 "$run" --stats=stderr "$build/hookprogs/peer" client 127.0.0.1 "$port" 1000000 >"$tmp/cli.out" 2>"$tmp/cli.err"
 	local rc=$?
 	wait "$srv"; local src=$?
 	srv=

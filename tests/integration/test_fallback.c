@@ -35,6 +35,7 @@
 #include "fabric/shm/offer_names.h"
 #include "runtime/stats.h"
 #include "testutil.h"
+#include "fallback_helpers.h"
 
 static int capture = -1;
 
@@ -46,15 +47,6 @@ static void setup(void)
 }
 
 TestSuite(fallback, .init = setup, .timeout = 60);
-
-static enum sl_fb reason_of(const char *name)
-{
-	for (unsigned i = 0; i < SL_FB_COUNT; i++)
-		if (strcmp(sl_fb_name(i), name) == 0)
-			return (enum sl_fb)i;
-	cr_assert_fail("no reason named %s", name);
-	return SL_FB_NONE;
-}
 
 /* The reason is counted (exactly n times), named in the SCILAN_STATS line and
  * logged once per fallback.  Ends the capture of stderr. */
@@ -144,30 +136,6 @@ static void expect_accelerated_listed(int fd, const char *side)
 		  "accelerated fd %d: '%s'", fd, obj);
 }
 
-/* A hooked listener on 127.0.0.1 whose rendezvous name (rendezvous.c) a
- * socket that does not listen holds first (*squat, to close): the listener
- * gets no rendezvous, its connectors' connect there is refused, and they
- * come by the registry, the offer file and /proc alone, as those of another
- * network namespace of the node do. */
-static int listen_at_without_rendezvous(in_addr_t host, uint16_t *port, int *squat)
-{
-	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(host) };
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int l = scilan_socket(AF_INET, SOCK_STREAM, 0), n;
-
-	cr_assert_geq(l, 0);
-	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
-	*port = tu_local_port(l);
-	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv2/4-%08x-%u", (unsigned)host,
-			 (unsigned)*port);
-	*squat = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(*squat, 0);
-	cr_assert_eq(bind(*squat, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n)),
-		     0, "rendezvous name of port %u: %s", (unsigned)*port, strerror(errno));
-	cr_assert_eq(scilan_listen(l, 4), 0, "listen: %s", strerror(errno));
-	return l;
-}
-
 /* A connection to host:port, ours or libc's; -1 with errno. */
 static int connect_to(in_addr_t host, uint16_t port, bool ours)
 {
@@ -183,11 +151,6 @@ static int connect_to(in_addr_t host, uint16_t port, bool ours)
 		return -1;
 	}
 	return c;
-}
-
-static int listen_without_rendezvous(uint16_t *port, int *squat)
-{
-	return listen_at_without_rendezvous(INADDR_LOOPBACK, port, squat);
 }
 
 /* ---- the connecting side ------------------------------------------------------------------ */
@@ -461,34 +424,6 @@ Test(fallback, device_fabric_link_down)
 }
 
 /* ---- the accepting side ------------------------------------------------------------------- */
-
-/* A child that connected and waits (its offer stays out); its pid. */
-static pid_t connecting_child(uint16_t port, bool undumpable)
-{
-	struct tu_sync sync;
-	uint64_t v;
-	pid_t pid;
-
-	cr_assert_eq(tu_sync_init(&sync), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int c;
-
-		/* A failed assertion must not leave it paused forever. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (undumpable)
-			prctl(PR_SET_DUMPABLE, 0);
-		c = tu_connect(AF_INET, port);
-		tu_sync_put_child(&sync, c >= 0);
-		pause();
-		_exit(0);
-	}
-	close(sync.child_fd);
-	cr_assert_eq(tu_sync_get(&sync, &v), 0);
-	cr_assert_eq(v, 1, "the child's connect failed");
-	return pid;
-}
 
 
 Test(fallback, plain_client_is_no_offer)

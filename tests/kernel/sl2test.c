@@ -468,7 +468,7 @@ static pid_t run_hooked(char *const argv[], const char *out, const char *err, co
 		setenv("LD_PRELOAD", "/lib/libscilan_preload.so", 1);
 		setenv("SCILAN_CONF", "/tmp/two.conf", 1);
 		setenv("SCILAN_RUNDIR", "/tmp/scilan-hook", 1);
-		setenv("SCILAN_STATS", "1", 1);
+		setenv("SCILAN_STATS", "stderr", 1);
 		if (poll_us)
 			setenv("SCILAN_POLL_US", poll_us, 1);
 		execv(argv[0], argv);

@@ -51,7 +51,7 @@ static struct run start_prog(const char *name, bool preload, const char *rundir,
 		dup2(p[1], 2);
 		close(p[0]);
 		setenv("SCILAN_RUNDIR", rundir, 1);
-		setenv("SCILAN_STATS", "1", 1);
+		setenv("SCILAN_STATS", "stderr", 1);
 		if (preload)
 			setenv("LD_PRELOAD", lib, 1);
 		else

@@ -36,18 +36,17 @@ int sl_parse_int(const char *text, long long min, long long max, long long *out)
 
 static void read_log_level(void)
 {
-	static const char *const names[] = { "error", "warn", "info", "debug" };
 	const char *v = getenv("SCILAN_LOG");
 
 	if (!v || !*v)
 		return;
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(v, names[i]) == 0) {
+	for (int i = 0; i <= SL_LOG_DEBUG; i++) {
+		if (strcmp(v, sl_log_level_names[i]) == 0) {
 			sl_log_set_level((enum sl_log_level)i);
 			return;
 		}
 	}
-	sl_err("SCILAN_LOG=%s is not one of error|warn|info|debug; using warn", v);
+	sl_err("SCILAN_LOG=%s is not one of error|warn|notice|info|debug; using notice", v);
 }
 
 static long long read_int_setting(const char *name, long long min, long long max, long long fallback)

@@ -12,30 +12,39 @@
 #include "runtime/stats_file.h"
 
 static const struct {
-	const char *name, *text;
+	const char *name, *text, *remedy;
 } reasons[SL_FB_COUNT] = {
 	[SL_FB_NONE] = { "accelerated", "the connection is carried by the rings" },
-	[SL_FB_OFF] = { "off", "scilan is off in this process (the cluster map could not be read)" },
-	[SL_FB_NO_RUNDIR] = { "no-rundir", "no usable runtime directory" },
+	[SL_FB_OFF] = { "off", "scilan is off in this process (the cluster map could not be read)",
+			"correct the cluster map the error names (scilan_ctl map list reads it)" },
+	[SL_FB_NO_RUNDIR] = { "no-rundir", "no usable runtime directory",
+			      "give the user a private one (SCILAN_RUNDIR, mode 0700; the error said what is wrong)" },
 	[SL_FB_NO_LISTENER] = { "no-listener",
-				"no scilan listener is reachable at the destination (the peer is not on scilan)" },
-	[SL_FB_NOT_IN_MAP] = { "not-in-map", "the destination is not a device address in the cluster map" },
-	[SL_FB_LINK_DOWN] = { "link-down", "the device link is down or its device is missing" },
+				"no scilan listener is reachable at the destination (the peer is not on scilan)",
+				"run the server under scilan_run too" },
+	[SL_FB_NOT_IN_MAP] = { "not-in-map", "the destination is not a device address in the cluster map",
+			       "add its node to the cluster map (scilan.conf(5))" },
+	[SL_FB_LINK_DOWN] = { "link-down", "the device link is down or its device is missing",
+			      "scilan_ctl status shows the links and devices" },
 	[SL_FB_UNREGISTERED] = { "unregistered", "the listener could not be registered with scilan" },
-	[SL_FB_NO_OFFER] = { "no-offer", "the client made no offer (it is not on scilan)" },
+	[SL_FB_NO_OFFER] = { "no-offer", "the client made no offer (it is not on scilan)",
+			     "run the client under scilan_run too" },
 	[SL_FB_OTHER_USER] = { "other-user",
-			       "the client's segment may not be opened (another user, or a non-dumpable process)" },
+			       "the client's segment may not be opened (another user, or a non-dumpable process)",
+			       "run both ends as one user, and keep the client dumpable" },
 	[SL_FB_BAD_OFFER] = { "bad-offer", "the client's offer or segment was invalid" },
 	[SL_FB_REVOKED] = { "revoked", "the client withdrew its offer before this accept" },
 	[SL_FB_UNCONFIRMED] = { "unconfirmed",
 				"the accepting side did not confirm the offer (a plain server: it spoke or closed "
-				"first, or was silent for 1 s)" },
+				"first, or was silent for 1 s)",
+				"run the server under scilan_run too" },
 	[SL_FB_REFUSED] = { "refused", "the accepting side refused the offer (out of descriptors, a bad segment)" },
 	[SL_FB_UNDECIDED] = { "undecided",
 			      "closed, exec'd or passed with SCM_RIGHTS before the accepting side confirmed" },
 	[SL_FB_BUSY] = { "busy", "the offer's name was in use (another connection with the same 4-tuple)" },
 	[SL_FB_RESOURCE] = { "resource",
-			     "a resource limit (descriptors, memory, tmpfs space or device slices)" },
+			     "a resource limit (descriptors, memory, tmpfs space or device slices)",
+			     "raise the descriptor limit (ulimit -n) or the runtime directory's tmpfs size" },
 	[SL_FB_BYPASS] = { "bypass",
 			   "downgraded: the peer's bytes came on the kernel socket (io_uring, raw system calls, "
 			   "or a holder without the hook)" },
@@ -51,7 +60,8 @@ static const struct {
 	[SL_FB_HANDOVER] = { "handover",
 			     "downgraded: its rings could not be handed on with exec or SCM_RIGHTS (the segment "
 			     "could not be reopened: the process gave up the privilege after set-up)" },
-	[SL_FB_OTHER] = { "other", "another failure (see the warning before this line)" },
+	[SL_FB_OTHER] = { "other",
+			  "another failure (a warning before this line says what, or, at SCILAN_LOG=info, a line)" },
 	[SL_FB_SHORT] = { "short",
 			  "this process's recent connections to the destination were too short for the rings' "
 			  "set-up to pay (learnt: one in up to 256 still tries them; SCILAN_SHORT_CONNS=accelerate "
@@ -59,6 +69,11 @@ static const struct {
 	[SL_FB_ZEROCOPY] = { "zerocopy",
 			     "downgraded: a MSG_ZEROCOPY send with SO_ZEROCOPY set, whose completions only the "
 			     "kernel's error queue reports" },
+	[SL_FB_UNREADABLE_OFFER] = { "unreadable-offer",
+				     "the client's offer file or wake-up FIFOs may not be opened by this process's user "
+				     "(it changed user without scilan seeing it, or accepts on another user's listener)",
+				     "listen and accept as one user, and change user through libc's setuid and its kin, "
+				     "which scilan sees" },
 };
 
 const char *sl_fb_name(unsigned reason)
@@ -71,12 +86,22 @@ const char *sl_fb_text(unsigned reason)
 	return reason < SL_FB_COUNT ? reasons[reason].text : "?";
 }
 
+const char *sl_fb_remedy(unsigned reason)
+{
+	return reason < SL_FB_COUNT && reasons[reason].remedy ? reasons[reason].remedy : "";
+}
+
 bool sl_fb_downgrade(unsigned reason)
 {
-	return reason >= SL_FB_BYPASS && reason < SL_FB_OTHER;
+	return (reason >= SL_FB_BYPASS && reason < SL_FB_OTHER) || reason == SL_FB_ZEROCOPY;
 }
 
 static _Thread_local enum sl_fb hint;
+
+/* The reasons this process (or the parent it was forked from: a copy that
+ * was told already) has explained at notice level. */
+static _Atomic uint64_t explained;
+_Static_assert(SL_FB_COUNT <= 64, "a bit of explained per reason");
 
 /* The first hint of a set-up stands: the exact destination's lookup says
  * more than the wildcard's that follows it. */
@@ -125,6 +150,14 @@ void sl_fallback(struct sl_sock *s, enum sl_fb reason, enum sl_fb_side side)
 		s->fb_side = side;
 		sl_stats_conn_plain(s);
 	}
-	sl_info("fd %d (%s): kernel TCP, %s: %s", s ? s->fd : -1, side == SL_FB_ACCEPTOR ? "accepted" : "connecting",
-		sl_fb_name(reason), sl_fb_text(reason));
+	/* Once per reason at the default level: a server with 2,000 plain
+	 * clients says what `no-offer` means once, not 2,000 times. */
+	uint64_t bit = (uint64_t)1 << reason;
+	bool first = !(atomic_fetch_or_explicit(&explained, bit, memory_order_relaxed) & bit);
+	const char *remedy = sl_fb_remedy(reason);
+
+	sl_log(first ? SL_LOG_NOTICE : SL_LOG_INFO, "fd %d (%s): kernel TCP, %s: %s%s%s%s", s ? s->fd : -1,
+	       side == SL_FB_ACCEPTOR ? "accepted" : "connecting", sl_fb_name(reason), sl_fb_text(reason),
+	       *remedy ? "; to change it, " : "", remedy,
+	       first ? " (said once per reason: SCILAN_LOG=info names every connection)" : "");
 }

@@ -35,6 +35,7 @@ enum sl_fb {
 	SL_FB_OTHER,        /* anything else (a warning says what) */
 	SL_FB_SHORT,        /* connector: its connections to the destination were too short to pay (offer_policy.c) */
 	SL_FB_ZEROCOPY,     /* downgraded: a MSG_ZEROCOPY send with SO_ZEROCOPY set wants the kernel's completions */
+	SL_FB_UNREADABLE_OFFER, /* acceptor: the client's offer file or bells may not be opened by this user */
 	SL_FB_COUNT
 };
 
@@ -45,6 +46,8 @@ enum sl_fb_side { SL_FB_CONNECTOR = 0, SL_FB_ACCEPTOR = 1 };
 const char *sl_fb_name(unsigned reason);
 /* One sentence for the log and the man page. */
 const char *sl_fb_text(unsigned reason);
+/* How to change it, where the user can ("" if not). */
+const char *sl_fb_remedy(unsigned reason);
 /* Set after the connection had used the rings. */
 bool sl_fb_downgrade(unsigned reason);
 
@@ -62,8 +65,10 @@ enum sl_fb sl_fb_of_errno(int err, enum sl_fb dflt);
 
 /* The connection of s (NULL: a socket scilan has no state for) is kernel TCP
  * for reason: remembered in the socket (the first reason stays), counted in
- * the process totals, logged at info level, and published in the statistics
- * file for scilan_ctl stat --all.  Once per connection. */
+ * the process totals, logged (at notice level the first time the process
+ * meets the reason, with what it means and how to change it; at info level
+ * after that), and published in the statistics file for scilan_ctl stat
+ * --all.  Once per connection. */
 void sl_fallback(struct sl_sock *s, enum sl_fb reason, enum sl_fb_side side);
 
 #endif

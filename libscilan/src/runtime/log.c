@@ -14,14 +14,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static _Atomic int current_level = SL_LOG_WARN;
+static _Atomic int current_level = SL_LOG_NOTICE;
 static _Atomic bool stderr_muted;
+static _Atomic bool sandboxed;
 
 void sl_log_before_sandbox(void)
 {
 	struct rlimit rl;
 	struct stat st;
 
+	atomic_store(&sandboxed, true);
 	/* A regular file the process may not grow (OpenSSH's pre-auth child
 	 * sets RLIMIT_FSIZE 0): a write there is SIGXFSZ, which kills.  Asked
 	 * now, since the sandbox may refuse (or kill for) fstat and getrlimit. */
@@ -30,12 +32,19 @@ void sl_log_before_sandbox(void)
 		atomic_store(&stderr_muted, true);
 }
 
+bool sl_log_sandboxed(void)
+{
+	return atomic_load_explicit(&sandboxed, memory_order_relaxed);
+}
+
 bool sl_log_stderr_muted(void)
 {
 	return atomic_load_explicit(&stderr_muted, memory_order_relaxed);
 }
 
-static const char *const level_names[] = { "error", "warning", "info", "debug" };
+const char *const sl_log_level_names[SL_LOG_DEBUG + 1] = { "error", "warn", "notice", "info", "debug" };
+/* As each line says it. */
+static const char *const level_words[SL_LOG_DEBUG + 1] = { "error", "warning", "notice", "info", "debug" };
 
 void sl_log_set_level(enum sl_log_level level)
 {
@@ -53,14 +62,14 @@ bool sl_log_fd_is_network(int fd)
 
 void sl_log(enum sl_log_level level, const char *fmt, ...)
 {
-	char line[512];
+	char line[1024];
 	int saved_errno = errno;
 	int n;
 	va_list ap;
 
 	if ((int)level > atomic_load(&current_level) || sl_log_stderr_muted())
 		return;
-	n = snprintf(line, sizeof(line), "scilan: pid %d: %s: ", (int)getpid(), level_names[level]);
+	n = snprintf(line, sizeof(line), "scilan: pid %d: %s: ", (int)getpid(), level_words[level]);
 	va_start(ap, fmt);
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);

@@ -318,6 +318,33 @@ static int sc_alias_counters(void)
 	return 0;
 }
 
+/* Three forked children and their parent each move bytes on a connection
+ * of their own and exit: one SCILAN_STATS line each, wherever it goes. */
+static int sc_stats_forks(void)
+{
+	char buf[100];
+	int c, s, st;
+
+	for (int i = 0; i < 3; i++) {
+		pid_t pid = MUST(fork());
+
+		if (pid == 0) {
+			tcp_pair(&c, &s);
+			memset(buf, 'k', sizeof(buf));
+			if (send_all(c, buf, sizeof(buf)) != (ssize_t)sizeof(buf) ||
+			    recv_all(s, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				exit(1);
+			exit(0); /* exit, not _exit: the line is written at exit */
+		}
+		MUST(waitpid(pid, &st, 0));
+		say("child %d: exit %d", i, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
+	tcp_pair(&c, &s);
+	SHOW(send_all(c, "p", 1));
+	SHOW(recv_all(s, buf, 1));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
@@ -328,6 +355,7 @@ int main(int argc, char **argv)
 		{ "spawn_role", sc_spawn_role },
 		{ "system_popen", sc_system_popen },
 		{ "alias_counters", sc_alias_counters },
+		{ "stats_forks", sc_stats_forks },
 		{ NULL, NULL },
 	};
 

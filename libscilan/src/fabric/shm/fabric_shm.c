@@ -682,6 +682,20 @@ static bool map_has_shm_nodes(void)
 	return false;
 }
 
+/* Can a connector have named an offer file for this listener at all?  Only
+ * one that found one of its registry entries: none has when it holds none
+ * (withdrawn because this process changed user, as a worker that dropped
+ * root does; never made, when it listened after the change).  Then the
+ * directory is not even ours to read: every accept of a plain client's
+ * connection failed to open a file there (EACCES) and called it `other`. */
+static bool offers_filed_for(const struct sl_sock *listener)
+{
+	for (int i = 0; i < SL_MAX_REG; i++)
+		if (listener->reg_fd[i] >= 0)
+			return true;
+	return false;
+}
+
 /* Our user's offer file for the connection (local, peer), open, its name in
  * path: by the 4-tuple (a connector in another namespace of the node,
  * emulated nodes), else by the other end's socket (one of our namespace,
@@ -766,10 +780,17 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key
 		held = passed[0];
 		held_bell = passed[1];
 	}
+	if (!offers_filed_for(listener)) {
+		refuse_held(&held, &held_bell);
+		return 0;
+	}
 	ofd = open_offer_file(s, listener, local, peer, path, sizeof(path));
 	if (ofd < 0) {
 		if (errno != ENOENT) {
-			sl_fb_hint(sl_fb_of_errno(errno, SL_FB_OTHER));
+			/* EACCES: our runtime directory is not ours to read any
+			 * more (we changed user where scilan could not see it). */
+			sl_fb_hint(errno == EACCES || errno == EPERM ? SL_FB_UNREADABLE_OFFER
+								     : sl_fb_of_errno(errno, SL_FB_OTHER));
 			sl_info("cannot read the connect offer %s (%s); connection uses kernel TCP", path,
 				strerror(errno));
 		}

@@ -552,6 +552,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	if (other_end(sc) < 0) {
 		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
 			(unsigned)sc->local->port, strerror(errno));
+		sl_fb_hint(SL_FB_OTHER); /* an offer came: not `no-offer` */
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
@@ -562,6 +563,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	if (!owner_matches(who.uid, sc->end_uid)) {
 		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)sc->end_uid,
 			(int)who.pid, (unsigned)who.uid);
+		sl_fb_hint(SL_FB_BAD_OFFER);
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
@@ -573,9 +575,20 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 		bool missing = sc->fds[i] < 0;
 
 		sc->fds[i] = sl_bell_adopt(sc->fds[i], from);
-		if (sc->fds[i] < 0 && !missing)
+		if (sc->fds[i] >= 0 || missing)
+			continue;
+		/* Its user's named FIFO (an offer named for a listener another
+		 * process may hold), which ours may not open, or not where we
+		 * may (our runtime directory's mount): no attack, but an offer
+		 * of another user that this process may not read. */
+		if (from == SL_BELL_STRANGER && (errno == EACCES || errno == EPERM)) {
+			sl_fb_hint(SL_FB_UNREADABLE_OFFER);
+			sl_info("offer by pid %d (uid %u) passed a wake-up FIFO this user may not open (%s); "
+				"connection uses kernel TCP", (int)who.pid, (unsigned)who.uid, strerror(errno));
+		} else {
 			sl_warn("offer by pid %d (uid %u) passed a wake-up bell we cannot use (%s); connection uses "
 				"kernel TCP", (int)who.pid, (unsigned)who.uid, strerror(errno));
+		}
 	}
 	*sc->named = (m.hops & RDV_NAMED) != 0;
 	return r == 1 ? SL_RDV_PARTIAL : 1;
