@@ -29,13 +29,19 @@ $(HOOKPROG_DIR)/procs-static: tests/hook/progs/procs.c tests/hook/progs/scen.c t
 	@echo "  LINK    $@"
 	@$(CC) $(HOOK_FLAGS) -static -Itests/hook/progs -o $@ $< tests/hook/progs/scen.c
 
+# goimage.c with Go's .go.buildinfo section but no build-id note.
+$(HOOKPROG_DIR)/goimage-buildinfo: tests/hook/progs/goimage.c tests/hook/progs/scen.c tests/hook/progs/scen.h
+	@mkdir -p $(dir $@)
+	@echo "  LINK    $@"
+	@$(CC) $(HOOK_FLAGS) -DGO_BUILDINFO_ONLY -Itests/hook/progs -o $@ $< tests/hook/progs/scen.c
+
 $(HOOKTEST_DIR)/%: tests/hook/%.c $(HOOKTEST_LIB) $(wildcard tests/hook/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  LINK    $@"
 	@$(CC) $(HOOK_FLAGS) -Itests/hook -o $@ $< $(HOOKTEST_LIB) -lcriterion
 
 .PHONY: test-hook hooktests
-hooktests: hook $(HOOKPROG_BIN) $(HOOKPROG_DIR)/procs-static $(HOOKTEST_BIN)
+hooktests: hook $(HOOKPROG_BIN) $(HOOKPROG_DIR)/procs-static $(HOOKPROG_DIR)/goimage-buildinfo $(HOOKTEST_BIN)
 
 test-hook: hooktests
 	@scripts/run-tests.sh $(HOOKTEST_DIR) hook $(BUILD)/results

@@ -44,14 +44,17 @@ struct table {
 
 static void endpoint(const struct sl_key *k, char *out, size_t size)
 {
-	char addr[INET6_ADDRSTRLEN] = "?";
+	char addr[INET6_ADDRSTRLEN] = "?", scope[16] = "";
 
 	if (k->family != AF_INET && k->family != AF_INET6) {
 		snprintf(out, size, "?"); /* a kernel TCP connection's end the library did not ask for */
 		return;
 	}
 	inet_ntop(k->family, k->addr, addr, sizeof(addr));
-	snprintf(out, size, k->family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr, (unsigned)k->port);
+	/* The interface's number: its name is the writer's namespace's. */
+	if (k->scope)
+		snprintf(scope, sizeof(scope), "%%%u", (unsigned)k->scope);
+	snprintf(out, size, k->family == AF_INET6 ? "[%s%s]:%u" : "%s%s:%u", addr, scope, (unsigned)k->port);
 }
 
 static int add_row(struct table *t, const struct conn_row *r)

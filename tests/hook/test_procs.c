@@ -20,6 +20,14 @@ Test(procs, exec_static_image_gets_kernel_tcp, .timeout = 120)
 {
 	hk_scenario("procs", "exec_static", 0, -1, 30);
 }
+/* The exec'd image is a Go program (its build-id note; or only the
+ * .go.buildinfo section): it loads the hook but makes its own system calls,
+ * so its connection moves to kernel TCP before the exec, as for a static one. */
+Test(procs, exec_go_image_gets_kernel_tcp, .timeout = 120) { hk_scenario("procs", "exec_go", 0, -1, 30); }
+Test(procs, exec_go_image_without_build_id_gets_kernel_tcp, .timeout = 120)
+{
+	hk_scenario("procs", "exec_go_buildinfo", 0, -1, 30);
+}
 Test(procs, inetd_exec_handover_on_stdin_stdout, .timeout = 120) { hk_scenario("procs", "inetd", 1, -1, 30); }
 Test(procs, cloexec_socket_not_inherited_by_exec, .timeout = 120) { hk_scenario("procs", "exec_cloexec", 1, -1, 30); }
 Test(procs, daemon_serves_inherited_listener, .timeout = 120) { hk_scenario("procs", "daemon", 1, -1, 30); }

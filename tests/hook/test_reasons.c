@@ -128,3 +128,8 @@ Test(reasons, exec_static_image, .timeout = 120)
 {
 	expect_logged("procs", "exec_static", "exec", "peer-moved", NULL);
 }
+/* ... or a Go program, which makes its own system calls. */
+Test(reasons, exec_go_image, .timeout = 120)
+{
+	expect_logged("procs", "exec_go", "exec", "peer-moved", NULL);
+}

@@ -1,6 +1,7 @@
 /* endpoint_key.c — the one conversion of a socket address, or of a
  * socket's kernel name, to the key the registry, the offers and the
- * statistics file use (IPv4-mapped IPv6 addresses fold to IPv4).
+ * statistics file use (IPv4-mapped IPv6 addresses fold to IPv4; an IPv6
+ * link-local address keeps its interface), and their comparison.
  */
 #include "runtime/endpoint_key.h"
 
@@ -35,6 +36,10 @@ int sl_key_from_sockaddr(const struct sockaddr *sa, socklen_t len, struct sl_key
 		} else {
 			key->family = AF_INET6;
 			memcpy(key->addr, &in6->sin6_addr, 16);
+			/* The kernel reads a scope only for link-local addresses
+			 * (and names one only for them): elsewhere it is noise. */
+			if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr))
+				key->scope = in6->sin6_scope_id;
 		}
 		return 0;
 	}
@@ -68,4 +73,26 @@ bool sl_key_is_wildcard(const struct sl_key *key)
 	static const unsigned char zero[16];
 
 	return !key->family || memcmp(key->addr, zero, key->family == AF_INET ? 4 : 16) == 0;
+}
+
+void sl_key_scope_from_fd(int fd, struct sl_key *key)
+{
+	int ifindex = 0;
+	socklen_t len = sizeof(ifindex);
+
+	if (key->family != AF_INET6 || key->scope || !IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *)key->addr))
+		return;
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_BINDTOIFINDEX, &ifindex, &len) == 0 && ifindex > 0)
+		key->scope = (uint32_t)ifindex;
+}
+
+bool sl_key_same_addr(const struct sl_key *a, const struct sl_key *b)
+{
+	return a->family == b->family && a->scope == b->scope &&
+	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+bool sl_key_same(const struct sl_key *a, const struct sl_key *b)
+{
+	return a->port == b->port && sl_key_same_addr(a, b);
 }

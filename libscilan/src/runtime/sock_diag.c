@@ -166,6 +166,10 @@ static int lookup(int tcp, const struct sl_key *local, const struct sl_key *remo
 	req.r.id.idiag_dport = listener ? 0 : htons(remote->port);
 	put_addr(req.r.id.idiag_src, local);
 	put_addr(req.r.id.idiag_dst, remote);
+	/* A link-local end is found only on its interface, as the kernel's own
+	 * lookup for an arriving segment finds it: without it, a socket bound
+	 * to the interface (every link-local connection) is not found. */
+	req.r.id.idiag_if = local->scope ? local->scope : remote->scope;
 	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
 
 	if (sl_sys.sendto(k->fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)sizeof(req))

@@ -10,7 +10,7 @@
 
 #include "socket/sock_state.h"
 
-#define SL_STATS_MAGIC 0x3354535320434c53ull /* "SLC SST3": reasons numbered as fallback.h says */
+#define SL_STATS_MAGIC 0x3454535320434c53ull /* "SLC SST4": reasons numbered as fallback.h says, keys with a scope */
 #define SL_STATS_SLOTS 1024
 
 struct sl_stats_slot {

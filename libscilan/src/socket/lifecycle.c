@@ -286,8 +286,7 @@ static bool address_is_local(int domain, const struct sockaddr *addr, socklen_t 
 
 	if (dst->family == AF_INET ? dst->addr[0] == 127 : memcmp(dst->addr, v6_loopback, 16) == 0)
 		return true;
-	return route_source(domain, addr, len, &src) == 0 && src.family == dst->family &&
-	       memcmp(src.addr, dst->addr, dst->family == AF_INET ? 4 : 16) == 0;
+	return route_source(domain, addr, len, &src) == 0 && sl_key_same_addr(&src, dst);
 }
 
 /* A scilan listener reachable at dst: exact address first, then a wildcard
@@ -403,8 +402,10 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	pthread_mutex_lock(&s->ctl_lock);
 	sl_fb_take_hint(SL_FB_NONE);
-	if (sl_key_from_sockaddr(addr, len, &dst) == 0)
+	if (sl_key_from_sockaddr(addr, len, &dst) == 0) {
 		unspecified_to_loopback(&dst);
+		sl_key_scope_from_fd(fd, &dst);
+	}
 	s->known_peer = dst; /* as getpeername will fold it (family 0 if not IP) */
 	if (!dst.family)
 		why = SL_FB_OTHER;

@@ -41,6 +41,8 @@ static uint32_t hash_of(const struct sl_key *key)
 		h = (h ^ key->addr[i]) * 16777619u;
 	h = (h ^ (key->port & 0xff)) * 16777619u;
 	h = (h ^ (key->port >> 8)) * 16777619u;
+	for (int shift = 0; shift < 32; shift += 8) /* fe80::1 on two interfaces: two destinations */
+		h = (h ^ ((key->scope >> shift) & 0xff)) * 16777619u;
 	return h | 1;
 }
 

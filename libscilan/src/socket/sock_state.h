@@ -32,6 +32,9 @@ struct sl_key {
 	int family;             /* AF_INET or AF_INET6 */
 	unsigned char addr[16]; /* 4 or 16 bytes used */
 	uint16_t port;          /* host order */
+	/* An IPv6 link-local address's interface (its sin6_scope_id), else 0:
+	 * fe80::1 on two interfaces is two addresses. */
+	uint32_t scope;
 };
 
 /* Directions a thread can sleep for (bit masks), and the wake-up tokens a

@@ -1,8 +1,10 @@
 /* peer.c — both ends of one connection as separate programs (mixed and two-node
  * tests): `peer server ADDR [PORT]` prints "port N" and echoes one connection;
- * `peer client ADDR PORT BYTES` exchanges BYTES and checks the echo and EOF.
- * ADDR is IPv4 or IPv6. */
+ * `peer client ADDR PORT BYTES [FROM]` exchanges BYTES and checks the echo and
+ * EOF (bound to address FROM first, if given).
+ * ADDR is IPv4 or IPv6, an IPv6 one with an optional scope (fe80::1%eth0). */
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@ static socklen_t addr_of(const char *text, uint16_t port, struct sockaddr_storag
 {
 	struct sockaddr_in *a = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	char addr[INET6_ADDRSTRLEN + IF_NAMESIZE + 1], *scope;
 
 	memset(ss, 0, sizeof(*ss));
 	if (inet_pton(AF_INET, text, &a->sin_addr) == 1) {
@@ -22,7 +25,15 @@ static socklen_t addr_of(const char *text, uint16_t port, struct sockaddr_storag
 		a->sin_port = htons(port);
 		return sizeof(*a);
 	}
-	if (inet_pton(AF_INET6, text, &a6->sin6_addr) != 1)
+	snprintf(addr, sizeof(addr), "%s", text);
+	scope = strchr(addr, '%');
+	if (scope) {
+		*scope++ = '\0';
+		a6->sin6_scope_id = if_nametoindex(scope);
+		if (!a6->sin6_scope_id)
+			fatal("no interface %s", scope);
+	}
+	if (inet_pton(AF_INET6, addr, &a6->sin6_addr) != 1)
 		fatal("bad address %s", text);
 	a6->sin6_family = AF_INET6;
 	a6->sin6_port = htons(port);
@@ -70,9 +81,15 @@ static int sc_client(void)
 	char b;
 
 	if (scen_argc < 3)
-		fatal("peer client ADDR PORT BYTES");
+		fatal("peer client ADDR PORT BYTES [FROM]");
 	len = addr_of(scen_argv[0], (uint16_t)atoi(scen_argv[1]), &a);
 	c = MUST(socket(a.ss_family, SOCK_STREAM, 0));
+	if (scen_argc > 3) {
+		struct sockaddr_storage from;
+		socklen_t from_len = addr_of(scen_argv[3], 0, &from);
+
+		MUST(bind(c, (struct sockaddr *)&from, from_len));
+	}
 	SHOW(connect(c, (struct sockaddr *)&a, len));
 	ok = exchange(c, 42, (size_t)atol(scen_argv[2]), &sent, &got);
 	say("sent %zu, echoed %zu, intact %d", sent, got, ok);

@@ -5,6 +5,7 @@
 #include "fabric/shm/offer_names.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,19 +30,36 @@ static unsigned long long node_id(void)
 	return cached;
 }
 
-void sl_key_name(const struct sl_key *key, char *buf, size_t size)
+/* An address the cluster map gives to a node is named after that node, so
+ * emulated nodes (network namespaces) find each other's listeners; any
+ * other address only within its own namespace. */
+static const struct sl_map_entry *named_by_node(const struct sl_key *key)
 {
-	char hex[33];
-	int len = key->family == AF_INET ? 4 : 16;
-
 	const struct sl_map_entry *node = sl_cluster_map_find(&sl_config()->map, key);
 
+	return node && node->fabric == SL_MAP_SHM ? node : NULL;
+}
+
+/* The address in hex, and a link-local one's interface where it means
+ * something (within our namespace). */
+static int addr_hex(const struct sl_key *key, bool scoped, char *buf, size_t size)
+{
+	int len = key->family == AF_INET ? 4 : 16, n = 0;
+
 	for (int i = 0; i < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", key->addr[i]);
-	/* An address the cluster map gives to a node is named after that node,
-	 * so emulated nodes (network namespaces) find each other's listeners;
-	 * any other address only within its own namespace. */
-	if (node && node->fabric == SL_MAP_SHM)
+		n += snprintf(buf + n, size - (size_t)n, "%02x", key->addr[i]);
+	if (scoped && key->scope)
+		n += snprintf(buf + n, size - (size_t)n, "%%%u", (unsigned)key->scope);
+	return n;
+}
+
+void sl_key_name(const struct sl_key *key, char *buf, size_t size)
+{
+	const struct sl_map_entry *node = named_by_node(key);
+	char hex[48];
+
+	addr_hex(key, !node, hex, sizeof(hex));
+	if (node)
 		snprintf(buf, size, "n%u-%d-%s-%u", node->node, key->family == AF_INET ? 4 : 6, hex,
 			 (unsigned)key->port);
 	else
@@ -72,16 +90,17 @@ int sl_key_path(const char *subdir, const struct sl_key *key, const char *suffix
 int sl_shm_offer_path(const struct sl_key *dst, const struct sl_key *src, uint64_t cookie, char *path,
 		      size_t size)
 {
-	char suffix[48];
-	int len = src->family == AF_INET ? 4 : 16, n = 1;
+	char suffix[64];
+	int n = 1;
 
 	if (!src->port) {
 		snprintf(suffix, sizeof(suffix), "-c%llx", (unsigned long long)cookie);
 		return sl_key_path("offer", dst, suffix, path, size);
 	}
 	suffix[0] = '-';
-	for (int i = 0; i < len; i++)
-		n += snprintf(suffix + n, sizeof(suffix) - (size_t)n, "%02x", src->addr[i]);
+	/* Both ends name the source as they name the destination: scoped
+	 * only within a namespace. */
+	n += addr_hex(src, !named_by_node(dst), suffix + n, sizeof(suffix) - (size_t)n);
 	snprintf(suffix + n, sizeof(suffix) - (size_t)n, "-%u", (unsigned)src->port);
 	return sl_key_path("offer", dst, suffix, path, size);
 }

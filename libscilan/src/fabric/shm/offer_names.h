@@ -18,7 +18,9 @@
 
 struct sl_key;
 
-/* File name for an endpoint: "<node>-<family>-<hex address>-<port>". */
+/* File name for an endpoint: "<node>-<family>-<hex address>-<port>", the
+ * address followed by "%<scope>" for an IPv6 link-local one named within
+ * its namespace (interface numbers mean nothing in another). */
 void sl_key_name(const struct sl_key *key, char *buf, size_t size);
 
 /* <rundir>/<subdir>/<key name><suffix>; -1 with errno if no runtime dir or too long. */

@@ -74,6 +74,9 @@ static socklen_t rdv_name(const struct sl_key *key, struct sockaddr_un *sun)
 	n = 1 + snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "scilan-rdv2/%d-", key->family == AF_INET ? 4 : 6);
 	for (int i = 0; i < len; i++)
 		n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "%02x", key->addr[i]);
+	/* fe80::1 on two interfaces: two listeners, two names. */
+	if (key->scope)
+		n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "%%%u", (unsigned)key->scope);
 	n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "-%u", (unsigned)key->port);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n);
 }
@@ -91,12 +94,6 @@ static void close_all(int *fds, int n)
 static bool owner_matches(uid_t speaker, uid_t owner)
 {
 	return speaker == owner || speaker == 0;
-}
-
-static bool same_key(const struct sl_key *a, const struct sl_key *b)
-{
-	return a->family == b->family && a->port == b->port &&
-	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
 }
 
 int sl_rdv_listen(const struct sl_key *key)
@@ -332,10 +329,10 @@ static int other_end(struct scan *sc)
  * By its port when the connector knew it, else by its socket. */
 static bool for_us(struct scan *sc, const struct sl_key *dst, const struct sl_key *src, uint64_t cookie)
 {
-	if (sl_conn_keys(sc->tcp, sc->local, sc->peer) < 0 || !same_key(dst, sc->local))
+	if (sl_conn_keys(sc->tcp, sc->local, sc->peer) < 0 || !sl_key_same(dst, sc->local))
 		return false;
 	if (src->port)
-		return same_key(src, sc->peer);
+		return sl_key_same(src, sc->peer);
 	return cookie && other_end(sc) == 0 && cookie == sc->end_cookie;
 }
 
