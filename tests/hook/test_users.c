@@ -26,6 +26,16 @@ Test(users, worker_dropping_uid_after_listen_accelerated, .timeout = 120)
 	hk_scenario("users", "worker_drops_uid", 4, 4, 30);
 }
 
+/* varnish's pattern: root binds, the worker gives root up (setuid) and only
+ * then listens.  Both connections (a root client, a nobody client) are
+ * accelerated, with no warning; before, the clients saw a rendezvous of
+ * uid 65534 for a TCP listener of uid 0 and used kernel TCP. */
+Test(users, worker_listening_after_dropping_root_accelerated, .timeout = 120)
+{
+	need_root();
+	hk_scenario("users", "listen_after_drop", 4, 4, 30);
+}
+
 /* The offer travels with the segment: a client killed (SIGKILL) before its
  * connection is accepted still delivers what it wrote into the ring. */
 Test(users, client_killed_before_accept_loses_nothing, .timeout = 120)

@@ -34,11 +34,17 @@
 struct stranger {
 	struct tu_sync sync;
 	struct sl_key dst, src;
+	uid_t uid; /* the squatter's, 0: NOBODY */
 };
+
+static void become(uid_t uid)
+{
+	TU_CHECK(setgroups(0, NULL) == 0 && setgid(uid) == 0 && setuid(uid) == 0, "become uid %d", (int)uid);
+}
 
 static void become_nobody(void)
 {
-	TU_CHECK(setgroups(0, NULL) == 0 && setgid(NOBODY) == 0 && setuid(NOBODY) == 0, "become uid %d", NOBODY);
+	become(NOBODY);
 }
 
 static struct sl_key loopback(uint16_t port)
@@ -151,7 +157,7 @@ static int squat(void *p)
 	int sq, e, n;
 	uint64_t v;
 
-	become_nobody();
+	become(st->uid ? st->uid : NOBODY);
 	sq = sl_rdv_listen(&st->dst);
 	TU_CHECK(sq >= 0, "bind the rendezvous name");
 	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
@@ -200,6 +206,174 @@ Test(rdv_trust, squatter_gets_no_segment, .timeout = 60)
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
+}
+
+/* ---- a socket root bound, listened on by a worker that gave root up ---------- */
+
+static uid_t owner_of(int fd)
+{
+	struct stat st;
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	return st.st_uid;
+}
+
+/* What the hook does as root gives itself up for good (setuid, before the
+ * call): the kernel's owner of each TCP socket root made and nothing listens
+ * or connects on yet becomes the new user, as if that user had made it. */
+Test(rdv_trust, unlistened_sockets_of_root_go_to_the_user_it_becomes, .timeout = 60)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, bound, fresh, reuse, other, l, c, s;
+	uint16_t port;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to hand sockets over");
+	bound = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(scilan_bind(bound, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	fresh = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	reuse = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(setsockopt(reuse, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
+	cr_assert_eq(scilan_bind(reuse, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	other = scilan_socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(fchown(other, NOBODY - 1, (gid_t)-1), 0);
+	cr_assert_eq(scilan_bind(other, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	l = tu_listen(AF_INET, 4, &port);
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l);
+	cr_assert(bound >= 0 && fresh >= 0 && reuse >= 0 && other >= 0 && l >= 0 && c >= 0 && s >= 0);
+
+	sl_user_leaving_root(NOBODY);
+	cr_assert_eq(owner_of(bound), NOBODY, "a bound socket root made stayed root's");
+	cr_assert_eq(owner_of(fresh), NOBODY, "an unbound socket root made stayed root's");
+	/* Listening already: its rendezvous was made as root, who stands in. */
+	cr_assert_eq(owner_of(l), 0, "a listener changed hands");
+	cr_assert_eq(owner_of(c), 0, "a connection changed hands");
+	cr_assert_eq(owner_of(s), 0, "an accepted connection changed hands");
+	/* The owner decides who may join an SO_REUSEPORT group: nobody's other
+	 * processes would share root's port. */
+	cr_assert_eq(owner_of(reuse), 0, "an SO_REUSEPORT socket changed hands");
+	cr_assert_eq(owner_of(other), NOBODY - 1, "another user's socket changed hands");
+	scilan_close(bound);
+	scilan_close(fresh);
+	scilan_close(reuse);
+	scilan_close(other);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+struct worker {
+	struct tu_sync sync;
+	int l;
+	int accelerated; /* the worker's end, as it saw it */
+};
+
+/* varnish's worker: handed root's socket, it becomes nobody, listens,
+ * answers one client. */
+static int listen_as_nobody(void *p)
+{
+	struct worker *w = p;
+	char buf[8] = { 0 };
+	uint64_t v;
+	int s;
+
+	sl_user_leaving_root(NOBODY);
+	become_nobody();
+	TU_CHECK(scilan_listen(w->l, 8) == 0, "listen as uid %d", NOBODY);
+	TU_CHECK(tu_sync_put_child(&w->sync, 1) == 0, "report");
+	s = tu_accept(w->l);
+	TU_CHECK(s >= 0, "accept");
+	TU_CHECK(tu_recv_all(s, buf, 5) == 5 && memcmp(buf, "hello", 5) == 0, "the client's bytes: '%s'", buf);
+	TU_CHECK(scilan_send(s, "world", 5, 0) == 5, "answer");
+	w->accelerated = tu_accelerated(s);
+	TU_CHECK(tu_sync_get_child(&w->sync, &v) == 0, "wait for the client");
+	scilan_close(s);
+	return 0;
+}
+
+/* Root binds, the worker is nobody when it listens: a root client is
+ * accelerated, and bytes go both ways. */
+static void connect_to_worker(struct worker *w, uint16_t port, int *accelerated)
+{
+	char buf[8] = { 0 };
+	int c = tu_connect(AF_INET, port);
+
+	cr_assert_geq(c, 0);
+	cr_assert_eq(scilan_send(c, "hello", 5, 0), 5);
+	cr_assert_eq(tu_recv_all(c, buf, 5), 5);
+	cr_assert_str_eq(buf, "world");
+	*accelerated = tu_accelerated(c);
+	cr_assert_eq(tu_sync_put(&w->sync, 1), 0);
+	scilan_close(c);
+}
+
+static int bound_by_root(uint16_t *port)
+{
+	struct sockaddr_in lo = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int l = scilan_socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	*port = local_port(l);
+	return l;
+}
+
+Test(rdv_trust, listen_after_leaving_root_is_accelerated, .timeout = 60)
+{
+	struct worker *w = tu_shared_alloc(sizeof(*w));
+	struct tu_child kid;
+	uint16_t port;
+	int client_accelerated;
+	uint64_t v;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to switch to uid %d", NOBODY);
+	tu_watchdog(50, "worker");
+	w->l = bound_by_root(&port);
+	cr_assert_eq(tu_sync_init(&w->sync), 0);
+	cr_assert_eq(tu_spawn(&kid, listen_as_nobody, w), 0);
+	cr_assert_eq(tu_sync_get(&w->sync, &v), 0, "worker failed:\n%s", (tu_reap(&kid), kid.output));
+	connect_to_worker(w, port, &client_accelerated);
+	tu_reap(&kid);
+	cr_assert(tu_exited_with(&kid, 0), "worker:\n%s", kid.output);
+	cr_assert_eq(client_accelerated, 1, "the client used kernel TCP");
+	cr_assert_eq(w->accelerated, 1, "the worker used kernel TCP");
+	scilan_close(w->l);
+}
+
+/* The same worker, but another user (uid 65533) bound the rendezvous name
+ * first: the socket is nobody's now, not the squatter's, so the squatter
+ * gets no segment and the connection is kernel TCP, every byte in order. */
+Test(rdv_trust, squatter_of_a_socket_root_bound_gets_no_segment, .timeout = 60)
+{
+	struct stranger *st = tu_shared_alloc(sizeof(*st));
+	struct worker *w = tu_shared_alloc(sizeof(*w));
+	struct tu_child squatter, worker;
+	uint16_t port;
+	int client_accelerated;
+	uint64_t v;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to switch users");
+	tu_watchdog(50, "squatter");
+	w->l = bound_by_root(&port);
+	st->dst = loopback(port);
+	st->uid = NOBODY - 1;
+	cr_assert_eq(tu_sync_init(&st->sync), 0);
+	cr_assert_eq(tu_spawn(&squatter, squat, st), 0);
+	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "squatter failed:\n%s", (tu_reap(&squatter), squatter.output));
+	cr_assert_eq(tu_sync_init(&w->sync), 0);
+	cr_assert_eq(tu_spawn(&worker, listen_as_nobody, w), 0);
+	cr_assert_eq(tu_sync_get(&w->sync, &v), 0, "worker failed:\n%s", (tu_reap(&worker), worker.output));
+	connect_to_worker(w, port, &client_accelerated);
+	tu_reap(&worker);
+	cr_assert(tu_exited_with(&worker, 0), "worker:\n%s", worker.output);
+	cr_assert_eq(tu_sync_put(&st->sync, 1), 0);
+	tu_reap(&squatter);
+	cr_assert(tu_exited_with(&squatter, 0), "squatter:\n%s", squatter.output);
+	cr_assert_eq(client_accelerated, w->accelerated, "ends disagree");
+	cr_assert_eq(client_accelerated, 0, "accelerated through a squatted rendezvous");
+	scilan_close(w->l);
 }
 
 /* A listener whose accepts bypass the hook (a raw accept4, as io_uring's)

@@ -317,6 +317,11 @@ void sl_sock_after_fork_child(void);
 
 /* The process is about to change its user id: withdraw its listeners. */
 void sl_user_changing(void);
+/* Root is about to give itself up for good and become uid: the TCP sockets
+ * root made that nothing listens or connects on yet become uid's, so that
+ * the kernel names as their owner the user that will listen on them
+ * (root_handover.c). */
+void sl_user_leaving_root(uid_t uid);
 /* A call of the program's failed with EMFILE: give back the descriptors
  * that agreed offers this process has not settled yet still hold (their
  * segments' memfds; lifecycle.c).  How many (0: retrying cannot help). */

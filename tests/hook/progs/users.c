@@ -1,6 +1,7 @@
 /* users.c — connections whose two ends run as different users, as TCP
  * allows: a client that became uid 65534 against a root listener, a
- * listener whose worker drops to 65534 after listen (nginx, php-fpm), root
+ * listener whose worker drops to 65534 after listen (nginx, php-fpm) or
+ * before it (varnish), root
  * waiting in epoll for such a peer, and a client killed before its
  * connection was accepted.  Needs root. */
 #include <grp.h>
@@ -136,6 +137,56 @@ static int sc_worker_drops_uid(void)
 	if (chan_get(chan[0]) != 'r')
 		fatal("worker did not start");
 	client_exchange(2);
+	{
+		struct kid c;
+
+		kid_start(&c, "client as nobody", nobody_client, NULL);
+		kid_join(&c);
+	}
+	kid_join(&k);
+	return 0;
+}
+
+/* ---- a socket root bound, listened on by a worker that dropped root ---------- */
+
+/* varnish's pattern: the root master binds (stepping in and out of root
+ * with seteuid around it), the worker it forks gives root up for good with
+ * setuid and only then calls listen.  The kernel says root owns the socket,
+ * the worker's rendezvous says uid 65534: the hook gives the worker the
+ * sockets root bound as it gives root up, so clients of every user find
+ * the listener's owner behind the rendezvous and are accelerated. */
+static int listens_after_drop(void *arg)
+{
+	int *chan = arg;
+
+	become_nobody();
+	MUST(listen(lfd, 64));
+	chan_put(chan[1], 'r');
+	for (int i = 0; i < 2; i++)
+		echo_one();
+	return 0;
+}
+
+static int sc_listen_after_drop(void)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	struct kid k;
+	int chan[2];
+
+	lfd = MUST(socket(AF_INET, SOCK_STREAM, 0));
+	loop_addr(0, &a);
+	MUST(bind(lfd, (struct sockaddr *)&a, sizeof(a)));
+	MUST(getsockname(lfd, (struct sockaddr *)&a, &len));
+	port = ntohs(a.sin_port);
+	/* A step aside, not a drop: the socket stays root's until the worker's. */
+	MUST(setresuid((uid_t)-1, NOBODY - 1, (uid_t)-1));
+	MUST(setresuid((uid_t)-1, 0, (uid_t)-1));
+	chan_open(chan);
+	kid_start(&k, "worker listening as nobody", listens_after_drop, chan);
+	if (chan_get(chan[0]) != 'r')
+		fatal("worker did not start");
+	client_exchange(3);
 	{
 		struct kid c;
 
@@ -307,6 +358,7 @@ int main(int argc, char **argv)
 		{ "other_uid_client", sc_other_uid_client },
 		{ "time_wait_tuple", sc_time_wait_tuple },
 		{ "worker_drops_uid", sc_worker_drops_uid },
+		{ "listen_after_drop", sc_listen_after_drop },
 		{ "killed_before_accept", sc_killed_before_accept },
 		{ "killed_before_passed_accept", sc_killed_before_passed_accept },
 		{ "epoll_waiter_other_uid", sc_epoll_waiter_other_uid },
