@@ -11,7 +11,8 @@ PRELOAD="$BUILD/lib/libscilan_preload.so"
 DAEMON_TIMEOUT=${APPS_DAEMON_TIMEOUT:-300}
 # kernel: plain programs (the reference); scilan: under scilan_run, default
 # settings (polling); scilan-intr: under scilan_run --poll-us 0 (interrupt
-# mode: every wait sleeps, so the sleep/wake-up protocol carries each pair).
+# mode: every wait sleeps, so the sleep/wake-up protocol carries each pair);
+# scilan-latency (the benches' profile comparison): --profile latency.
 MODES=${APPS_MODES:-kernel scilan scilan-intr}
 
 # apps_init NAME: a private work directory and scilan runtime directory (both
@@ -83,6 +84,7 @@ pre() {
 	kernel) PRE=() ;;
 	scilan) PRE=("$RUN" --stats --) ;;
 	scilan-intr) PRE=("$RUN" --stats --poll-us 0 --) ;;
+	scilan-latency) PRE=("$RUN" --stats --profile latency --) ;;
 	*) echo "unknown mode $1" >&2; return 1 ;;
 	esac
 }
@@ -137,6 +139,14 @@ stat_sum() {
 		END { printf "%.0f\n", s }'
 }
 stat_lines() { stat_lines_of "$@" | wc -l; }
+
+# stat_reasons FILE...: "REASON COUNT" lines, the fallback reasons of the
+# statistics lines of the files summed per reason.
+stat_reasons() {
+	cat "$@" 2>/dev/null | grep -ao 'wakeups [0-9]*; fallback reasons: [a-z0-9 ,-]*[0-9]' |
+		sed 's/.*fallback reasons: //' | tr ',' '\n' |
+		awk 'NF == 2 { n[$1] += $2 } END { for (r in n) print r, n[r] }' | sort || true
+}
 
 # check_stats MODE WHO MIN_ACCEL MIN_TX MIN_RX FILE...: on scilan, the
 # processes of one end (FILEs: their stderr) printed statistics, accelerated at
