@@ -31,8 +31,25 @@ apps_init() {
 		echo "$APP: $RUN or $PRELOAD missing (make hook)" >&2
 		exit 1
 	fi
+	apps_share_run
 	# A real log level (never debug: it would flood the transfer cases).
 	export SCILAN_LOG=${SCILAN_LOG:-warn}
+}
+
+# apps_share_run: RUN and PRELOAD become copies that every user can run and
+# load.  Cases start scilan_run as www-data or postgres, and the build tree
+# may be in a checkout only its owner can enter (a clone in /root): there
+# they would exit with status 127.  The copies are the owner's, in a fresh
+# directory of /tmp (mktemp: no one else's) that only the owner may write
+# into: no other user can swap what the owner's own cases then run.
+# scilan_run finds the library next to it (../lib), as in the build tree.
+apps_share_run() {
+	SHARE=$(mktemp -d "/tmp/scilan-apps-$APP-bin.XXXXXX")
+	install -d -m 755 "$SHARE/bin" "$SHARE/lib"
+	install -m 755 "$RUN" "$SHARE/bin/scilan_run"
+	install -m 644 "$PRELOAD" "$SHARE/lib/libscilan_preload.so"
+	chmod 755 "$SHARE"
+	RUN=$SHARE/bin/scilan_run PRELOAD=$SHARE/lib/libscilan_preload.so
 }
 
 apps_cleanup() {
@@ -42,6 +59,7 @@ apps_cleanup() {
 		if [ -n "$p" ]; then kill -KILL -- "-$p" 2>/dev/null || true; fi
 	done <"$WORK/pids"
 	wait 2>/dev/null || true
+	if [ -n "${SHARE:-}" ]; then rm -rf "$SHARE"; fi
 	if [ -n "${APPS_KEEP:-}" ]; then
 		echo "$APP: work directory kept: $WORK" >&2
 	else
