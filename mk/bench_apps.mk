@@ -1,5 +1,5 @@
-# bench_apps.mk — `make bench-apps` (issue 11): PostgreSQL/pgbench, redis,
-# memcached, gunicorn, nginx+php-fpm and sockperf's CPU cost on kernel TCP and
+# bench_apps.mk — `make bench-apps` (issues 11, 24): PostgreSQL/pgbench, redis,
+# memcached, gunicorn, nginx+php-fpm, varnish and sockperf's CPU cost on kernel TCP and
 # under scilan_run in one run (perf/apps/servers.sh; table, CSV, PNG in build/perf/apps).
 
 .PHONY: bench-apps-deps bench-apps

@@ -6,6 +6,6 @@ set -euo pipefail
 # memcaslap is Debian's name for memaslap (libmemcached-tools); ab is in
 # apache2-utils; php-fpm is the release's php-fpm (8.2 on Debian 12).
 packages=(postgresql postgresql-client redis-server redis-tools memcached libmemcached-tools
-	python3-gunicorn nginx-light php-fpm apache2-utils sockperf gnuplot-nox util-linux
+	python3-gunicorn nginx-light php-fpm apache2-utils sockperf varnish gnuplot-nox util-linux
 	iproute2 procps)
 exec "$(dirname "$0")/../../scripts/apt-missing.sh" "scilan bench-apps" "${packages[@]}"

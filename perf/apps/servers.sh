@@ -8,7 +8,7 @@ set -euo pipefail
 #   BENCH_CPU_SECS  seconds of each sockperf CPU-cost run (default BENCH_SECS)
 #   BENCH_REPS      runs per row and transport; the table gives medians (1)
 #   BENCH_ONLY      programs, comma-separated, from: pgbench redis memcached
-#                   gunicorn nginx-php cpu (default all)
+#                   gunicorn nginx-php varnish cpu (default all)
 #   BENCH_PIN       1: servers on CPU BENCH_SRV_CPU (0), clients on BENCH_CLI_CPU
 #                   (1), through taskset; 0: unpinned (default 1)
 #   BENCH_MC_CONC   memcaslap's concurrency (connections), 4 threads (16)
@@ -24,7 +24,7 @@ SECS=$(uint BENCH_SECS "${BENCH_SECS:-12}" 1)
 CPU_SECS=$(uint BENCH_CPU_SECS "${BENCH_CPU_SECS:-$SECS}" 1)
 REPS=$(uint BENCH_REPS "${BENCH_REPS:-1}" 1)
 MC_CONC=$(uint BENCH_MC_CONC "${BENCH_MC_CONC:-16}" 4)
-ONLY=${BENCH_ONLY:-pgbench,redis,memcached,gunicorn,nginx-php,cpu}
+ONLY=${BENCH_ONLY:-pgbench,redis,memcached,gunicorn,nginx-php,varnish,cpu}
 OUT=$BUILD/perf/apps
 RES=$WORK/res
 mkdir -p "$OUT" "$RES"
@@ -52,7 +52,7 @@ skip() {
 wanted() { [[ ",$ONLY," == *",$1,"* ]]; }
 have() { command -v "$1" >/dev/null 2>&1; }
 
-PG_KEYS=(pg_c1 pg_c2 pg_c4 pg_c8 pg_c16)
+PG_KEYS=(pg_c1 pg_c2 pg_c4 pg_c8 pg_c16 pg_tpcb_c1)
 REDIS_KEYS=(redis_c50_get redis_c50_set redis_c1_get redis_c1_set)
 CPU_KEYS=(cpu1000_srv cpu1000_cli cpu20000_srv cpu20000_cli)
 
@@ -86,9 +86,19 @@ if ! wanted nginx-php; then skip "not in BENCH_ONLY" nginx_php
 elif ! have nginx || [ -z "$PHPFPM" ]; then skip "nginx or php-fpm not found (nginx-light, php-fpm)" nginx_php
 elif ! have ab; then skip "ab not found (apache2-utils)" nginx_php
 fi
+if ! wanted varnish; then skip "not in BENCH_ONLY" varnish varnish_jnone
+elif ! have varnishd || ! have nginx; then skip "varnishd or nginx not found (varnish, nginx-light)" varnish varnish_jnone
+elif ! have ab; then skip "ab not found (apache2-utils)" varnish varnish_jnone
+fi
 if ! wanted cpu; then skip "not in BENCH_ONLY" "${CPU_KEYS[@]}"
 elif ! have sockperf; then skip "sockperf not found (sockperf)" "${CPU_KEYS[@]}"
 fi
+# A skipped row's p99 and --profile latency rows are skipped with it.
+for f in "$RES"/*.skip; do
+	[ -e "$f" ] || continue
+	k=$(basename "$f" .skip)
+	for r in "${k}_p99" "${k}_lat" "${k}_lat_p99"; do cp "$f" "$RES/$r.skip"; done
+done
 skipped() { [ -e "$RES/$1.skip" ]; }
 
 # ---- the runs ----------------------------------------------------------------
@@ -99,11 +109,14 @@ bench() {
 	shift 2
 	run_case "$label" "$@"
 	if [ "$failed" -gt "$f0" ]; then
-		for k in $keys; do echo "$label failed (logs/${label//[^A-Za-z0-9_.-]/_}.log)" >>"$RES/$k.fail"; done
+		for k in $keys; do
+			for r in "$k" "${k}_p99"; do echo "$label failed (logs/${label//[^A-Za-z0-9_.-]/_}.log)" >>"$RES/$r.fail"; done
+		done
 	fi
 }
 
-echo "bench-apps: kernel TCP vs scilan (both ends under scilan_run, default settings); $PIN;"
+echo "bench-apps: kernel TCP vs scilan (both ends under scilan_run, default settings; pgbench -S -c 1"
+echo "  and -c 4 also with --profile latency); $PIN;"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "  ${SECS} s per run (BENCH_SECS), CPU runs ${CPU_SECS} s, $REPS run(s) per row and transport; load before: $LOAD0"
 T0=$SECONDS
@@ -116,9 +129,13 @@ if ! skipped pg_c1; then
 fi
 for ((rep = 1; rep <= REPS; rep++)); do
 	if [ "$PG_OK" = 1 ]; then
+		# -S -c 1 (a CPU free) and -c 4 (none on 2 CPUs) also with --profile
+		# latency: what the default leaves of its gain.
 		for c in 1 2 4 8 16; do
-			for mode in kernel scilan; do bench "pg_c$c" "$mode pgbench -S -c $c #$rep" pg_run "$mode" "$c"; done
+			case $c in 1 | 4) modes="kernel scilan scilan-latency" ;; *) modes="kernel scilan" ;; esac
+			for mode in $modes; do bench "$(row "pg_c$c" "$mode")" "$mode pgbench -S -c $c #$rep" pg_run "$mode" "$c"; done
 		done
+		for mode in kernel scilan; do bench pg_tpcb_c1 "$mode pgbench -c 1 #$rep" pg_run "$mode" 1 tpcb; done
 	fi
 	if ! skipped redis_c1_get; then
 		# Requests sized for about SECS seconds of SET+GET on kernel TCP here.
@@ -137,6 +154,13 @@ for ((rep = 1; rep <= REPS; rep++)); do
 	fi
 	if ! skipped nginx_php; then
 		for mode in kernel scilan; do bench nginx_php "$mode nginx php-fpm ab -c 10 #$rep" nginx_php_run "$mode"; done
+	fi
+	if ! skipped varnish; then
+		for jail in default none; do
+			k=varnish
+			[ "$jail" = none ] && k=varnish_jnone
+			for mode in kernel scilan; do bench $k "$mode varnish -j $jail ab -c 10 #$rep" varnish_run "$mode" "$jail"; done
+		done
 	fi
 	if ! skipped cpu1000_srv; then
 		for mps in 1000 20000; do

@@ -3,20 +3,35 @@
 # the CSV and the PNG (perf/apps/servers.gp) in $OUT.
 # shellcheck shell=bash
 
-# key | program | metric | unit | better (higher/lower)
+# key | program | metric | unit | better (higher/lower).  KEY_p99: the p99
+# of KEY's runs; KEY_lat: KEY's kernel runs against scilan's --profile latency.
 SERVER_ROWS=(
 	"pg_c1|pgbench -S -c 1|select-only transactions|tps|higher"
+	"pg_c1_p99|pgbench -S -c 1: p99|transaction latency|ms|lower"
+	"pg_c1_lat|pgbench -S -c 1 (--profile latency)|select-only transactions|tps|higher"
+	"pg_c1_lat_p99|pgbench -S -c 1 (--profile latency): p99|transaction latency|ms|lower"
 	"pg_c2|pgbench -S -c 2 -j 2|select-only transactions|tps|higher"
 	"pg_c4|pgbench -S -c 4 -j 2|select-only transactions|tps|higher"
+	"pg_c4_p99|pgbench -S -c 4 -j 2: p99|transaction latency|ms|lower"
+	"pg_c4_lat|pgbench -S -c 4 -j 2 (--profile latency)|select-only transactions|tps|higher"
+	"pg_c4_lat_p99|pgbench -S -c 4 -j 2 (--profile latency): p99|transaction latency|ms|lower"
 	"pg_c8|pgbench -S -c 8 -j 2|select-only transactions|tps|higher"
 	"pg_c16|pgbench -S -c 16 -j 2|select-only transactions|tps|higher"
+	"pg_tpcb_c1|pgbench -c 1 (TPC-B-like)|transactions|tps|higher"
+	"pg_tpcb_c1_p99|pgbench -c 1 (TPC-B-like): p99|transaction latency|ms|lower"
 	"redis_c50_get|redis-benchmark -c 50 GET|requests|req/s|higher"
 	"redis_c50_set|redis-benchmark -c 50 SET|requests|req/s|higher"
 	"redis_c1_get|redis-benchmark -c 1 GET|requests|req/s|higher"
 	"redis_c1_set|redis-benchmark -c 1 SET|requests|req/s|higher"
 	"memcached|memcached -t 4 / memcaslap -T 4 -c $MC_CONC|get+set|ops/s|higher"
 	"gunicorn|gunicorn 3 sync workers / ab -c 10|requests|req/s|higher"
+	"gunicorn_p99|gunicorn / ab -c 10: p99|request time|ms|lower"
 	"nginx_php|nginx + php-fpm (TCP FastCGI) / ab -c 10|requests|req/s|higher"
+	"nginx_php_p99|nginx + php-fpm / ab -c 10: p99|request time|ms|lower"
+	"varnish|varnish (default jail) + nginx / ab -c 10|requests|req/s|higher"
+	"varnish_p99|varnish (default jail) / ab -c 10: p99|request time|ms|lower"
+	"varnish_jnone|varnish -j none + nginx / ab -c 10|requests|req/s|higher"
+	"varnish_jnone_p99|varnish -j none / ab -c 10: p99|request time|ms|lower"
 	"cpu1000_srv|sockperf pp --mps=1000 64 B: server|CPU per 1M requests|s|lower"
 	"cpu1000_cli|sockperf pp --mps=1000 64 B: client|CPU per 1M requests|s|lower"
 	"cpu20000_srv|sockperf pp --mps=20000 64 B: server|CPU per 1M requests|s|lower"
@@ -49,18 +64,27 @@ accel() {
 	}' "$RES/$1.acc"
 }
 
+# reasons KEY: the fallback reasons of the row's scilan runs, summed, as
+# "client short 14320 / servers no-offer 14320" (no commas: a CSV field).
+reasons() {
+	[ -s "$RES/$1.reasons" ] || return 0
+	awk '{ n[$1 " " $2] += $3 } END { for (k in n) print k, n[k] }' "$RES/$1.reasons" | sort |
+		awk '$1 != w { if (w != "") printf " / "; printf "%s", $1; w = $1 } { printf " %s %s", $2, $3 } END { if (w != "") print "" }'
+}
+
 # servers_report: writes the three files and prints the table; non-zero when a
 # row failed or its scilan run was not accelerated.
 servers_report() {
 	local md=$OUT/apps.md csv=$OUT/apps.csv dat=$OUT/apps.plot.dat r key prog metric unit better
-	local k s ratio acc verdict ca cf sa sf status bad=0 i=0 fmt
+	local k s ratio acc verdict ca cf sa sf status bad=0 i=0 fmt why
 	{
 		echo "# bench-apps: server programs, kernel TCP vs scilan"
 		echo
 		echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $PIN, ${SECS} s per run (CPU rows ${CPU_SECS} s),"
 		echo "$REPS run(s) per row and transport (medians), load average before the runs: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg)."
-		echo "Both ends under \`scilan_run --stats=stderr\` (default settings) vs plain programs, alternating in one run."
-		echo "scilan/kernel: above 1 is better for throughput (higher), worse for CPU (lower)."
+		echo "Both ends under \`scilan_run --stats=stderr\` (default settings; rows marked --profile latency: \`--profile latency\`)"
+		echo "vs plain programs, alternating in one run (a --profile latency row's kernel figure is its default row's)."
+		echo "scilan/kernel: above 1 is better for throughput (higher), worse for CPU and p99 latency (lower)."
 		echo
 		echo "| program | metric | unit | kernel TCP | scilan | scilan/kernel | better | scilan run accelerated |"
 		echo "|---|---|---|---|---|---|---|---|"
@@ -79,6 +103,8 @@ servers_report() {
 		ratio=$(awk -v k="$k" -v s="$s" 'BEGIN { if (k == "nan" || s == "nan" || k + 0 <= 0) print "nan"; else printf "%.3g\n", s / k }')
 		acc=$(accel "$key")
 		IFS='|' read -r verdict ca cf sa sf <<<"$acc"
+		why=$(reasons "$key")
+		[ -z "$why" ] || verdict="$verdict; fallback reasons: $why"
 		status=ok
 		if [ -e "$RES/$key.fail" ]; then
 			status="FAILED: $(paste -sd';' "$RES/$key.fail")"

@@ -3,8 +3,30 @@
 # it, record the figure and what scilan's statistics lines say.
 # shellcheck shell=bash
 
+# row KEY MODE: the row a run in MODE reports to.  The --profile latency runs
+# (scilan-latency) have rows of their own, KEY_lat (KEY_lat_p99 for KEY_p99),
+# whose kernel figures are those of KEY's kernel runs (record writes them
+# there too).
+row() {
+	if [ "$2" != scilan-latency ]; then echo "$1"
+	elif [[ "$1" == *_p99 ]]; then echo "${1%_p99}_lat_p99"
+	else echo "$1_lat"; fi
+}
+
 # record KEY MODE VALUE: one measurement of a row.
-record() { echo "$3" >>"$RES/$1.$2"; }
+record() {
+	case $2 in
+	kernel) echo "$3" >>"$RES/$1.kernel" && echo "$3" >>"$RES/$(row "$1" scilan-latency).kernel" ;;
+	*) echo "$3" >>"$RES/$(row "$1" "$2").scilan" ;;
+	esac
+}
+
+# p99_ms FILE COLUMN DIVISOR: the 99th percentile (nearest rank) of COLUMN of
+# FILE's lines, divided by DIVISOR, in ms with 3 decimals.
+p99_ms() {
+	awk -v c="$2" '$c ~ /^[0-9.]+$/ { print $c }' "$1" | sort -g |
+		awk -v d="$3" '{ v[NR] = $1 } END { if (NR) { i = int(NR * 0.99); if (i < NR * 0.99) i++; printf "%.3f\n", v[i] / d } }'
+}
 
 # record_acc MODE CLIENT_ERR SERVER_ERRS KEY...: on scilan, the accelerated and
 # fallen-back connection counts of the client's and the servers' statistics
@@ -19,8 +41,14 @@ record_acc() {
 		return 0
 	fi
 	line="$(stat_lines "$cli") $(stat_sum accelerated "$cli") $(stat_sum fallback "$cli") $(stat_lines $srv) $(stat_sum accelerated $srv) $(stat_sum fallback $srv)"
-	for key in "$@"; do echo "$line" >>"$RES/$key.acc"; done
+	for key in "$@"; do
+		echo "$line" >>"$RES/$(row "$key" "$mode").acc"
+		# shellcheck disable=SC2086
+		{ stat_reasons "$cli" | sed 's/^/client /'; stat_reasons $srv | sed 's/^/servers /'; } >>"$RES/$(row "$key" "$mode").reasons"
+	done
 	echo "scilan statistics: client lines/accelerated/fallback, servers lines/accelerated/fallback: $line"
+	# shellcheck disable=SC2086
+	echo "fallback reasons: client $(stat_reasons "$cli" | paste -sd' '), servers $(stat_reasons $srv | paste -sd' ')"
 }
 
 # launch NAME MODE CMD...: a daemon (lib.sh) on the server's CPU, under
@@ -104,29 +132,44 @@ pg_start() {
 	rm -f "$WORK/srv.err"
 	pre "$1"
 	# The user switch first: scilan_run's hook is then loaded by postgres only.
+	# Commits do not wait for the WAL's fsync: pgbench -c 1 measures the
+	# round trips, not the disk.
 	daemon srv kernel "${SRV[@]}" "${AS_PG[@]}" "${PG_ENV[@]}" "${PRE[@]}" "$PGBIN/postgres" \
-		-D "$PGW/data" -p "$PGPORT" -k "$PGW" -c listen_addresses=127.0.0.1 -c logging_collector=off
+		-D "$PGW/data" -p "$PGPORT" -k "$PGW" -c listen_addresses=127.0.0.1 -c logging_collector=off \
+		-c synchronous_commit=off
 	# Ready when it says so (it listens before recovery is over).
 	wait_log "$WORK/srv.err" 'ready to accept connections' "${DPID[srv]}"
 }
 
-pg_run() { # MODE CLIENTS
-	local mode=$1 c=$2 j=2 tps key=pg_c$2
+# pg_run MODE CLIENTS [tpcb]: pgbench -S (select only; rows pg_cN), or its
+# default TPC-B-like script (tpcb; rows pg_tpcb_cN), for SECS seconds.  The
+# p99 comes from pgbench's log of every transaction (-l: its third column is
+# the latency in microseconds).
+pg_run() {
+	local mode=$1 c=$2 j=2 tps p99 key=pg_c$2 script=(-S) log=$PGW/txlog
+	if [ "${3:-}" = tpcb ]; then key=pg_tpcb_c$2 script=(); fi
 	[ "$c" -lt 2 ] && j=1
 	[ -e "$PGW/init.done" ] || { echo "no cluster (its setup failed)" >&2; return 1; }
 	pg_start "$mode"
 	pre "$mode"
+	rm -f "$log".*
 	timeout -k 5 $((SECS + 60)) "${AS_PG[@]}" "${CLI[@]}" "${PG_ENV[@]}" "${PRE[@]}" "$PGBIN/pgbench" \
-		-p "$PGPORT" -n -S -T "$SECS" -c "$c" -j "$j" postgres >"$WORK/cli.out" 2>"$WORK/cli.err" ||
+		-p "$PGPORT" -n "${script[@]}" -T "$SECS" -c "$c" -j "$j" -l --log-prefix="$log" postgres \
+		>"$WORK/cli.out" 2>"$WORK/cli.err" ||
 		{ tail -n 15 "$WORK/cli.out" "$WORK/cli.err" >&2; return 1; }
 	stop srv INT || true
 	tps=$(field "$WORK/cli.out" '^tps = \([0-9.]*\) .*')
 	[ -n "$tps" ] || { cat "$WORK/cli.out" >&2; return 1; }
 	# (PostgreSQL before 15 does not print the line.)
 	if grep -aE '^number of failed transactions: [1-9]' "$WORK/cli.out" >&2; then return 1; fi
-	record_acc "$mode" "$WORK/cli.err" "$WORK/srv.err" "$key"
+	cat "$log".* >"$WORK/txlog"
+	rm -f "$log".*
+	p99=$(p99_ms "$WORK/txlog" 3 1000)
+	[ -n "$p99" ] || { echo "no transaction in pgbench's log" >&2; return 1; }
+	record_acc "$mode" "$WORK/cli.err" "$WORK/srv.err" "$key" "${key}_p99"
 	record "$key" "$mode" "$tps"
-	echo "ok: $tps tps"
+	record "${key}_p99" "$mode" "$p99"
+	echo "ok: $tps tps, p99 $p99 ms"
 }
 
 # ---- redis-server + redis-benchmark ----------------------------------------
@@ -166,14 +209,35 @@ memcached_run() { # MODE
 # ab_drive MODE URL: ab -c 10 for SECS seconds; every request answered 200.
 # -n after -t: ab's -t alone stops at 50,000 requests; ab allocates a record
 # per request up front, so the bound is 50,000 a second, not unlimited.
+# Its percentiles go to $WORK/ab.csv (ab_p99).
 ab_drive() {
 	local rps
-	client "$1" $((SECS + 60)) ab -q -c 10 -t "$SECS" -n $((SECS * 50000)) "$2"
+	rm -f "$WORK/ab.csv"
+	client "$1" $((SECS + 60)) ab -q -c 10 -t "$SECS" -n $((SECS * 50000)) -e "$WORK/ab.csv" "$2"
 	grep -aq '^Failed requests: *0$' "$WORK/cli.out" || { cat "$WORK/cli.out" >&2; return 1; }
 	if grep -aq '^Non-2xx responses' "$WORK/cli.out"; then cat "$WORK/cli.out" >&2; return 1; fi
 	rps=$(field "$WORK/cli.out" '^Requests per second: *\([0-9.]*\) .*')
 	[ -n "$rps" ] || { cat "$WORK/cli.out" >&2; return 1; }
 	echo "$rps"
+}
+
+# ab_p99: the last ab_drive's 99th percentile of the request times, in ms.
+# From its -e file (to the microsecond there; the text report rounds to ms).
+ab_p99() {
+	local p
+	p=$(awk -F, '$1 == 99 { print $2 }' "$WORK/ab.csv" 2>/dev/null)
+	[ -n "$p" ] || { echo "no 99th percentile in ab's -e file" >&2; return 1; }
+	echo "$p"
+}
+
+# ab_record MODE KEY RPS SERVER_ERRS: the rows KEY (req/s) and KEY_p99.
+ab_record() {
+	local p99
+	p99=$(ab_p99)
+	record_acc "$1" "$WORK/cli.err" "$4" "$2" "$2_p99"
+	record "$2" "$1" "$3"
+	record "$2_p99" "$1" "$p99"
+	echo "ok: $3 req/s, p99 $p99 ms"
 }
 
 # gunicorn, 3 sync workers (one connection per request), a WSGI app that
@@ -192,9 +256,7 @@ PY
 	wait_listen "$port"
 	rps=$(ab_drive "$mode" "http://127.0.0.1:$port/")
 	stop_master srv TERM || true
-	record_acc "$mode" "$WORK/cli.err" "$WORK/srv.err" gunicorn
-	record gunicorn "$mode" "$rps"
-	echo "ok: $rps req/s"
+	ab_record "$mode" gunicorn "$rps" "$WORK/srv.err"
 }
 
 # nginx (1 worker) in front of php-fpm (3 static children) over TCP FastCGI, a
@@ -262,9 +324,34 @@ CONF
 	# statistics lines.
 	stop_master srv QUIT || true
 	stop_master fpm QUIT || true
-	record_acc "$mode" "$WORK/cli.err" "$WORK/srv.err $WORK/fpm.err $d/fpm.log" nginx_php
-	record nginx_php "$mode" "$rps"
-	echo "ok: $rps req/s"
+	ab_record "$mode" nginx_php "$rps" "$WORK/srv.err $WORK/fpm.err $d/fpm.log"
+}
+
+# varnish (malloc storage) in front of nginx serving a 6-byte file (the perf
+# benches' static server, lib.sh), ab -c 10 through it: almost every request
+# is a cache hit.  JAIL default: varnishd's own (its worker process runs as
+# vcache and listens after the switch); none: -j none, everything root.
+varnish_run() { # MODE JAIL
+	local mode=$1 jail=$2 port bport d rps key=varnish jopt=()
+	if [ "$jail" = none ]; then key=varnish_jnone jopt=(-j none); fi
+	port=$(free_port)
+	bport=$(free_port)
+	[ "$bport" != "$port" ] || bport=$(free_port)
+	d=$WORK/varnish.$port
+	# The worker (vcache) reaches its working directory under $WORK.
+	chmod 711 "$WORK"
+	nginx_static_conf "$d" "$bport" 256
+	echo hello >"$d/html/hello.txt"
+	launch be "$mode" nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;'
+	wait_listen "$bport"
+	launch srv "$mode" varnishd -F -n "$d/varnish" "${jopt[@]}" -a "127.0.0.1:$port" \
+		-b "127.0.0.1:$bport" -s malloc,64m
+	wait_listen "$port" 60
+	rps=$(ab_drive "$mode" "http://127.0.0.1:$port/hello.txt")
+	# The manager stops its worker process first (statistics lines).
+	stop_master srv TERM || true
+	stop_master be QUIT || true
+	ab_record "$mode" "$key" "$rps" "$WORK/srv.err $WORK/be.err"
 }
 
 # ---- CPU cost: sockperf ping-pong at a fixed rate ---------------------------

@@ -11,7 +11,8 @@ PRELOAD="$BUILD/lib/libscilan_preload.so"
 DAEMON_TIMEOUT=${APPS_DAEMON_TIMEOUT:-300}
 # kernel: plain programs (the reference); scilan: under scilan_run, default
 # settings (polling); scilan-intr: under scilan_run --poll-us 0 (interrupt
-# mode: every wait sleeps, so the sleep/wake-up protocol carries each pair).
+# mode: every wait sleeps, so the sleep/wake-up protocol carries each pair);
+# scilan-latency (the benches' profile comparison): --profile latency.
 MODES=${APPS_MODES:-kernel scilan scilan-intr}
 
 # apps_init NAME: a private work directory and scilan runtime directory (both
@@ -30,8 +31,25 @@ apps_init() {
 		echo "$APP: $RUN or $PRELOAD missing (make hook)" >&2
 		exit 1
 	fi
+	apps_share_run
 	# A real log level (never debug: it would flood the transfer cases).
 	export SCILAN_LOG=${SCILAN_LOG:-warn}
+}
+
+# apps_share_run: RUN and PRELOAD become copies that every user can run and
+# load.  Cases start scilan_run as www-data or postgres, and the build tree
+# may be in a checkout only its owner can enter (a clone in /root): there
+# they would exit with status 127.  The copies are the owner's, in a fresh
+# directory of /tmp (mktemp: no one else's) that only the owner may write
+# into: no other user can swap what the owner's own cases then run.
+# scilan_run finds the library next to it (../lib), as in the build tree.
+apps_share_run() {
+	SHARE=$(mktemp -d "/tmp/scilan-apps-$APP-bin.XXXXXX")
+	install -d -m 755 "$SHARE/bin" "$SHARE/lib"
+	install -m 755 "$RUN" "$SHARE/bin/scilan_run"
+	install -m 644 "$PRELOAD" "$SHARE/lib/libscilan_preload.so"
+	chmod 755 "$SHARE"
+	RUN=$SHARE/bin/scilan_run PRELOAD=$SHARE/lib/libscilan_preload.so
 }
 
 apps_cleanup() {
@@ -41,6 +59,7 @@ apps_cleanup() {
 		if [ -n "$p" ]; then kill -KILL -- "-$p" 2>/dev/null || true; fi
 	done <"$WORK/pids"
 	wait 2>/dev/null || true
+	if [ -n "${SHARE:-}" ]; then rm -rf "$SHARE"; fi
 	if [ -n "${APPS_KEEP:-}" ]; then
 		echo "$APP: work directory kept: $WORK" >&2
 	else
@@ -83,6 +102,7 @@ pre() {
 	kernel) PRE=() ;;
 	scilan) PRE=("$RUN" --stats=stderr --) ;;
 	scilan-intr) PRE=("$RUN" --stats=stderr --poll-us 0 --) ;;
+	scilan-latency) PRE=("$RUN" --stats=stderr --profile latency --) ;;
 	*) echo "unknown mode $1" >&2; return 1 ;;
 	esac
 }
@@ -137,6 +157,14 @@ stat_sum() {
 		END { printf "%.0f\n", s }'
 }
 stat_lines() { stat_lines_of "$@" | wc -l; }
+
+# stat_reasons FILE...: "REASON COUNT" lines, the fallback reasons of the
+# statistics lines of the files summed per reason.
+stat_reasons() {
+	cat "$@" 2>/dev/null | grep -ao 'wakeups [0-9]*; fallback reasons: [a-z0-9 ,-]*[0-9]' |
+		sed 's/.*fallback reasons: //' | tr ',' '\n' |
+		awk 'NF == 2 { n[$1] += $2 } END { for (r in n) print r, n[r] }' | sort || true
+}
 
 # check_stats MODE WHO MIN_ACCEL MIN_TX MIN_RX FILE...: on scilan, the
 # processes of one end (FILEs: their stderr) printed statistics, accelerated at
