@@ -142,6 +142,7 @@ run: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	$(BENCH_BIN) all --out $(BUILD)/perf
+	@$(MAKE) --no-print-directory bench-syscalls
 
 test: deps
 	@rm -rf $(BUILD)/results
