@@ -42,18 +42,19 @@ uint32_t sl_spin_decide(struct sl_spin_state *st, bool contended, bool *yield)
 	if (st->ema_ns <= SL_SPIN_MAX_NS) {
 		/* Twice the expected wait plus a floor: an average reply is caught
 		 * with room to spare, a miss costs little. */
-		budget = 2 * (uint64_t)st->ema_ns + SL_SPIN_MAX_NS / 4;
+		budget = 2 * (uint64_t)st->ema_ns + SL_SPIN_FLOOR_NS;
 		st->skipped = 0;
 		return budget > SL_SPIN_MAX_NS ? SL_SPIN_MAX_NS : (uint32_t)budget;
 	}
 	/* Replies come later than a spin could wait: sleep at once, but now and
-	 * then spin in full, or a peer that became fast would never be noticed
-	 * (two sleeping ends each see the other's wake-up latency). */
+	 * then spin a little, or a peer that became fast would never be noticed
+	 * (two sleeping ends each see the other's wake-up latency).  Short: a
+	 * peer that became merely quicker shows in the sleeps' own samples. */
 	if (++st->skipped < SL_SPIN_PROBE_EVERY)
 		return 0;
 	st->skipped = 0;
 	st->probing = 1;
-	return SL_SPIN_MAX_NS;
+	return SL_SPIN_PROBE_NS;
 }
 
 void sl_spin_observe(struct sl_spin_state *st, uint32_t budget_ns, bool paid, uint64_t waited_ns)

@@ -12,11 +12,21 @@
 
 /* poll_us value meaning "learn the spin" (the default). */
 #define SL_POLL_ADAPTIVE (-1)
-/* The most an adaptive side spins (the old fixed default). */
-#define SL_SPIN_MAX_NS 25000u
-/* A side that learnt not to spin probes with a full spin every this many waits. */
+/* The most an adaptive side spins: the latency profile's forced spin.  A
+ * reply that takes a server 50-150 us to make (a database query) is then
+ * caught without a sleep, whose wake-up costs as much again on a virtual
+ * machine.  While runnable threads outnumber CPUs the spin yields at every
+ * turn, so it burns only a CPU nobody else asked for.  (It was 25 us: pgbench
+ * -S slept on nearly every query, at 1.0x kernel TCP and below.) */
+#define SL_SPIN_MAX_NS 200000u
+/* What a spin lasts beyond twice the expected wait. */
+#define SL_SPIN_FLOOR_NS 6250u
+/* A side that learnt not to spin probes with a short spin every this many
+ * waits, for a peer that became fast. */
 #define SL_SPIN_PROBE_EVERY 32u
-/* A wait that ended in a sleep counts as at most this long. */
+#define SL_SPIN_PROBE_NS 25000u
+/* A wait that ended in a sleep counts as at most this long: above the
+ * longest spin, so waits that no spin catches stop the spinning. */
 #define SL_SPIN_SLEPT_CAP_NS (4 * SL_SPIN_MAX_NS)
 
 /* Learnt state; packs into one 64-bit word so racing threads lose samples,
@@ -28,7 +38,7 @@ struct sl_spin_state {
 };
 
 /* The budget in ns for the next wait; 0 = do not spin.  *yield: spin with
- * sched_yield instead of pause (the CPUs are contended). */
+ * sched_yield instead of pause (contended: more threads runnable than CPUs). */
 uint32_t sl_spin_decide(struct sl_spin_state *st, bool contended, bool *yield);
 /* The wait that followed: it ended during a spin of budget_ns (paid) or in a
  * sleep, waited_ns after it began. */
