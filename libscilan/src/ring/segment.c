@@ -239,6 +239,11 @@ bool sl_segment_reopenable(void)
 	return r;
 }
 
+int sl_segment_reopenable_known(void)
+{
+	return atomic_load_explicit(&reopenable, memory_order_relaxed);
+}
+
 void sl_segment_reopen_forget(void)
 {
 	atomic_store_explicit(&reopenable, -1, memory_order_relaxed);

@@ -25,6 +25,8 @@ int sl_segment_fd_check(int fd, struct stat *st);
  * drops it to spare a descriptor; else it keeps it.  Probed once, again
  * after sl_segment_reopen_forget (the process is changing user). */
 bool sl_segment_reopenable(void);
+/* What the probe said: 1, 0, or -1 if it was not made yet (no probe now). */
+int sl_segment_reopenable_known(void);
 void sl_segment_reopen_forget(void);
 /* Accepting side: we hold the segment offered for our connection but will
  * not use it.  Store REFUSED in its offer word (compare-and-swap from

@@ -228,6 +228,21 @@ void sl_rundir_sweep(unsigned budget)
 	errno = saved;
 }
 
+static _Atomic bool sweep_wanted;
+
+void sl_rundir_sweep_soon(void)
+{
+	if (!atomic_load_explicit(&sweep_wanted, memory_order_relaxed))
+		atomic_store_explicit(&sweep_wanted, true, memory_order_relaxed);
+}
+
+void sl_rundir_sweep_idle(void)
+{
+	if (atomic_load_explicit(&sweep_wanted, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&sweep_wanted, false, memory_order_relaxed))
+		sl_rundir_sweep_tick();
+}
+
 void sl_rundir_sweep_tick(void)
 {
 	static _Atomic int64_t last;

@@ -16,5 +16,9 @@ void sl_rundir_sweep(unsigned budget);
 /* One sweep of SL_SWEEP_BUDGET, at most once a second per process: for
  * set-up paths (connect, the first accelerated connection). */
 void sl_rundir_sweep_tick(void);
+/* A tick wanted at the process's next wait (sl_rundir_sweep_idle): set-up
+ * paths that must not pay for a round of the janitor. */
+void sl_rundir_sweep_soon(void);
+void sl_rundir_sweep_idle(void);
 
 #endif

@@ -122,8 +122,9 @@ static struct sl_stats_map *open_map(void)
 
 	if (map || map_failed || !*rundir)
 		return map;
-	/* Where processes come and go: clean up after those that left. */
-	sl_rundir_sweep_tick();
+	/* Where processes come and go: clean up after those that left, at
+	 * our next wait (not on the first connection's path). */
+	sl_rundir_sweep_soon();
 	if (snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid) >= (int)sizeof(map_path)) {
 		errno = ENAMETOOLONG;
 		fd = -1;

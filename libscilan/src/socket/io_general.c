@@ -16,7 +16,7 @@
 #include "conn/conn.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
-#include "fabric/shm/seg_pool.h"
+#include "socket/idle.h"
 #include "ring/segment.h"
 #include "ring/urgent.h"
 #include "runtime/sys.h"
@@ -510,8 +510,8 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			return (ssize_t)got;
 		}
 		/* Waiting (or about to say EAGAIN to an event loop): the
-		 * time to make the next connect's segment, if one is wanted. */
-		sl_seg_pool_idle();
+		 * time for the set-up work kept off the connect path (idle.c). */
+		sl_about_to_wait();
 		if (sl_conn_spin(s, flags, 0, data_arrived, read_seen, &sw))
 			continue;
 		if (sl_io_nonblocking(s, flags)) {

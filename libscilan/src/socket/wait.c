@@ -22,7 +22,7 @@
 #include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "scilan.h"
-#include "fabric/shm/seg_pool.h"
+#include "socket/idle.h"
 #include "sync/spin.h"
 #include "sync/spin_policy.h"
 #include "runtime/sys.h"
@@ -389,9 +389,9 @@ static int poll_accelerated(struct pollfd *fds, nfds_t n, int timeout_ms, struct
 
 		return kready < 0 ? -1 : (ready && !stirred ? ready : scan(fds, n, socks)) + kready;
 	}
-	/* A wait that would block: the time to make the next connect's
-	 * segment, if one is wanted (seg_pool.c). */
-	sl_seg_pool_idle();
+	/* A wait that would block: the time for the set-up work kept off the
+	 * connect path (idle.c). */
+	sl_about_to_wait();
 	/* Decided only for a wait that would block, so instant answers do
 	 * not count as waits the spin caught. */
 	if (spin)

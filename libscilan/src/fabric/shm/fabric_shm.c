@@ -326,7 +326,8 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		return -1;
 	if (!named)
 		s->offer_path[0] = '\0';
-	sl_rundir_sweep_tick();
+	/* The janitor's round, at our next wait: not on the connect path. */
+	sl_rundir_sweep_soon();
 	sl_segment_layout(&hdr, s->ring_bytes, peer_ring);
 	/* Made ahead while we waited after our last connect, if it fits. */
 	if (sl_seg_make(&hdr, !named, &made) < 0)
@@ -478,8 +479,10 @@ static void shm_offer_settle(struct sl_sock *s)
 		return;
 	w = atomic_load_explicit(s->offer_word, memory_order_acquire);
 	if (w == SL_OFFER_ATTACHED) {
-		/* Kept where nothing else could hand the segment on. */
-		if (sl_segment_reopenable()) {
+		/* Kept where nothing else could hand the segment on, or where
+		 * nobody asked yet (the probe is made at our next wait, not on
+		 * the first connection's path). */
+		if (sl_segment_reopenable_known() == 1) {
 			sl_own_fd_close(s->memfd);
 			s->memfd = -1;
 		}
