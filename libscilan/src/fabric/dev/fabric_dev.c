@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,10 +68,18 @@ static int link_names(char names[][DEV_NAME_MAX], int max)
 	return n;
 }
 
+/* Asked by every process at its first socket: reading /dev (some 60 us
+ * here, 110 entries) only where the driver is loaded; its first link's
+ * node, when there, answers at once. */
 bool sl_dev_present(void)
 {
 	char names[1][DEV_NAME_MAX];
+	struct stat st;
 
+	if (stat("/dev/scilan0", &st) == 0 && S_ISCHR(st.st_mode))
+		return true;
+	if (stat("/sys/module/scilan", &st) < 0 && errno == ENOENT)
+		return false;
 	return link_names(names, 1) > 0;
 }
 
