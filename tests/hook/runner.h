@@ -42,6 +42,9 @@ const char *hk_hook_lib(void);
  * cluster.conf; *rundir and *conf point into it.  Remove with hk_rmtree. */
 char *hk_tmpdir(char **rundir, char **conf);
 void hk_rmtree(const char *path);
+/* system(3) of a formatted command line (ip netns ..., in the tests that
+ * make their own network namespaces): its status. */
+int hk_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Start argv[0] (an absolute path) with argv, in its own process group. */
 void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[]);

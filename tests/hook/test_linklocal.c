@@ -4,7 +4,6 @@
  * listener, and two listeners of one address and port on two interfaces
  * are two listeners.  The host's interfaces are never touched. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +16,6 @@
 static char ns[32];
 static bool made;
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 /* The namespace's name carries our pid (tests of other runs never
  * collide); the interfaces live inside it, so their names cannot. */
@@ -36,9 +24,9 @@ static void link_up(void)
 	snprintf(ns, sizeof(ns), "slhk-%d-ll", (int)getpid());
 	cr_assert_eq(geteuid(), 0, "the link-local test needs root (a network namespace)");
 	made = true;
-	cr_assert_eq(sh("ip netns add %s", ns), 0, "ip netns add");
+	cr_assert_eq(hk_sh("ip netns add %s", ns), 0, "ip netns add");
 	/* nodad: usable at once, no duplicate address detection to wait for. */
-	cr_assert_eq(sh("ip -n %s link add d0 type veth peer name d1 && ip -n %s link set lo up && "
+	cr_assert_eq(hk_sh("ip -n %s link add d0 type veth peer name d1 && ip -n %s link set lo up && "
 			"ip -n %s link set d0 up && ip -n %s link set d1 up && "
 			"ip -n %s addr add fe80::1/64 dev d0 nodad && ip -n %s addr add fe80::1/64 dev d1 nodad",
 			ns, ns, ns, ns, ns, ns),
@@ -48,7 +36,7 @@ static void link_up(void)
 static void link_down(void)
 {
 	if (made)
-		sh("ip netns del %s 2>/dev/null", ns);
+		hk_sh("ip netns del %s 2>/dev/null", ns);
 	made = false;
 }
 

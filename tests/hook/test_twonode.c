@@ -4,7 +4,6 @@
  * Also: a wildcard listener accelerates only connections to its own node. */
 #include <criterion/criterion.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +16,6 @@
 static char ns_a[32], ns_b[32], veth_a[16], veth_b[16], addr_a[32], addr_b[32], addr6_a[48], addr6_b[48];
 static bool made, have_v6;
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 /* Names carry our pid: tests of other runs (or other agents) on this host
  * never collide.  Addresses live inside the namespaces, so they cannot. */
@@ -45,19 +33,19 @@ static void nodes_up(void)
 	snprintf(addr6_b, sizeof(addr6_b), "fd77:%x::2", 10 + id % 240);
 	cr_assert_eq(geteuid(), 0, "the two-node test needs root (network namespaces)");
 	made = true;
-	cr_assert_eq(sh("ip netns add %s && ip netns add %s", ns_a, ns_b), 0, "ip netns add");
-	cr_assert_eq(sh("ip link add %s type veth peer name %s && ip link set %s netns %s && ip link set %s netns %s",
+	cr_assert_eq(hk_sh("ip netns add %s && ip netns add %s", ns_a, ns_b), 0, "ip netns add");
+	cr_assert_eq(hk_sh("ip link add %s type veth peer name %s && ip link set %s netns %s && ip link set %s netns %s",
 			veth_a, veth_b, veth_a, ns_a, veth_b, ns_b),
 		     0, "veth pair");
-	cr_assert_eq(sh("ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s", ns_a, addr_a, veth_a, ns_b,
+	cr_assert_eq(hk_sh("ip -n %s addr add %s/24 dev %s && ip -n %s addr add %s/24 dev %s", ns_a, addr_a, veth_a, ns_b,
 			addr_b, veth_b),
 		     0, "addresses");
 	/* nodad: usable at once, no duplicate address detection to wait for.
 	 * A kernel without IPv6 skips the IPv6 cases only. */
-	have_v6 = sh("ip -n %s addr add %s/64 dev %s nodad 2>/dev/null && ip -n %s addr add %s/64 dev %s nodad "
+	have_v6 = hk_sh("ip -n %s addr add %s/64 dev %s nodad 2>/dev/null && ip -n %s addr add %s/64 dev %s nodad "
 		     "2>/dev/null",
 		     ns_a, addr6_a, veth_a, ns_b, addr6_b, veth_b) == 0;
-	cr_assert_eq(sh("ip -n %s link set lo up && ip -n %s link set lo up && ip -n %s link set %s up && "
+	cr_assert_eq(hk_sh("ip -n %s link set lo up && ip -n %s link set lo up && ip -n %s link set %s up && "
 			"ip -n %s link set %s up",
 			ns_a, ns_b, ns_a, veth_a, ns_b, veth_b),
 		     0, "links up");
@@ -68,7 +56,7 @@ static void nodes_down(void)
 	if (!made)
 		return;
 	/* Deleting a namespace deletes its end of the veth, and so the pair. */
-	sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
+	hk_sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null", ns_a, ns_b);
 	made = false;
 }
 

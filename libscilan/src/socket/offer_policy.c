@@ -60,6 +60,20 @@ static uint64_t pack(struct record r)
 	       (uint64_t)(r.skipped & 0xffff);
 }
 
+/* Is this connect the one in 2^gap that still tries?  Counts it: a probe
+ * widens the gap (up to SL_OFFER_PROBE_GAP_MAX), a skip adds one. */
+static bool probe_turn(struct record *r)
+{
+	if (r->skipped + 1 < 1u << r->gap_log2) {
+		r->skipped++;
+		return false;
+	}
+	r->skipped = 0;
+	if (1u << r->gap_log2 < SL_OFFER_PROBE_GAP_MAX)
+		r->gap_log2++;
+	return true;
+}
+
 bool sl_offer_paid_off(const struct sl_offer_outcome *outcome)
 {
 	return outcome->turns >= SL_OFFER_TURNS_PAID || outcome->bytes >= SL_OFFER_BYTES_PAID ||
@@ -81,14 +95,7 @@ bool sl_offer_worth_it_at(const struct sl_key *dst, int64_t now_ms)
 		if ((uint32_t)now_ms - atomic_load_explicit(&last_short_ms[hash % SLOTS], memory_order_relaxed) >
 		    SL_OFFER_SHORT_FRESH_MS)
 			return true;
-		offer = r.skipped + 1 >= 1u << r.gap_log2;
-		if (offer) {
-			r.skipped = 0;
-			if (1u << r.gap_log2 < SL_OFFER_PROBE_GAP_MAX)
-				r.gap_log2++;
-		} else {
-			r.skipped++;
-		}
+		offer = probe_turn(&r);
 		next = pack(r);
 	} while (!atomic_compare_exchange_weak_explicit(slot, &old, next, memory_order_relaxed, memory_order_relaxed));
 	return offer;
@@ -158,14 +165,7 @@ bool sl_listener_absent_at(const struct sl_key *dst, int64_t now_ms)
 		if ((uint32_t)now_ms - atomic_load_explicit(&absent_looked_ms[hash % SLOTS], memory_order_relaxed) >=
 		    SL_ABSENT_RECHECK_MS)
 			return false;
-		look = r.skipped + 1 >= 1u << r.gap_log2;
-		if (look) {
-			r.skipped = 0;
-			if (1u << r.gap_log2 < SL_OFFER_PROBE_GAP_MAX)
-				r.gap_log2++;
-		} else {
-			r.skipped++;
-		}
+		look = probe_turn(&r);
 		next = pack(r);
 	} while (!atomic_compare_exchange_weak_explicit(slot, &old, next, memory_order_relaxed, memory_order_relaxed));
 	return !look;
