@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "runtime/stats.h"
 #include "socket/offer_policy.h"
@@ -153,5 +154,72 @@ Test(offer_policy_conns, accelerate_setting_offers_every_time)
 	l = fresh_listener(&port);
 	for (int i = 0; i < 4 * SL_OFFER_SHORT_RUN; i++)
 		cr_assert_eq(one_connection(l, port, 1, 0), 1, "connection %d not accelerated", i);
+	scilan_close(l);
+}
+
+/* A scilan listener on exactly port (SO_REUSEADDR: the plain one before it
+ * left TIME_WAIT behind). */
+static int scilan_listener_on(uint16_t port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = tu_loopback(AF_INET, port, &ss);
+	int l = scilan_socket(AF_INET, SOCK_STREAM, 0), one = 1;
+
+	cr_assert_geq(l, 0);
+	cr_assert_eq(scilan_setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&ss, len), 0, "bind %u: %s", (unsigned)port, strerror(errno));
+	cr_assert_eq(scilan_listen(l, 16), 0);
+	return l;
+}
+
+/* A client that retries until its server is up (a database starting): the
+ * refused connects teach nothing, its first connection is on the rings. */
+Test(offer_policy_conns, refused_connects_do_not_hide_a_listener_that_comes)
+{
+	uint16_t port;
+	int l = fresh_listener(&port), c;
+
+	scilan_close(l);
+	for (int i = 0; i < 20; i++) {
+		c = tu_connect(AF_INET, port);
+		cr_assert_lt(c, 0, "connect %d to a closed port succeeded", i);
+		cr_assert_eq(errno, ECONNREFUSED, "connect %d: %s", i, strerror(errno));
+	}
+	l = scilan_listener_on(port);
+	cr_assert(one_connection(l, port, 1, 0), "the first connection after the server came up is kernel TCP");
+	scilan_close(l);
+}
+
+/* A plain server is not looked up at every connect, yet a scilan server that
+ * takes its place is found, at the latest SL_ABSENT_RECHECK_MS after the
+ * last look; every connection meanwhile agrees on kernel TCP. */
+Test(offer_policy_conns, a_plain_server_replaced_by_a_scilan_one_is_found_again)
+{
+	uint16_t port;
+	struct sl_stats before, after;
+	int pl = tu_plain_listen(AF_INET, 64, &port), l, on = 0;
+
+	cr_assert_geq(pl, 0);
+	cr_assert_not_null(tu_isolated_rundir());
+	sl_stats_read(&before);
+	for (int i = 0; i < 40; i++) {
+		int c = tu_connect(AF_INET, port), s = accept(pl, NULL, NULL);
+
+		cr_assert_geq(c, 0, "connect %d: %s", i, strerror(errno));
+		cr_assert_geq(s, 0);
+		cr_assert_eq(tu_accelerated(c), 0, "connection %d to a plain server on the rings", i);
+		/* The client closes first: its end keeps the TIME_WAIT, and
+		 * the port is free for the next listener. */
+		scilan_close(c);
+		close(s);
+	}
+	sl_stats_read(&after);
+	cr_assert_eq(after.fb[SL_FB_NO_LISTENER] - before.fb[SL_FB_NO_LISTENER], 40,
+		     "every connection to the plain server is no-listener");
+	close(pl);
+	l = scilan_listener_on(port);
+	usleep((SL_ABSENT_RECHECK_MS + 100) * 1000);
+	on = one_connection(l, port, 1, 0);
+	cr_assert(on, "the scilan server that replaced a plain one is not found %d ms later", SL_ABSENT_RECHECK_MS + 100);
 	scilan_close(l);
 }

@@ -292,7 +292,8 @@ static bool address_is_local(int domain, const struct sockaddr *addr, socklen_t 
 /* A scilan listener reachable at dst: exact address first, then a wildcard
  * listener, which only this node's own addresses reach: the kernel connects
  * anything else to another host, whose port a listener here merely shares.
- * What it found is remembered for the next connects (offer_policy.c). */
+ * A listener found is remembered (offer_policy.c); none, once the kernel's
+ * connect shows a plain server there (scilan_connect). */
 static int find_listener(struct sl_sock *s, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst,
 			 uint64_t *peer_ring)
 {
@@ -300,7 +301,8 @@ static int find_listener(struct sl_sock *s, const struct sockaddr *addr, socklen
 	int found = sl_fabric()->lookup(s, dst, peer_ring) ||
 		    (sl_fabric()->lookup(s, &any, peer_ring) && address_is_local(s->domain, addr, len, dst));
 
-	sl_listener_note(dst, found);
+	if (found)
+		sl_listener_note(dst, true);
 	return found;
 }
 
@@ -441,6 +443,11 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		drop_rendezvous(s);
 		r = connect_plain(s, addr, len, why);
 		err = errno;
+		/* A plain server answers there: its next connects need not look.
+		 * Not a refused connect: a client retrying until its server is
+		 * up must find the listener as soon as it is. */
+		if (why == SL_FB_NO_LISTENER && (r == 0 || err == EINPROGRESS))
+			sl_listener_note(&dst, false);
 		pthread_mutex_unlock(&s->ctl_lock);
 		errno = err;
 		return r;
