@@ -141,7 +141,7 @@ completion() {
 	# The global options after the command too, and stat's --all.
 	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_ctl devices --j); COMP_CWORD=2; _scilan_ctl; echo "${COMPREPLY[*]}"' - "$dir/scilan_ctl")" = "--json" ] &&
 	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_ctl stat --json --a); COMP_CWORD=3; _scilan_ctl; echo "${COMPREPLY[*]}"' - "$dir/scilan_ctl")" = "--all" ] &&
-	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_run --log ""); COMP_CWORD=2; _scilan_run; echo "${COMPREPLY[*]}"' - "$dir/scilan_run")" = "error warn info debug" ]
+	[ "$(bash -c 'source "$1"; COMP_WORDS=(scilan_run --log ""); COMP_CWORD=2; _scilan_run; echo "${COMPREPLY[*]}"' - "$dir/scilan_run")" = "error warn notice info debug" ]
 }
 do_uninstall() {
 	make --no-print-directory uninstall BUILD="$build" DESTDIR="$root" PREFIX=$prefix &&

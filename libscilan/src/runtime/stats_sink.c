@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -82,19 +83,23 @@ static int open_named(const char *path)
 	return fd;
 }
 
-/* Our private directory's log: never a link; started again when full. */
+/* Our private directory's log: never a link; started again when full.  The
+ * two names on the heap: the stack may be a small thread's (frames stay
+ * under 2 KiB, tests/frames). */
 static int open_rundir_log(void)
 {
-	char path[PATH_MAX], old[PATH_MAX];
+	char *path = malloc(2 * PATH_MAX), *old = path + PATH_MAX;
 	int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
 	struct stat st;
 	int fd;
 
-	if (sl_stats_log_path(path, sizeof(path), false) < 0)
+	if (!path || sl_stats_log_path(path, PATH_MAX, false) < 0) {
+		free(path);
 		return -1;
+	}
 	fd = open(path, flags, 0600);
 	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > RUNDIR_LOG_MAX &&
-	    sl_stats_log_path(old, sizeof(old), true) == 0) {
+	    sl_stats_log_path(old, PATH_MAX, true) == 0) {
 		/* Processes exiting together may both rename: one log is lost
 		 * to the other's, never a line split. */
 		sl_sys.close(fd);
@@ -105,6 +110,7 @@ static int open_rundir_log(void)
 		sl_sys.close(fd);
 		fd = -1;
 	}
+	free(path);
 	return fd;
 }
 
