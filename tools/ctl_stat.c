@@ -258,8 +258,12 @@ int cmd_stat(int argc, char **argv, bool json)
 
 	optind = 0; /* 0: glibc re-initializes its scanner for this new argument list */
 	while ((c = getopt_long(argc, argv, "w:ae", opts, NULL)) != -1) {
-		if (c == 'a' || c == 'e') {
-			*(c == 'a' ? &all : &exited) = true;
+		if (c == 'a') {
+			all = true;
+			continue;
+		}
+		if (c == 'e') {
+			exited = true;
 			continue;
 		}
 		if (c != 'w')

@@ -67,7 +67,10 @@ static int set_stats(const char *dest)
 			strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/%s", cwd, dest);
+	if (snprintf(path, sizeof(path), "%s/%s", cwd, dest) >= (int)sizeof(path)) {
+		fprintf(stderr, "scilan_run: --stats=%s: name too long\n", dest);
+		return -1;
+	}
 	setenv("SCILAN_STATS", path, 1);
 	return 0;
 }

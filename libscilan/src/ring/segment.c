@@ -239,9 +239,22 @@ bool sl_segment_reopenable(void)
 	return r;
 }
 
+static _Atomic bool probe_wanted;
+
 int sl_segment_reopenable_known(void)
 {
-	return atomic_load_explicit(&reopenable, memory_order_relaxed);
+	int r = atomic_load_explicit(&reopenable, memory_order_relaxed);
+
+	if (r < 0 && !atomic_load_explicit(&probe_wanted, memory_order_relaxed))
+		atomic_store_explicit(&probe_wanted, true, memory_order_relaxed);
+	return r;
+}
+
+void sl_segment_reopen_idle(void)
+{
+	if (atomic_load_explicit(&probe_wanted, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&probe_wanted, false, memory_order_relaxed))
+		sl_segment_reopenable();
 }
 
 void sl_segment_reopen_forget(void)

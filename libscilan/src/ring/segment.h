@@ -25,8 +25,10 @@ int sl_segment_fd_check(int fd, struct stat *st);
  * drops it to spare a descriptor; else it keeps it.  Probed once, again
  * after sl_segment_reopen_forget (the process is changing user). */
 bool sl_segment_reopenable(void);
-/* What the probe said: 1, 0, or -1 if it was not made yet (no probe now). */
+/* What the probe said: 1, 0, or -1 if it was not made yet: then it is made
+ * at the process's next wait (sl_segment_reopen_idle), not now. */
 int sl_segment_reopenable_known(void);
+void sl_segment_reopen_idle(void);
 void sl_segment_reopen_forget(void);
 /* Accepting side: we hold the segment offered for our connection but will
  * not use it.  Store REFUSED in its offer word (compare-and-swap from

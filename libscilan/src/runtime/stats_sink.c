@@ -88,7 +88,7 @@ static int open_named(const char *path)
  * under 2 KiB, tests/frames). */
 static int open_rundir_log(void)
 {
-	char *path = malloc(2 * PATH_MAX), *old = path + PATH_MAX;
+	char *path = malloc(2 * PATH_MAX), *old;
 	int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
 	struct stat st;
 	int fd;
@@ -97,6 +97,7 @@ static int open_rundir_log(void)
 		free(path);
 		return -1;
 	}
+	old = path + PATH_MAX;
 	fd = open(path, flags, 0600);
 	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > RUNDIR_LOG_MAX &&
 	    sl_stats_log_path(old, PATH_MAX, true) == 0) {

@@ -7,12 +7,16 @@
 
 #include "fabric/shm/seg_pool.h"
 #include "ring/segment.h"
+#include "runtime/log.h"
 #include "runtime/rundir_sweep.h"
 
 void sl_about_to_wait(void)
 {
 	sl_seg_pool_idle();
+	/* Asked for before a sandbox, these open files the filter may refuse,
+	 * or kill the process for: they were set-up work, and set-up is over. */
+	if (sl_log_sandboxed())
+		return;
 	sl_rundir_sweep_idle();
-	if (sl_segment_reopenable_known() < 0)
-		sl_segment_reopenable();
+	sl_segment_reopen_idle();
 }

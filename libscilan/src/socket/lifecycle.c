@@ -445,8 +445,11 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		err = errno;
 		/* A plain server answers there: its next connects need not look.
 		 * Not a refused connect: a client retrying until its server is
-		 * up must find the listener as soon as it is. */
-		if (why == SL_FB_NO_LISTENER && (r == 0 || err == EINPROGRESS))
+		 * up must find the listener as soon as it is.  Nor a fabric's
+		 * own reason (not-in-map, link-down): remembered, the next ones
+		 * would be told as no-listener, and a link coming back would go
+		 * unnoticed for up to a second. */
+		if (why == SL_FB_NO_LISTENER && s->fb_reason == SL_FB_NO_LISTENER && (r == 0 || err == EINPROGRESS))
 			sl_listener_note(&dst, false);
 		pthread_mutex_unlock(&s->ctl_lock);
 		errno = err;

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fabric/shm/offer_names.h"
@@ -130,11 +131,18 @@ bool sl_registry_named(int fd)
 }
 
 /* Only our user's processes write the entry (the runtime directory is
- * ours), and never shorter than whole: the mapped page stays backed. */
+ * ours), whole and never shorter: once it is whole, the mapped page stays
+ * backed.  One that is not (an older version's, a holder that died between
+ * its create and its write) is read with pread instead: a page past the end
+ * of the file would be SIGBUS. */
 const _Atomic uint32_t *sl_registry_map_flags(int fd)
 {
-	void *page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+	struct stat st;
+	void *page;
 
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct reg_entry))
+		return NULL;
+	page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
 	if (page == MAP_FAILED)
 		return NULL;
 	return (const _Atomic uint32_t *)((const char *)page + offsetof(struct reg_entry, flags));
