@@ -102,6 +102,26 @@ Test(fallback_users, offer_by_rendezvous_to_a_worker_that_changed_user_is_accele
 	scilan_close(l);
 }
 
+
+/* A root client connects to l; nobody accepts and may not read its offer:
+ * kernel TCP, counted once as unreadable-offer and never as not_reason
+ * (what it was called before). */
+static void expect_unreadable_offer(int l, uint16_t port, const char *not_reason)
+{
+	pid_t pid = connecting_child(port, false);
+	int s = accept_as_nobody(l);
+
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 0);
+	cr_expect_eq(counted("unreadable-offer"), 1, "unreadable-offer counted %llu times",
+		     (unsigned long long)counted("unreadable-offer"));
+	cr_expect_eq(counted(not_reason), 0, "%s counted %llu times", not_reason,
+		     (unsigned long long)counted(not_reason));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	scilan_close(s);
+}
+
 /* An acceptor whose user changed unseen by scilan (a raw system call; the
  * listener keeps its registry entry) meets a root client's offer file in
  * root's directory, which it may not open: `unreadable-offer`, and the
@@ -109,22 +129,12 @@ Test(fallback_users, offer_by_rendezvous_to_a_worker_that_changed_user_is_accele
 Test(fallback_users, offer_file_the_acceptor_may_not_read_is_unreadable_offer)
 {
 	uint16_t port;
-	int l, s, squat;
-	pid_t pid;
+	int l, squat;
 
 	need_root();
 	cr_assert_not_null(tu_isolated_rundir());
 	l = listen_without_rendezvous(&port, &squat);
-	pid = connecting_child(port, false);
-	s = accept_as_nobody(l);
-	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
-	cr_assert_eq(tu_accelerated(s), 0);
-	cr_expect_eq(counted("unreadable-offer"), 1, "unreadable-offer counted %llu times",
-		     (unsigned long long)counted("unreadable-offer"));
-	cr_expect_eq(counted("other"), 0, "other counted %llu times", (unsigned long long)counted("other"));
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	scilan_close(s);
+	expect_unreadable_offer(l, port, "other");
 	scilan_close(l);
 	close(squat);
 }
@@ -137,8 +147,7 @@ Test(fallback_users, offer_file_the_acceptor_may_not_read_is_unreadable_offer)
 Test(fallback_users, bells_the_acceptor_may_not_open_are_unreadable_offer)
 {
 	uint16_t port;
-	int l, s;
-	pid_t pid;
+	int l;
 
 	need_root();
 	cr_assert_not_null(tu_isolated_rundir());
@@ -152,15 +161,6 @@ Test(fallback_users, bells_the_acceptor_may_not_open_are_unreadable_offer)
 	}
 	port = tu_local_port(l);
 	cr_assert_eq(scilan_listen(l, 4), 0);
-	pid = connecting_child(port, false);
-	s = accept_as_nobody(l);
-	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
-	cr_assert_eq(tu_accelerated(s), 0);
-	cr_expect_eq(counted("unreadable-offer"), 1, "unreadable-offer counted %llu times",
-		     (unsigned long long)counted("unreadable-offer"));
-	cr_expect_eq(counted("bad-offer"), 0, "bad-offer counted %llu times", (unsigned long long)counted("bad-offer"));
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	scilan_close(s);
+	expect_unreadable_offer(l, port, "bad-offer");
 	scilan_close(l);
 }
