@@ -25,3 +25,12 @@ Test(bursts, preforked_workers_tell_plain_clients_at_once, .timeout = 240)
 {
 	hk_scenario("bursts", "preforked_mixed", 2 * (8 * 75 + 8), 2 * (8 * 75 + 8), 120);
 }
+
+/* The same with 4 of the 8 workers given the listener over SCM_RIGHTS
+ * instead of by fork: acceptors with the queue's shared lock and acceptors
+ * without it still scan one at a time (the sender's mark), so every offer
+ * is found. */
+Test(bursts, workers_given_the_listener_find_every_offer, .timeout = 240)
+{
+	hk_scenario("bursts", "preforked_passed", 2 * (16 * 75 + 8), -1, 120);
+}

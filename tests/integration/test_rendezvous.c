@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "fabric/shm/rendezvous.h"
+#include "sync/clock.h"
+#include "sync/lease_lock.h"
 #include "testutil.h"
 
 static void expect_echo(int c, int s, const char *msg)
@@ -382,14 +384,17 @@ Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
 }
 
 /* The acceptors of a shared listener scan its rendezvous queue one at a
- * time, under a record lock on the rendezvous socket (rendezvous.c: an
- * acceptor holds the entries it takes until its scan ends, and another one
- * scanning meanwhile missed the offer it held).  A holder that never lets go
- * (a worker stopped mid-scan) holds nobody's accept for good: past the
- * bounded wait the scan goes on unlocked and still finds the offer. */
-Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
+ * time (rendezvous.c: an acceptor holds the entries it takes until its scan
+ * ends, and another one scanning meanwhile missed the offer it held), under
+ * the queue's gate, shared by fork, and once the queue was passed on
+ * (marked) under a record lock on the rendezvous socket as well.  A holder
+ * of either that never lets go (a worker stopped mid-scan) holds nobody's
+ * accept for good: past the bounded wait the scan goes on and still finds
+ * the offer. */
+static void scan_past_a_lock_held_elsewhere(bool record)
 {
 	struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
+	struct sl_lease_lock *gate;
 	int l, rdv, c, s, go[2], status;
 	uint16_t port;
 	pid_t child;
@@ -399,14 +404,21 @@ Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
 	l = tu_listen(AF_INET, 4, &port);
 	cr_assert_geq(l, 0);
 	rdv = sl_sock_get(l)->rdv_fd[0];
+	gate = sl_sock_get(l)->rdv_gate[0];
 	cr_assert_geq(rdv, 0, "the listener has no rendezvous");
+	cr_assert_not_null(gate, "the listener's rendezvous has no gate");
 	cr_assert_eq(pipe(go), 0);
 	child = fork(); /* from now on the listener may be shared */
 	cr_assert_geq(child, 0);
 	if (child == 0) {
 		/* Gone with the test, also when it times out. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		took = fcntl(rdv, F_SETLK, &lock) == 0 ? 'y' : 'n';
+		if (record) {
+			sl_lease_lock_mark(gate);
+			took = fcntl(rdv, F_SETLK, &lock) == 0 ? 'y' : 'n';
+		} else {
+			took = sl_lease_lock_take(gate, sl_mono_ns() + 1000000000) ? 'y' : 'n';
+		}
 		if (write(go[1], &took, 1) != 1)
 			_exit(1);
 		pause();
@@ -426,6 +438,16 @@ Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
+}
+
+Test(rendezvous, scan_gate_held_elsewhere_holds_no_accept, .timeout = 30)
+{
+	scan_past_a_lock_held_elsewhere(false);
+}
+
+Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
+{
+	scan_past_a_lock_held_elsewhere(true);
 }
 
 /* A process that accepts alone finds its offer however many offers for

@@ -27,6 +27,7 @@
 #include "ring/segment.h"
 #include "socket/sock_state.h"
 #include "runtime/sys.h"
+#include "sync/lease_lock.h"
 
 #define MANIFEST_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
 
@@ -76,7 +77,12 @@ static int prepare(struct passing *p)
 	if (sl_sock_state(s) == SL_LISTENING) {
 		/* Its rendezvous travels with it: the receiver's accepts then
 		 * take the offers clients send there (the sender may never
-		 * accept again: Node.js's cluster primary). */
+		 * accept again: Node.js's cluster primary).  Its gate does
+		 * not: the queue's acceptors take the record lock from now on
+		 * (fabric/shm/rendezvous.c). */
+		for (int i = 0; i < SL_MAX_REG; i++)
+			if (s->rdv_gate[i])
+				sl_lease_lock_mark(s->rdv_gate[i]);
 		for (int i = 0; i < 3; i++)
 			p->fds[i] = sl_sys.fcntl(s->rdv_fd[i] >= 0 ? s->rdv_fd[i] : s->rdv_fd[0], F_DUPFD_CLOEXEC, 3);
 		if (p->fds[0] < 0 || p->fds[1] < 0 || p->fds[2] < 0) {

@@ -125,6 +125,7 @@ reset:
 		if (s->reg_path)
 			s->reg_path[i][0] = '\0';
 		s->rdv_fd[i] = -1;
+		s->rdv_gate[i] = NULL;
 	}
 	s->defer_accept = 0;
 	s->own_area = 0;

@@ -66,6 +66,8 @@ struct sl_counters {
 	_Atomic uint64_t tx_bytes, rx_bytes, sleeps, wakeups;
 };
 
+struct sl_lease_lock;
+
 struct sl_sock {
 	int fd;                 /* the kernel fd our own calls use (one of the aliases) */
 	_Atomic int fd_refs;    /* table slots naming this socket: dup() adds aliases */
@@ -125,6 +127,9 @@ struct sl_sock {
 	 * accept without a system call; NULL if not mapped. */
 	const _Atomic uint32_t *reg_flags[SL_MAX_REG];
 	int rdv_fd[SL_MAX_REG];  /* the rendezvous sockets for the same addresses (rendezvous.c), -1 if none */
+	/* each one's gate (sync/lease_lock.c): made with it, shared by fork;
+	 * NULL when it came another way (rendezvous.h, sl_rdv_take) */
+	struct sl_lease_lock *rdv_gate[SL_MAX_REG];
 	int defer_accept;        /* TCP_DEFER_ACCEPT as the program set it (the kernel's rounding), which a
 				  * published listener keeps off its kernel socket (sockopt.c); 0 if none */
 

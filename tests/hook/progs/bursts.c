@@ -171,6 +171,59 @@ static int preforked(const char *scenario, int plain)
 	return 0;
 }
 
+/* Half the workers are not forked from the listener's maker: forked
+ * before it listened, they are handed the listener over SCM_RIGHTS (as a
+ * Node.js cluster primary hands its workers theirs), and with it its
+ * rendezvous but not the lock its forked acceptors share, so all of them
+ * take the queue's record lock too; every offer is still found. */
+static int late_worker(void *arg)
+{
+	int *via = arg;
+
+	lfd = scen_recv_fd(via[1]);
+	if (lfd < 0)
+		fatal("no listener received");
+	close(via[0]);
+	close(via[1]);
+	return worker(NULL);
+}
+
+static int sc_preforked_passed(void)
+{
+	static const char *const names[WORKERS] = { "late worker 1", "late worker 2", "late worker 3",
+						    "late worker 4", "worker 5",      "worker 6",
+						    "worker 7",      "worker 8" };
+	static const char *const cnames[CLIENTS] = { "client 1",  "client 2",  "client 3",  "client 4",
+						     "client 5",  "client 6",  "client 7",  "client 8",
+						     "client 9",  "client 10", "client 11", "client 12",
+						     "client 13", "client 14", "client 15", "client 16" };
+	struct kid w[WORKERS], c[CLIENTS];
+	int via[WORKERS / 2][2];
+
+	offer_on_every_connect("preforked_passed");
+	for (int i = 0; i < WORKERS / 2; i++) {
+		MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, via[i]));
+		kid_start(&w[i], names[i], late_worker, via[i]);
+	}
+	lfd = tcp_listener(&port);
+	for (int i = 0; i < WORKERS / 2; i++) {
+		MUST(scen_send_fd(via[i][0], lfd));
+		close(via[i][0]);
+		close(via[i][1]);
+	}
+	for (int i = WORKERS / 2; i < WORKERS; i++)
+		kid_start(&w[i], names[i], worker, NULL);
+	for (int i = 0; i < CLIENTS; i++)
+		kid_start(&c[i], cnames[i], client, NULL);
+	for (int i = 0; i < CLIENTS; i++)
+		kid_join(&c[i]);
+	ask_to_stop(WORKERS);
+	for (int i = 0; i < WORKERS; i++)
+		kid_join(&w[i]);
+	close(lfd);
+	return 0;
+}
+
 static int sc_preforked(void)
 {
 	return preforked("preforked", 0);
@@ -188,6 +241,7 @@ int main(int argc, char **argv)
 	static const struct scenario table[] = {
 		{ "preforked", sc_preforked },
 		{ "preforked_mixed", sc_preforked_mixed },
+		{ "preforked_passed", sc_preforked_passed },
 		{ "plain_client", sc_plain_client },
 		{ NULL, NULL },
 	};

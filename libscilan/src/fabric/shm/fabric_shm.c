@@ -38,6 +38,7 @@
 #include "fabric/shm/offer_names.h"
 #include "runtime/bell_fd.h"
 #include "runtime/sys.h"
+#include "sync/lease_lock.h"
 
 static bool is_dual_stack_wildcard(const struct sl_sock *s, const struct sl_key *local)
 {
@@ -82,6 +83,8 @@ static void shm_listen_unregister(struct sl_sock *s)
 		sl_rdv_forget_listener(s->rdv_fd[i]);
 		sl_own_fd_close(s->rdv_fd[i]);
 		s->rdv_fd[i] = -1;
+		sl_lease_lock_free(s->rdv_gate[i]);
+		s->rdv_gate[i] = NULL;
 	}
 }
 
@@ -102,6 +105,8 @@ static bool offers_named(const struct sl_sock *s, int slot)
 static int register_key(struct sl_sock *s, int slot, const struct sl_key *key)
 {
 	s->rdv_fd[slot] = sl_rdv_listen(key);
+	if (s->rdv_fd[slot] >= 0)
+		s->rdv_gate[slot] = sl_lease_lock_new();
 	if (s->rdv_fd[slot] < 0 && errno == EADDRINUSE)
 		sl_info("fd %d: another listener holds the scilan rendezvous for port %u; only connections "
 			"of this user reach this one", s->fd, (unsigned)key->port);
@@ -757,7 +762,7 @@ static int shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key
 	bool named = true;
 	ssize_t got;
 
-	took = sl_rdv_take(listener->rdv_fd, SL_MAX_REG, s->fd, local, peer, passed, &named,
+	took = sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed, &named,
 			   !sl_sock_maybe_shared(listener));
 	if (took == 1 && !sl_own_fd_room(s->fd)) {
 		/* Our descriptors would crowd the program's: refused at once,

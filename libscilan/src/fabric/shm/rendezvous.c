@@ -31,6 +31,7 @@
 #include "runtime/sock_diag.h"
 #include "runtime/sys.h"
 #include "sync/clock.h"
+#include "sync/lease_lock.h"
 
 #define RDV_MAGIC 0x32564452204c53ull /* "SL RDV2" */
 #define RDV_SCAN 128                   /* queue entries one accept looks at */
@@ -602,14 +603,21 @@ drop:
  * gunicorn, nginx or php-fpm workers saw a 1 s stall in every run.  So the
  * acceptors of one queue scan it one at a time: under the queue's lock every
  * entry is in the queue, and the offer for our connection (sent before its
- * TCP connect) is found in one pass.  The lock is a POSIX record lock on the
- * rendezvous socket: only a process holding that very socket can take it (a
- * socket cannot be opened by name), the kernel drops it when its holder
- * dies, and it is per process, so threads of one process take scan_mutex
- * first.  Its wait is bounded: a holder stopped mid-scan (SIGSTOP, a
- * debugger) costs the others at most RDV_LOCK_WAIT_MS per accept, after
- * which they scan as before, unlocked, with a second look. */
-#define RDV_LOCK_WAIT_MS 100
+ * TCP connect) is found in one pass.
+ *
+ * The lock is the queue's gate (sync/lease_lock.c), made with the
+ * rendezvous and reaching the processes forked from its maker, which are
+ * the acceptors of a pre-forked server: no system call unless contended.
+ * A process given the rendezvous any other way (SCM_RIGHTS, scm.c) has no
+ * gate; its sender marks the gate first, and from then on every acceptor
+ * of the queue also takes a POSIX record lock on the rendezvous socket,
+ * which only a process holding that very socket can take (a socket cannot
+ * be opened by name) and which the kernel drops when its holder dies.  Both
+ * are per process, so threads of one process take scan_mutex first.  Their
+ * wait is bounded: a holder stopped mid-scan (SIGSTOP, a debugger) costs
+ * the others at most RDV_LOCK_WAIT_MS per accept, after which they scan as
+ * before, unlocked, with a second look. */
+#define RDV_LOCK_WAIT_MS SL_LEASE_TERM_MS
 
 static int queue_lock_op(int l, short type)
 {
@@ -618,37 +626,61 @@ static int queue_lock_op(int l, short type)
 	return sl_sys.fcntl(l, F_SETLK, &fl);
 }
 
-/* Each of ls[0..n) locked, in order, its bit set in *held, by the
- * deadline: true if all were. */
-static bool queues_lock(const int *ls, int n, int64_t deadline, unsigned *held)
+static bool record_lock(int l, int64_t deadline)
 {
 	long nap_ns = 10000;
+
+	/* No timed wait for a record lock: short naps, while the holder's
+	 * scan (tens of microseconds) ends. */
+	while (queue_lock_op(l, F_WRLCK) < 0) {
+		struct timespec nap = { .tv_nsec = nap_ns };
+
+		if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || sl_mono_ns() >= deadline)
+			return false;
+		nanosleep(&nap, NULL);
+		if (nap_ns < 250000)
+			nap_ns *= 2;
+	}
+	return true;
+}
+
+/* What this process holds of queue i's locks, two bits per queue. */
+#define HELD_GATE(i) (1ull << (2 * (i)))
+#define HELD_RECORD(i) (2ull << (2 * (i)))
+
+/* Each of ls[0..n) locked, in order, by the deadline, what we took set in
+ * *held: true if all were. */
+static bool queues_lock(const int *ls, struct sl_lease_lock *const *gates, int n, int64_t deadline,
+			uint64_t *held)
+{
+	bool all = true;
 
 	*held = 0;
 	for (int i = 0; i < n; i++) {
 		if (ls[i] < 0)
 			continue;
-		/* No timed wait for a record lock: short naps, while the
-		 * holder's scan (tens of microseconds) ends. */
-		while (queue_lock_op(ls[i], F_WRLCK) < 0) {
-			struct timespec nap = { .tv_nsec = nap_ns };
-
-			if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || sl_mono_ns() >= deadline)
-				return false;
-			nanosleep(&nap, NULL);
-			if (nap_ns < 250000)
-				nap_ns *= 2;
+		if (gates[i]) {
+			/* Ours even when late: a dead holder costs one wait. */
+			all = sl_lease_lock_take(gates[i], deadline) && all;
+			*held |= HELD_GATE(i);
+			if (!sl_lease_lock_marked(gates[i]))
+				continue;
 		}
-		*held |= 1u << i;
+		if (!all || !record_lock(ls[i], deadline))
+			return false;
+		*held |= HELD_RECORD(i);
 	}
-	return true;
+	return all;
 }
 
-static void queues_unlock(const int *ls, int n, unsigned held)
+static void queues_unlock(const int *ls, struct sl_lease_lock *const *gates, int n, uint64_t held)
 {
-	for (int i = 0; i < n; i++)
-		if (held & (1u << i))
+	for (int i = 0; i < n; i++) {
+		if (held & HELD_RECORD(i))
 			queue_lock_op(ls[i], F_UNLCK);
+		if (held & HELD_GATE(i))
+			sl_lease_lock_give(gates[i]);
+	}
 }
 
 /* locked: no other acceptor holds an entry of these queues. */
@@ -694,17 +726,17 @@ static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 	return 0;
 }
 
-int sl_rdv_take(const int *ls, int n, int tcp, struct sl_key *local, struct sl_key *peer,
-		int fds[SL_RDV_FDS], bool *named, bool alone)
+int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tcp, struct sl_key *local,
+		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone)
 {
 	struct scan sc = { .keep = alone, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
 	int64_t deadline = sl_mono_ns() + (int64_t)RDV_LOCK_WAIT_MS * 1000000;
 	struct timespec until;
-	unsigned held = 0;
+	uint64_t held = 0;
 	bool mine, locked;
 	int r;
 
-	_Static_assert(SL_MAX_REG <= sizeof(held) * 8, "a bit of held per queue");
+	_Static_assert(2 * SL_MAX_REG <= sizeof(held) * 8, "two bits of held per queue");
 	if (n > SL_MAX_REG)
 		n = SL_MAX_REG;
 	/* Bounded too (an accept in a signal handler that interrupted ours).
@@ -719,7 +751,7 @@ int sl_rdv_take(const int *ls, int n, int tcp, struct sl_key *local, struct sl_k
 	until.tv_nsec %= 1000000000;
 	mine = pthread_mutex_timedlock(&scan_mutex, &until) == 0;
 	/* Alone, the process's own threads are all the acceptors there are. */
-	locked = mine && (alone || queues_lock(ls, n, deadline, &held));
+	locked = mine && (alone || queues_lock(ls, gates, n, deadline, &held));
 	if (!alone) /* shared since it kept some: its other acceptors look there */
 		for (int i = 0; i < n; i++)
 			if (ls[i] >= 0)
@@ -729,7 +761,7 @@ int sl_rdv_take(const int *ls, int n, int tcp, struct sl_key *local, struct sl_k
 	/* Before the unlock: the next acceptor must find them in the queue. */
 	for (int i = 0; i < sc.nlater; i++)
 		send_back(sc.later[i].l, sc.later[i].e, sc.later[i].hops);
-	queues_unlock(ls, n, held);
+	queues_unlock(ls, gates, n, held);
 	if (mine)
 		pthread_mutex_unlock(&scan_mutex);
 	return r;

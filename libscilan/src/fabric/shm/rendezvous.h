@@ -7,6 +7,8 @@
 
 #include "socket/sock_state.h"
 
+struct sl_lease_lock;
+
 #define SL_RDV_FDS 3 /* the segment, the connector's bell, the acceptor's bell */
 
 /* Listening side: the Unix socket that receives offers for key (a
@@ -45,8 +47,12 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
 /* alone: no other process holds the listener, so offers for other
  * connections are kept in this process (the stash) for its later accepts
  * instead of going back to the queue. */
-int sl_rdv_take(const int *ls, int n, int tcp, struct sl_key *local, struct sl_key *peer,
-		int fds[SL_RDV_FDS], bool *named, bool alone);
+/* gates[i]: the lock made with queue ls[i] (sl_lease_lock_new, reaching the
+ * processes forked from its maker), or NULL in a process given the queue
+ * another way; then, and once the gate is marked (sl_lease_lock_mark: the
+ * queue was passed on), the acceptors take a record lock as well. */
+int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tcp, struct sl_key *local,
+		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone);
 /* The listener's queue l closes: drop what the stash kept from it. */
 void sl_rdv_forget_listener(int l);
 /* fork: the stash is held across it; a child drops its copies. */

@@ -1,0 +1,101 @@
+/* lease_lock.c — the lease lock: a futex word naming its holder's pid, in an
+ * anonymous shared page, so fork is the only way to it and nothing about it
+ * lives in a file or a name another process could reach.
+ */
+#include "sync/lease_lock.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "socket/sock_state.h"
+#include "sync/clock.h"
+
+/* Every holder is another process that may have died holding it, or that
+ * writes what it likes into the page: so no pointer in it (a robust pthread
+ * mutex links its holder's robust list through the mutex itself, which a
+ * hostile holder could aim anywhere in ours), only numbers we compare. */
+struct sl_lease_lock {
+	_Atomic uint32_t holder;  /* 0 free, else the pid that took it */
+	_Atomic uint32_t waiters; /* processes in a futex wait on holder */
+	_Atomic uint32_t mark;
+};
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
+{
+	/* Not FUTEX_PRIVATE_FLAG: the word is shared between processes. */
+	return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+}
+
+struct sl_lease_lock *sl_lease_lock_new(void)
+{
+	void *page = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			  -1, 0);
+
+	return page == MAP_FAILED ? NULL : page;
+}
+
+void sl_lease_lock_free(struct sl_lease_lock *l)
+{
+	if (l)
+		munmap(l, (size_t)sysconf(_SC_PAGESIZE));
+}
+
+bool sl_lease_lock_take(struct sl_lease_lock *l, int64_t deadline_ns)
+{
+	uint32_t me = (uint32_t)sl_self_pid;
+
+	for (;;) {
+		uint32_t seen = 0;
+		int64_t left;
+		struct timespec wait;
+
+		if (atomic_compare_exchange_strong(&l->holder, &seen, me))
+			return true;
+		left = deadline_ns - sl_mono_ns();
+		if (left <= 0) {
+			/* Its lease is up: the next waiter must not pay for it
+			 * again.  A holder that comes back finds the word not
+			 * its own and leaves it (sl_lease_lock_give). */
+			if (atomic_compare_exchange_strong(&l->holder, &seen, me))
+				return false;
+			continue;
+		}
+		wait.tv_sec = (time_t)(left / 1000000000);
+		wait.tv_nsec = (long)(left % 1000000000);
+		/* waiters before the wait's own look at the word, holder
+		 * before waiters in the giver: one of us sees the other
+		 * (both sequentially consistent). */
+		atomic_fetch_add(&l->waiters, 1);
+		futex(&l->holder, FUTEX_WAIT, seen, &wait);
+		atomic_fetch_sub(&l->waiters, 1);
+	}
+}
+
+void sl_lease_lock_give(struct sl_lease_lock *l)
+{
+	uint32_t me = (uint32_t)sl_self_pid;
+
+	if (!atomic_compare_exchange_strong(&l->holder, &me, 0))
+		return; /* taken from us when our lease was up */
+	if (atomic_load(&l->waiters))
+		futex(&l->holder, FUTEX_WAKE, 1, NULL);
+}
+
+void sl_lease_lock_mark(struct sl_lease_lock *l)
+{
+	if (atomic_load(&l->mark))
+		return;
+	sl_lease_lock_take(l, sl_mono_ns() + (int64_t)SL_LEASE_TERM_MS * 1000000);
+	atomic_store(&l->mark, 1);
+	sl_lease_lock_give(l);
+}
+
+bool sl_lease_lock_marked(const struct sl_lease_lock *l)
+{
+	return atomic_load(&l->mark) != 0;
+}
