@@ -142,7 +142,8 @@ run: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	$(BENCH_BIN) all --out $(BUILD)/perf
-	@$(MAKE) --no-print-directory bench-syscalls
+	@rc=0; $(MAKE) --no-print-directory bench-syscalls || rc=1; \
+	 $(MAKE) --no-print-directory bench-first-connect || rc=1; exit $$rc
 
 test: deps
 	@rm -rf $(BUILD)/results

@@ -14,6 +14,7 @@
 #include "evq/evq.h"
 #include "fabric/fabric.h"
 #include "process/handover.h"
+#include "process/self.h"
 #include "ring/segment.h"
 #include "ring/urgent.h"
 #include "runtime/config.h"

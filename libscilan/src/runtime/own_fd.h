@@ -21,6 +21,11 @@ void sl_own_fd_close(int fd);
 /* May a new connection (socket newfd) ride the rings without eating into
  * the eighth of RLIMIT_NOFILE kept for the program's own descriptors? */
 bool sl_own_fd_room(int newfd);
+
+/* The process is about to make a thread: make the kernel's descriptor table
+ * big enough for ours now, while one thread shares it (own_fd.c).  Once per
+ * process and fork. */
+void sl_own_fd_before_threads(void);
 /* fd is being closed, whoever's it was: no longer one of ours (sys.c's
  * close does it for every close through the table). */
 void sl_own_fd_forget(int fd);
