@@ -491,6 +491,56 @@ Test(rendezvous, offers_queued_ahead_do_not_hide_ours, .timeout = 60)
 	scilan_close(l);
 }
 
+/* Offers a lone acceptor kept for its later accepts (the stash) are back in
+ * the queue when it forks: a child may accept their connections first.
+ * They stayed in the parent until its own next accept, and a pre-forked
+ * worker that accepted one of those connections found no offer (its client
+ * waited out its second, then kernel TCP). */
+Test(rendezvous, kept_offers_are_queued_again_at_fork, .timeout = 60)
+{
+	struct sl_key dst = { .family = AF_INET, .addr = { 127, 0, 0, 1 } };
+	struct sl_key src = { .family = AF_INET, .addr = { 127, 0, 0, 1 }, .port = 20001 };
+	int l, c, s, tcp, conn, rdv, fds[SL_RDV_FDS], status;
+	uint16_t port;
+	pid_t child;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 4, &port);
+	cr_assert_geq(l, 0);
+	rdv = sl_sock_get(l)->rdv_fd[0];
+	cr_assert_geq(rdv, 0, "the listener has no rendezvous");
+	dst.port = port;
+	tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(tcp, 0);
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		cr_assert_geq(fds[i] = memfd_create("not-a-segment", MFD_CLOEXEC), 0);
+	/* An offer for a connection still to come, queued ahead of ours. */
+	conn = sl_rdv_connect(&dst);
+	cr_assert_geq(conn, 0);
+	cr_assert_eq(sl_rdv_send(conn, tcp, &dst, &src, fds, false), 0);
+	close(conn);
+	c = tu_connect(AF_INET, port);
+	s = tu_accept(l); /* alone: the offer ahead is kept */
+	cr_assert(c >= 0 && s >= 0);
+	cr_assert_eq(tu_accelerated(s), 1);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		int e = accept4(rdv, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		_exit(e >= 0 ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the offer kept before the fork was not in the queue for the child");
+	for (int i = 0; i < SL_RDV_FDS; i++)
+		close(fds[i]);
+	close(tcp);
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
 /* A listener another process may hold (here: after a fork) sends offers for
  * other connections back to its queue, for their acceptor.  An accept that
  * found no offer of its own (a plain client's connection) used to meet the

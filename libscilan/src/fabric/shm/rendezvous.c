@@ -347,9 +347,8 @@ static bool for_us(struct scan *sc, const struct sl_key *dst, const struct sl_ke
  * beyond RDV_SCAN, their connections falling back to kernel TCP (2 of 5
  * clients of a 5,000-connection burst on redis).  Kept here instead, each
  * offer is looked at once.  The oldest gives way when full (its client, if
- * alive, revokes); a listener that becomes shared (a fork) gets its offers
- * back into the queue, where its other acceptors look; a fork child drops
- * its copies. */
+ * alive, revokes); at a fork, after which a child may accept, they go back
+ * into their queues, where every acceptor looks. */
 struct stashed {
 	int e;                  /* the offer's Unix connection (one of ours) */
 	uint32_t hops;
@@ -458,6 +457,13 @@ void sl_rdv_fork_lock(void)
 {
 	pthread_mutex_lock(&scan_mutex);
 	pthread_mutex_lock(&stash_lock);
+	/* Every listener is shared from the fork on, and a child may accept
+	 * before we do: what we kept goes back to its queue now, not at our
+	 * next accept, or the child that accepts one of those connections
+	 * finds no offer and its client waits out its second. */
+	for (int i = 0; i < nstash; i++)
+		send_back_to(&stash[i].at, stash[i].at_len, stash[i].e, stash[i].hops);
+	nstash = 0;
 }
 
 void sl_rdv_fork_unlock(bool child)
@@ -468,12 +474,7 @@ void sl_rdv_fork_unlock(bool child)
 		return;
 	}
 	pthread_mutex_init(&scan_mutex, NULL);
-	/* The parent keeps its offers (and hands them back to the queue at its
-	 * next accept: the listener is shared now). */
 	pthread_mutex_init(&stash_lock, NULL);
-	for (int i = 0; i < nstash; i++)
-		sl_sys.close(stash[i].e);
-	nstash = 0;
 }
 
 static bool is_unix_stream(int fd)
