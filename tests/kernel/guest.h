@@ -14,7 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Failed tests, for the exit code.  A program of several files (sltest)
+ * defines GUEST_MULTI_FILE before including this and `int failures;` in one
+ * file, so that all of them count into one number. */
+#ifdef GUEST_MULTI_FILE
+extern int failures;
+#else
 static int failures;
+#endif
 
 /* One result line, flushed at once: the console is all the host sees of a
  * guest that hangs or panics later. */

@@ -28,7 +28,9 @@ mkdir -p "$work/root"/{bin,lib,proc,sys,dev,tmp}
 cp /bin/busybox "$work/root/bin/busybox"
 cp "$drv/ntb/ntb.ko" "$drv/ntb_mock/ntb_mock.ko" "$drv/scilan/scilan.ko" "$work/root/lib/"
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
-	-o "$work/root/bin/sltest" "$here/sltest.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+	-o "$work/root/bin/sltest" "$here/sltest.c" "$here/sltest_ring.c" "$here/sltest_hostile.c" \
+	"$here/sltest_lifetime.c" "$here/sltest_link.c" "$here/sltest_sets.c" ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # devtest: libscilan's device fabric through the native API (libscilan built in, static).
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
 	-I"$top/libscilan/src" -I"$top/driver" -o "$work/root/bin/devtest" "$here/devtest.c" $(find "$top/libscilan/src" -name '*.c') ||

@@ -1,6 +1,6 @@
 /* slring.h — the ring protocol of layout.h over /dev/scilanN endpoints, by
  * hand (connect/listen/accept, both slice mappings, send/recv with the sleep
- * protocol, close), shared by the guest test programs sltest.c and sl2test.c.
+ * protocol, close), shared by the guest test programs sltest and sl2test.
  */
 #ifndef SLRING_H
 #define SLRING_H
@@ -61,8 +61,14 @@ struct conn {
 };
 
 /* Where conn_connect's companion socket connects (the driver's CONNECT
- * names it): loopback in one guest, the other guest's address in two. */
+ * names it): loopback in one guest, the other guest's address in two.
+ * Under GUEST_MULTI_FILE (guest.h) the program defines it, and
+ * slring_lsock below, in one of its files. */
+#ifdef GUEST_MULTI_FILE
+extern const char *slring_dst;
+#else
 static const char *slring_dst = "127.0.0.1";
+#endif
 
 /* A TCP socket bound to an ephemeral port of the source address that
  * reaches slring_dst: the device connect's proof of its source. */
@@ -138,7 +144,11 @@ static inline int conn_connect(struct conn *c, const char *node, unsigned port, 
 }
 
 /* The TCP listener behind each listening endpoint (by endpoint fd). */
+#ifdef GUEST_MULTI_FILE
+extern int slring_lsock[1024];
+#else
 static int slring_lsock[1024];
+#endif
 
 /* A TCP listener on 0.0.0.0:port, SO_REUSEADDR; -1 on failure. */
 static inline int tcp_listener(unsigned port)
