@@ -3,7 +3,9 @@
 # on kernel TCP, at connect and at accept, against plain kernel TCP: a hooked
 # client of a plain server, a plain client of a hooked server, and both
 # hooked where the offer policy keeps them on kernel TCP (`short`); also a
-# pre-forked server (one that accepts on a socket another process holds).
+# pre-forked server (one that accepts on a socket another process holds),
+# and one whose forked child makes the socket listen (then its connectors of
+# the same user also name their offers as files).
 # Counted by strace, as the difference between a run of N1 and one of N2
 # connections (start-up and exit fall out).  The target: at most 2 more than
 # kernel TCP on each side.
@@ -66,7 +68,7 @@ per_conn() {
 printf 'System calls per short connection ending on kernel TCP (strace, %d vs %d connections)\n\n' "$N2" "$N1"
 printf '%-44s %8s %8s %8s %8s\n' case accept "+kernel" connect "+kernel"
 missed=0
-for server in server forked-server; do
+for server in server forked-server late-listen-server; do
 	read -r ka kc < <(per_conn 0 0 "$server")
 	printf '%-44s %8.2f %8s %8.2f %8s\n' "kernel TCP ($server)" "$ka" - "$kc" -
 	for c in "1 0 hooked server, plain client" "0 1 hooked client, plain server" "1 1 both hooked, offer policy short"; do

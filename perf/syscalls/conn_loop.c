@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: conn_loop server|forked-server|client PORT N\n"
+	fprintf(stderr, "usage: conn_loop server|forked-server|late-listen-server|client PORT N\n"
 			"  server: listen on 127.0.0.1:PORT, print \"ready\", serve N connections\n"
 			"  client: make N connections to 127.0.0.1:PORT\n");
 	return 2;
@@ -66,6 +67,7 @@ int main(int argc, char **argv)
 	char *end;
 	long port, n;
 	int l, one = 1, status;
+	bool late;
 	pid_t child;
 
 	if (argc != 4)
@@ -80,17 +82,20 @@ int main(int argc, char **argv)
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (!strcmp(argv[1], "client"))
 		return connect_loop(&a, n);
-	if (strcmp(argv[1], "server") && strcmp(argv[1], "forked-server"))
+	late = !strcmp(argv[1], "late-listen-server");
+	if (strcmp(argv[1], "server") && strcmp(argv[1], "forked-server") && !late)
 		return usage();
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 128) < 0) {
+	    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || (!late && listen(l, 128) < 0)) {
 		perror("conn_loop: listen");
 		return 1;
 	}
-	if (!strcmp(argv[1], "forked-server")) {
-		/* The parent keeps the listener open, as a pre-fork master does:
-		 * the child accepts on a socket another process holds. */
+	if (strcmp(argv[1], "server")) {
+		/* The parent keeps the socket open, as a pre-fork master does:
+		 * the child accepts on a socket another process holds.  Late:
+		 * the child makes it listen (varnish's worker, a socket handed
+		 * to a service), so a hooked one asks for named offers. */
 		child = fork();
 		if (child < 0) {
 			perror("conn_loop: fork");
@@ -100,6 +105,10 @@ int main(int argc, char **argv)
 			if (waitpid(child, &status, 0) < 0)
 				return 1;
 			return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+		}
+		if (late && listen(l, 128) < 0) {
+			perror("conn_loop: listen");
+			return 1;
 		}
 	}
 	printf("ready\n");

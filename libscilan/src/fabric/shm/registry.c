@@ -17,6 +17,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabric/shm/offer_names.h"
@@ -25,14 +26,39 @@
 #include "runtime/own_fd.h"
 #include "runtime/sys.h"
 
-#define REG_MAGIC 0x3147455220434c53ull /* "SLC REG1" */
+#define REG_MAGIC 0x3247455220434c53ull /* "SLC REG2" */
 
 struct reg_entry {
 	uint64_t magic;
 	int32_t pid;
-	uint32_t flags; /* SL_REG_NAMED; 0 in entries of older versions */
+	uint32_t flags; /* SL_REG_NAMED */
 	uint64_t ring_bytes;
+	/* The monotonic second, mod 256, at which a connector last found the
+	 * entry asking for named offers (and so named one): one byte, which a
+	 * pwrite cannot tear for a reader of the mapping. */
+	uint8_t named_tick;
+	uint8_t pad[7];
 };
+
+/* A note this many seconds old or younger may be an offer still waiting
+ * for its acceptor: past the agreement's 1 s bound its connector has moved
+ * to kernel TCP whatever the acceptor finds. */
+#define NAMED_RECENT_S 5
+
+static uint8_t tick_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint8_t)ts.tv_sec;
+}
+
+/* A tick wraps every 256 s, so a note 256 s old reads as new: one
+ * needless look for an offer file, never a missed one. */
+static bool tick_recent(uint8_t tick)
+{
+	return (uint8_t)(tick_now() - tick) <= NAMED_RECENT_S;
+}
 
 static int entry_path(const struct sl_key *key, char *path, size_t size)
 {
@@ -83,8 +109,10 @@ static void remove_if_unclaimed(const char *path)
 
 int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, char *path, size_t path_size)
 {
+	/* Noted long ago: no connector has named an offer for it yet. */
 	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes,
-				   .flags = no_rdv ? SL_REG_NAMED : 0 };
+				   .flags = no_rdv ? SL_REG_NAMED : 0,
+				   .named_tick = (uint8_t)(tick_now() - NAMED_RECENT_S - 1) };
 	int lock, fd, saved;
 
 	if (entry_path(key, path, path_size) < 0)
@@ -122,12 +150,12 @@ fail:
 
 bool sl_registry_named(int fd)
 {
-	uint32_t flags;
+	struct reg_entry entry;
 
 	/* Unreadable: assume named, which costs a lookup and loses nothing. */
-	if (pread(fd, &flags, sizeof(flags), offsetof(struct reg_entry, flags)) != (ssize_t)sizeof(flags))
+	if (pread(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
 		return true;
-	return (flags & SL_REG_NAMED) != 0;
+	return (entry.flags & SL_REG_NAMED) && tick_recent(entry.named_tick);
 }
 
 /* Only our user's processes write the entry (the runtime directory is
@@ -158,7 +186,12 @@ bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd)
 {
 	if (!flags)
 		return sl_registry_named(fd);
-	return (atomic_load_explicit(flags, memory_order_relaxed) & SL_REG_NAMED) != 0;
+	if (!(atomic_load_explicit(flags, memory_order_relaxed) & SL_REG_NAMED))
+		return false;
+	return tick_recent(atomic_load_explicit((const _Atomic uint8_t *)((const char *)flags +
+									  offsetof(struct reg_entry, named_tick) -
+									  offsetof(struct reg_entry, flags)),
+						memory_order_relaxed));
 }
 
 void sl_registry_remove(int fd, const char *path)
@@ -203,7 +236,8 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 
 	if (entry_path(key, path, SL_PATH_SIZE) < 0)
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* Writable: an entry that asks for named offers is told we name one. */
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
 	holder = ofd_lock(fd, F_WRLCK, F_OFD_GETLK);
@@ -220,6 +254,18 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 	if (holder < 0 || pread(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry) || entry.magic != REG_MAGIC) {
 		sl_sys.close(fd);
 		return 0;
+	}
+	if (entry.flags & SL_REG_NAMED) {
+		uint8_t tick = tick_now();
+
+		/* Before our offer is named, and so before our TCP connect: an
+		 * acceptor that accepts our connection sees the note and looks
+		 * for the file.  Unnoted, it might not: no named offer then. */
+		if (entry.named_tick != tick &&
+		    pwrite(fd, &tick, sizeof(tick), offsetof(struct reg_entry, named_tick)) != (ssize_t)sizeof(tick)) {
+			sl_sys.close(fd);
+			return 0;
+		}
 	}
 	sl_sys.close(fd);
 	*ring_bytes = entry.ring_bytes;

@@ -25,8 +25,10 @@ void sl_registry_withdraw(int fd, const char *path);
  * made a passed socket listen): it finds offers only as files.  Sticky
  * while the entry has other holders. */
 #define SL_REG_NAMED 1u
-/* Does the entry we hold (fd, from sl_registry_add) ask connectors for
- * named offers, as they read it?  true if it cannot be read. */
+/* Might a connector have named an offer for the entry we hold (fd, from
+ * sl_registry_add) lately?  It asks for them, and a connector found it so
+ * within the last seconds (each notes the time it found the entry asking:
+ * sl_registry_find); true if it cannot be read. */
 bool sl_registry_named(int fd);
 /* The entry's flags word, mapped read-only (the others holders' writes are
  * seen as they land), for sl_registry_named_at; NULL if it cannot be. */
@@ -36,7 +38,8 @@ void sl_registry_unmap_flags(const _Atomic uint32_t *flags);
 bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd);
 /* 1 if a live listener is registered exactly at key (its ring size in
  * *ring_bytes, its flags in *flags), 0 if not; stale entries of dead
- * processes are removed. */
+ * processes are removed.  An entry that asks for named offers is noted as
+ * found (sl_registry_named); one that cannot be is 0. */
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags);
 
 /* Remove the entry at path if no listener holds it any more. */
