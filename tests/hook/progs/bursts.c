@@ -26,6 +26,10 @@
 #define SLOW_MS 500
 
 static uint16_t port;
+static const char *const client_names[CLIENTS] = { "client 1",  "client 2",  "client 3",  "client 4",
+						   "client 5",  "client 6",  "client 7",  "client 8",
+						   "client 9",  "client 10", "client 11", "client 12",
+						   "client 13", "client 14", "client 15", "client 16" };
 static int lfd;
 
 static int64_t now_ms(void)
@@ -150,10 +154,6 @@ static int preforked(const char *scenario, int plain)
 {
 	static const char *const names[WORKERS] = { "worker 1", "worker 2", "worker 3", "worker 4",
 						    "worker 5", "worker 6", "worker 7", "worker 8" };
-	static const char *const cnames[CLIENTS] = { "client 1",  "client 2",  "client 3",  "client 4",
-						     "client 5",  "client 6",  "client 7",  "client 8",
-						     "client 9",  "client 10", "client 11", "client 12",
-						     "client 13", "client 14", "client 15", "client 16" };
 	struct kid w[WORKERS], c[CLIENTS];
 
 	offer_on_every_connect(scenario);
@@ -161,7 +161,7 @@ static int preforked(const char *scenario, int plain)
 	for (int i = 0; i < WORKERS; i++)
 		kid_start(&w[i], names[i], worker, NULL);
 	for (int i = 0; i < CLIENTS; i++)
-		kid_start(&c[i], cnames[i], i < plain ? plain_client : client, NULL);
+		kid_start(&c[i], client_names[i], i < plain ? plain_client : client, NULL);
 	for (int i = 0; i < CLIENTS; i++)
 		kid_join(&c[i]);
 	ask_to_stop(WORKERS);
@@ -193,10 +193,6 @@ static int sc_preforked_passed(void)
 	static const char *const names[WORKERS] = { "late worker 1", "late worker 2", "late worker 3",
 						    "late worker 4", "worker 5",      "worker 6",
 						    "worker 7",      "worker 8" };
-	static const char *const cnames[CLIENTS] = { "client 1",  "client 2",  "client 3",  "client 4",
-						     "client 5",  "client 6",  "client 7",  "client 8",
-						     "client 9",  "client 10", "client 11", "client 12",
-						     "client 13", "client 14", "client 15", "client 16" };
 	struct kid w[WORKERS], c[CLIENTS];
 	int via[WORKERS / 2][2];
 
@@ -214,7 +210,7 @@ static int sc_preforked_passed(void)
 	for (int i = WORKERS / 2; i < WORKERS; i++)
 		kid_start(&w[i], names[i], worker, NULL);
 	for (int i = 0; i < CLIENTS; i++)
-		kid_start(&c[i], cnames[i], client, NULL);
+		kid_start(&c[i], client_names[i], client, NULL);
 	for (int i = 0; i < CLIENTS; i++)
 		kid_join(&c[i]);
 	ask_to_stop(WORKERS);
