@@ -148,18 +148,12 @@ static int sc_plain_client(void)
 	return client(NULL);
 }
 
-/* WORKERS pre-forked workers, CLIENTS clients at once; the first plain of
- * them without the hook. */
-static int preforked(const char *scenario, int plain)
+/* CLIENTS clients at once, the first plain of them without the hook, to the
+ * running workers w; then the workers are stopped. */
+static int serve_clients(struct kid *w, int plain)
 {
-	static const char *const names[WORKERS] = { "worker 1", "worker 2", "worker 3", "worker 4",
-						    "worker 5", "worker 6", "worker 7", "worker 8" };
-	struct kid w[WORKERS], c[CLIENTS];
+	struct kid c[CLIENTS];
 
-	offer_on_every_connect(scenario);
-	lfd = tcp_listener(&port);
-	for (int i = 0; i < WORKERS; i++)
-		kid_start(&w[i], names[i], worker, NULL);
 	for (int i = 0; i < CLIENTS; i++)
 		kid_start(&c[i], client_names[i], i < plain ? plain_client : client, NULL);
 	for (int i = 0; i < CLIENTS; i++)
@@ -169,6 +163,21 @@ static int preforked(const char *scenario, int plain)
 		kid_join(&w[i]);
 	close(lfd);
 	return 0;
+}
+
+/* WORKERS pre-forked workers, CLIENTS clients at once; the first plain of
+ * them without the hook. */
+static int preforked(const char *scenario, int plain)
+{
+	static const char *const names[WORKERS] = { "worker 1", "worker 2", "worker 3", "worker 4",
+						    "worker 5", "worker 6", "worker 7", "worker 8" };
+	struct kid w[WORKERS];
+
+	offer_on_every_connect(scenario);
+	lfd = tcp_listener(&port);
+	for (int i = 0; i < WORKERS; i++)
+		kid_start(&w[i], names[i], worker, NULL);
+	return serve_clients(w, plain);
 }
 
 /* Half the workers are not forked from the listener's maker: forked
@@ -193,7 +202,7 @@ static int sc_preforked_passed(void)
 	static const char *const names[WORKERS] = { "late worker 1", "late worker 2", "late worker 3",
 						    "late worker 4", "worker 5",      "worker 6",
 						    "worker 7",      "worker 8" };
-	struct kid w[WORKERS], c[CLIENTS];
+	struct kid w[WORKERS];
 	int via[WORKERS / 2][2];
 
 	offer_on_every_connect("preforked_passed");
@@ -209,15 +218,7 @@ static int sc_preforked_passed(void)
 	}
 	for (int i = WORKERS / 2; i < WORKERS; i++)
 		kid_start(&w[i], names[i], worker, NULL);
-	for (int i = 0; i < CLIENTS; i++)
-		kid_start(&c[i], client_names[i], client, NULL);
-	for (int i = 0; i < CLIENTS; i++)
-		kid_join(&c[i]);
-	ask_to_stop(WORKERS);
-	for (int i = 0; i < WORKERS; i++)
-		kid_join(&w[i]);
-	close(lfd);
-	return 0;
+	return serve_clients(w, 0);
 }
 
 static int sc_preforked(void)
