@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "process/self.h"
+#include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "socket/sock_state.h"
 #include "sync/barrier.h"
@@ -42,6 +43,10 @@ __attribute__((constructor(101))) static void learn_pid_at_load(void)
  * its threads runs, which scilan issues only to wake a sleeping peer. */
 void sl_before_threads(void)
 {
+	/* A filter may kill for either (membarrier in OpenSSH's sandbox):
+	 * set-up is over there, and what follows is the program's. */
+	if (sl_log_sandboxed())
+		return;
 	sl_own_fd_before_threads();
 	(void)sl_barrier_unfenced_ok();
 }

@@ -264,7 +264,7 @@ void sl_own_fd_before_threads(void)
 	unsigned forks = atomic_load_explicit(&sl_forks, memory_order_relaxed);
 	int high = -1;
 
-	if (atomic_exchange(&grown_at_fork, forks) == forks || sl_log_sandboxed())
+	if (atomic_exchange(&grown_at_fork, forks) == forks)
 		return;
 	/* Any open number to copy: the standard ones are the likeliest. */
 	for (int fd = 0; fd <= 2 && high < 0; fd++)

@@ -1,9 +1,12 @@
 /* sandbox.c — scenarios for a process that confines itself the way OpenSSH's
  * pre-authentication child does (RLIMIT_NOFILE 1, a seccomp filter refusing
- * recv/send/membarrier) while its connection has bytes in flight both ways.
- * A plain POSIX program: only read, write and shutdown after the filter. */
+ * recv/send/membarrier) while its connection has bytes in flight both ways;
+ * and a process that makes its first thread under a filter that kills for
+ * membarrier.  A plain POSIX program: only read, write and shutdown (and
+ * pthread_create) after the filter. */
 #include <errno.h>
 #include <linux/filter.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <stddef.h>
@@ -146,10 +149,39 @@ static int sc_seccomp_child(void)
 	return 0;
 }
 
+static void *thread_says(void *arg)
+{
+	(void)arg;
+	say("the thread runs");
+	return NULL;
+}
+
+/* A filter that kills for what the library would ask of the kernel before
+ * a first thread (the membarrier registration), then that thread: the
+ * library leaves the sandboxed process's threads to it. */
+static int sc_thread_after_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	pthread_t t;
+
+	SHOW(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	SHOW(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+	SHOW(pthread_create(&t, NULL, thread_says, NULL));
+	SHOW(pthread_join(t, NULL));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "seccomp_child", sc_seccomp_child },
+		{ "thread_after_filter", sc_thread_after_filter },
 		{ NULL, NULL },
 	};
 
