@@ -146,6 +146,33 @@ Test(lease_lock, scribbled_page_is_bounded)
 	sl_lease_lock_free(l);
 }
 
+/* A hostile holder that keeps rewriting the holder word while we wait: the
+ * take still ends, by its deadline or soon after, however the word moves.
+ * A take that waited for the word to hold still long enough for a
+ * compare-and-swap could spin on for as long as the writer writes. */
+Test(lease_lock, word_rewritten_all_along_is_bounded)
+{
+	struct sl_lease_lock *l = sl_lease_lock_new();
+	_Atomic uint32_t *word = (_Atomic uint32_t *)(void *)l;
+	pid_t kid;
+	int64_t t0;
+
+	cr_assert(l);
+	kid = fork();
+	cr_assert(kid >= 0);
+	if (kid == 0) {
+		for (uint32_t v = 1;; v = v % 1000003 + 1)
+			atomic_store_explicit(word, v, memory_order_relaxed);
+	}
+	t0 = sl_mono_ns();
+	sl_lease_lock_take(l, t0 + 20 * MS);
+	cr_expect_lt(sl_mono_ns(), t0 + 2000 * MS, "the take outlived its deadline under a rewriting holder");
+	kill(kid, SIGKILL);
+	wait_child(kid);
+	sl_lease_lock_give(l);
+	sl_lease_lock_free(l);
+}
+
 /* The mark waits for the holder (who read it clear) to give the lock back. */
 Test(lease_lock, mark_waits_for_the_holder)
 {

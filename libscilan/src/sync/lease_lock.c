@@ -60,10 +60,12 @@ bool sl_lease_lock_take(struct sl_lease_lock *l, int64_t deadline_ns)
 		if (left <= 0) {
 			/* Its lease is up: the next waiter must not pay for it
 			 * again.  A holder that comes back finds the word not
-			 * its own and leaves it (sl_lease_lock_give). */
-			if (atomic_compare_exchange_strong(&l->holder, &seen, me))
-				return false;
-			continue;
+			 * its own and leaves it (sl_lease_lock_give).  Taken
+			 * whatever the word says now: a compare-and-swap would
+			 * wait for it to hold still, which a hostile holder
+			 * that keeps rewriting it need never let happen. */
+			atomic_exchange(&l->holder, me);
+			return false;
 		}
 		wait.tv_sec = (time_t)(left / 1000000000);
 		wait.tv_nsec = (long)(left % 1000000000);
