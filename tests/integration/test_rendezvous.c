@@ -302,7 +302,7 @@ Test(rendezvous, reuseport_sibling_without_rendezvous_is_accelerated, .timeout =
  * finds the offer only as a file.  The fork told the parent's listen that
  * another process may accept (SL_REG_NAMED), so even the first connection
  * is offered with names. */
-Test(rendezvous, fork_before_listen_child_accepts_first_connection, .timeout = 60)
+static void child_accepts_after(unsigned delay_s)
 {
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int l, go[2], c, status;
@@ -324,6 +324,7 @@ Test(rendezvous, fork_before_listen_child_accepts_first_connection, .timeout = 6
 
 		if (read(go[0], &r, 1) != 1)
 			_exit(2);
+		sleep(delay_s);
 		s = scilan_accept(l, NULL, NULL);
 		if (s < 0)
 			_exit(3);
@@ -347,6 +348,20 @@ Test(rendezvous, fork_before_listen_child_accepts_first_connection, .timeout = 6
 		  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	scilan_close(c);
 	scilan_close(l);
+}
+
+Test(rendezvous, fork_before_listen_child_accepts_first_connection, .timeout = 60)
+{
+	child_accepts_after(0);
+}
+
+/* The same, accepted 7 s after the offer was named (a busy acceptor; the
+ * connector waits for it while its connection is queued): the acceptor
+ * looks for offer files only while a connector named one lately
+ * (registry.c), and a window of 5 s let this one go to kernel TCP. */
+Test(rendezvous, named_offer_found_by_a_late_accept, .timeout = 60)
+{
+	child_accepts_after(7);
 }
 
 /* A connector is connected to the rendezvous before it sends its offer

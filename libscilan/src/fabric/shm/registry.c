@@ -41,9 +41,12 @@ struct reg_entry {
 };
 
 /* A note this many seconds old or younger may be an offer still waiting
- * for its acceptor: past the agreement's 1 s bound its connector has moved
- * to kernel TCP whatever the acceptor finds. */
-#define NAMED_RECENT_S 5
+ * for its acceptor.  Not the agreement's 1 s: a connector waits on while
+ * its connection is queued for a busy acceptor (agree.c), and a window of
+ * 5 s sent a connection accepted 7 s after its offer to kernel TCP.  One
+ * queued longer than this is told plain, and its connector moves to kernel
+ * TCP at its next look, with every byte.  Below half the tick's wrap. */
+#define NAMED_RECENT_S 120
 
 static uint8_t tick_now(void)
 {
