@@ -55,7 +55,7 @@ int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tc
 		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone);
 /* The listener's queue l closes: drop what the stash kept from it. */
 void sl_rdv_forget_listener(int l);
-/* fork: the stash is held across it; a child drops its copies. */
+/* fork: the stash goes back to its queues first (a child may accept). */
 void sl_rdv_fork_lock(void);
 void sl_rdv_fork_unlock(bool child);
 
