@@ -495,21 +495,27 @@ void hk_scenario(const char *prog, const char *scenario, long min_accel, long ma
 	free(tmp);
 }
 
-long hk_scenario_stat(const char *prog, const char *scenario, const char *field, unsigned limit_s, char **err)
+void hk_run_hooked(const char *const argv[], struct hk_out *o, unsigned limit_s)
 {
-	const char *argv[] = { hk_prog(prog), scenario, NULL };
 	struct hk_env pre = { .preload = true };
-	struct hk_out got;
 	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
-	long sum;
 
 	pre.rundir = rundir;
 	pre.conf = conf;
-	hk_run(&pre, argv, &got, limit_s);
+	hk_run(&pre, argv, o, limit_s);
 	hk_rmtree(tmp);
 	free(rundir);
 	free(conf);
 	free(tmp);
+}
+
+long hk_scenario_stat(const char *prog, const char *scenario, const char *field, unsigned limit_s, char **err)
+{
+	const char *argv[] = { hk_prog(prog), scenario, NULL };
+	struct hk_out got;
+	long sum;
+
+	hk_run_hooked(argv, &got, limit_s);
 	cr_assert_eq(got.rc, 0, "%s %s under the hook: rc %d\n%s", prog, scenario, got.rc, got.err);
 	sum = hk_stat_sum(got.err, field);
 	*err = strdup(got.err ? got.err : "");

@@ -53,6 +53,9 @@ bool hk_read_line(struct hk_proc *p, char *line, size_t size, unsigned limit_s);
 /* Collect the rest and wait; at the limit the process group is killed. */
 void hk_finish(struct hk_proc *p, struct hk_out *o, unsigned limit_s);
 void hk_run(const struct hk_env *e, const char *const argv[], struct hk_out *o, unsigned limit_s);
+/* hk_run under the hook, in a runtime directory of its own with an empty
+ * cluster map, both removed afterwards. */
+void hk_run_hooked(const char *const argv[], struct hk_out *o, unsigned limit_s);
 void hk_out_free(struct hk_out *o);
 
 /* Sum of one SCILAN_STATS field ("accelerated", "tx", ...) over every stats

@@ -26,22 +26,14 @@ Test(stdfd, system_and_popen_shells_use_a_connection, .timeout = 120) { hk_scena
 Test(stdfd, stats_count_an_aliased_connection_once, .timeout = 120)
 {
 	const char *argv[] = { hk_prog("stdfd"), "alias_counters", NULL };
-	struct hk_env pre = { .preload = true };
-	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
 	struct hk_out got;
 
-	pre.rundir = rundir;
-	pre.conf = conf;
-	hk_run(&pre, argv, &got, 30);
-	hk_rmtree(tmp);
+	hk_run_hooked(argv, &got, 30);
 	cr_assert_eq(got.rc, 0, "rc %d\n%s%s", got.rc, got.out, got.err);
 	cr_expect_eq(hk_stat_sum(got.err, "accelerated"), 2, "%s", got.err);
 	cr_expect_eq(hk_stat_sum(got.err, "tx"), 2000, "%s", got.err);
 	cr_expect_eq(hk_stat_sum(got.err, "rx"), 2000, "%s", got.err);
 	hk_out_free(&got);
-	free(rundir);
-	free(conf);
-	free(tmp);
 }
 
 /* Lines of text that begin with prefix. */

@@ -22,15 +22,10 @@ static long number_after(const char *text, const char *label)
 Test(threads, first_connection_grows_nothing_shared, .timeout = 60)
 {
 	const char *argv[] = { hk_prog("threads"), "table_before_threads", NULL };
-	struct hk_env pre = { .preload = true };
-	char *rundir, *conf, *tmp = hk_tmpdir(&rundir, &conf);
 	struct hk_out got;
 	long before, after;
 
-	pre.rundir = rundir;
-	pre.conf = conf;
-	hk_run(&pre, argv, &got, 30);
-	hk_rmtree(tmp);
+	hk_run_hooked(argv, &got, 30);
 	cr_assert_eq(got.rc, 0, "rc %d\n%s%s", got.rc, got.out, got.err);
 	cr_expect_eq(hk_stat_sum(got.err, "accelerated"), 2, "%s", got.err);
 	before = number_after(got.out, "FDSize after the thread: ");
@@ -42,7 +37,4 @@ Test(threads, first_connection_grows_nothing_shared, .timeout = 60)
 		cr_expect(strstr(got.out, "global expedited registered: yes"),
 			  "membarrier registration left for the first connection:\n%s", got.out);
 	hk_out_free(&got);
-	free(rundir);
-	free(conf);
-	free(tmp);
 }
