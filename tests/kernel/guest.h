@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +73,36 @@ static inline int write_file(const char *path, const char *s)
 	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
 	close(fd);
 	return ok ? 0 : -1;
+}
+
+/* The value of key in link's debugfs state file (scilan.ko), or -1. */
+static inline long dbg_value(int link, const char *key)
+{
+	char path[128], line[256];
+	long v = -1;
+	size_t kl = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/scilan/scilan%d/state", link);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl) && line[kl] == ' ')
+			v = strtol(line + kl + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* Has key come to want within ms milliseconds?  1 or 0. */
+static inline int settle_for(int link, const char *key, long want, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		if (dbg_value(link, key) == want)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
 }
 
 /* In a hostile-arguments test: cond must hold with errno err (0: success);

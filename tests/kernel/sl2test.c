@@ -118,22 +118,6 @@ static int tcp_accept(int lfd)
 	return fd;
 }
 
-static long dbg_value(const char *key)
-{
-	char line[256];
-	long v = -1;
-	size_t kl = strlen(key);
-	FILE *f = fopen("/sys/kernel/debug/scilan/scilan0/state", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, kl) && line[kl] == ' ')
-			v = strtol(line + kl + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 static int dbg_has(const char *text)
 {
 	char line[256];
@@ -150,12 +134,7 @@ static int dbg_has(const char *text)
 
 static int settle(const char *key, long want)
 {
-	for (int i = 0; i < 500; i++) {
-		if (dbg_value(key) == want)
-			return 1;
-		usleep(10000);
-	}
-	return 0;
+	return settle_for(0, key, want, 5000);
 }
 
 static void report_rtt(const char *name, const char *what, double *rtt, int n, int ok, long sleeps)
@@ -360,7 +339,7 @@ static void test_killed(void)
 
 	result("killed_while_mapped", ok && hup && clean && theirs == 1,
 	       "peer hup %d, endpoints %ld, busy slices %ld here, peer clean %lld", hup,
-	       dbg_value("endpoints"), dbg_value("slices_busy"), (long long)theirs);
+	       dbg_value(0, "endpoints"), dbg_value(0, "slices_busy"), (long long)theirs);
 }
 
 /* Bad arguments on a connected cross-guest endpoint and a fresh one. */
@@ -598,7 +577,7 @@ static void test_hook(void)
 static void test_epoll_set(void)
 {
 	const char *name = "epoll_set_across_the_link";
-	long wake0 = dbg_value("set_wakeups");
+	long wake0 = dbg_value(0, "set_wakeups");
 	int port, ok;
 	pid_t pid;
 
@@ -609,7 +588,7 @@ static void test_epoll_set(void)
 		port = port_of(pid, "/tmp/eps.out");
 		sync_peer(name, port);
 		ok = port && wait_ok(pid);
-		long wakes = dbg_value("set_wakeups") - wake0;
+		long wakes = dbg_value(0, "set_wakeups") - wake0;
 		int64_t theirs = sync_peer("epoll_set_done", ok && wakes > 0);
 
 		result(name, ok && wakes > 0 && theirs == 1,

@@ -37,32 +37,9 @@
 #define SL_MAX_FDS 600
 
 /* A debugfs counter of the link ("endpoints", "slices_busy"). */
-static inline long dbg_value(int link, const char *key)
-{
-	char path[128], line[256];
-	long v = -1;
-	size_t kl = strlen(key);
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/scilan/scilan%d/state", link);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, kl) && line[kl] == ' ')
-			v = strtol(line + kl + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
-
 static inline int settle(int link, const char *key, long want)
 {
-	for (int i = 0; i < 300; i++) {
-		if (dbg_value(link, key) == want)
-			return 1;
-		usleep(10000);
-	}
-	return 0;
+	return settle_for(link, key, want, 3000);
 }
 
 /* A forked child becomes this unprivileged uid (and gid); 0 or -1. */
