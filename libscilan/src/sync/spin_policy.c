@@ -132,6 +132,11 @@ bool sl_cpus_contended(int64_t now_ns)
 	if (now_ns == 0 || now_ns < due ||
 	    !atomic_compare_exchange_strong(&next_check, &due, now_ns + CONTENTION_CHECK_NS))
 		return atomic_load_explicit(&contended, memory_order_relaxed);
+	/* The first sample moves the average a quarter of the way from 0, too
+	 * little to say contended: not read on the first wait (a process's
+	 * first connection), where two pseudo-files cost some 10 us. */
+	if (due == 0)
+		return false;
 	running = runnable_now();
 	if (running < 0) {
 		atomic_store_explicit(&next_check, now_ns + CONTENTION_RETRY_NS, memory_order_relaxed);

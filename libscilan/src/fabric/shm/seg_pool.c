@@ -24,19 +24,15 @@
 #include "runtime/sys.h"
 
 /* Whether this kernel has MADV_POPULATE_WRITE (5.14), by which senders
- * reserve the rest of their rings later; once per process. */
+ * reserve the rest of their rings later; once per process.  The kernel
+ * refuses an advice it does not know before it looks at the range, and an
+ * empty range is then done at once: one system call, nothing mapped. */
 static bool can_populate(void)
 {
 	static _Atomic int known; /* 0 unknown, 1 yes, -1 no */
-	void *p;
 
-	if (atomic_load(&known))
-		return atomic_load(&known) > 0;
-	p = mmap(NULL, SL_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return false; /* not remembered: ENOMEM says nothing of the kernel */
-	atomic_store(&known, madvise(p, SL_PAGE, 23 /* MADV_POPULATE_WRITE */) == 0 ? 1 : -1);
-	munmap(p, SL_PAGE);
+	if (!atomic_load(&known))
+		atomic_store(&known, madvise(NULL, 0, 23 /* MADV_POPULATE_WRITE */) == 0 ? 1 : -1);
 	return atomic_load(&known) > 0;
 }
 
