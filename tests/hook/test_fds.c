@@ -58,3 +58,10 @@ Test(fds, equal_limits_keep_most_of_the_programs_capacity, .timeout = 120)
 {
 	hk_scenario("fds", "full_limit", 1, -1, 60);
 }
+/* Soft = hard = 20,000: the library's first descriptors stay below 4,096
+ * (a table grown to 20,000 cost a first connection some 40 us), and move
+ * up once the program's numbers come near; the program's stay dense. */
+Test(fds, first_own_numbers_stay_low_then_give_way, .timeout = 120)
+{
+	hk_scenario("fds", "young_top", 3, -1, 60);
+}

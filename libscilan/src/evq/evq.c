@@ -63,9 +63,9 @@ int sl_evq_open(struct sl_evq *q)
 	atomic_thread_fence(memory_order_seq_cst);
 	sh->magic = EVQ_MAGIC;
 	q->sh = sh;
-	q->memfd = sl_own_fd(memfd);
-	q->bell_r = sl_own_fd(fds[0]);
-	q->bell_w = sl_own_fd(fds[1]);
+	q->memfd = sl_own_fd_lasting(memfd);
+	q->bell_r = sl_own_fd_lasting(fds[0]);
+	q->bell_w = sl_own_fd_lasting(fds[1]);
 	return 0;
 fail:
 	sl_sys.close(memfd);

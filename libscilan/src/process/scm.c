@@ -412,7 +412,7 @@ static void adopt_listener_rdv(int fd, const int copies[3])
 			again = sock[j] && fstat(copies[i], &a) == 0 && fstat(copies[j], &b) == 0 && a.st_ino == b.st_ino;
 		if (s && sl_sock_state(s) == SL_LISTENING && s->rdv_fd[i] < 0 && !again && sock[i]) {
 			pthread_mutex_lock(&s->ctl_lock);
-			s->rdv_fd[i] = sl_own_fd(copies[i]);
+			s->rdv_fd[i] = sl_own_fd_lasting(copies[i]);
 			pthread_mutex_unlock(&s->ctl_lock);
 		} else {
 			sl_sys.close(copies[i]);

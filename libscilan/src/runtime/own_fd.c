@@ -40,13 +40,42 @@ static _Atomic uint64_t own_bits[OWN_FD_LIMIT / 64];
  *    and an eighth free.  The top
  *    is at most OWN_TOP_CAP: the kernel's table grows to the highest number
  *    in use (8 bytes each), and a soft limit of 2^20 should not cost every
- *    process 8 MiB. */
+ *    process 8 MiB.
+ *  - A connection's, at first, at most at OWN_YOUNG_TOP: the kernel zeroes
+ *    the whole table it grows to, so the first of ours at 19,936 (soft =
+ *    hard = 20,000) cost a process's first connection some 40 us, and at
+ *    the cap (a container's 2^20) over 100 us, where 4,096 costs 10 us and
+ *    stays above select()'s 1,024.  Once the program's own numbers reach
+ *    half-way up to ours, or it makes a thread, new ones go to the real
+ *    top; a connection's open below stay until it closes (never moved
+ *    under a thread that may be using them).  What lasts as long as a
+ *    listener, an epoll set or the process (sl_own_fd_lasting) goes to the
+ *    real top at once: made before connections, off their path. */
 #define OWN_TOP_CAP 65536
+#define OWN_YOUNG_TOP 4096
 #define OWN_FIRST_REGION 64
 #define OWN_MIN_LIMIT 128 /* below it, too few numbers to set any apart */
 
 static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
-static int region_top, region_floor; /* ours are placed in [floor, top) */
+/* Ours are placed in [floor, top), under region_lock: a connection's in the
+ * young region while there is one, what lasts (sl_own_fd_lasting) at the
+ * real top. */
+struct region {
+	int top, floor;
+};
+static struct region young_region, top_region;
+static _Atomic bool grown; /* the young region is no longer used */
+
+/* New ones of ours go to the real top from now on; the kept query socket,
+ * which would stay among the program's numbers for good, goes too (the
+ * connections' own go as they close).  True if it was young until now. */
+static bool grow_up(void)
+{
+	if (atomic_load_explicit(&grown, memory_order_relaxed) || atomic_exchange(&grown, true))
+		return false;
+	sl_diag_drop_kept();
+	return true;
+}
 
 /* How many numbers are marked: what sl_own_fd_room counts as ours. */
 static _Atomic int own_count;
@@ -155,6 +184,8 @@ bool sl_own_fd_room(int newfd)
 	struct rlimit rl;
 	long used, lim;
 
+	if (newfd >= OWN_YOUNG_TOP / 2)
+		grow_up();
 	/* Ours go above the program's limit while the hard limit has room. */
 	if (room_above_limit(&rl, SL_FDS_PER_CONN))
 		return true;
@@ -197,23 +228,26 @@ static int place_above_limit(int fd, int need)
  * there is no room.  The region starts as the top OWN_FIRST_REGION numbers
  * and doubles downwards when full; a raised limit starts a new one at the
  * new top (ours already open stay where they are). */
-static int place_in_range(int fd)
+static int place_in_range(int fd, bool lasting)
 {
 	bool fresh = false;
 	int high = -1;
 
 	for (;;) {
+		bool young = !lasting && !atomic_load_explicit(&grown, memory_order_relaxed);
+		struct region *r = young ? &young_region : &top_region;
 		long lim = nofile(fresh);
-		int top = lim < OWN_TOP_CAP ? (int)lim : OWN_TOP_CAP;
+		int cap = young ? OWN_YOUNG_TOP : OWN_TOP_CAP;
+		int top = lim < cap ? (int)lim : cap;
 
 		if (top < OWN_MIN_LIMIT)
 			break;
-		if (top != region_top) {
-			region_top = top;
-			region_floor = top - OWN_FIRST_REGION;
+		if (top != r->top) {
+			r->top = top;
+			r->floor = top - OWN_FIRST_REGION;
 		}
-		high = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, region_floor);
-		if (high >= 0 && high < region_top)
+		high = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, r->floor);
+		if (high >= 0 && high < r->top)
 			break;
 		if (high >= 0) /* the program's numbers above a capped top */
 			sl_sys.close(high);
@@ -225,25 +259,30 @@ static int place_in_range(int fd)
 			continue;
 		}
 		/* Full: double the region downwards, but never past half the
-		 * numbers, where ours would interleave with the program's. */
-		if (region_top - region_floor >= region_top / 2)
+		 * numbers, where ours would interleave with the program's; a
+		 * young region full of the program's numbers is left for the
+		 * real top. */
+		if (r->top - r->floor >= r->top / 2) {
+			if (young && grow_up())
+				continue;
 			break;
-		region_floor = region_top - 2 * (region_top - region_floor);
-		if (region_floor < region_top / 2)
-			region_floor = region_top / 2;
+		}
+		r->floor = r->top - 2 * (r->top - r->floor);
+		if (r->floor < r->top / 2)
+			r->floor = r->top / 2;
 	}
 	return high;
 }
 
 /* A copy of fd where ours live (above), or -1. */
-static int place_high(int fd)
+static int place_high(int fd, bool lasting)
 {
 	int high;
 
 	pthread_mutex_lock(&region_lock);
 	high = place_above_limit(fd, 1);
 	if (high < 0)
-		high = place_in_range(fd);
+		high = place_in_range(fd, lasting);
 	pthread_mutex_unlock(&region_lock);
 	return high;
 }
@@ -257,7 +296,8 @@ static int place_high(int fd)
  * ours go and closed again (a table never shrinks).  It costs a process
  * that makes threads the table the first of ours would have grown anyway,
  * whether or not it ever uses a socket: 8 bytes a number (16 KiB at the
- * usual soft limit of 1,024, as ours then start at 1,024). */
+ * usual soft limit of 1,024, as ours then start at 1,024; 32 KiB at most
+ * within a raised one, OWN_YOUNG_TOP). */
 void sl_own_fd_before_threads(void)
 {
 	static _Atomic unsigned grown_at_fork = UINT_MAX;
@@ -266,20 +306,22 @@ void sl_own_fd_before_threads(void)
 
 	if (atomic_exchange(&grown_at_fork, forks) == forks)
 		return;
+	/* Grown once for all: no young region in a threaded process. */
+	grow_up();
 	/* Any open number to copy: the standard ones are the likeliest. */
 	for (int fd = 0; fd <= 2 && high < 0; fd++)
-		high = place_high(fd);
+		high = place_high(fd, true);
 	if (high >= 0)
 		sl_sys.close(high);
 }
 
-int sl_own_fd(int fd)
+static int own(int fd, bool lasting)
 {
 	int err = errno, high;
 
 	if (fd < 0)
 		return fd;
-	high = place_high(fd);
+	high = place_high(fd, lasting);
 	if (high >= 0) {
 		sl_sys.close(fd);
 		fd = high;
@@ -289,6 +331,16 @@ int sl_own_fd(int fd)
 	mark(fd, true);
 	errno = err;
 	return fd;
+}
+
+int sl_own_fd(int fd)
+{
+	return own(fd, false);
+}
+
+int sl_own_fd_lasting(int fd)
+{
+	return own(fd, true);
 }
 
 void sl_own_fd_forget(int fd)
@@ -336,7 +388,7 @@ int sl_own_fd_evict(int fd)
 	if (!sl_own_fd_is(fd))
 		return 0;
 	pthread_mutex_lock(&evict_lock);
-	to = place_high(fd);
+	to = place_high(fd, fd >= OWN_YOUNG_TOP); /* where it was: young, or not */
 	if (to < 0) /* no room there: anywhere else will do */
 		to = sl_sys.fcntl(fd, F_DUPFD_CLOEXEC, fd + 1);
 	if (to < 0) {

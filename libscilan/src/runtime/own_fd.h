@@ -13,6 +13,9 @@
  * (fd itself when it cannot be moved).  A negative fd is returned as is, so
  * calls can be wrapped: s->bell = sl_own_fd(open(...)). */
 int sl_own_fd(int fd);
+/* The same for one that lasts as long as a listener, an epoll set or the
+ * process: placed where it never stands among the program's numbers. */
+int sl_own_fd_lasting(int fd);
 /* Close one of ours (unmarks it first). */
 void sl_own_fd_close(int fd);
 /* Descriptors a connection on the rings holds besides its socket (segment,

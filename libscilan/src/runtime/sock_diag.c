@@ -112,6 +112,14 @@ void sl_diag_renumber(int from, int to)
 		k->fd = to;
 }
 
+void sl_diag_drop_kept(void)
+{
+	struct kept *k = atomic_exchange(&kept, NULL);
+
+	if (k)
+		drop(k);
+}
+
 static void put_addr(__be32 *dst, const struct sl_key *k)
 {
 	memcpy(dst, k->addr, k->family == AF_INET ? 4 : 16);

@@ -27,5 +27,8 @@ int sl_diag_tcp_identity(int tcp, const struct sl_key *local, const struct sl_ke
 int sl_diag_tcp_queued(int tcp, const struct sl_key *local, const struct sl_key *remote);
 /* own_fd.c, under its eviction lock: a descriptor of ours moved. */
 void sl_diag_renumber(int from, int to);
+/* Close the kept query socket (the next query makes another): its number
+ * was placed where the library's no longer go (own_fd.c). */
+void sl_diag_drop_kept(void);
 
 #endif

@@ -129,7 +129,7 @@ static struct sl_stats_map *open_map(void)
 		errno = ENAMETOOLONG;
 		fd = -1;
 	} else {
-		fd = sl_own_fd(create_locked(map_path));
+		fd = sl_own_fd_lasting(create_locked(map_path));
 	}
 	if (fd < 0 || ftruncate(fd, sizeof(*m)) < 0) {
 		sl_debug("no live statistics file %s: %s", map_path, strerror(errno));

@@ -801,6 +801,98 @@ static int sc_whole_limit(void)
 	return dense_numbers(1240, 8192);
 }
 
+/* Soft = hard = 20,000: a client's first numbers of the library's stay low
+ * (the kernel zeroes a table as large as the highest number in use, some
+ * 40 us at 20,000), then move up as the program's own come near them; the
+ * program's numbers stay the kernel's throughout.  The server, a child,
+ * answers each connection with its byte. */
+static int serve_three(void *arg)
+{
+	int *to_parent = arg, l;
+	uint16_t port;
+
+	l = tcp_listener(&port);
+	MUST(write(*to_parent, &port, sizeof(port)));
+	for (int i = 0; i < 3; i++) {
+		int s = MUST(accept(l, NULL, NULL));
+		char b;
+
+		if (recv(s, &b, 1, 0) == 1)
+			MUST(send(s, &b, 1, 0));
+		close(s);
+	}
+	close(l);
+	return 0;
+}
+
+/* The kernel's descriptor table size (FDSize in /proc/self/status): the
+ * library's own descriptors are hidden from the program, not from it. */
+static int table_size(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "FDSize: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* One exchange; *table: the descriptor table's size before its close. */
+static int exchange_once(uint16_t port, int *table)
+{
+	int c = tcp_connect(port), ok;
+	char b = 'x';
+
+	ok = send(c, &b, 1, 0) == 1 && recv(c, &b, 1, 0) == 1 && b == 'x';
+	if (table)
+		*table = table_size();
+	close(c);
+	return ok;
+}
+
+static int sc_young_top(void)
+{
+	struct rlimit rl = { 20000, 20000 };
+	int highest = -1, ok = 1, p[2], table = -1;
+	static int fds[4500];
+	uint16_t port;
+	struct kid k;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		say("limit not settable");
+		return 0;
+	}
+	MUST(pipe(p));
+	kid_start(&k, "server", serve_three, &p[1]);
+	close(p[1]);
+	if (read(p[0], &port, sizeof(port)) != (ssize_t)sizeof(port))
+		say("no port from the server");
+	close(p[0]);
+	ok &= exchange_once(port, &table);
+	say("a connection open, a descriptor table of at most 4,096: %d", table <= 4096);
+	/* Past half of 4,096, then a connection, then on to 4,500 numbers. */
+	for (int i = 0; i < 2500; i++)
+		fds[i] = MUST(dup(1));
+	ok &= exchange_once(port, NULL);
+	for (int i = 2500; i < 4500; i++)
+		fds[i] = MUST(dup(1));
+	ok &= exchange_once(port, NULL);
+	for (int i = 0; i < 4500; i++)
+		highest = fds[i] > highest ? fds[i] : highest;
+	/* Beside the runner's few, a closed connection's descriptors may still
+	 * be on their way out (a segment released after its peer's word). */
+	say("connections %d, 4,500 program numbers from %d up to at most 4,512: %d", ok, fds[0],
+	    highest <= 4512);
+	for (int i = 0; i < 4500; i++)
+		close(fds[i]);
+	say("server %d", kid_join(&k));
+	return 0;
+}
+
 /* A client near its limit that sends on each connection and reads every
  * answer only at the end (a connection pool warming up): its offers stay
  * undecided on its side, each holding the segment's descriptor, until the
@@ -862,6 +954,7 @@ int main(int argc, char **argv)
 		{ "raw_close", sc_raw_close }, { "reused_numbers", sc_reused_numbers }, { "crowded", sc_crowded },
 		{ "crowded_sender", sc_crowded_sender }, { "dense_numbers", sc_dense_numbers },
 		{ "whole_limit", sc_whole_limit }, { "full_limit", sc_full_limit },
+		{ "young_top", sc_young_top },
 		{ NULL, NULL },
 	};
 

@@ -367,7 +367,7 @@ static int dev_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key
 	(void)local; /* the driver reads the 4-tuple from the accepted socket */
 	(void)peer;
 	for (int i = 0; i < SL_MAX_REG && listener->reg_fd[i] >= 0; i++) {
-		fd = sl_own_fd(open(listener->reg_path[i], O_RDWR | O_CLOEXEC | O_NONBLOCK));
+		fd = sl_own_fd_lasting(open(listener->reg_path[i], O_RDWR | O_CLOEXEC | O_NONBLOCK));
 		if (fd < 0)
 			continue;
 		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &req) < 0) {

@@ -139,7 +139,7 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, 
 		goto fail;
 	}
 	sl_sys.close(lock);
-	return sl_own_fd(fd);
+	return sl_own_fd_lasting(fd);
 fail:
 	saved = errno;
 	if (fd >= 0) {

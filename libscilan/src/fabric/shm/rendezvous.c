@@ -113,7 +113,7 @@ int sl_rdv_listen(const struct sl_key *key)
 		errno = err;
 		return -1;
 	}
-	return sl_own_fd(fd);
+	return sl_own_fd_lasting(fd);
 }
 
 int sl_rdv_connect(const struct sl_key *dst)
