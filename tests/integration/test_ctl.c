@@ -22,6 +22,7 @@
 #include "scilan.h"
 #include "runtime/stats_file.h" /* the file format, to forge a dead process's file */
 #include "testutil.h"
+#include "young_helpers.h"
 
 extern char **environ;
 
@@ -459,6 +460,7 @@ Test(ctl, stat_shows_live_connection_counters)
 	pair_or_die(0, 0, &c, &s);
 	cr_assert_eq(tu_send_all(c, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	cr_assert_eq(tu_recv_all(s, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	tu_grow_up(); /* the bytes counted before the file are carried into it */
 	struct run *r = ctl("--json", "stat", NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	snprintf(expect_pid, sizeof(expect_pid), "{\"pid\":%d,", (int)getpid());
@@ -472,6 +474,68 @@ Test(ctl, stat_shows_live_connection_counters)
 	scilan_close(s);
 	r = ctl("--json", "stat", NULL);
 	cr_assert_null(strstr(r->out, expect_pid), "closed connections still listed: %s", r->out);
+}
+
+/* A process in its first 10 ms lists its accelerated connections at its
+ * first wait after them, not on their connect's path (young.h); one that
+ * went to sleep in that wait wakes for it: listed, with the bytes it sent
+ * before, while still asleep. */
+struct sleeper {
+	uint16_t port;
+	_Atomic int connected;
+};
+
+static int connect_send_and_sleep(void *p)
+{
+	struct sleeper *sl = p;
+	char b[100], path[PATH_MAX];
+	int fd = tu_connect(AF_INET, sl->port);
+
+	memset(b, 'y', sizeof(b));
+	TU_CHECK(fd >= 0 && tu_accelerated(fd) == 1, "not accelerated");
+	TU_CHECK(scilan_send(fd, b, sizeof(b), 0) == (ssize_t)sizeof(b), "send");
+	snprintf(path, sizeof(path), "%s/stats/%d", getenv("SCILAN_RUNDIR"), (int)getpid());
+	TU_CHECK(access(path, F_OK) != 0, "%s made on the first connection's path", path);
+	atomic_store(&sl->connected, 1);
+	TU_CHECK(scilan_recv(fd, b, 1, 0) == 1, "recv"); /* asleep until the parent says */
+	scilan_close(fd);
+	return 0;
+}
+
+Test(ctl, stat_lists_a_young_process_asleep_in_its_first_wait, .timeout = 60)
+{
+	struct sleeper *sl = tu_shared_alloc(sizeof(*sl));
+	const char *rundir = tu_isolated_rundir();
+	char path[PATH_MAX], expect[64], buf[100], st[128];
+	struct tu_child kid;
+	struct run *r = NULL;
+	int l, fd;
+
+	cr_assert_not_null(rundir);
+	l = tu_listen(AF_INET, 4, &sl->port);
+	cr_assert_geq(l, 0);
+	cr_assert_eq(tu_spawn(&kid, connect_send_and_sleep, sl), 0);
+	fd = tu_accept(l);
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	cr_assert_eq(tu_recv_all(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	snprintf(path, sizeof(path), "%s/stats/%d", rundir, (int)kid.pid);
+	snprintf(expect, sizeof(expect), "\"tx_bytes\":%zu,", sizeof(buf));
+	/* Bounded far above the 10 ms: a loaded machine, a sanitizer. */
+	for (int i = 0; i < 500; i++) {
+		if (access(path, F_OK) == 0) {
+			r = ctl("--json", "stat", NULL);
+			if (strstr(r->out, expect))
+				break;
+		}
+		tu_sleep_ms(10);
+	}
+	cr_expect_eq(access(path, F_OK), 0, "no statistics file of the sleeping process %d", (int)kid.pid);
+	cr_expect(r && strstr(r->out, expect), "its connection is not listed with its bytes: %s", r ? r->out : "");
+	cr_assert_eq(scilan_send(fd, "z", 1, 0), 1);
+	tu_reap(&kid);
+	cr_expect(tu_exited_with(&kid, 0), "child %s:\n%s", tu_status_str(&kid, st, sizeof(st)), kid.output);
+	scilan_close(fd);
+	scilan_close(l);
 }
 
 /* An IPv4 peer of a dual-stack listener: the accepted socket's kernel name is
@@ -497,6 +561,7 @@ Test(ctl, stat_shows_v4_mapped_addresses_as_ipv4)
 	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "%s", strerror(errno));
 	s = scilan_accept(l, NULL, NULL);
 	cr_assert_geq(s, 0, "%s", strerror(errno));
+	tu_grow_up();
 	struct run *r = ctl("--json", "stat", "--all", NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	snprintf(expect, sizeof(expect), "\"local\":\"127.0.0.1:%u\"", (unsigned)ntohs(to.sin_port));
@@ -518,6 +583,7 @@ Test(ctl, stat_drops_files_no_process_holds)
 
 	cr_assert_not_null(rundir);
 	pair_or_die(0, 0, &c, &s); /* a live file of ours beside it */
+	tu_grow_up();
 	ghost.hdr.magic = SL_STATS_MAGIC;
 	ghost.hdr.pid = 1; /* alive, and not a scilan process */
 	ghost.hdr.slots = SL_STATS_SLOTS;

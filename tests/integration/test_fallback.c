@@ -35,6 +35,7 @@
 #include "fabric/shm/offer_names.h"
 #include "runtime/stats.h"
 #include "testutil.h"
+#include "young_helpers.h"
 #include "fallback_helpers.h"
 
 static int capture = -1;
@@ -130,6 +131,7 @@ static void expect_accelerated_listed(int fd, const char *side)
 {
 	char obj[1024], field[64];
 
+	tu_grow_up(); /* listed from the first wait after the young period */
 	ctl_entry(true, fd, obj, sizeof(obj));
 	snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
 	cr_expect(strstr(obj, "\"accelerated\":true") && strstr(obj, "\"reason\":\"\"") && strstr(obj, field),

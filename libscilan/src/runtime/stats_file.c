@@ -1,8 +1,9 @@
 /* stats_file.c — publishes this process's live per-connection counters in
- * <rundir>/stats/<pid>, a shared mapping made at the first connection
- * (accelerated, or kernel TCP with the reason why, fallback.c) and kept until
- * exit; scilan_ctl stat maps it read-only.  The owner
- * holds an OFD read lock on it, so a file nobody locks is a dead process's.
+ * <rundir>/stats/<pid>, a shared mapping kept until exit; scilan_ctl stat
+ * maps it read-only.  Made at the first kernel TCP connection (fallback.c:
+ * the reason why), or, for accelerated ones made in the process's first
+ * 10 ms (young.h), at its first wait after them (idle.c).  The owner holds
+ * an OFD read lock on it, so a file nobody locks is a dead process's.
  */
 #include "runtime/stats_file.h"
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include "runtime/own_fd.h"
 #include "runtime/rundir_sweep.h"
 #include "runtime/sys.h"
+#include "runtime/young.h"
 
 static struct sl_stats_map *map;
 /* A fork parent's file's mapping, kept in the child: the child's own file
@@ -37,6 +40,10 @@ static pid_t map_pid;
 static bool map_failed;
 static char map_path[SL_PATH_SIZE];
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Accelerated connections made before the file: counted in the sockets
+ * (s->stats_wanted), given their slots when it is made. */
+static _Atomic bool publish_wanted;
+static uint64_t accelerated_before_file;
 
 static void remove_at_exit(void)
 {
@@ -80,9 +87,10 @@ static int create_locked(const char *path)
 	int fd;
 
 	for (int tries = 0; tries < 3; tries++) {
-		/* A file under our pid is a dead process's: the pid is ours now. */
-		unlink(path);
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		/* A file under our pid is a dead process's: the pid is ours now. */
+		if (fd < 0 && errno == EEXIST && unlink(path) == 0)
+			continue;
 		if (fd < 0)
 			return -1;
 		if (read_lock(fd) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
@@ -152,14 +160,12 @@ static struct sl_stats_map *open_map(void)
 	map_fd = fd;
 	m->hdr.pid = sl_self_pid;
 	m->hdr.slots = SL_STATS_SLOTS;
-	fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t n = sl_sys.read(fd, m->hdr.comm, sizeof(m->hdr.comm) - 1);
-
-		if (n > 0 && m->hdr.comm[n - 1] == '\n')
-			m->hdr.comm[n - 1] = '\0';
-		sl_sys.close(fd);
-	}
+	/* The kernel's comm, as /proc/self/comm has it, without the first
+	 * look into /proc/self (some 30 us in a fresh process). */
+	_Static_assert(sizeof(m->hdr.comm) >= 16, "PR_GET_NAME writes 16 bytes");
+	if (prctl(PR_GET_NAME, m->hdr.comm) < 0)
+		m->hdr.comm[0] = '\0';
+	m->hdr.accelerated = accelerated_before_file;
 	/* The magic last: a reader that sees it sees the header complete. */
 	__atomic_store_n(&m->hdr.magic, SL_STATS_MAGIC, __ATOMIC_RELEASE);
 	map = m;
@@ -171,13 +177,10 @@ static struct sl_stats_map *open_map(void)
 	return map;
 }
 
-static void take_slot(struct sl_sock *s, bool accelerated)
+/* Under map_lock, with the file made. */
+static void fill_slot(struct sl_stats_map *m, struct sl_sock *s, bool accelerated)
 {
-	struct sl_stats_map *m;
-
-	pthread_mutex_lock(&map_lock);
-	m = open_map();
-	for (int i = 0; m && i < SL_STATS_SLOTS; i++) {
+	for (int i = 0; i < SL_STATS_SLOTS; i++) {
 		struct sl_stats_slot *slot = &m->slot[i];
 
 		if (atomic_load(&slot->in_use))
@@ -200,17 +203,74 @@ static void take_slot(struct sl_sock *s, bool accelerated)
 			sl_key_of_fd(s->fd, true, &slot->peer);
 		else
 			memset(&slot->peer, 0, sizeof(slot->peer));
-		atomic_store(&slot->ctr.tx_bytes, atomic_load(&s->own_ctr.tx_bytes));
-		atomic_store(&slot->ctr.rx_bytes, atomic_load(&s->own_ctr.rx_bytes));
-		atomic_store(&slot->ctr.sleeps, atomic_load(&s->own_ctr.sleeps));
-		atomic_store(&slot->ctr.wakeups, atomic_load(&s->own_ctr.wakeups));
+		memset(&slot->ctr, 0, sizeof(slot->ctr));
 		atomic_store_explicit(&slot->in_use, 1, memory_order_release);
 		s->stats_slot = i;
 		s->ctr = &slot->ctr;
-		if (accelerated)
-			atomic_fetch_add(&m->hdr.accelerated, 1);
-		break;
+		/* Moved after the switch: another thread's count that still went
+		 * to own_ctr stays there, and joins the totals at close. */
+		atomic_fetch_add(&slot->ctr.tx_bytes, atomic_exchange(&s->own_ctr.tx_bytes, 0));
+		atomic_fetch_add(&slot->ctr.rx_bytes, atomic_exchange(&s->own_ctr.rx_bytes, 0));
+		atomic_fetch_add(&slot->ctr.sleeps, atomic_exchange(&s->own_ctr.sleeps, 0));
+		atomic_fetch_add(&slot->ctr.wakeups, atomic_exchange(&s->own_ctr.wakeups, 0));
+		return;
 	}
+}
+
+static bool publish_wanted_one(struct sl_sock *s)
+{
+	if (!atomic_load_explicit(&s->stats_wanted, memory_order_relaxed))
+		return false;
+	if (s->stats_slot < 0)
+		fill_slot(map, s, true);
+	atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);
+	return false;
+}
+
+/* Under map_lock: make the file, and give every connection that waited
+ * for it its slot. */
+static void publish(void)
+{
+	atomic_store_explicit(&publish_wanted, false, memory_order_relaxed);
+	if (open_map())
+		sl_sock_any(publish_wanted_one);
+}
+
+static void take_slot(struct sl_sock *s, bool accelerated)
+{
+	pthread_mutex_lock(&map_lock);
+	/* Fell back before its slot: listed as what it is now. */
+	if (!accelerated)
+		atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);
+	if (!map && !map_failed && accelerated && sl_young()) {
+		/* Making the file costs a fresh process some 50 us: not on its
+		 * first connections' path (idle.c does it, young.h). */
+		atomic_store_explicit(&s->stats_wanted, true, memory_order_relaxed);
+		accelerated_before_file++;
+		atomic_store_explicit(&publish_wanted, true, memory_order_relaxed);
+	} else if (!map && !map_failed) {
+		publish();
+	}
+	if (map && !atomic_load_explicit(&s->stats_wanted, memory_order_relaxed)) {
+		fill_slot(map, s, accelerated);
+		if (accelerated)
+			atomic_fetch_add(&map->hdr.accelerated, 1);
+	}
+	pthread_mutex_unlock(&map_lock);
+}
+
+bool sl_stats_publish_pending(void)
+{
+	return atomic_load_explicit(&publish_wanted, memory_order_relaxed);
+}
+
+void sl_stats_publish_idle(void)
+{
+	if (!atomic_load_explicit(&publish_wanted, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&map_lock);
+	if (atomic_load_explicit(&publish_wanted, memory_order_relaxed))
+		publish();
 	pthread_mutex_unlock(&map_lock);
 }
 
@@ -232,7 +292,13 @@ void sl_stats_conn_close(struct sl_sock *s)
 
 	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&c->tx_bytes), memory_order_relaxed);
 	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&c->rx_bytes), memory_order_relaxed);
+	if (c != &s->own_ctr) {
+		/* What another thread counted while fill_slot moved the counts. */
+		atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&s->own_ctr.tx_bytes), memory_order_relaxed);
+		atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&s->own_ctr.rx_bytes), memory_order_relaxed);
+	}
 	pthread_mutex_lock(&map_lock);
+	atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);
 	if (s->stats_slot >= 0 && map) {
 		atomic_store_explicit(&map->slot[s->stats_slot].in_use, 0, memory_order_release);
 		/* The file stays with no connection open: a connection-per-request
@@ -248,6 +314,7 @@ void sl_stats_conn_close(struct sl_sock *s)
 
 static bool count_privately(struct sl_sock *s)
 {
+	atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);
 	if (s->stats_slot >= 0) {
 		s->own_ctr.tx_bytes = atomic_load(&s->ctr->tx_bytes);
 		s->own_ctr.rx_bytes = atomic_load(&s->ctr->rx_bytes);
@@ -264,6 +331,8 @@ void sl_stats_file_after_fork_child(void)
 	/* The mapping stays (it is the parent's file); we no longer write it. */
 	pthread_mutex_init(&map_lock, NULL);
 	sl_sock_any(count_privately);
+	atomic_store(&publish_wanted, false);
+	accelerated_before_file = 0;
 	if (map)
 		detached = map; /* mapped over by our own first file */
 	map = NULL;

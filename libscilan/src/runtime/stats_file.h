@@ -35,9 +35,14 @@ struct sl_stats_map {
 	struct sl_stats_slot slot[SL_STATS_SLOTS];
 };
 
-/* A connection became accelerated: count it in a slot of our stats file
- * (created on first use); without one it counts in the socket itself. */
+/* A connection became accelerated: count it in a slot of our stats file;
+ * until the file is made (sl_stats_publish_idle) it counts in the socket. */
 void sl_stats_conn_open(struct sl_sock *s);
+/* Make the file if an accelerated connection waits for it, and give every
+ * such connection its slot: when the process has time (idle.c). */
+void sl_stats_publish_idle(void);
+/* Whether an accelerated connection waits for the file. */
+bool sl_stats_publish_pending(void);
 /* A connection is kernel TCP for s->fb_reason (fallback.c): listed in a
  * slot of our stats file (created on first use) until it closes. */
 void sl_stats_conn_plain(struct sl_sock *s);

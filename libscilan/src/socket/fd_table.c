@@ -170,6 +170,7 @@ reset:
 	s->offered_ns = 0;
 	s->ctr = &s->own_ctr;
 	s->stats_slot = -1;
+	atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);
 	s->fb_reason = SL_FB_NONE;
 	atomic_store(&s->own_ctr.tx_bytes, 0);
 	atomic_store(&s->own_ctr.rx_bytes, 0);

@@ -7,5 +7,10 @@
 
 /* Cheap when there is nothing to do: a few relaxed loads. */
 void sl_about_to_wait(void);
+/* The spin is over and the thread sleeps in the kernel.  A grown process
+ * does its chores now (-1).  A young one sleeps at most the ms returned, so
+ * that one asleep since its first connection still makes its statistics
+ * file soon after (-1: no cap wanted). */
+int sl_about_to_sleep(void);
 
 #endif

@@ -211,6 +211,7 @@ struct sl_sock {
 	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */
 	struct sl_counters own_ctr;
 	int stats_slot;           /* -1: none */
+	_Atomic bool stats_wanted; /* accelerated, its slot when the file is made (set under its lock) */
 	/* why kernel TCP carries it (fallback.c); SL_FB_NONE while accelerated */
 	enum sl_fb fb_reason;
 	enum sl_fb_side fb_side;

@@ -271,6 +271,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 	}
 	for (;;) {
 		bool capped = false, stall = false;
+		int chores_ms = sl_about_to_sleep();
 
 		for (nfds_t i = 0; i < n; i++) {
 			if (!socks[i])
@@ -305,6 +306,8 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 				timeout = SHARED_WAIT_CAP_MS;
 			if (stall && (timeout < 0 || timeout > SL_STALL_CHECK_MS))
 				timeout = SL_STALL_CHECK_MS;
+			if (chores_ms >= 0 && (timeout < 0 || timeout > chores_ms))
+				timeout = chores_ms;
 			kready = kernel_poll(fds, n, socks, kfds, timeout, true, NULL);
 		}
 		for (nfds_t i = 0; i < n; i++) {
