@@ -39,6 +39,7 @@ static void init(void)
 	initialising = true;
 	sl_sys_use_next();
 	(void)sl_config();
+	sl_self_at_load();
 	/* After the settings: the log level, and the runtime directory the
 	 * line may go to, are known. */
 	print_stats = sl_stats_sink_init(v);

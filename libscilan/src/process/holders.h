@@ -13,6 +13,11 @@
 #define SL_HOLDER_NONE (-1)    /* this process does not hold it (released) */
 #define SL_HOLDER_UNNAMED (-2) /* counted without a slot (the table was full) */
 
+/* How the holder table names this process (its start time and pid
+ * namespace, from /proc): learnt at load, since a fresh process's first look
+ * into /proc costs its first connection some 40-70 us; again after a fork,
+ * at the child's first connection. */
+void sl_holders_learn_self(void);
 /* A new connection: our side is held by this process alone. */
 void sl_holders_init(struct sl_sock *s);
 /* An image adopting a connection after exec: the process (same pid) holds it

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include "process/self.h"
+#include "process/holders.h"
+#include "evq/evq_peer.h"
+#include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "socket/sock_state.h"
@@ -49,4 +52,14 @@ void sl_before_threads(void)
 		return;
 	sl_own_fd_before_threads();
 	(void)sl_barrier_unfenced_ok();
+}
+
+void sl_self_at_load(void)
+{
+	sl_holders_learn_self();
+	/* The same for what else a first connection asks once per process:
+	 * which fabric (a device node or two looked up), and whether pidfd_getfd
+	 * may take a peer's descriptors (Yama's sysctl read). */
+	(void)sl_fabric();
+	(void)sl_evq_can_take(false);
 }
