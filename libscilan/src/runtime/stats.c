@@ -18,8 +18,8 @@ static _Thread_local struct sl_stats *summing;
 static bool add_live(int fd, struct sl_sock *s)
 {
 	if (sl_sock_on_rings(s) && fd == s->fd) {
-		summing->tx_bytes += atomic_load_explicit(&s->ctr->tx_bytes, memory_order_relaxed);
-		summing->rx_bytes += atomic_load_explicit(&s->ctr->rx_bytes, memory_order_relaxed);
+		summing->tx_bytes += atomic_load_explicit(&sl_ctr(s)->tx_bytes, memory_order_relaxed);
+		summing->rx_bytes += atomic_load_explicit(&sl_ctr(s)->rx_bytes, memory_order_relaxed);
 	}
 	return false;
 }
@@ -41,10 +41,10 @@ void sl_stats_read(struct sl_stats *out)
 
 static bool zero_live(struct sl_sock *s)
 {
-	atomic_store(&s->ctr->tx_bytes, 0);
-	atomic_store(&s->ctr->rx_bytes, 0);
-	atomic_store(&s->ctr->sleeps, 0);
-	atomic_store(&s->ctr->wakeups, 0);
+	atomic_store(&sl_ctr(s)->tx_bytes, 0);
+	atomic_store(&sl_ctr(s)->rx_bytes, 0);
+	atomic_store(&sl_ctr(s)->sleeps, 0);
+	atomic_store(&sl_ctr(s)->wakeups, 0);
 	return false;
 }
 

@@ -203,10 +203,15 @@ static void fill_slot(struct sl_stats_map *m, struct sl_sock *s, bool accelerate
 			sl_key_of_fd(s->fd, true, &slot->peer);
 		else
 			memset(&slot->peer, 0, sizeof(slot->peer));
-		memset(&slot->ctr, 0, sizeof(slot->ctr));
+		atomic_store_explicit(&slot->ctr.tx_bytes, 0, memory_order_relaxed);
+		atomic_store_explicit(&slot->ctr.rx_bytes, 0, memory_order_relaxed);
+		atomic_store_explicit(&slot->ctr.sleeps, 0, memory_order_relaxed);
+		atomic_store_explicit(&slot->ctr.wakeups, 0, memory_order_relaxed);
 		atomic_store_explicit(&slot->in_use, 1, memory_order_release);
 		s->stats_slot = i;
-		s->ctr = &slot->ctr;
+		/* Another thread may be counting on s: it goes on in the slot
+		 * from its next count (sl_ctr). */
+		atomic_store_explicit(&s->ctr, &slot->ctr, memory_order_release);
 		/* Moved after the switch: another thread's count that still went
 		 * to own_ctr stays there, and joins the totals at close. */
 		atomic_fetch_add(&slot->ctr.tx_bytes, atomic_exchange(&s->own_ctr.tx_bytes, 0));
@@ -288,7 +293,7 @@ void sl_stats_conn_plain(struct sl_sock *s)
 
 void sl_stats_conn_close(struct sl_sock *s)
 {
-	struct sl_counters *c = s->ctr;
+	struct sl_counters *c = sl_ctr(s);
 
 	atomic_fetch_add_explicit(&sl_totals.tx_bytes, atomic_load(&c->tx_bytes), memory_order_relaxed);
 	atomic_fetch_add_explicit(&sl_totals.rx_bytes, atomic_load(&c->rx_bytes), memory_order_relaxed);
@@ -306,7 +311,7 @@ void sl_stats_conn_close(struct sl_sock *s)
 		 * connection.  It goes at exit; a killed process's is swept. */
 	}
 	s->stats_slot = -1;
-	s->ctr = &s->own_ctr;
+	atomic_store_explicit(&s->ctr, &s->own_ctr, memory_order_release);
 	pthread_mutex_unlock(&map_lock);
 	atomic_store(&s->own_ctr.tx_bytes, 0);
 	atomic_store(&s->own_ctr.rx_bytes, 0);
@@ -316,11 +321,11 @@ static bool count_privately(struct sl_sock *s)
 {
 	atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);
 	if (s->stats_slot >= 0) {
-		s->own_ctr.tx_bytes = atomic_load(&s->ctr->tx_bytes);
-		s->own_ctr.rx_bytes = atomic_load(&s->ctr->rx_bytes);
-		s->own_ctr.sleeps = atomic_load(&s->ctr->sleeps);
-		s->own_ctr.wakeups = atomic_load(&s->ctr->wakeups);
-		s->ctr = &s->own_ctr;
+		s->own_ctr.tx_bytes = atomic_load(&sl_ctr(s)->tx_bytes);
+		s->own_ctr.rx_bytes = atomic_load(&sl_ctr(s)->rx_bytes);
+		s->own_ctr.sleeps = atomic_load(&sl_ctr(s)->sleeps);
+		s->own_ctr.wakeups = atomic_load(&sl_ctr(s)->wakeups);
+		atomic_store_explicit(&s->ctr, &s->own_ctr, memory_order_release);
 		s->stats_slot = -1;
 	}
 	return false;

@@ -78,7 +78,7 @@ static inline __attribute__((always_inline)) ssize_t send_fast(struct sl_sock *s
 		goto declined;
 	sl_ring_tx_copy(&s->tx, buf, len, 0);
 	sl_ring_tx_commit(&s->tx, len);
-	sl_stat_add(&s->ctr->tx_bytes, len);
+	sl_stat_add(&sl_ctr(s)->tx_bytes, len);
 	sl_offer_sent(s);
 	s->sends_since_check++;
 	sl_unlock(&s->tx_lock);
@@ -118,7 +118,7 @@ static inline __attribute__((always_inline)) ssize_t recv_fast(struct sl_sock *s
 	/* Shared with a forked process: publish at once, so whichever reads
 	 * next starts exactly here. */
 	wake_sender = sl_conn_after_consume_locked(s, sl_ring_rx_consume(&s->rx, n, sl_side_shared(s)));
-	sl_stat_add(&s->ctr->rx_bytes, n);
+	sl_stat_add(&sl_ctr(s)->rx_bytes, n);
 	sl_offer_received(s);
 	sl_unlock(&s->rx_lock);
 	if (wake_sender)

@@ -291,7 +291,7 @@ static ssize_t send_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 			if (flags & MSG_OOB) /* the last byte of what is sent is urgent */
 				sl_urg_publish(s, s->tx.write + n);
 			sl_ring_tx_commit(&s->tx, n);
-			sl_stat_add(&s->ctr->tx_bytes, n);
+			sl_stat_add(&sl_ctr(s)->tx_bytes, n);
 			sl_offer_sent(s);
 			sent += n;
 		}
@@ -473,7 +473,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 				for_room |= sl_ring_rx_consume(&s->rx, n, sl_side_shared(s));
 				if (s->urg.state != SL_URG_NONE)
 					sl_urg_passed(s);
-				sl_stat_add(&s->ctr->rx_bytes, n);
+				sl_stat_add(&sl_ctr(s)->rx_bytes, n);
 				sl_offer_received(s);
 				got += n;
 			}

@@ -550,8 +550,8 @@ static void note_offer_outcome(struct sl_sock *s)
 	if (!s->offered_to.family || s->owner != sl_self_pid || !sl_config()->learn_short_conns)
 		return;
 	outcome.turns = atomic_load_explicit(&s->turns, memory_order_relaxed);
-	outcome.bytes = atomic_load_explicit(&s->ctr->tx_bytes, memory_order_relaxed) +
-			atomic_load_explicit(&s->ctr->rx_bytes, memory_order_relaxed);
+	outcome.bytes = atomic_load_explicit(&sl_ctr(s)->tx_bytes, memory_order_relaxed) +
+			atomic_load_explicit(&sl_ctr(s)->rx_bytes, memory_order_relaxed);
 	outcome.lifetime_ns = sl_mono_ns() - s->offered_ns;
 	sl_offer_note(&s->offered_to, &outcome);
 }

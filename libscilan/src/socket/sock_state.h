@@ -208,9 +208,11 @@ struct sl_sock {
 	int64_t offered_ns;       /* CLOCK_MONOTONIC at the offer */
 
 	/* counters */
-	struct sl_counters *ctr;  /* &own_ctr, or a slot of the stats file */
+	/* &own_ctr, or a slot of the stats file: switched by whichever thread
+	 * makes the file (stats_file.c), read through sl_ctr(). */
+	struct sl_counters *_Atomic ctr;
 	struct sl_counters own_ctr;
-	int stats_slot;           /* -1: none */
+	_Atomic int stats_slot;   /* -1: none; written under the stats file's lock */
 	_Atomic bool stats_wanted; /* accelerated, its slot when the file is made (set under its lock) */
 	/* why kernel TCP carries it (fallback.c); SL_FB_NONE while accelerated */
 	enum sl_fb fb_reason;
@@ -351,6 +353,12 @@ void sl_sock_release(int fd);
 bool sl_sock_any(bool (*fn)(struct sl_sock *s));
 /* The same, with the descriptor number of each table slot. */
 bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s));
+
+/* The counters a connection counts in now (a plain load on x86). */
+static inline struct sl_counters *sl_ctr(const struct sl_sock *s)
+{
+	return atomic_load_explicit(&s->ctr, memory_order_acquire);
+}
 
 static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 {

@@ -194,7 +194,7 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 		kfds[m++] = (struct pollfd){ .fd = sleeping ? socks[i]->bell_rx : -1, .events = POLLIN };
 		kfds[m++] = (struct pollfd){ .fd = socks[i]->fd, .events = POLLIN };
 		if (sleeping) {
-			atomic_fetch_add_explicit(&socks[i]->ctr->sleeps, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&sl_ctr(socks[i])->sleeps, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
 		}
 	}
@@ -209,7 +209,7 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 			continue;
 		}
 		if (kfds[m].revents) {
-			atomic_fetch_add_explicit(&socks[i]->ctr->wakeups, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&sl_ctr(socks[i])->wakeups, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&sl_totals.wakeups, 1, memory_order_relaxed);
 		}
 		/* The kernel connection only becomes readable at the end: the
