@@ -126,9 +126,11 @@ static void warm_up(void)
 	if (!sl_evq_pending(&set))
 		abort(); /* the mark path does not reach our own set: the target tests nothing */
 	sl_evq_take(&set, discard, NULL);
-	/* And the process's statistics file, opened at its first connection
-	 * and kept (a move to kernel TCP counts there). */
+	/* And the process's statistics file, made at its first wait after
+	 * its first connection and kept (a move to kernel TCP counts there):
+	 * made now, at the first input. */
 	sl_stats_conn_open(s);
+	sl_stats_publish_idle();
 	sl_stats_conn_close(s);
 	disconnect(s);
 }
@@ -318,9 +320,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fuzz_watch_set(FUZZ_HANG_SECONDS, "tear-down");
 	sl_evq_take(&set, discard, NULL);
-	/* And the process's statistics file, opened at its first connection
-	 * and kept (a move to kernel TCP counts there). */
+	/* And the process's statistics file, made at its first wait after
+	 * its first connection and kept (a move to kernel TCP counts there):
+	 * made now, at the first input. */
 	sl_stats_conn_open(s);
+	sl_stats_publish_idle();
 	sl_stats_conn_close(s);
 	disconnect(s);
 	fuzz_watch_set(0, "between inputs");
