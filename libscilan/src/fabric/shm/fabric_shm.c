@@ -323,6 +323,7 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	 * set-up (a file written, linked and removed, two FIFOs). */
 	uint64_t cookie = 0;
 	socklen_t cookie_len = sizeof(cookie);
+	bool via_rdv = false;
 	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
 		     (src->port || sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_len) == 0) &&
 		     sl_shm_offer_path(dst, src, cookie, s->offer_path, sizeof(s->offer_path)) == 0;
@@ -381,10 +382,15 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		 * file alone, for our own user's acceptors. */
 		if (sent < 0 && !named)
 			goto fail_map;
+		via_rdv = sent >= 0;
 		/* The offer waits in the listener's queue, not in our socket. */
 		sl_sys.close(s->rdv_conn);
 		s->rdv_conn = -1;
 	}
+	/* Only as files: a holder of the rendezvous, which looks for files
+	 * only when told, must look for this one (registry.h). */
+	if (named && !via_rdv)
+		sl_registry_note_file_only(dst);
 	s->memfd = fd;
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
 	sl_agree_start(s, offer_word(base));
@@ -664,7 +670,8 @@ static int offered_memfd(const struct offer *offer, int *held, struct stat *st)
 static bool offers_named_for(const struct sl_sock *listener)
 {
 	for (int i = 0; i < SL_MAX_REG; i++)
-		if (listener->reg_fd[i] >= 0 && sl_registry_named_at(listener->reg_flags[i], listener->reg_fd[i]))
+		if (listener->reg_fd[i] >= 0 &&
+		    sl_registry_named_at(listener->reg_flags[i], listener->reg_fd[i], listener->rdv_fd[i] >= 0))
 			return true;
 	return false;
 }

@@ -37,7 +37,12 @@ struct reg_entry {
 	 * entry asking for named offers (and so named one): one byte, which a
 	 * pwrite cannot tear for a reader of the mapping. */
 	uint8_t named_tick;
-	uint8_t pad[7];
+	/* The same for an offer made only as files: its connector could not
+	 * pass it through the rendezvous (refused, its queue full).  What a
+	 * holder of the rendezvous looks at: every other offer reached its
+	 * queue before the TCP connect. */
+	uint8_t file_only_tick;
+	uint8_t pad[6];
 };
 
 /* A note this many seconds old or younger may be an offer still waiting
@@ -115,7 +120,8 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, 
 	/* Noted long ago: no connector has named an offer for it yet. */
 	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes,
 				   .flags = no_rdv ? SL_REG_NAMED : 0,
-				   .named_tick = (uint8_t)(tick_now() - NAMED_RECENT_S - 1) };
+				   .named_tick = (uint8_t)(tick_now() - NAMED_RECENT_S - 1),
+				   .file_only_tick = (uint8_t)(tick_now() - NAMED_RECENT_S - 1) };
 	int lock, fd, saved;
 
 	if (entry_path(key, path, path_size) < 0)
@@ -151,14 +157,14 @@ fail:
 	return -1;
 }
 
-bool sl_registry_named(int fd)
+bool sl_registry_named(int fd, bool rdv_holder)
 {
 	struct reg_entry entry;
 
 	/* Unreadable: assume named, which costs a lookup and loses nothing. */
 	if (pread(fd, &entry, sizeof(entry), 0) != (ssize_t)sizeof(entry))
 		return true;
-	return (entry.flags & SL_REG_NAMED) && tick_recent(entry.named_tick);
+	return (entry.flags & SL_REG_NAMED) && tick_recent(rdv_holder ? entry.file_only_tick : entry.named_tick);
 }
 
 /* Only our user's processes write the entry (the runtime directory is
@@ -185,16 +191,32 @@ void sl_registry_unmap_flags(const _Atomic uint32_t *flags)
 		munmap((char *)(uintptr_t)flags - offsetof(struct reg_entry, flags), (size_t)sysconf(_SC_PAGESIZE));
 }
 
-bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd)
+bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd, bool rdv_holder)
 {
+	size_t tick = rdv_holder ? offsetof(struct reg_entry, file_only_tick) : offsetof(struct reg_entry, named_tick);
+
 	if (!flags)
-		return sl_registry_named(fd);
+		return sl_registry_named(fd, rdv_holder);
 	if (!(atomic_load_explicit(flags, memory_order_relaxed) & SL_REG_NAMED))
 		return false;
-	return tick_recent(atomic_load_explicit((const _Atomic uint8_t *)((const char *)flags +
-									  offsetof(struct reg_entry, named_tick) -
-									  offsetof(struct reg_entry, flags)),
-						memory_order_relaxed));
+	return tick_recent(atomic_load_explicit(
+		(const _Atomic uint8_t *)((const char *)flags + tick - offsetof(struct reg_entry, flags)),
+		memory_order_relaxed));
+}
+
+void sl_registry_note_file_only(const struct sl_key *key)
+{
+	char *path = malloc(SL_PATH_SIZE); /* not on the stack: set-up runs on application threads */
+	uint8_t tick = tick_now();
+	int fd;
+
+	if (!path)
+		return;
+	if (entry_path(key, path, SL_PATH_SIZE) == 0 && (fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+		(void)!pwrite(fd, &tick, sizeof(tick), offsetof(struct reg_entry, file_only_tick));
+		sl_sys.close(fd);
+	}
+	free(path);
 }
 
 void sl_registry_remove(int fd, const char *path)

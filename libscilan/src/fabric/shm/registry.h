@@ -28,14 +28,19 @@ void sl_registry_withdraw(int fd, const char *path);
 /* Might a connector have named an offer for the entry we hold (fd, from
  * sl_registry_add) lately?  It asks for them, and a connector found it so
  * within the last seconds (each notes the time it found the entry asking:
- * sl_registry_find); true if it cannot be read. */
-bool sl_registry_named(int fd);
+ * sl_registry_find); true if it cannot be read.  For a holder of the
+ * listener's rendezvous (rdv_holder), only an offer its connector could
+ * not pass through the rendezvous counts (sl_registry_note_file_only):
+ * every other one is in the rendezvous queue before its TCP connect. */
+bool sl_registry_named(int fd, bool rdv_holder);
 /* The entry's flags word, mapped read-only (the others holders' writes are
  * seen as they land), for sl_registry_named_at; NULL if it cannot be. */
 const _Atomic uint32_t *sl_registry_map_flags(int fd);
 void sl_registry_unmap_flags(const _Atomic uint32_t *flags);
 /* sl_registry_named from the mapping, else from fd. */
-bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd);
+bool sl_registry_named_at(const _Atomic uint32_t *flags, int fd, bool rdv_holder);
+/* A connector's offer to key exists only as files (sl_registry_named). */
+void sl_registry_note_file_only(const struct sl_key *key);
 /* 1 if a live listener is registered exactly at key (its ring size in
  * *ring_bytes, its flags in *flags), 0 if not; stale entries of dead
  * processes are removed.  An entry that asks for named offers is noted as
