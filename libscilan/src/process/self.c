@@ -9,7 +9,6 @@
 #include "process/self.h"
 #include "process/holders.h"
 #include "evq/evq_peer.h"
-#include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "socket/sock_state.h"
@@ -58,8 +57,8 @@ void sl_self_at_load(void)
 {
 	sl_holders_learn_self();
 	/* The same for what else a first connection asks once per process:
-	 * which fabric (a device node or two looked up), and whether pidfd_getfd
-	 * may take a peer's descriptors (Yama's sysctl read). */
-	(void)sl_fabric();
+	 * whether pidfd_getfd may take a peer's descriptors (Yama's sysctl).
+	 * Not the fabric: a device fabric asked for and missing is said once
+	 * by a process that uses sockets, not by every program it runs. */
 	(void)sl_evq_can_take(false);
 }

@@ -13,8 +13,8 @@ void sl_before_threads(void);
 /* The hook is loading: what every connection needs of the process and only
  * /proc says (its start time and pid namespace, holders.c) is learnt now,
  * where the first look into /proc costs the exec some 40 us, not the first
- * connection's reply; so are the fabric and pidfd_getfd's reach.  Not the
- * network namespace, which the process may still leave (unshare). */
+ * connection's reply; so is pidfd_getfd's reach.  Not the network
+ * namespace, which the process may still leave (unshare). */
 void sl_self_at_load(void);
 
 #endif

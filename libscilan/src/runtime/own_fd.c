@@ -296,8 +296,8 @@ static int place_high(int fd, bool lasting)
  * ours go and closed again (a table never shrinks).  It costs a process
  * that makes threads the table the first of ours would have grown anyway,
  * whether or not it ever uses a socket: 8 bytes a number (16 KiB at the
- * usual soft limit of 1,024, as ours then start at 1,024; 32 KiB at most
- * within a raised one, OWN_YOUNG_TOP). */
+ * usual soft limit of 1,024, as ours then start at 1,024).  A threaded
+ * process has no young region: its table is grown once, here. */
 void sl_own_fd_before_threads(void)
 {
 	static _Atomic unsigned grown_at_fork = UINT_MAX;
