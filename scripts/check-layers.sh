@@ -39,6 +39,7 @@ runtime/rundir_sweep.c fabric/shm/offer.h   the janitor removes dead processes' 
 runtime/rundir_sweep.c fabric/shm/registry.h  and listener entries
 runtime/rundir_sweep.c fabric/shm/offer_names.h  and wake-up FIFOs
 runtime/rundir_sweep.c sync/clock.h         the janitor ticks once a second by the one clock
+runtime/young.c sync/clock.h                a process's first 10 ms, by the same clock
 "
 # Public or foreign headers any library file may include.
 PUBLIC="scilan.h"

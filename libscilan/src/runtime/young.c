@@ -5,19 +5,12 @@
 #include "runtime/young.h"
 
 #include <stdatomic.h>
-#include <time.h>
+
+#include "sync/clock.h"
 
 /* 0: not started; then the end of the young period. */
 static _Atomic int64_t young_until;
 static _Atomic bool grown;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int64_t sl_young_left_ns(void)
 {
@@ -25,7 +18,7 @@ int64_t sl_young_left_ns(void)
 
 	if (atomic_load_explicit(&grown, memory_order_relaxed))
 		return 0;
-	now = now_ns();
+	now = sl_mono_ns();
 	until = atomic_load_explicit(&young_until, memory_order_relaxed);
 	if (!until) {
 		int64_t mine = now + SL_YOUNG_NS;

@@ -17,7 +17,6 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fabric/shm/offer_names.h"
@@ -25,6 +24,7 @@
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "runtime/sys.h"
+#include "sync/clock.h"
 
 #define REG_MAGIC 0x3247455220434c53ull /* "SLC REG2" */
 
@@ -55,10 +55,7 @@ struct reg_entry {
 
 static uint8_t tick_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint8_t)ts.tv_sec;
+	return (uint8_t)(sl_mono_ns() / 1000000000);
 }
 
 /* A tick wraps every 256 s, so a note 256 s old reads as new: one
@@ -71,6 +68,15 @@ static bool tick_recent(uint8_t tick)
 static int entry_path(const struct sl_key *key, char *path, size_t size)
 {
 	return sl_key_path("listen", key, "", path, size);
+}
+
+/* The entry at key, opened for a connector's note (path: SL_PATH_SIZE,
+ * filled); -1 if there is none. */
+static int open_entry(const struct sl_key *key, char *path)
+{
+	if (entry_path(key, path, SL_PATH_SIZE) < 0)
+		return -1;
+	return open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 }
 
 /* Registration and removal are serialized so a remover cannot unlink an entry
@@ -118,10 +124,11 @@ static void remove_if_unclaimed(const char *path)
 int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, char *path, size_t path_size)
 {
 	/* Noted long ago: no connector has named an offer for it yet. */
+	uint8_t long_ago = (uint8_t)(tick_now() - NAMED_RECENT_S - 1);
 	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes,
 				   .flags = no_rdv ? SL_REG_NAMED : 0,
-				   .named_tick = (uint8_t)(tick_now() - NAMED_RECENT_S - 1),
-				   .file_only_tick = (uint8_t)(tick_now() - NAMED_RECENT_S - 1) };
+				   .named_tick = long_ago,
+				   .file_only_tick = long_ago };
 	int lock, fd, saved;
 
 	if (entry_path(key, path, path_size) < 0)
@@ -212,7 +219,7 @@ void sl_registry_note_file_only(const struct sl_key *key)
 
 	if (!path)
 		return;
-	if (entry_path(key, path, SL_PATH_SIZE) == 0 && (fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+	if ((fd = open_entry(key, path)) >= 0) {
 		(void)!pwrite(fd, &tick, sizeof(tick), offsetof(struct reg_entry, file_only_tick));
 		sl_sys.close(fd);
 	}
@@ -259,10 +266,8 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 	struct reg_entry entry;
 	int fd, holder, lock;
 
-	if (entry_path(key, path, SL_PATH_SIZE) < 0)
-		return 0;
 	/* Writable: an entry that asks for named offers is told we name one. */
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	fd = open_entry(key, path);
 	if (fd < 0)
 		return 0;
 	holder = ofd_lock(fd, F_WRLCK, F_OFD_GETLK);
