@@ -630,8 +630,12 @@ void sl_sock_release(int fd)
 		default:
 			break;
 		}
-		/* Listed as a fallback (fallback.c) until now, also one this close decided. */
-		if (sl_sock_state(s) == SL_PLAIN && s->stats_slot >= 0)
+		/* Listed as a fallback (fallback.c) until now, also one this close
+		 * decided; or still waiting for the statistics file (young.h), which
+		 * must not list it after this close, and whose counts join the
+		 * totals here. */
+		if (sl_sock_state(s) == SL_PLAIN &&
+		    (s->stats_slot >= 0 || atomic_load_explicit(&s->stats_wanted, memory_order_relaxed)))
 			sl_stats_conn_close(s);
 		sl_sock_forget(s);
 	}
