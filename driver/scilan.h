@@ -21,29 +21,39 @@
 #include "uapi/scilan.h"
 
 /* 3: CONNECT carries the 4-tuple; 4: set pages in the window; 5: VERIFY,
- * VERIFIED and CLOSE's confirmation (the client proves its connection)
+ * VERIFIED and CLOSE's confirmation (the client proves its connection);
+ * 6: up to 2048 slices (four stimulus pages), doorbell words in page 0
  */
-#define SL_PROTO_VERSION 5u
-#define SL_MAX_SLICES 512u
+#define SL_PROTO_VERSION 6u
+/* A set's marks page has a byte per slice after SCILAN_SET_MARKS_OFF. */
+#define SL_MAX_SLICES 2048u
+/* Slices a window is sized for when mw_size is left at its default. */
+#define SL_DEFAULT_SLICES 1024u
 
 /* Scratchpads written into the peer at handshake. */
 enum { SL_SPAD_MAGIC, SL_SPAD_MW_KB, SL_SPAD_SLICE, SL_SPAD_NONCE, SL_SPAD_COUNT };
 #define SL_SPAD_MAGIC_VAL (0x53430000u | SL_PROTO_VERSION) /* "SC" + version */
 
 /* Layout of each inbound window: page 0 the control channel the peer writes
- * into, page 1 the slices' stimulus words, then SCILAN_SETS marks pages (of
- * our sets: the driver's stimulus word at offset 0, the peer's marks from
- * SCILAN_SET_MARKS_OFF), SCILAN_SETS armed pages (word 0: the armed count
- * of the peer's set), then the slices.
+ * into, then the slices' stimulus words (two per slice), then SCILAN_SETS
+ * marks pages (of our sets: the driver's stimulus word at offset 0, the
+ * peer's marks from SCILAN_SET_MARKS_OFF), SCILAN_SETS armed pages (word 0:
+ * the armed count of the peer's set), then the slices.
  */
 #define SL_WIN_CTL_OFF 0
 #define SL_WIN_STIM_OFF PAGE_SIZE
-#define SL_WIN_MARKS_OFF(set) ((2 + (size_t)(set)) * PAGE_SIZE)
-#define SL_WIN_ARMED_OFF(set) ((2 + SCILAN_SETS + (size_t)(set)) * PAGE_SIZE)
-#define SL_WIN_SLICE_OFF ((2 + 2 * SCILAN_SETS) * PAGE_SIZE)
+#define SL_WIN_STIM_PAGES DIV_ROUND_UP(SL_MAX_SLICES * 8, PAGE_SIZE)
+#define SL_WIN_MARKS_OFF(set) ((1 + SL_WIN_STIM_PAGES + (size_t)(set)) * PAGE_SIZE)
+#define SL_WIN_ARMED_OFF(set) ((1 + SL_WIN_STIM_PAGES + SCILAN_SETS + (size_t)(set)) * PAGE_SIZE)
+#define SL_WIN_SLICE_OFF ((1 + SL_WIN_STIM_PAGES + 2 * SCILAN_SETS) * PAGE_SIZE)
 
 #define SL_CTL_PROD_OFF 0    /* peer's producer index of messages to us */
 #define SL_CTL_ACK_OFF 64    /* peer's consumer index of OUR messages */
+/* One doorbell per peer (sl_link.db_words): the peer stores 1 into word b
+ * for doorbell bit b before it rings; we exchange them to 0.
+ */
+#define SL_CTL_DB_OFF 128
+#define SL_CTL_DB_WORDS 32
 #define SL_CTL_MSG_OFF 256
 #define SL_CTL_SLOTS 32u     /* power of two */
 
@@ -124,6 +134,10 @@ struct sl_link {
 	struct module *hw_owner;
 	struct kref ref;          /* endpoints hold the link; the last put frees it */
 	int index;                /* /dev/scilan<index> */
+	/* The fabric ids of the two ends (NTB port numbers, ivshmem
+	 * IVPositions; -1 unknown), set by the backend before registering.
+	 */
+	int local_port, peer_port;
 	struct miscdevice misc;
 	char name[16];
 	bool misc_registered;
@@ -146,16 +160,21 @@ struct sl_link {
 	u32 nslices;
 	u32 peer_nslices;
 	int db_bits;              /* doorbell bits usable; bit 0 = control channel */
+	/* One doorbell per peer (a shared doorbell register, or ivshmem): the
+	 * bits travel as words in page 0 of the peer's window (SL_CTL_DB_OFF)
+	 * and peer_db_set() only rings; the backend calls sl_db_rung().
+	 */
+	bool db_words;
 	u32 nonce;                /* ours, announced to the peer */
 	u32 peer_nonce;
 
 	spinlock_t lock;          /* up, slice tables, endpoint list, listeners */
 	bool up;
 	u64 generation;           /* bumped at every link up */
-	struct sl_ep *slice_ep[SL_MAX_SLICES];
+	struct sl_ep **slice_ep;  /* [SL_MAX_SLICES] */
 	unsigned long slice_local[BITS_TO_LONGS(SL_MAX_SLICES)]; /* held by a local ep */
 	unsigned long slice_peer[BITS_TO_LONGS(SL_MAX_SLICES)];  /* peer may still write */
-	u32 slice_cookie[SL_MAX_SLICES]; /* the last connect from each slice: a late REFUSE frees it */
+	u32 *slice_cookie;        /* [SL_MAX_SLICES] the last connect from each slice: a late REFUSE frees it */
 	u64 zap_gen;              /* sl_zap_mappings passes */
 	struct sl_ep *set_ep[SCILAN_SETS]; /* set endpoints by index, once created */
 	unsigned long set_busy[BITS_TO_LONGS(SCILAN_SETS)]; /* indices held by an endpoint */
@@ -239,6 +258,8 @@ int sl_link_register(struct sl_link *link);
 void sl_link_unregister(struct sl_link *link);
 void sl_link_event(struct sl_link *link);
 void sl_db_event(struct sl_link *link, u64 bits);
+void sl_db_rung(struct sl_link *link);
+void sl_ring_peer(struct sl_link *link, u64 bits);
 
 /* scilan_ntb.c, scilan_ivshmem.c: the backends */
 int sl_ntb_init(void);

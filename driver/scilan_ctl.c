@@ -61,7 +61,7 @@ static int sl_ctl_send_locked(struct sl_link *link, const struct sl_msg *msg)
 	link->tx_prod++;
 	wmb(); /* the message lands before the index that publishes it */
 	writeq(link->tx_prod, link->pwin + SL_CTL_PROD_OFF);
-	link->ops->peer_db_set(link, BIT_ULL(0));
+	sl_ring_peer(link, BIT_ULL(0));
 	link->stat_ctl_tx++;
 out:
 	return rc;
@@ -82,16 +82,37 @@ int sl_slice_db_bit(const struct sl_link *link, int slice)
 	return 1 + slice % (link->db_bits - 1);
 }
 
+/* Ring the peer's doorbell bits.  With one doorbell per peer the bits are
+ * words in page 0 of the peer's window, stored before the ring (posted
+ * writes stay in order; wmb for the CPU's side), so the peer's interrupt
+ * finds every bit rung before it.  Caller holds map_sem (pwin mapped).
+ */
+void sl_ring_peer(struct sl_link *link, u64 bits)
+{
+	int b;
+
+	if (!link->db_words) {
+		link->ops->peer_db_set(link, bits);
+		return;
+	}
+	for (b = 0; b < SL_CTL_DB_WORDS; b++)
+		if (bits & BIT_ULL(b))
+			writel(1, link->pwin + SL_CTL_DB_OFF + 4 * b);
+	wmb();
+	link->ops->peer_db_set(link, 1);
+}
+
 /* A free slice is one no local endpoint holds and the peer cannot write
  * (it never learned it, or it closed it).  Both bits are taken: the peer
  * may write as soon as it hears of the slice.
  */
 int sl_slice_alloc_locked(struct sl_link *link, struct sl_ep *ep)
 {
-	int s;
+	unsigned int s;
 
-	for (s = 0; s < (int)link->nslices; s++) {
-		if (test_bit(s, link->slice_local) || test_bit(s, link->slice_peer))
+	for (s = find_first_zero_bit(link->slice_local, link->nslices); s < link->nslices;
+	     s = find_next_zero_bit(link->slice_local, link->nslices, s + 1)) {
+		if (test_bit(s, link->slice_peer))
 			continue;
 		set_bit(s, link->slice_local);
 		set_bit(s, link->slice_peer);
@@ -127,25 +148,21 @@ void sl_stimulate(struct sl_link *link, int peer_slice, u32 tokens)
 	if (tokens & SCILAN_TOKEN_SPACE)
 		writel(1, w + 4);
 	wmb(); /* the words land before the doorbell (PCIe keeps posted writes in order) */
-	link->ops->peer_db_set(link, BIT_ULL(sl_slice_db_bit(link, peer_slice)));
+	sl_ring_peer(link, BIT_ULL(sl_slice_db_bit(link, peer_slice)));
 	link->stat_stimuli++;
 }
 
-/* Interrupt context: the slices and sets of the rung doorbell bits are
- * scanned and each endpoint whose words were set gets its tokens and one
- * wake-up.
+/* The slices of doorbell bit b: b - 1, b - 1 + (db_bits - 1), ...; each
+ * endpoint whose words were set gets its tokens and one wake-up.
  */
-void sl_db_scan(struct sl_link *link, u64 bits)
+static void sl_scan_slices_locked(struct sl_link *link, int b)
 {
 	u32 *stim = link->lwin + SL_WIN_STIM_OFF;
+	unsigned int s;
 	struct sl_ep *ep;
 	u32 tokens;
-	int s;
 
-	spin_lock(&link->lock);
-	for (s = 0; s < (int)link->nslices; s++) {
-		if (!(bits & BIT_ULL(sl_slice_db_bit(link, s))))
-			continue;
+	for (s = b - 1; s < link->nslices; s += link->db_bits - 1) {
 		tokens = 0;
 		if (READ_ONCE(stim[2 * s]) && xchg(&stim[2 * s], 0))
 			tokens |= SCILAN_TOKEN_DATA;
@@ -158,6 +175,17 @@ void sl_db_scan(struct sl_link *link, u64 bits)
 		link->stat_wakeups++;
 		wake_up_interruptible(&ep->wq);
 	}
+}
+
+/* Interrupt context: the slices and sets of the rung doorbell bits. */
+void sl_db_scan(struct sl_link *link, u64 bits)
+{
+	int b;
+
+	spin_lock(&link->lock);
+	for (b = 1; b < link->db_bits; b++)
+		if (bits & BIT_ULL(b))
+			sl_scan_slices_locked(link, b);
 	sl_set_scan_locked(link, bits);
 	spin_unlock(&link->lock);
 }

@@ -647,6 +647,8 @@ static void sl_fill_info(struct sl_ep *ep, struct scilan_info *info)
 	/* A set endpoint (also after its reset) reports its set index. */
 	info->slice = ep->set >= 0 && ep->state != SCILAN_EP_IDLE ? ep->set : ep->slice;
 	info->peer_slice = ep->peer_slice;
+	info->local_port = link->local_port;
+	info->peer_port = link->peer_port;
 	spin_unlock_irq(&link->lock);
 }
 

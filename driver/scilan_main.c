@@ -16,9 +16,13 @@
 
 #include "scilan.h"
 
-static unsigned long mw_size = 4UL << 20;
+/* 0: room for SL_DEFAULT_SLICES connections (64 MiB and 164 KiB with 64 KiB
+ * slices), capped by the hardware's window; a backend that cannot get that
+ * much memory gets the largest that it can (sl_setup_window).
+ */
+static unsigned long mw_size;
 module_param(mw_size, ulong, 0444);
-MODULE_PARM_DESC(mw_size, "Bytes of local memory offered as the inbound window (default 4 MiB, capped by the NTB or the ivshmem window)");
+MODULE_PARM_DESC(mw_size, "Bytes of local memory offered as the inbound window per peer (default 0: room for 1024 connections, capped by the NTB or the ivshmem window)");
 
 static unsigned int slice_size = 64U << 10;
 module_param(slice_size, uint, 0444);
@@ -64,6 +68,8 @@ static void sl_link_free(struct kref *ref)
 	struct sl_link *link = container_of(ref, struct sl_link, ref);
 
 	ida_free(&sl_ida, link->index);
+	kvfree(link->slice_ep);
+	kvfree(link->slice_cookie);
 	kfree(link);
 }
 
@@ -133,15 +139,33 @@ static void sl_link_down(struct sl_link *link, const char *why)
 		dev_info(link->dev, "scilan: link down (%s)\n", why);
 }
 
+static size_t sl_mw_wanted(const struct sl_link *link)
+{
+	return mw_size ?: SL_WIN_SLICE_OFF + (size_t)SL_DEFAULT_SLICES * link->slice_size;
+}
+
 /* The inbound window, from the backend; it must hold the control,
- * stimulus and set pages and at least one slice.
+ * stimulus and set pages and at least one slice.  Contiguous DMA memory
+ * of 64 MiB needs an IOMMU or CMA: without them the window halves until
+ * the allocation succeeds, and says what it got.
  */
 static int sl_setup_window(struct sl_link *link)
 {
-	int rc = link->ops->setup_window(link, mw_size);
+	size_t want = sl_mw_wanted(link), min = SL_WIN_SLICE_OFF + link->slice_size;
+	int rc;
 
+	for (;;) {
+		rc = link->ops->setup_window(link, want);
+		if (rc != -ENOMEM || want / 2 < min)
+			break;
+		want /= 2;
+	}
 	if (rc)
 		return rc;
+	if (link->lwin_size < sl_mw_wanted(link) && !mw_size)
+		dev_notice(link->dev,
+			   "scilan: window %zu KiB, less than the %zu KiB wanted: fewer connections (an IOMMU or cma= gives more)\n",
+			   link->lwin_size >> 10, sl_mw_wanted(link) >> 10);
 	link->nslices = min_t(u64, link->lwin_size > SL_WIN_SLICE_OFF ?
 			      (link->lwin_size - SL_WIN_SLICE_OFF) / link->slice_size : 0,
 			      SL_MAX_SLICES);
@@ -260,6 +284,25 @@ void sl_link_event(struct sl_link *link)
 	mod_delayed_work(system_wq, &link->link_work, 0);
 }
 
+/* The peer rang our one doorbell (db_words): its bits are the words it
+ * stored into page 0 of our window.  Any context; a link whose peer did
+ * not ring finds none set.
+ */
+void sl_db_rung(struct sl_link *link)
+{
+	u32 *w = link->lwin + SL_CTL_DB_OFF;
+	u64 bits = 0;
+	int b;
+
+	if (!link->lwin)
+		return;
+	for (b = 0; b < SL_CTL_DB_WORDS; b++)
+		if (READ_ONCE(w[b]) && xchg(&w[b], 0))
+			bits |= BIT_ULL(b);
+	if (bits)
+		sl_db_event(link, bits);
+}
+
 /* Doorbell bits from the backend's interrupt: bit 0 is the control channel
  * (handled in a work item, it may sleep), the others select groups of slices
  * whose stimulus words are scanned here, waking exactly the endpoints
@@ -283,7 +326,8 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 	spin_lock_irq(&link->lock);
 	for (s = 0; s < link->nslices; s++)
 		held += test_bit(s, link->slice_local) || test_bit(s, link->slice_peer);
-	seq_printf(m, "backend %s\n", link->ops->name);
+	seq_printf(m, "backend %s\nlocal_port %d\npeer_port %d\ndoorbell %s\n", link->ops->name,
+		   link->local_port, link->peer_port, link->db_words ? "words" : "bits");
 	seq_printf(m, "link %s\nproto %u\nmw_size %zu\nslice_size %u\nslices %u\npeer_slices %u\n",
 		   link->up ? "up" : "down", SL_PROTO_VERSION, link->lwin_size, link->slice_size,
 		   link->nslices, link->peer_nslices);
@@ -311,7 +355,8 @@ static int sl_dbg_show(struct seq_file *m, void *v)
 DEFINE_SHOW_ATTRIBUTE(sl_dbg);
 
 /* A link for one peer behind a backend; db_bits doorbell bits (bit 0 the
- * control channel, at least 2).  Not yet visible: sl_link_register().
+ * control channel), or 1: one doorbell for this peer, the bits carried as
+ * words in the window (db_words).  Not yet visible: sl_link_register().
  */
 struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops, void *hw,
 			      int db_bits)
@@ -323,16 +368,20 @@ struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops,
 		dev_err(dev, "scilan: slice_size %u is not a power of two >= 8192\n", slice_size);
 		return ERR_PTR(-EINVAL);
 	}
-	if (db_bits < 2) {
-		dev_err(dev, "scilan: needs two doorbell bits\n");
+	if (db_bits < 1) {
+		dev_err(dev, "scilan: needs a doorbell\n");
 		return ERR_PTR(-ENODEV);
 	}
 	link = kzalloc(sizeof(*link), GFP_KERNEL);
 	if (!link)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&link->ref);
-	rc = ida_alloc(&sl_ida, GFP_KERNEL);
+	link->slice_ep = kvcalloc(SL_MAX_SLICES, sizeof(*link->slice_ep), GFP_KERNEL);
+	link->slice_cookie = kvcalloc(SL_MAX_SLICES, sizeof(*link->slice_cookie), GFP_KERNEL);
+	rc = link->slice_ep && link->slice_cookie ? ida_alloc(&sl_ida, GFP_KERNEL) : -ENOMEM;
 	if (rc < 0) {
+		kvfree(link->slice_ep);
+		kvfree(link->slice_cookie);
 		kfree(link);
 		return ERR_PTR(rc);
 	}
@@ -340,7 +389,10 @@ struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops,
 	link->ops = ops;
 	link->hw = hw;
 	link->dev = dev;
-	link->db_bits = min(db_bits, 32);
+	link->db_words = db_bits == 1;
+	link->db_bits = link->db_words ? SL_CTL_DB_WORDS : min(db_bits, 32);
+	link->local_port = -1;
+	link->peer_port = -1;
 	link->slice_size = slice_size;
 	link->nonce = sl_new_nonce();
 	spin_lock_init(&link->lock);

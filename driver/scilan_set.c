@@ -134,7 +134,7 @@ static void sl_stimulate_set(struct sl_link *link, u32 set)
 	lockdep_assert_held_read(&link->map_sem);
 	writel(1, link->pwin + SL_WIN_MARKS_OFF(set));
 	wmb(); /* the word lands before the doorbell (PCIe keeps posted writes in order) */
-	link->ops->peer_db_set(link, BIT_ULL(sl_set_db_bit(link, set)));
+	sl_ring_peer(link, BIT_ULL(sl_set_db_bit(link, set)));
 	link->stat_set_stimuli++;
 }
 

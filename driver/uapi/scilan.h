@@ -9,7 +9,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SCILAN_ABI_VERSION 5 /* 5: ACCEPT_SOCK pairs only what the client's driver vouched for */
+#define SCILAN_ABI_VERSION 6 /* 5: ACCEPT_SOCK pairs only what the client's driver vouched for; 6: INFO's ports */
 
 /* Wake-up tokens: what the peer stimulated (bits of the value read() returns). */
 #define SCILAN_TOKEN_DATA  0x1u /* the peer wrote data (or a FIN) into our slice */
@@ -35,6 +35,8 @@ struct scilan_info {
 	__u32 ep_state;    /* SCILAN_EP_* of this endpoint */
 	__u32 slice;       /* our slice, when connected */
 	__u32 peer_slice;  /* the peer's slice we write into */
+	__s32 local_port;  /* the fabric ids of this link's two ends (NTB port */
+	__s32 peer_port;   /* numbers, ivshmem IVPositions); -1: not known */
 };
 
 /* Every request names one of the caller's own TCP sockets: holding the
