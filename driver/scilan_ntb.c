@@ -63,7 +63,9 @@ static int sl_ntb_setup_window(struct sl_link *link, size_t max)
 	if (size <= SL_WIN_SLICE_OFF)
 		return -ENOSPC;
 	link->dma_dev = ntb_get_dma_dev(ntb);
-	link->lwin = dma_alloc_coherent(link->dma_dev, size, &link->lwin_dma, GFP_KERNEL);
+	/* Quietly: the core asks again for less when this much is not there. */
+	link->lwin = dma_alloc_coherent(link->dma_dev, size, &link->lwin_dma,
+					GFP_KERNEL | __GFP_NOWARN);
 	if (!link->lwin)
 		return -ENOMEM;
 	link->lwin_size = size;
