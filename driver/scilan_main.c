@@ -17,7 +17,7 @@
 
 #include "scilan.h"
 
-/* 0: room for SL_DEFAULT_SLICES connections (64 MiB and 164 KiB with 64 KiB
+/* 0: room for SL_DEFAULT_SLICES connections (64 MiB and 148 KiB with 64 KiB
  * slices), capped by the hardware's window; a backend that cannot get that
  * much memory gets the largest that it can (sl_setup_window).
  */
