@@ -6,6 +6,8 @@
  * process holds their lock) are removed, and each run sweeps some of what dead
  * processes left elsewhere in the runtime directory.  --exited: the
  * SCILAN_STATS lines exited processes left in the runtime directory's log.
+ * VIA: the fabric the cluster map gives the peer's address, and for a device
+ * peer its link and fabric port (the statistics file does not say which).
  */
 #include "ctl_stat.h"
 
@@ -25,6 +27,8 @@
 
 #include "runtime/config.h"
 #include "ctl_devices.h"
+#include "ctl_links.h"
+#include "runtime/cluster_map.h"
 #include "runtime/fallback.h"
 #include "runtime/rundir_sweep.h"
 #include "runtime/stats_file.h"
@@ -35,6 +39,17 @@ struct conn_row {
 	unsigned reason, side; /* fallback.h: SL_FB_NONE accelerated */
 	char comm[16], local[64], peer[64];
 	uint64_t tx, rx, sleeps, wakeups;
+	struct sl_key peer_key;
+	const char *via;       /* "dev", "shm" (the map's word for the peer), NULL: not in the map */
+	char device[32];       /* via dev: the link the map names */
+	long peer_port;        /* via dev: the link's peer fabric port, -1 unknown */
+};
+
+/* What the map and the driver's links say about where peers are. */
+struct peer_book {
+	struct sl_cluster_map map;
+	struct ctl_links links;
+	bool have_map;
 };
 
 struct table {
@@ -116,6 +131,7 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 		memcpy(r.comm, m->hdr.comm, sizeof(r.comm) - 1);
 		endpoint(&s->local, r.local, sizeof(r.local));
 		endpoint(&s->peer, r.peer, sizeof(r.peer));
+		r.peer_key = s->peer;
 		r.tx = atomic_load(&s->ctr.tx_bytes);
 		r.rx = atomic_load(&s->ctr.rx_bytes);
 		r.sleeps = atomic_load(&s->ctr.sleeps);
@@ -124,6 +140,58 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 			break;
 	}
 	munmap(m, sizeof(*m));
+}
+
+static void open_book(struct peer_book *b)
+{
+	char err[512];
+
+	memset(b, 0, sizeof(*b));
+	b->have_map = sl_cluster_map_load(sl_cluster_map_path(), &b->map, err, sizeof(err)) == 0;
+	if (!b->have_map)
+		fprintf(stderr, "scilan_ctl: no VIA column: %s\n", err);
+	(void)ctl_links_read(&b->links); /* no link: the ports stay unknown */
+}
+
+static void close_book(struct peer_book *b)
+{
+	sl_cluster_map_free(&b->map);
+	ctl_links_free(&b->links);
+}
+
+/* An accelerated connection's way to its peer, as the map says: the library
+ * does not record its fabric or link in the statistics file. */
+static void resolve_via(const struct peer_book *b, struct conn_row *r)
+{
+	const struct sl_map_entry *e;
+	const struct ctl_link *l;
+
+	r->via = NULL;
+	r->peer_port = -1;
+	if (r->reason != SL_FB_NONE || !b->have_map || (r->peer_key.family != AF_INET && r->peer_key.family != AF_INET6))
+		return;
+	e = sl_cluster_map_find(&b->map, &r->peer_key);
+	if (!e)
+		return;
+	r->via = e->fabric == SL_MAP_DEV ? "dev" : "shm";
+	if (e->fabric != SL_MAP_DEV)
+		return;
+	snprintf(r->device, sizeof(r->device), "%s", e->device);
+	l = ctl_links_find(&b->links, e->device);
+	if (l && l->ports_known[1])
+		r->peer_port = l->port[1];
+}
+
+static void via_text(const struct conn_row *r, char *out, size_t size)
+{
+	if (!r->via)
+		snprintf(out, size, "-");
+	else if (strcmp(r->via, "dev") != 0)
+		snprintf(out, size, "%s", r->via);
+	else if (r->peer_port >= 0)
+		snprintf(out, size, "%s (port %ld)", r->device, r->peer_port);
+	else
+		snprintf(out, size, "%s (port ?)", r->device);
 }
 
 static int collect(struct table *t, bool all)
@@ -146,6 +214,14 @@ static int collect(struct table *t, bool all)
 		if (de->d_name[0] != '.')
 			read_file(dir, de->d_name, t, all);
 	closedir(d);
+	if (t->n) {
+		struct peer_book b;
+
+		open_book(&b);
+		for (size_t i = 0; i < t->n; i++)
+			resolve_via(&b, &t->rows[i]);
+		close_book(&b);
+	}
 	return 0;
 }
 
@@ -166,9 +242,23 @@ static void print_json(const struct table *t)
 		printf(",\"accelerated\":%s,\"reason\":\"%s\",\"downgraded\":%s,\"side\":\"%s\"",
 		       r->reason == SL_FB_NONE ? "true" : "false", r->reason == SL_FB_NONE ? "" : sl_fb_name(r->reason),
 		       sl_fb_downgrade(r->reason) ? "true" : "false", r->side ? "accept" : "connect");
-		printf(",\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"sleeps\":%llu,\"wakeups\":%llu}",
+		printf(",\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"sleeps\":%llu,\"wakeups\":%llu",
 		       (unsigned long long)r->tx, (unsigned long long)r->rx, (unsigned long long)r->sleeps,
 		       (unsigned long long)r->wakeups);
+		printf(",\"via\":");
+		if (r->via)
+			printf("\"%s\"", r->via);
+		else
+			printf("null");
+		printf(",\"device\":");
+		if (r->via && !strcmp(r->via, "dev"))
+			ctl_json_str(stdout, r->device);
+		else
+			printf("null");
+		if (r->peer_port >= 0)
+			printf(",\"peer_port\":%ld}", r->peer_port);
+		else
+			printf(",\"peer_port\":null}");
 	}
 	printf("]}\n");
 }
@@ -180,7 +270,7 @@ static void print_table(const struct table *t, const struct table *prev, double 
 		printf(all ? "no connections\n" : "no accelerated connections\n");
 		return;
 	}
-	printf("%7s %-15s %4s %-22s %-22s", "PID", "COMMAND", "FD", "LOCAL", "PEER");
+	printf("%7s %-15s %4s %-22s %-22s %-18s", "PID", "COMMAND", "FD", "LOCAL", "PEER", "VIA");
 	if (all)
 		printf(" %-7s %-12s", "SIDE", "MODE");
 	printf(" %14s %14s %9s %9s%s\n", "TX bytes", "RX bytes", "sleeps", "wakeups",
@@ -188,7 +278,10 @@ static void print_table(const struct table *t, const struct table *prev, double 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct conn_row *r = &t->rows[i];
 
-		printf("%7d %-15s %4d %-22s %-22s", r->pid, r->comm, r->fd, r->local, r->peer);
+		char via[64];
+
+		via_text(r, via, sizeof(via));
+		printf("%7d %-15s %4d %-22s %-22s %-18s", r->pid, r->comm, r->fd, r->local, r->peer, via);
 		/* MODE: "scilan", or the reason kernel TCP carries it. */
 		if (all)
 			printf(" %-7s %-12s", r->side ? "accept" : "connect",
