@@ -1,6 +1,6 @@
 /* ctl_stat.c — `scilan_ctl stat [--all] [--watch SECONDS] [--exited]`: every accelerated
  * connection of every live scilan process of this user (pid, program, fd,
- * endpoints, bytes each way, sleeps, wake-ups) and, with --all, every kernel
+ * endpoints, fabric, bytes each way, sleeps, wake-ups) and, with --all, every kernel
  * TCP one with the reason why (fallback.h), like smcss; once, as JSON, or
  * refreshed with rates until interrupted.  Files of dead processes (no live
  * process holds their lock) are removed, and each run sweeps some of what dead
@@ -37,19 +37,11 @@
 struct conn_row {
 	int pid, fd;
 	unsigned reason, side; /* fallback.h: SL_FB_NONE accelerated */
+	unsigned fabric;       /* stats_file.h: SL_STATS_TCP, _SHM, _DEV */
+	int link;              /* SL_STATS_DEV: N of its /dev/scilanN, -1 not known */
 	char comm[16], local[64], peer[64];
 	uint64_t tx, rx, sleeps, wakeups;
-	struct sl_key peer_key;
-	const char *via;       /* "dev", "shm" (the map's word for the peer), NULL: not in the map */
-	char device[32];       /* via dev: the link the map names */
-	long peer_port;        /* via dev: the link's peer fabric port, -1 unknown */
-};
-
-/* What the map and the driver's links say about where peers are. */
-struct peer_book {
-	struct sl_cluster_map map;
-	struct ctl_links links;
-	bool have_map;
+	long peer_port;        /* SL_STATS_DEV: its link's peer fabric port, -1 unknown */
 };
 
 struct table {
@@ -126,12 +118,13 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 		r.fd = s->fd;
 		r.reason = s->reason;
 		r.side = s->side;
+		r.fabric = s->fabric;
+		r.link = s->link;
 		if (r.reason != SL_FB_NONE && !all)
 			continue;
 		memcpy(r.comm, m->hdr.comm, sizeof(r.comm) - 1);
 		endpoint(&s->local, r.local, sizeof(r.local));
 		endpoint(&s->peer, r.peer, sizeof(r.peer));
-		r.peer_key = s->peer;
 		r.tx = atomic_load(&s->ctr.tx_bytes);
 		r.rx = atomic_load(&s->ctr.rx_bytes);
 		r.sleeps = atomic_load(&s->ctr.sleeps);
@@ -142,56 +135,30 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 	munmap(m, sizeof(*m));
 }
 
-static void open_book(struct peer_book *b)
+/* A device connection's peer port, from the driver's state of its link. */
+static void find_peer_ports(struct table *t)
 {
-	char err[512];
+	struct ctl_links links;
+	char name[32];
+	bool any = false;
 
-	memset(b, 0, sizeof(*b));
-	b->have_map = sl_cluster_map_load(sl_cluster_map_path(), &b->map, err, sizeof(err)) == 0;
-	if (!b->have_map)
-		fprintf(stderr, "scilan_ctl: no VIA column: %s\n", err);
-	(void)ctl_links_read(&b->links); /* no link: the ports stay unknown */
-}
-
-static void close_book(struct peer_book *b)
-{
-	sl_cluster_map_free(&b->map);
-	ctl_links_free(&b->links);
-}
-
-/* An accelerated connection's way to its peer, as the map says: the library
- * does not record its fabric or link in the statistics file. */
-static void resolve_via(const struct peer_book *b, struct conn_row *r)
-{
-	const struct sl_map_entry *e;
-	const struct ctl_link *l;
-
-	r->via = NULL;
-	r->peer_port = -1;
-	if (r->reason != SL_FB_NONE || !b->have_map || (r->peer_key.family != AF_INET && r->peer_key.family != AF_INET6))
+	for (size_t i = 0; i < t->n; i++) {
+		t->rows[i].peer_port = -1;
+		any |= t->rows[i].fabric == SL_STATS_DEV && t->rows[i].link >= 0;
+	}
+	if (!any || ctl_links_read(&links) < 0)
 		return;
-	e = sl_cluster_map_find(&b->map, &r->peer_key);
-	if (!e)
-		return;
-	r->via = e->fabric == SL_MAP_DEV ? "dev" : "shm";
-	if (e->fabric != SL_MAP_DEV)
-		return;
-	snprintf(r->device, sizeof(r->device), "%s", e->device);
-	l = ctl_links_find(&b->links, e->device);
-	if (l && l->ports_known[1])
-		r->peer_port = l->port[1];
-}
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ctl_link *l;
 
-static void via_text(const struct conn_row *r, char *out, size_t size)
-{
-	if (!r->via)
-		snprintf(out, size, "-");
-	else if (strcmp(r->via, "dev") != 0)
-		snprintf(out, size, "%s", r->via);
-	else if (r->peer_port >= 0)
-		snprintf(out, size, "%s (port %ld)", r->device, r->peer_port);
-	else
-		snprintf(out, size, "%s (port ?)", r->device);
+		if (t->rows[i].fabric != SL_STATS_DEV || t->rows[i].link < 0)
+			continue;
+		snprintf(name, sizeof(name), "scilan%d", t->rows[i].link);
+		l = ctl_links_find(&links, name);
+		if (l && l->ports_known[1])
+			t->rows[i].peer_port = l->port[1];
+	}
+	ctl_links_free(&links);
 }
 
 static int collect(struct table *t, bool all)
@@ -214,15 +181,26 @@ static int collect(struct table *t, bool all)
 		if (de->d_name[0] != '.')
 			read_file(dir, de->d_name, t, all);
 	closedir(d);
-	if (t->n) {
-		struct peer_book b;
-
-		open_book(&b);
-		for (size_t i = 0; i < t->n; i++)
-			resolve_via(&b, &t->rows[i]);
-		close_book(&b);
-	}
+	find_peer_ports(t);
 	return 0;
+}
+
+/* What carries the connection: "tcp" (kernel TCP), "shm", or "dev". */
+static const char *fabric_name(const struct conn_row *r)
+{
+	return r->fabric == SL_STATS_SHM ? "shm" : r->fabric == SL_STATS_DEV ? "dev" : "tcp";
+}
+
+/* The FABRIC column: the device connection's link by its name. */
+static const char *fabric_column(const struct conn_row *r, char *buf, size_t size)
+{
+	if (r->fabric == SL_STATS_DEV && r->link >= 0 && r->peer_port >= 0)
+		snprintf(buf, size, "scilan%d (port %ld)", r->link, r->peer_port);
+	else if (r->fabric == SL_STATS_DEV && r->link >= 0)
+		snprintf(buf, size, "scilan%d", r->link);
+	else
+		snprintf(buf, size, "%s", fabric_name(r));
+	return buf;
 }
 
 static void print_json(const struct table *t)
@@ -242,23 +220,14 @@ static void print_json(const struct table *t)
 		printf(",\"accelerated\":%s,\"reason\":\"%s\",\"downgraded\":%s,\"side\":\"%s\"",
 		       r->reason == SL_FB_NONE ? "true" : "false", r->reason == SL_FB_NONE ? "" : sl_fb_name(r->reason),
 		       sl_fb_downgrade(r->reason) ? "true" : "false", r->side ? "accept" : "connect");
-		printf(",\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"sleeps\":%llu,\"wakeups\":%llu",
+		printf(",\"fabric\":\"%s\"", fabric_name(r));
+		if (r->fabric == SL_STATS_DEV && r->link >= 0)
+			printf(",\"link\":\"scilan%d\"", r->link);
+		if (r->peer_port >= 0)
+			printf(",\"peer_port\":%ld", r->peer_port);
+		printf(",\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"sleeps\":%llu,\"wakeups\":%llu}",
 		       (unsigned long long)r->tx, (unsigned long long)r->rx, (unsigned long long)r->sleeps,
 		       (unsigned long long)r->wakeups);
-		printf(",\"via\":");
-		if (r->via)
-			printf("\"%s\"", r->via);
-		else
-			printf("null");
-		printf(",\"device\":");
-		if (r->via && !strcmp(r->via, "dev"))
-			ctl_json_str(stdout, r->device);
-		else
-			printf("null");
-		if (r->peer_port >= 0)
-			printf(",\"peer_port\":%ld}", r->peer_port);
-		else
-			printf(",\"peer_port\":null}");
 	}
 	printf("]}\n");
 }
@@ -270,7 +239,7 @@ static void print_table(const struct table *t, const struct table *prev, double 
 		printf(all ? "no connections\n" : "no accelerated connections\n");
 		return;
 	}
-	printf("%7s %-15s %4s %-22s %-22s %-18s", "PID", "COMMAND", "FD", "LOCAL", "PEER", "VIA");
+	printf("%7s %-15s %4s %-22s %-22s %-18s", "PID", "COMMAND", "FD", "LOCAL", "PEER", "FABRIC");
 	if (all)
 		printf(" %-7s %-12s", "SIDE", "MODE");
 	printf(" %14s %14s %9s %9s%s\n", "TX bytes", "RX bytes", "sleeps", "wakeups",
@@ -278,10 +247,10 @@ static void print_table(const struct table *t, const struct table *prev, double 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct conn_row *r = &t->rows[i];
 
-		char via[64];
+		char fab[64];
 
-		via_text(r, via, sizeof(via));
-		printf("%7d %-15s %4d %-22s %-22s %-18s", r->pid, r->comm, r->fd, r->local, r->peer, via);
+		printf("%7d %-15s %4d %-22s %-22s %-18s", r->pid, r->comm, r->fd, r->local, r->peer,
+		       fabric_column(r, fab, sizeof(fab)));
 		/* MODE: "scilan", or the reason kernel TCP carries it. */
 		if (all)
 			printf(" %-7s %-12s", r->side ? "accept" : "connect",

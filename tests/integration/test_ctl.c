@@ -410,9 +410,13 @@ Test(ctl, stat_shows_live_connection_counters)
 	snprintf(expect_tx, sizeof(expect_tx), "\"tx_bytes\":%zu,\"rx_bytes\":0,", sizeof(buf));
 	cr_assert(strstr(r->out, expect_pid), "our process is not listed: %s", r->out);
 	cr_assert(strstr(r->out, expect_tx), "the sender's counters are not live: %s", r->out);
+	/* Each connection's fabric: both ends of a local pair ride shm. */
+	cr_assert(strstr(r->out, "\"fabric\":\"shm\"") && !strstr(r->out, "\"fabric\":\"dev\""),
+		  "the fabric is not shown: %s", r->out);
 	r = ctl("stat", NULL);
 	cr_assert_eq(r->status, 0);
 	cr_assert(strstr(r->out, "TX bytes") && strstr(r->out, "12345"), "%s", r->out);
+	cr_assert(strstr(r->out, "FABRIC") && strstr(r->out, " shm "), "no FABRIC column: %s", r->out);
 	scilan_close(c);
 	scilan_close(s);
 	r = ctl("--json", "stat", NULL);
