@@ -393,6 +393,11 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	}
 	fd = open_link(e->device);
 	connected = fd >= 0 && sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) == 0;
+	/* The driver's EAGAIN: every slice of the link is held here (the
+	 * listener's side says ENOSPC): a resource limit, like running out of
+	 * ports, which the fallback names "resource". */
+	if (!connected && fd >= 0 && errno == EAGAIN)
+		errno = ENOSPC;
 	if (!connected || map_connection(s, fd, 0) < 0) {
 		/* Connected but unusable: the listener's side must drop it,
 		 * not pair it with our kernel connection (which it would end). */
