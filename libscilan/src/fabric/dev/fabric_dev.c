@@ -406,8 +406,6 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		close_quietly(fd);
 		/* No listener on that port over the link (not on scilan, or
 		 * another link): the ordinary case of a plain TCP peer. */
-		if (errno == EAGAIN)
-			errno = ENOSPC; /* every slice of ours in use: a resource, as the peer's ENOSPC */
 		if (errno == ECONNREFUSED)
 			sl_debug("/dev/%s: no scilan listener on port %u; kernel TCP", e->device, (unsigned)dst->port);
 		else if (errno == ENOSPC)
