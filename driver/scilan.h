@@ -224,7 +224,7 @@ struct sl_ep {
 	u32 isn;                    /* ... for the connection with this client ISN */
 	u32 verify_cookie;          /* queued, being verified by an ACCEPT_SOCK: the VERIFY ... */
 	int verdict;                /* ... and its answer: 0 none yet, 1 proven, -1 not */
-	u32 backlog_max, backlog_len;
+	u32 backlog_max, backlog_len; /* backlog_max 0: the socket's (sl_backlog_max) */
 	struct list_head backlog;
 	int slice, peer_slice;      /* -1 when none */
 	int set;                    /* set endpoint: its index (held until release), else -1 */
@@ -246,7 +246,6 @@ static inline bool sl_ep_fresh(const struct sl_ep *ep)
 }
 
 /* scilan_main.c: the backend-independent link */
-extern unsigned int sl_backlog_default;
 extern unsigned int sl_connect_timeout_ms;
 extern unsigned int sl_sets_per_uid;
 void sl_link_put(struct sl_link *link);
@@ -286,6 +285,7 @@ u32 sl_sock_client_isn(struct sock *sk, bool server);
 bool sl_userns_may_take(struct sl_link *link, const struct sl_tuple *t);
 int sl_listener_match(struct sock *lsk, const struct sl_tuple *t, bool userns_ok);
 bool sl_tuple_equal(const struct sl_tuple *a, const struct sl_tuple *b);
+u32 sl_backlog_max(const struct sl_ep *lst);
 void sl_listener_show(struct seq_file *m, struct sl_ep *ep);
 
 /* scilan_ep.c */

@@ -222,12 +222,14 @@ static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct 
 					     t->dport, &t->daddr);
 			return NULL;
 		}
-		if (!best || (best->backlog_len >= best->backlog_max &&
-			      ep->backlog_len < ep->backlog_max))
+		if (!best || (best->backlog_len >= sl_backlog_max(best) &&
+			      ep->backlog_len < sl_backlog_max(ep)))
 			best = ep;
 	}
-	if (best && best->backlog_len >= best->backlog_max)
+	if (best && best->backlog_len >= sl_backlog_max(best)) {
+		*why = ENOBUFS; /* a full queue, not a missing listener */
 		return NULL;
+	}
 	return best;
 }
 
@@ -399,7 +401,8 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 		break;
 	case SL_MSG_REFUSE:
 		if (ep && ep->connecting && ep->cookie == cookie) {
-			ep->connect_err = (status == ENOSPC || status == ENOMEM) ? -status : -ECONNREFUSED;
+			ep->connect_err = (status == ENOSPC || status == ENOMEM || status == ENOBUFS) ?
+					  -status : -ECONNREFUSED;
 			ep->connecting = false;
 			wake_up_interruptible(&ep->wq);
 			sl_slice_release_locked(link, dst, false, true);

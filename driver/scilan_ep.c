@@ -267,7 +267,7 @@ static long sl_ioc_listen(struct sl_ep *ep, void __user *arg)
 	ep->lsk = sk;
 	ep->owner = sock_i_uid(sk);
 	ep->port = inet_sk(sk)->inet_num;
-	ep->backlog_max = req.backlog ? req.backlog : sl_backlog_default;
+	ep->backlog_max = req.backlog; /* 0: the socket's own (sl_backlog_max) */
 	ep->state = SCILAN_EP_LISTEN;
 	list_add_tail(&ep->lnode, &link->listeners);
 	spin_unlock_irq(&link->lock);

@@ -29,10 +29,6 @@ static unsigned int slice_size = 64U << 10;
 module_param(slice_size, uint, 0444);
 MODULE_PARM_DESC(slice_size, "Bytes per connection slice, a power of two >= 8 KiB; both sides must agree (default 64 KiB)");
 
-unsigned int sl_backlog_default = 16;
-module_param_named(backlog, sl_backlog_default, uint, 0644);
-MODULE_PARM_DESC(backlog, "Default listen backlog (connections accepted by the driver, not yet by the program)");
-
 unsigned int sl_connect_timeout_ms = 2000;
 module_param_named(connect_timeout_ms, sl_connect_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(connect_timeout_ms, "Default time a connect waits for the peer's answer (ms)");

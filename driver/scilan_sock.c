@@ -373,5 +373,16 @@ void sl_listener_show(struct seq_file *m, struct sl_ep *ep)
 	else
 		seq_printf(m, "%pI6c", &a);
 	seq_printf(m, " port %u netns %u backlog %u/%u\n", ep->port, sock_net(sk)->ns.inum,
-		   ep->backlog_len, ep->backlog_max);
+		   ep->backlog_len, sl_backlog_max(ep));
+}
+
+/* Connections the driver may queue on a listener before accept: what its
+ * LISTEN asked, else the socket's own backlog, as listen() set it (capped by
+ * somaxconn) and read now, as the kernel reads it for its accept queue.
+ */
+u32 sl_backlog_max(const struct sl_ep *lst)
+{
+	if (lst->backlog_max || !lst->lsk)
+		return lst->backlog_max;
+	return max_t(u32, READ_ONCE(lst->lsk->sk_max_ack_backlog), 1);
 }

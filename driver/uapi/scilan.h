@@ -45,7 +45,9 @@ struct scilan_info {
  */
 struct scilan_listen {
 	__s32 sockfd;      /* a listening TCP socket: its namespace, address and port */
-	__u32 backlog;     /* 0: the module default */
+	__u32 backlog;     /* 0: the socket's own, as listen() set it (its accept
+			    * queue's bound, capped by somaxconn)
+			    */
 };
 
 struct scilan_connect {

@@ -43,8 +43,11 @@ static const struct {
 			      "closed, exec'd or passed with SCM_RIGHTS before the accepting side confirmed", NULL },
 	[SL_FB_BUSY] = { "busy", "the offer's name was in use (another connection with the same 4-tuple)", NULL },
 	[SL_FB_RESOURCE] = { "resource",
-			     "a resource limit (descriptors, memory, tmpfs space or device slices)",
-			     "raise the descriptor limit (ulimit -n) or the runtime directory's tmpfs size" },
+			     "a resource limit (descriptors, memory, tmpfs space, a device link's slices or a "
+			     "listener's backlog)",
+			     "raise the limit that was hit (SCILAN_LOG=info names it): the descriptor limit "
+			     "(ulimit -n), the runtime directory's tmpfs size, the driver's window (mw_size) or "
+			     "the server's listen backlog" },
 	[SL_FB_BYPASS] = { "bypass",
 			   "downgraded: the peer's bytes came on the kernel socket (io_uring, raw system calls, "
 			   "or a holder without the hook)", NULL },

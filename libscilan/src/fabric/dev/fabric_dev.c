@@ -26,9 +26,6 @@
 #include "ring/segment.h"
 #include "runtime/sys.h"
 
-/* Device listens queue connections the driver completed before accept(),
- * like the kernel's SYN backlog; the slices of the link bound them anyway. */
-#define DEV_LISTEN_BACKLOG 128
 #define DEV_NAME_MAX 32
 
 _Static_assert(SL_TOKEN_DATA == SCILAN_TOKEN_DATA && SL_TOKEN_SPACE == SCILAN_TOKEN_SPACE &&
@@ -213,7 +210,9 @@ static bool listen_room(struct sl_sock *s, int n)
  * (the driver refuses them, as no listener of this port is registered). */
 static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
 {
-	struct scilan_listen req = { .sockfd = s->fd, .backlog = DEV_LISTEN_BACKLOG };
+	/* Backlog 0: the driver queues as many connections before accept()
+	 * as the socket's own listen() backlog lets the kernel queue. */
+	struct scilan_listen req = { .sockfd = s->fd, .backlog = 0 };
 	char path[DEV_NAME_MAX + 8];
 	int *links, n = link_numbers(&links), fd;
 
@@ -410,6 +409,9 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 			sl_debug("/dev/%s: no scilan listener on port %u; kernel TCP", e->device, (unsigned)dst->port);
 		else if (errno == ENOSPC)
 			sl_info("/dev/%s: every slice of the link is in use; kernel TCP", e->device);
+		else if (errno == ENOBUFS)
+			sl_info("/dev/%s: port %u's listener has its backlog full; kernel TCP", e->device,
+				(unsigned)dst->port);
 		else
 			sl_warn("/dev/%s: cannot connect over the link (%s); connection uses kernel TCP", e->device,
 				strerror(errno));
