@@ -122,7 +122,8 @@ void test_churn(int n)
 		err = errno;
 		if (kind >= 2)
 			setitimer(ITIMER_REAL, &off, NULL);
-		counts[rc == 0 ? 0 : err == ECONNREFUSED ? 1 : err == ETIMEDOUT ? 2 : err == EINTR ? 3 : 4]++;
+		/* Refused: no listener, or its backlog full (ENOBUFS). */
+		counts[rc == 0 ? 0 : err == ECONNREFUSED || err == ENOBUFS ? 1 : err == ETIMEDOUT ? 2 : err == EINTR ? 3 : 4]++;
 		close(fd);
 		close(sock);
 	}
