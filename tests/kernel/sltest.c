@@ -71,6 +71,8 @@ int main(int argc, char **argv)
 		test_linkdown();
 	if (all || !strcmp(what, "churn"))
 		test_churn(5000);
+	if (all || !strcmp(what, "backlog"))
+		test_backlog();
 	if (all || !strcmp(what, "zap"))
 		test_zap_inodes();
 	if (all || !strcmp(what, "unload"))

@@ -64,6 +64,7 @@ void test_hostile(void);
 void test_killed(void);
 void test_exhaustion(void);
 void test_churn(int n);
+void test_backlog(void);
 void test_unload_busy_mapped(void);
 void test_abandon(void);
 /* sltest_link.c: the link cut under connections. */

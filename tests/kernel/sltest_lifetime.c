@@ -199,3 +199,44 @@ void test_abandon(void)
 	result("abandoned_connect_dropped", ok, "queued connection still taken by an accept %d; busy slices %ld/%ld", taken,
 	       dbg_value(0, "slices_busy"), dbg_value(1, "slices_busy"));
 }
+
+/* A LISTEN with backlog 0 queues as many connections before accept as the
+ * TCP socket's own listen() backlog, read at each CONNECT (a second listen()
+ * with more room is seen at once); one more is refused with ENOBUFS (a full
+ * queue: kernel TCP for a resource), not ECONNREFUSED (no listener). */
+void test_backlog(void)
+{
+	int s = tcp_listener(17), lfd, fds[8], n = 0, err4 = 0, err6 = 0, ok4;
+	struct scilan_connect cr;
+
+	if (s < 0 || listen(s, 3) < 0 || (lfd = listen_sock(NODE_B, s, 0)) < 0) {
+		result("backlog_follows_listen", 0, "listen: %s", strerror(errno));
+		return;
+	}
+	for (int i = 0; i < 6; i++) {
+		int sock = slring_bound_sock(), fd = open(NODE_A, O_RDWR);
+
+		if (i == 4)
+			listen(s, 4); /* room for one more */
+		cr = slring_connect_req(sock, 17);
+		cr.timeout_ms = 2000;
+		if (ioctl(fd, SCILAN_IOC_CONNECT, &cr) == 0) {
+			fds[n++] = fd;
+		} else {
+			if (i == 3)
+				err4 = errno;
+			if (i == 5)
+				err6 = errno;
+			close(fd);
+		}
+		close(sock);
+	}
+	ok4 = n == 4;
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	listen_close(lfd);
+	result("backlog_follows_listen", ok4 && err4 == ENOBUFS && err6 == ENOBUFS &&
+	       settle(0, "endpoints", 0) && settle(1, "endpoints", 0) && settle(0, "slices_busy", 0),
+	       "%d of 6 connected; the 4th: %s, the 6th: %s (ENOBUFS wanted for both)", n,
+	       strerror(err4), strerror(err6));
+}
