@@ -9,6 +9,7 @@
 #include <linux/device.h>
 #include <linux/idr.h>
 #include <linux/io.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/random.h>
 #include <linux/seq_file.h>
@@ -16,7 +17,7 @@
 
 #include "scilan.h"
 
-/* 0: room for SL_DEFAULT_SLICES connections (64 MiB and 164 KiB with 64 KiB
+/* 0: room for SL_DEFAULT_SLICES connections (64 MiB and 148 KiB with 64 KiB
  * slices), capped by the hardware's window; a backend that cannot get that
  * much memory gets the largest that it can (sl_setup_window).
  */
@@ -156,9 +157,12 @@ static int sl_setup_window(struct sl_link *link)
 
 	for (;;) {
 		rc = link->ops->setup_window(link, want);
-		if (rc != -ENOMEM || want / 2 < min)
+		if (rc != -ENOMEM)
 			break;
-		want /= 2;
+		/* Powers of two: the page allocator's orders. */
+		want = is_power_of_2(want) ? want / 2 : rounddown_pow_of_two(want);
+		if (want < min)
+			break;
 	}
 	if (rc)
 		return rc;

@@ -9,7 +9,6 @@
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
 #include <linux/ioport.h>
-#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/ntb.h>
 #include <linux/pci.h>
@@ -132,18 +131,9 @@ static int sl_ntb_setup_window(struct sl_link *link, size_t max)
 	if (size <= SL_WIN_SLICE_OFF)
 		return -ENOSPC;
 	link->dma_dev = ntb_get_dma_dev(ntb);
-	/* Quietly: the core asks again for half when memory is short.  A
-	 * size just past a power of two is first tried at that power (without
-	 * an IOMMU or CMA, 4 MiB is the largest contiguous buffer: asked for
-	 * 4105 KiB, the window is 4 MiB, not the half).
-	 */
+	/* Quietly: the core asks again for less when this much is not there. */
 	link->lwin = dma_alloc_coherent(link->dma_dev, size, &link->lwin_dma,
 					GFP_KERNEL | __GFP_NOWARN);
-	if (!link->lwin && !is_power_of_2(size) && rounddown_pow_of_two(size) > SL_WIN_SLICE_OFF) {
-		size = rounddown_pow_of_two(size);
-		link->lwin = dma_alloc_coherent(link->dma_dev, size, &link->lwin_dma,
-						GFP_KERNEL | __GFP_NOWARN);
-	}
 	if (!link->lwin)
 		return -ENOMEM;
 	link->lwin_size = size;

@@ -13,7 +13,7 @@ KMAKE     = $(MAKE) --no-print-directory -C $(KDIR) W=1
 DRV_SRC   := $(wildcard driver/*.c driver/*.h driver/uapi/*.h)
 MOCK_SRC  := $(wildcard driver/ntb_mock/*.c driver/ntb_mock/*.h)
 
-.PHONY: driver driver-deps test-kernel bench-kernel
+.PHONY: driver driver-deps test-kernel bench-kernel test-fabric
 
 # Packages the kernel build and the QEMU tests need (as root, on a clean CI
 # machine); waits for another apt/dpkg run instead of failing on its lock.
@@ -57,6 +57,22 @@ KERNEL_TEST_SOFT = $(if $(filter test-native,$(MAKECMDGOALS)),|| true)
 test-kernel: driver $(CTL_BIN) $(HOOK_SO)
 	@tests/kernel/run.sh $(BUILD) $(KERNEL_TEST_SOFT)
 	@tests/kernel/run-two.sh $(BUILD) $(KERNEL_TEST_SOFT)
+	@$(MAKE) --no-print-directory fabric-suites FABRIC_SOFT="$(KERNEL_TEST_SOFT)"
+
+# The N-guest fabric (tests/kernel/run-n.sh, each in a network namespace of
+# its own): four guests on one ivshmem server, all to all, one powered off
+# mid-run ($(BUILD)/results/kernel-n-all.txt), and 1,024 connections between
+# two guests plus one past the slices (kernel-n-scale.txt).  Part of
+# test-kernel; `make test-fabric` runs it alone and ends with one line.
+FABRIC_SUITES = 4:all 2:scale
+.PHONY: fabric-suites
+fabric-suites: driver $(HOOK_SO)
+	@for s in $(FABRIC_SUITES); do tests/kernel/run-n.sh $(BUILD) $${s%%:*} $${s#*:} $(FABRIC_SOFT) || exit 1; done
+
+test-fabric: driver $(HOOK_SO)
+	@$(MAKE) --no-print-directory fabric-suites FABRIC_SOFT="|| true"
+	@cat $(foreach s,$(FABRIC_SUITES),$(BUILD)/results/kernel-n-$(lastword $(subst :, ,$(s))).txt) 2>/dev/null | \
+		awk '{ p += $$3; f += $$4 } $$4 > 0 { print "FAILED: " $$2 } END { printf "fabric: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }'
 
 # scilan (polling, interrupt) against kernel TCP over virtio-net between the
 # same two guests, longer runs than the test; the table lands in

@@ -1,7 +1,7 @@
 /* ctl_main.c — scilan_ctl, the administration command: `map add|del|list`
  * edits and shows the cluster map (which addresses are scilan nodes), and the
- * dispatch to `devices` (ctl_devices.c), `topo` (ctl_topo.c), `stat`
- * (ctl_stat.c) and `status` (ctl_status.c).
+ * dispatch to `devices` (ctl_devices.c), `topo` (ctl_topo.c, ctl_fabric.c),
+ * `stat` (ctl_stat.c) and `status` (ctl_status.c; links: ctl_links.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,18 +34,23 @@ static void usage(FILE *out)
 		"  map del ADDRESS                   remove an address\n"
 		"  map del --node NODE               remove every address of a node\n"
 		"  devices                           list NTB and ivshmem PCI devices (BARs, NUMA node)\n"
-		"  topo                              NUMA layout and CPU pinning advice per device\n"
-		"  stat [--all] [--watch SECONDS]    live counters of every accelerated connection;\n"
+		"  topo                              NUMA layout and CPU pinning advice per device;\n"
+		"                                    the fabric: ports, peers' links, their map nodes\n"
+		"  stat [--all] [--watch SECONDS]    live counters of every accelerated connection and\n"
+		"                                    the link the map gives its peer (VIA);\n"
 		"                                    --all: kernel TCP ones too, with the reason\n"
 		"  stat --exited                     the SCILAN_STATS lines exited processes left\n"
 		"                                    in the runtime directory (scilan_run --stats)\n"
-		"  status                            the scilan driver: links, windows, endpoints\n"
+		"  status [--endpoints] [LINK...]    the scilan driver's links, one per peer, grouped by\n"
+		"                                    port: up/down, slices, connections, wake-ups\n"
 		"options (before or after the command):\n"
 		"  -j, --json     machine-readable output\n"
 		"  -h, --help     this text\n"
 		"  -V, --version  print the version and exit\n"
 		"The map is $SCILAN_CONF, else %s.\n"
-		"devices and topo read $SCILAN_SYSFS_PCI instead of /sys/bus/pci if set (tests).\n",
+		"devices and topo read $SCILAN_SYSFS_PCI instead of /sys/bus/pci if set (tests);\n"
+		"status, topo and stat read $SCILAN_DRIVER_STATE instead of /sys/kernel/debug/scilan\n"
+		"and $SCILAN_DEV_DIR instead of /dev if set (tests).\n",
 		SL_CLUSTER_CONF_DEFAULT);
 }
 

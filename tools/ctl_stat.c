@@ -1,11 +1,13 @@
 /* ctl_stat.c — `scilan_ctl stat [--all] [--watch SECONDS] [--exited]`: every accelerated
  * connection of every live scilan process of this user (pid, program, fd,
- * endpoints, bytes each way, sleeps, wake-ups) and, with --all, every kernel
+ * endpoints, fabric, bytes each way, sleeps, wake-ups) and, with --all, every kernel
  * TCP one with the reason why (fallback.h), like smcss; once, as JSON, or
  * refreshed with rates until interrupted.  Files of dead processes (no live
  * process holds their lock) are removed, and each run sweeps some of what dead
  * processes left elsewhere in the runtime directory.  --exited: the
  * SCILAN_STATS lines exited processes left in the runtime directory's log.
+ * VIA: the fabric the cluster map gives the peer's address, and for a device
+ * peer its link and fabric port (the statistics file does not say which).
  */
 #include "ctl_stat.h"
 
@@ -25,6 +27,8 @@
 
 #include "runtime/config.h"
 #include "ctl_devices.h"
+#include "ctl_links.h"
+#include "runtime/cluster_map.h"
 #include "runtime/fallback.h"
 #include "runtime/rundir_sweep.h"
 #include "runtime/stats_file.h"
@@ -33,8 +37,11 @@
 struct conn_row {
 	int pid, fd;
 	unsigned reason, side; /* fallback.h: SL_FB_NONE accelerated */
+	unsigned fabric;       /* stats_file.h: SL_STATS_TCP, _SHM, _DEV */
+	int link;              /* SL_STATS_DEV: N of its /dev/scilanN, -1 not known */
 	char comm[16], local[64], peer[64];
 	uint64_t tx, rx, sleeps, wakeups;
+	long peer_port;        /* SL_STATS_DEV: its link's peer fabric port, -1 unknown */
 };
 
 struct table {
@@ -111,6 +118,8 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 		r.fd = s->fd;
 		r.reason = s->reason;
 		r.side = s->side;
+		r.fabric = s->fabric;
+		r.link = s->link;
 		if (r.reason != SL_FB_NONE && !all)
 			continue;
 		memcpy(r.comm, m->hdr.comm, sizeof(r.comm) - 1);
@@ -124,6 +133,32 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 			break;
 	}
 	munmap(m, sizeof(*m));
+}
+
+/* A device connection's peer port, from the driver's state of its link. */
+static void find_peer_ports(struct table *t)
+{
+	struct ctl_links links;
+	char name[32];
+	bool any = false;
+
+	for (size_t i = 0; i < t->n; i++) {
+		t->rows[i].peer_port = -1;
+		any |= t->rows[i].fabric == SL_STATS_DEV && t->rows[i].link >= 0;
+	}
+	if (!any || ctl_links_read(&links) < 0)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ctl_link *l;
+
+		if (t->rows[i].fabric != SL_STATS_DEV || t->rows[i].link < 0)
+			continue;
+		snprintf(name, sizeof(name), "scilan%d", t->rows[i].link);
+		l = ctl_links_find(&links, name);
+		if (l && l->ports_known[1])
+			t->rows[i].peer_port = l->port[1];
+	}
+	ctl_links_free(&links);
 }
 
 static int collect(struct table *t, bool all)
@@ -146,7 +181,26 @@ static int collect(struct table *t, bool all)
 		if (de->d_name[0] != '.')
 			read_file(dir, de->d_name, t, all);
 	closedir(d);
+	find_peer_ports(t);
 	return 0;
+}
+
+/* What carries the connection: "tcp" (kernel TCP), "shm", or "dev". */
+static const char *fabric_name(const struct conn_row *r)
+{
+	return r->fabric == SL_STATS_SHM ? "shm" : r->fabric == SL_STATS_DEV ? "dev" : "tcp";
+}
+
+/* The FABRIC column: the device connection's link by its name. */
+static const char *fabric_column(const struct conn_row *r, char *buf, size_t size)
+{
+	if (r->fabric == SL_STATS_DEV && r->link >= 0 && r->peer_port >= 0)
+		snprintf(buf, size, "scilan%d (port %ld)", r->link, r->peer_port);
+	else if (r->fabric == SL_STATS_DEV && r->link >= 0)
+		snprintf(buf, size, "scilan%d", r->link);
+	else
+		snprintf(buf, size, "%s", fabric_name(r));
+	return buf;
 }
 
 static void print_json(const struct table *t)
@@ -166,6 +220,11 @@ static void print_json(const struct table *t)
 		printf(",\"accelerated\":%s,\"reason\":\"%s\",\"downgraded\":%s,\"side\":\"%s\"",
 		       r->reason == SL_FB_NONE ? "true" : "false", r->reason == SL_FB_NONE ? "" : sl_fb_name(r->reason),
 		       sl_fb_downgrade(r->reason) ? "true" : "false", r->side ? "accept" : "connect");
+		printf(",\"fabric\":\"%s\"", fabric_name(r));
+		if (r->fabric == SL_STATS_DEV && r->link >= 0)
+			printf(",\"link\":\"scilan%d\"", r->link);
+		if (r->peer_port >= 0)
+			printf(",\"peer_port\":%ld", r->peer_port);
 		printf(",\"tx_bytes\":%llu,\"rx_bytes\":%llu,\"sleeps\":%llu,\"wakeups\":%llu}",
 		       (unsigned long long)r->tx, (unsigned long long)r->rx, (unsigned long long)r->sleeps,
 		       (unsigned long long)r->wakeups);
@@ -180,7 +239,7 @@ static void print_table(const struct table *t, const struct table *prev, double 
 		printf(all ? "no connections\n" : "no accelerated connections\n");
 		return;
 	}
-	printf("%7s %-15s %4s %-22s %-22s", "PID", "COMMAND", "FD", "LOCAL", "PEER");
+	printf("%7s %-15s %4s %-22s %-22s %-18s", "PID", "COMMAND", "FD", "LOCAL", "PEER", "FABRIC");
 	if (all)
 		printf(" %-7s %-12s", "SIDE", "MODE");
 	printf(" %14s %14s %9s %9s%s\n", "TX bytes", "RX bytes", "sleeps", "wakeups",
@@ -188,7 +247,10 @@ static void print_table(const struct table *t, const struct table *prev, double 
 	for (size_t i = 0; i < t->n; i++) {
 		const struct conn_row *r = &t->rows[i];
 
-		printf("%7d %-15s %4d %-22s %-22s", r->pid, r->comm, r->fd, r->local, r->peer);
+		char fab[64];
+
+		printf("%7d %-15s %4d %-22s %-22s %-18s", r->pid, r->comm, r->fd, r->local, r->peer,
+		       fabric_column(r, fab, sizeof(fab)));
 		/* MODE: "scilan", or the reason kernel TCP carries it. */
 		if (all)
 			printf(" %-7s %-12s", r->side ? "accept" : "connect",

@@ -1,35 +1,16 @@
-/* ctl_status.c — `scilan_ctl status`: one entry per /dev/scilanN link (link
- * state, window and slice sizes, busy slices, doorbell and control counters)
- * and its endpoints and listeners (owner uid, address, port, network
- * namespace), parsed from <debugfs>/scilan/<link>/state.
+/* ctl_status.c — `scilan_ctl status [--endpoints] [LINK...]`: the driver's
+ * links (one per peer), grouped by this node's port on each backend: peer
+ * port, up/down, slices busy, connections, wake-ups, doorbell interrupts,
+ * then the listeners (and with --endpoints every endpoint); as JSON too.
  */
-#include <dirent.h>
-#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "ctl_devices.h"
+#include "ctl_links.h"
 #include "ctl_status.h"
-
-#define MAX_LINKS 64
-
-struct link_state {
-	char name[64];
-	char link[16];
-	unsigned long long v[24];   /* numeric keys, in the order of keys[] */
-	FILE *eps;                  /* the endpoint lines, kept as text */
-	char *ep_text;
-	size_t ep_len;
-};
-
-static const char *const keys[] = { "proto",  "mw_size", "slice_size", "slices", "peer_slices",
-				    "slices_busy", "db_bits", "generation", "db_irqs", "wakeups",
-				    "stimuli", "sets_busy", "set_wakeups", "set_stimuli", "ctl_rx", "ctl_tx",
-				    "endpoints" };
-#define NKEYS (sizeof(keys) / sizeof(keys[0]))
-_Static_assert(NKEYS <= sizeof(((struct link_state *)0)->v) / sizeof(unsigned long long), "a value per key");
 
 static const char *state_name(int s)
 {
@@ -38,52 +19,14 @@ static const char *state_name(int s)
 	return s >= 0 && s < 6 ? names[s] : "?";
 }
 
-static int read_link(const char *dir, const char *name, struct link_state *ls)
+static bool conns_known(const struct ctl_link *l)
 {
-	char path[4400], line[512];
-	FILE *f;
-
-	memset(ls, 0, sizeof(*ls));
-	snprintf(ls->name, sizeof(ls->name), "%s", name);
-	snprintf(path, sizeof(path), "%s/%s/state", dir, name);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	ls->eps = open_memstream(&ls->ep_text, &ls->ep_len);
-	while (fgets(line, sizeof(line), f)) {
-		char key[64];
-		unsigned long long val;
-
-		if (sscanf(line, "link %15s", ls->link) == 1)
-			continue;
-		if (!strncmp(line, "ep ", 3) || !strncmp(line, "listener ", 9)) {
-			if (ls->eps)
-				fputs(line, ls->eps);
-			continue;
-		}
-		if (sscanf(line, "%63s %llu", key, &val) != 2)
-			continue;
-		for (size_t i = 0; i < NKEYS; i++)
-			if (!strcmp(key, keys[i]))
-				ls->v[i] = val;
-	}
-	fclose(f);
-	if (ls->eps)
-		fclose(ls->eps);
-	return 0;
+	return l->known[K_ENDPOINTS];
 }
 
-static unsigned long long get(const struct link_state *ls, const char *key)
+static void print_eps(const struct ctl_link *l, bool json)
 {
-	for (size_t i = 0; i < NKEYS; i++)
-		if (!strcmp(key, keys[i]))
-			return ls->v[i];
-	return 0;
-}
-
-static void print_eps(const struct link_state *ls, bool json)
-{
-	const char *p = ls->ep_text;
+	const char *p = l->ep_text;
 	int n = 0;
 
 	while (p && *p) {
@@ -107,9 +50,9 @@ static void print_eps(const struct link_state *ls, bool json)
 
 /* Who listens where: the owner's uid, the address, port and network
  * namespace of the listening socket the driver checked. */
-static void print_listeners(const struct link_state *ls, bool json)
+static void print_listeners(const struct ctl_link *l, bool json)
 {
-	const char *p = ls->ep_text;
+	const char *p = l->ep_text;
 	int n = 0;
 
 	while (p && *p) {
@@ -118,13 +61,16 @@ static void print_listeners(const struct link_state *ls, bool json)
 
 		if (sscanf(p, "listener %u uid %u family %7s addr %63s port %u netns %u backlog %u/%u", &id, &uid,
 			   family, addr, &port, &netns, &blen, &bmax) == 8) {
-			if (json)
-				printf("%s{\"id\":%u,\"uid\":%u,\"family\":\"%s\",\"addr\":\"%s\",\"port\":%u,"
-				       "\"netns\":%u,\"queued\":%u,\"backlog\":%u}",
-				       n ? "," : "", id, uid, family, addr, port, netns, blen, bmax);
-			else
-				printf("    listener %-6u uid %-6u %s %s port %u netns %u queued %u/%u\n", id, uid, family,
+			if (json) {
+				printf("%s{\"id\":%u,\"uid\":%u,\"family\":", n ? "," : "", id, uid);
+				ctl_json_str(stdout, family);
+				printf(",\"addr\":");
+				ctl_json_str(stdout, addr);
+				printf(",\"port\":%u,\"netns\":%u,\"queued\":%u,\"backlog\":%u}", port, netns, blen, bmax);
+			} else {
+				printf("    listener %u uid %u %s %s port %u netns %u queued %u/%u\n", id, uid, family,
 				       addr, port, netns, blen, bmax);
+			}
 			n++;
 		}
 		p = strchr(p, '\n');
@@ -132,81 +78,191 @@ static void print_listeners(const struct link_state *ls, bool json)
 	}
 }
 
-static int by_name(const void *a, const void *b)
+static void print_json_link(const struct ctl_link *l)
 {
-	return strcmp(((const struct link_state *)a)->name, ((const struct link_state *)b)->name);
+	printf("{\"name\":");
+	ctl_json_str(stdout, l->name);
+	printf(",\"link\":%s", l->up == 1 ? "\"up\"" : l->up == 0 ? "\"down\"" : "null");
+	printf(",\"backend\":");
+	if (*l->backend)
+		ctl_json_str(stdout, l->backend);
+	else
+		printf("null");
+	printf(",\"local_port\":");
+	ctl_json_port(stdout, l, 0);
+	printf(",\"peer_port\":");
+	ctl_json_port(stdout, l, 1);
+	printf(",\"doorbell\":");
+	if (*l->doorbell)
+		ctl_json_str(stdout, l->doorbell);
+	else
+		printf("null");
+	for (int k = 0; k < K_COUNT; k++) {
+		printf(",\"%s\":", ctl_key_name(k));
+		ctl_json_num(stdout, l, k);
+	}
+	/* endpoint_list right after endpoints: tests/kernel/run.sh reads them so. */
+	printf(",\"endpoint_list\":[");
+	print_eps(l, true);
+	printf("],\"listener_list\":[");
+	print_listeners(l, true);
+	if (conns_known(l))
+		printf("],\"connections\":%u", l->connected);
+	else
+		printf("],\"connections\":null");
+	printf(",\"backend_info\":{");
+	for (size_t i = 0; i < l->nextra; i++) {
+		printf("%s", i ? "," : "");
+		ctl_json_str(stdout, l->extra_key[i]);
+		printf(":");
+		ctl_json_str(stdout, l->extra_val[i]);
+	}
+	printf("}}");
+}
+
+struct tally {
+	size_t links, up, down;
+	unsigned long long conns;
+};
+
+static void count(struct tally *t, const struct ctl_link *l)
+{
+	t->links++;
+	t->up += l->up == 1;
+	t->down += l->up == 0;
+	t->conns += conns_known(l) ? l->connected : 0;
+}
+
+static void print_json(const struct ctl_link *const *sel, size_t n, bool from_info)
+{
+	struct tally t = { 0 };
+
+	printf("{\"driver\":\"scilan\",\"links\":[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s", i ? "," : "");
+		print_json_link(sel[i]);
+		count(&t, sel[i]);
+	}
+	printf("],\"source\":\"%s\",\"summary\":{\"links\":%zu,\"up\":%zu,\"down\":%zu,\"connections\":%llu}}\n",
+	       from_info ? "info" : "debugfs", t.links, t.up, t.down, t.conns);
+}
+
+/* "ivshmem port 0: 3 links, 2 up, 1 down, 3 connections" for the group of
+ * links from first on. */
+static void print_group_head(const struct ctl_link *const *sel, size_t n, size_t first)
+{
+	struct tally t = { 0 };
+	char port[24];
+
+	for (size_t i = first; i < n && ctl_link_same_port(sel[first], sel[i]); i++)
+		count(&t, sel[i]);
+	printf("%s%s port %s: %zu link%s, %zu up, %zu down, %llu connections\n", first ? "\n" : "",
+	       *sel[first]->backend ? sel[first]->backend : "?", ctl_link_port(sel[first], 0, port, sizeof(port)),
+	       t.links, t.links == 1 ? "" : "s", t.up, t.down, t.conns);
+	printf("  %-10s %5s %-5s %11s %6s %10s %10s\n", "LINK", "PEER", "STATE", "SLICES", "CONNS", "WAKEUPS",
+	       "DB_IRQS");
+}
+
+static void print_text(const struct ctl_link **sel, size_t n, bool endpoints)
+{
+	struct tally all = { 0 };
+	size_t groups = 0;
+
+	ctl_links_by_port(sel, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct ctl_link *l = sel[i];
+		char peer[24], busy[24], total[24], slices[50], conns[24], wake[24], irqs[24];
+
+		if (i == 0 || !ctl_link_same_port(sel[i - 1], l)) {
+			print_group_head(sel, n, i);
+			groups++;
+		}
+		snprintf(slices, sizeof(slices), "%s/%s", ctl_link_num(l, K_SLICES_BUSY, busy, sizeof(busy)),
+			 ctl_link_num(l, K_SLICES, total, sizeof(total)));
+		if (conns_known(l))
+			snprintf(conns, sizeof(conns), "%u", l->connected);
+		else
+			snprintf(conns, sizeof(conns), "?");
+		printf("  %-10s %5s %-5s %11s %6s %10s %10s\n", l->name, ctl_link_port(l, 1, peer, sizeof(peer)),
+		       ctl_link_state(l), slices, conns, ctl_link_num(l, K_WAKEUPS, wake, sizeof(wake)),
+		       ctl_link_num(l, K_DB_IRQS, irqs, sizeof(irqs)));
+		if (endpoints)
+			print_eps(l, false);
+		print_listeners(l, false);
+		count(&all, l);
+	}
+	if (groups > 1)
+		printf("\n%zu links: %zu up, %zu down, %llu connections\n", all.links, all.up, all.down, all.conns);
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: scilan_ctl [--json] status [--endpoints] [LINK...]\n"
+		     "The scilan driver's links (one per peer), grouped by this node's port: peer port,\n"
+		     "up/down, slices busy/total, connections, wake-ups, doorbell interrupts, listeners.\n"
+		     "  -e, --endpoints  every endpoint of each link too (JSON always has them)\n"
+		     "Reads $SCILAN_DRIVER_STATE (tests) or /sys/kernel/debug/scilan; without it, what\n"
+		     "SCILAN_IOC_INFO of each scilanN in $SCILAN_DEV_DIR (tests) or /dev says.\n");
 }
 
 int cmd_status(int argc, char **argv, bool json)
 {
-	const char *dir = getenv("SCILAN_DRIVER_STATE");
-	static struct link_state links[MAX_LINKS];
-	struct dirent *de;
-	struct stat st;
+	static const struct option opts[] = { { "endpoints", no_argument, NULL, 'e' },
+					      { "help", no_argument, NULL, 'h' },
+					      { 0, 0, 0, 0 } };
+	const struct ctl_link **sel;
+	struct ctl_links links;
+	bool endpoints = false;
 	size_t n = 0;
-	DIR *d;
+	int c, rc = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
-			json = true;
+	optind = 0; /* 0: glibc re-initializes its scanner for this new argument list */
+	while ((c = getopt_long(argc, argv, "eh", opts, NULL)) != -1) {
+		if (c == 'e') {
+			endpoints = true;
 			continue;
 		}
-		fprintf(stderr, "scilan_ctl: status takes no arguments\n");
-		return 2;
+		if (c != 'h')
+			return 2;
+		usage(stdout);
+		return 0;
 	}
-	if (!dir || !*dir)
-		dir = "/sys/kernel/debug/scilan";
-	d = opendir(dir);
-	if (!d) {
-		/* Tell a missing module from an unreadable debugfs: the fixes differ. */
-		if (stat("/sys/module/scilan", &st) < 0 && !getenv("SCILAN_DRIVER_STATE"))
-			fprintf(stderr, "scilan_ctl: the scilan driver is not loaded (no /sys/module/scilan); "
-					"modprobe scilan, or use the shm fabric\n");
-		else
-			fprintf(stderr, "scilan_ctl: cannot read driver state in %s: %s (debugfs mounted? root?)\n",
-				dir, strerror(errno));
+	if (ctl_links_read(&links) < 0) {
+		fprintf(stderr, "scilan_ctl: %s\n", links.why);
+		ctl_links_free(&links);
 		return 1;
 	}
-	while ((de = readdir(d)) && n < MAX_LINKS)
-		if (de->d_name[0] != '.' && read_link(dir, de->d_name, &links[n]) == 0)
-			n++;
-	closedir(d);
-	qsort(links, n, sizeof(links[0]), by_name);
-	if (json) {
-		printf("{\"driver\":\"scilan\",\"links\":[");
-		for (size_t i = 0; i < n; i++) {
-			const struct link_state *ls = &links[i];
+	if (links.from_info)
+		fprintf(stderr, "scilan_ctl: %s; showing what SCILAN_IOC_INFO of each /dev/scilanN says "
+				"(no counters, endpoints or listeners)\n", links.why);
+	sel = calloc(links.n + 1, sizeof(*sel));
+	if (!sel) {
+		fprintf(stderr, "scilan_ctl: out of memory\n");
+		ctl_links_free(&links);
+		return 1;
+	}
+	if (optind == argc)
+		for (size_t i = 0; i < links.n; i++)
+			sel[n++] = &links.v[i];
+	for (int a = optind; a < argc; a++) {
+		const struct ctl_link *l = ctl_links_find(&links, argv[a]);
 
-			printf("%s{\"name\":", i ? "," : "");
-			ctl_json_str(stdout, ls->name);
-			printf(",\"link\":");
-			ctl_json_str(stdout, ls->link[0] ? ls->link : "unknown");
-			for (size_t k = 0; k < NKEYS; k++)
-				printf(",\"%s\":%llu", keys[k], ls->v[k]);
-			printf(",\"endpoint_list\":[");
-			print_eps(ls, true);
-			printf("],\"listener_list\":[");
-			print_listeners(ls, true);
-			printf("]}");
-		}
-		printf("]}\n");
-	} else if (!n) {
-		printf("scilan driver loaded, no NTB link (no /dev/scilanN)\n");
-	} else {
-		printf("%-10s %-5s %10s %10s %7s %6s %9s %8s %8s %5s\n", "LINK", "STATE", "WINDOW", "SLICE", "SLICES",
-		       "BUSY", "ENDPOINTS", "DB_IRQS", "WAKEUPS", "SETS");
-		for (size_t i = 0; i < n; i++) {
-			const struct link_state *ls = &links[i];
-
-			printf("%-10s %-5s %10llu %10llu %7llu %6llu %9llu %8llu %8llu %5llu\n", ls->name,
-			       ls->link[0] ? ls->link : "?", get(ls, "mw_size"), get(ls, "slice_size"),
-			       get(ls, "slices"), get(ls, "slices_busy"), get(ls, "endpoints"), get(ls, "db_irqs"),
-			       get(ls, "wakeups"), get(ls, "sets_busy"));
-			print_eps(ls, false);
-			print_listeners(ls, false);
+		if (!l) {
+			fprintf(stderr, "scilan_ctl: no link %s (see scilan_ctl status)\n", argv[a]);
+			rc = 1;
+		} else if (n < links.n) {
+			sel[n++] = l;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
-		free(links[i].ep_text);
-	return 0;
+	if (rc == 0) {
+		if (json)
+			print_json(sel, n, links.from_info);
+		else if (!links.n)
+			printf("scilan driver loaded, no link (no /dev/scilanN)\n");
+		else
+			print_text(sel, n, endpoints);
+	}
+	free(sel);
+	ctl_links_free(&links);
+	return rc;
 }

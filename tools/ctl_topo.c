@@ -1,6 +1,7 @@
 /* ctl_topo.c — `scilan_ctl topo`: the machine's packages, NUMA nodes, cores and
- * PUs from hwloc, and for each device of the PCI scan (ctl_devices.h) its
- * nearest NUMA node and the taskset line that pins scilan processes there.
+ * PUs from hwloc, for each device of the PCI scan (ctl_devices.h) its nearest
+ * NUMA node and the taskset line that pins scilan processes there, then the
+ * fabric's ports, peers and map entries (ctl_fabric.c).
  */
 #include <getopt.h>
 #include <hwloc.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "ctl_devices.h"
+#include "ctl_fabric.h"
 #include "ctl_topo.h"
 
 /* Where one device sits: its NUMA node (-1: unknown) and the CPUs near it. */
@@ -126,7 +128,6 @@ static void print_json(hwloc_topology_t topo, const struct ctl_scan *scan, const
 		}
 		printf("]");
 	}
-	printf("}\n");
 }
 
 int cmd_topo(int argc, char **argv, bool json)
@@ -144,7 +145,9 @@ int cmd_topo(int argc, char **argv, bool json)
 		if (c != 'h')
 			return 2;
 		printf("usage: scilan_ctl [--json] topo\n"
-		       "Shows the NUMA layout and, per NTB/ivshmem device, the CPUs to pin scilan processes to.\n");
+		       "Shows the NUMA layout and, per NTB/ivshmem device, the CPUs to pin scilan processes to;\n"
+		       "then the fabric: this node's ports, each peer's link (up/down, peer port) and the\n"
+		       "cluster map's nodes on it, with warnings for map entries naming no existing link.\n");
 		return 0;
 	}
 	if (optind != argc) {
@@ -183,6 +186,10 @@ int cmd_topo(int argc, char **argv, bool json)
 		print_json(topo, &scan, loc, scanned);
 	else
 		print_text(topo, &scan, loc, scanned);
+	if (ctl_fabric_print(json) < 0)
+		fprintf(stderr, "scilan_ctl: out of memory for the fabric\n");
+	if (json)
+		printf("}\n");
 	if (!scanned)
 		fprintf(stderr, "scilan_ctl: no device advice: %s\n", err);
 	for (size_t i = 0; loc && i < scan.count; i++)

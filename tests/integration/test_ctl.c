@@ -19,78 +19,28 @@
 #include <unistd.h>
 
 #include "cr_helpers.h"
+#include "ctl_run.h"
 #include "scilan.h"
 #include "runtime/stats_file.h" /* the file format, to forge a dead process's file */
 #include "testutil.h"
 #include "young_helpers.h"
 
-extern char **environ;
-
-#define OUT_MAX 65536
-
-struct run {
-	int status;             /* exit status, or 128 + signal */
-	char out[OUT_MAX];      /* stdout */
-	char err[OUT_MAX];      /* stderr */
-};
-
 static char tmpdir[] = "/tmp/scilan-ctl-test-XXXXXX";
 static char conf[PATH_MAX];
 
-static const char *ctl_path(void)
-{
-	static char path[PATH_MAX];
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
-	self[n] = '\0';
-	/* <build>/tests/integration/test_ctl -> <build>/bin/scilan_ctl */
-	snprintf(path, sizeof(path), "%s/../../bin/scilan_ctl", dirname(self));
-	cr_assert_eq(access(path, X_OK), 0, "%s: %s (make tools)", path, strerror(errno));
-	return path;
-}
-
-static void slurp(const char *path, char *buf)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	n = fread(buf, 1, OUT_MAX - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-}
-
 /* Run scilan_ctl with the NULL-terminated arguments; output through files. */
-static struct run *ctl(const char *arg0, ...)
+static struct ctl_run *ctl(const char *arg0, ...)
 {
-	static struct run r;
-	const char *argv[32] = { ctl_path() };
-	char out[PATH_MAX], err[PATH_MAX];
-	posix_spawn_file_actions_t fa;
+	const char *args[32];
 	va_list ap;
-	int argc = 1, st;
-	pid_t pid;
+	int n = 0;
 
 	va_start(ap, arg0);
-	for (const char *a = arg0; a && argc < 31; a = va_arg(ap, const char *))
-		argv[argc++] = a;
+	for (const char *a = arg0; a && n < 30; a = va_arg(ap, const char *))
+		args[n++] = a;
 	va_end(ap);
-	argv[argc] = NULL;
-	snprintf(out, sizeof(out), "%s/stdout", tmpdir);
-	snprintf(err, sizeof(err), "%s/stderr", tmpdir);
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	cr_assert_eq(errno = posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv, environ), 0, "spawn %s: %s",
-		     argv[0], strerror(errno));
-	posix_spawn_file_actions_destroy(&fa);
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp(out, r.out);
-	slurp(err, r.err);
-	return &r;
+	args[n] = NULL;
+	return ctl_runv(tmpdir, args);
 }
 
 /* Does the file at path contain text? */
@@ -108,14 +58,7 @@ static bool file_has(const char *path, const char *text)
 	return strstr(buf, text) != NULL;
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	fputs(text, f);
-	cr_assert_eq(fclose(f), 0);
-}
+#define write_file ctl_write_file
 
 static void setup(void)
 {
@@ -150,7 +93,7 @@ TestSuite(ctl, .init = setup, .fini = teardown, .timeout = 60);
 
 Test(ctl, map_list_missing_file_is_empty)
 {
-	struct run *r = ctl("map", "list", NULL);
+	struct ctl_run *r = ctl("map", "list", NULL);
 
 	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
 	cr_assert_not_null(strstr(r->out, "NODE"), "no header: %s", r->out);
@@ -162,7 +105,7 @@ Test(ctl, map_list_missing_file_is_empty)
 
 Test(ctl, map_add_list_del)
 {
-	struct run *r = ctl("map", "add", "1", "10.0.0.1", NULL);
+	struct ctl_run *r = ctl("map", "add", "1", "10.0.0.1", NULL);
 
 	cr_assert_eq(r->status, 0, "add 1: exit %d: %s", r->status, r->err);
 	r = ctl("map", "add", "2", "fd00::2", "--fabric", "dev", NULL);
@@ -212,7 +155,7 @@ Test(ctl, map_add_list_del)
 Test(ctl, map_bad_line_names_file_and_line)
 {
 	char etc[PATH_MAX], want[PATH_MAX + 8];
-	struct run *r;
+	struct ctl_run *r;
 
 	snprintf(etc, sizeof(etc), "%s/etc", tmpdir);
 	cr_assert_eq(mkdir(etc, 0755), 0);
@@ -233,7 +176,7 @@ Test(ctl, map_device_lines)
 		{ "1 10.0.0.2 dev 0123456789012345678901234567890123\n", "not a /dev name" },
 	};
 	char etc[PATH_MAX], text[256], want[PATH_MAX + 8];
-	struct run *r;
+	struct ctl_run *r;
 
 	snprintf(etc, sizeof(etc), "%s/etc", tmpdir);
 	cr_assert_eq(mkdir(etc, 0755), 0);
@@ -272,7 +215,7 @@ Test(ctl, map_usage_errors_exit_2)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct run *r = ctl(bad[i][0], bad[i][1], bad[i][2], bad[i][3], bad[i][4], bad[i][5], bad[i][6],
+		struct ctl_run *r = ctl(bad[i][0], bad[i][1], bad[i][2], bad[i][3], bad[i][4], bad[i][5], bad[i][6],
 				    bad[i][7], NULL);
 
 		cr_assert_eq(r->status, 2, "case %zu (%s %s %s %s): exit %d", i, bad[i][1], bad[i][2], bad[i][3],
@@ -286,7 +229,7 @@ Test(ctl, map_usage_errors_exit_2)
 
 Test(ctl, devices_on_this_machine)
 {
-	struct run *r = ctl("devices", NULL);
+	struct ctl_run *r = ctl("devices", NULL);
 
 	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
 	cr_assert(strstr(r->out, "scilan_ctl: no NTB or ivshmem device found (scanned ") || strstr(r->out, "SLOT"),
@@ -299,7 +242,7 @@ Test(ctl, devices_on_this_machine)
 
 Test(ctl, topo_on_this_machine)
 {
-	struct run *r = ctl("topo", NULL);
+	struct ctl_run *r = ctl("topo", NULL);
 
 	cr_assert_eq(r->status, 0, "exit %d: %s", r->status, r->err);
 	cr_assert_not_null(strstr(r->out, "NUMA node"), "%s", r->out);
@@ -345,7 +288,7 @@ static void fake_sysfs_ivshmem(void)
 
 Test(ctl, devices_finds_ivshmem)
 {
-	struct run *r;
+	struct ctl_run *r;
 
 	fake_sysfs_ivshmem();
 	r = ctl("devices", NULL);
@@ -365,7 +308,7 @@ Test(ctl, devices_finds_ivshmem)
 
 Test(ctl, topo_advises_pinning_for_a_device)
 {
-	struct run *r;
+	struct ctl_run *r;
 
 	fake_sysfs_ivshmem();
 	r = ctl("topo", NULL);
@@ -381,7 +324,7 @@ Test(ctl, topo_advises_pinning_for_a_device)
 
 Test(ctl, pci_access_failure_is_an_error)
 {
-	struct run *r;
+	struct ctl_run *r;
 
 	cr_assert_eq(setenv("SCILAN_SYSFS_PCI", "/nonexistent/scilan-test", 1), 0);
 	r = ctl("devices", NULL);
@@ -394,7 +337,7 @@ Test(ctl, pci_access_failure_is_an_error)
 
 Test(ctl, usage)
 {
-	struct run *r = ctl("--help", NULL);
+	struct ctl_run *r = ctl("--help", NULL);
 
 	cr_assert_eq(r->status, 0, "--help: exit %d", r->status);
 	cr_assert_not_null(strstr(r->out, "devices"), "%s", r->out);
@@ -416,10 +359,10 @@ Test(ctl, options_before_or_after_the_command)
 		{ "devices", "-j", NULL },     { "map", "list", "--json" },   { "map", "--json", "list" },
 		{ "stat", "--json", NULL },    { "stat", "--all", "--json" }, { "--json", "stat", "--all" },
 	};
-	struct run *r;
+	struct ctl_run *r;
 
 	/* Other users of the machine's runtime directory may list more than
-	 * OUT_MAX of connections: stat sees ours alone. */
+	 * CTL_OUT_MAX of connections: stat sees ours alone. */
 	cr_assert_not_null(tu_isolated_rundir());
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
 		r = ctl(lines[i][0], lines[i][1], lines[i][2], NULL);
@@ -461,15 +404,19 @@ Test(ctl, stat_shows_live_connection_counters)
 	cr_assert_eq(tu_send_all(c, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	cr_assert_eq(tu_recv_all(s, buf, sizeof(buf)), (ssize_t)sizeof(buf));
 	tu_grow_up(); /* the bytes counted before the file are carried into it */
-	struct run *r = ctl("--json", "stat", NULL);
+	struct ctl_run *r = ctl("--json", "stat", NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	snprintf(expect_pid, sizeof(expect_pid), "{\"pid\":%d,", (int)getpid());
 	snprintf(expect_tx, sizeof(expect_tx), "\"tx_bytes\":%zu,\"rx_bytes\":0,", sizeof(buf));
 	cr_assert(strstr(r->out, expect_pid), "our process is not listed: %s", r->out);
 	cr_assert(strstr(r->out, expect_tx), "the sender's counters are not live: %s", r->out);
+	/* Each connection's fabric: both ends of a local pair ride shm. */
+	cr_assert(strstr(r->out, "\"fabric\":\"shm\"") && !strstr(r->out, "\"fabric\":\"dev\""),
+		  "the fabric is not shown: %s", r->out);
 	r = ctl("stat", NULL);
 	cr_assert_eq(r->status, 0);
 	cr_assert(strstr(r->out, "TX bytes") && strstr(r->out, "12345"), "%s", r->out);
+	cr_assert(strstr(r->out, "FABRIC") && strstr(r->out, " shm "), "no FABRIC column: %s", r->out);
 	scilan_close(c);
 	scilan_close(s);
 	r = ctl("--json", "stat", NULL);
@@ -508,7 +455,7 @@ Test(ctl, stat_lists_a_young_process_asleep_in_its_first_wait, .timeout = 60)
 	const char *rundir = tu_isolated_rundir();
 	char path[PATH_MAX], expect[64], buf[100], st[128];
 	struct tu_child kid;
-	struct run *r = NULL;
+	struct ctl_run *r = NULL;
 	int l, fd;
 
 	cr_assert_not_null(rundir);
@@ -562,7 +509,7 @@ Test(ctl, stat_shows_v4_mapped_addresses_as_ipv4)
 	s = scilan_accept(l, NULL, NULL);
 	cr_assert_geq(s, 0, "%s", strerror(errno));
 	tu_grow_up();
-	struct run *r = ctl("--json", "stat", "--all", NULL);
+	struct ctl_run *r = ctl("--json", "stat", "--all", NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	snprintf(expect, sizeof(expect), "\"local\":\"127.0.0.1:%u\"", (unsigned)ntohs(to.sin_port));
 	cr_expect(strstr(r->out, expect), "the accepted end is not listed at %s: %s", expect, r->out);
@@ -595,7 +542,7 @@ Test(ctl, stat_drops_files_no_process_holds)
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
 	cr_assert_eq(write(fd, &ghost, sizeof(ghost)), (ssize_t)sizeof(ghost));
 	close(fd);
-	struct run *r = ctl("--json", "stat", NULL);
+	struct ctl_run *r = ctl("--json", "stat", NULL);
 	cr_assert_eq(r->status, 0, "%s", r->err);
 	snprintf(expect_pid, sizeof(expect_pid), "{\"pid\":%d,", (int)getpid());
 	cr_expect(strstr(r->out, expect_pid), "our process is not listed: %s", r->out);
@@ -607,7 +554,7 @@ Test(ctl, stat_drops_files_no_process_holds)
 
 Test(ctl, stat_rejects_bad_watch_interval)
 {
-	struct run *r = ctl("stat", "--watch", "0", NULL);
+	struct ctl_run *r = ctl("stat", "--watch", "0", NULL);
 
 	cr_assert_eq(r->status, 2);
 	cr_assert(strstr(r->err, "--watch"), "%s", r->err);

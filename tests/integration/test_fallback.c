@@ -119,7 +119,7 @@ static void expect_listed(int fd, const char *reason, const char *side)
 	cr_assert(*obj, "fd %d (%s) not listed by stat --all --json", fd, reason);
 	snprintf(field, sizeof(field), "\"reason\":\"%s\"", reason);
 	cr_expect(strstr(obj, field), "fd %d listed without %s: %s", fd, field, obj);
-	cr_expect(strstr(obj, "\"accelerated\":false"), "fd %d: %s", fd, obj);
+	cr_expect(strstr(obj, "\"accelerated\":false") && strstr(obj, "\"fabric\":\"tcp\""), "fd %d: %s", fd, obj);
 	snprintf(field, sizeof(field), "\"side\":\"%s\"", side);
 	cr_expect(strstr(obj, field), "fd %d listed without %s: %s", fd, field, obj);
 	ctl_entry(false, fd, obj, sizeof(obj));

@@ -25,7 +25,9 @@ drv=$build/driver
 modver=$(modinfo -F vermagic "$drv/scilan/scilan.ko" | cut -d' ' -f1)
 [ "$modver" = "$kver" ] || fail_setup "modules are built for $modver, the guest kernel is $kver"
 
-# The server and the initramfs (busybox, virtio-net, ntb.ko, scilan.ko, sl2test).
+# The server and the initramfs (busybox, virtio-net, ntb.ko, scilan.ko, sl2test;
+# inet_diag and tcp_diag: the shm fabric's rendezvous asks the kernel who holds
+# a TCP socket, for the test with both fabrics in one process).
 server=$work/ivshmem_server
 gcc -std=c11 -Wall -Wextra -Werror -O2 -o "$server" "$here/ivshmem_server.c" || fail_setup "ivshmem_server build"
 rm -rf "$work/root"
@@ -34,7 +36,7 @@ cp /bin/busybox "$work/root/bin/busybox"
 cp "$drv/ntb/ntb.ko" "$drv/scilan/scilan.ko" "$work/root/lib/"
 for m in drivers/virtio/virtio drivers/virtio/virtio_ring drivers/virtio/virtio_pci_legacy_dev \
 	drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci net/core/failover \
-	drivers/net/net_failover drivers/net/virtio_net; do
+	drivers/net/net_failover drivers/net/virtio_net net/ipv4/inet_diag net/ipv4/tcp_diag; do
 	cp "$mods/$m.ko" "$work/root/lib/" || fail_setup "no $mods/$m.ko"
 done
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
@@ -120,8 +122,8 @@ for r in a b; do
 done
 # Tests every guest must have reported (a missing one is a failure too).
 for t in a_load_unload a_link_up a_pingpong_interrupt a_pingpong_polling a_stream a_killed_while_mapped \
-	a_hostile_args a_hook_dev_program a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
-	b_stream b_hook_dev_program; do
+	a_hostile_args a_hook_dev_program a_both_fabrics_in_one_process a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
+	b_stream b_hook_dev_program b_both_fabrics_in_one_process; do
 	grep -q "^kernel2 $t " "$out" || { echo "run-two.sh: no result for $t"; count "${t}_reported" 0; }
 done
 

@@ -618,6 +618,84 @@ static void test_epoll_set(void)
 	}
 }
 
+static int file_count(const char *path, const char *text)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n;
+	int k = 0;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	for (const char *p = buf; (p = strstr(p, text)); p++)
+		k++;
+	return k;
+}
+
+/* Both fabrics in one process: under the hook in a, one process (peer
+ * client2) connects to a local server (a's own address, a dev line of the
+ * shared map: shm all the same) and to b's server (over the device), both
+ * open at once, 2 MB echoed and checked on each.  Proof from the library's
+ * own words: its debug line for each connection names the fabric, and the
+ * statistics line counts 2 accelerated; each server counts its one. */
+static void test_both_fabrics(void)
+{
+	const char *name = "both_fabrics_in_one_process";
+	int port, ok;
+	pid_t pid;
+
+	if (!is_a) {
+		char *argv[] = { "/bin/peer", "server", ADDR_B, NULL };
+
+		pid = run_hooked(argv, "/tmp/bf-srv.out", "/tmp/bf-srv.err", NULL);
+		port = port_of(pid, "/tmp/bf-srv.out");
+		sync_peer(name, port);
+		ok = port && wait_ok(pid) && file_has("/tmp/bf-srv.err", "accelerated 1,");
+		int64_t theirs = sync_peer("both_fabrics_done", ok);
+
+		result(name, ok && theirs == 1, "device server under the hook accelerated %d, client ok %lld", ok,
+		       (long long)theirs);
+		if (!ok)
+			show_file("/tmp/bf-srv.err");
+		return;
+	}
+	char *largv[] = { "/bin/peer", "server", ADDR_A, NULL };
+	pid_t local = run_hooked(largv, "/tmp/bf-loc.out", "/tmp/bf-loc.err", NULL);
+	int lport = port_of(local, "/tmp/bf-loc.out");
+
+	port = (int)sync_peer(name, 0);
+	ok = 0;
+	if (lport > 0 && port > 0) {
+		char lbuf[16], pbuf[16];
+		char *argv[] = { "/bin/peer", "client2", ADDR_A, lbuf, ADDR_B, pbuf, "2000000", NULL };
+
+		snprintf(lbuf, sizeof(lbuf), "%d", lport);
+		snprintf(pbuf, sizeof(pbuf), "%d", port);
+		setenv("SCILAN_LOG", "debug", 1);
+		pid = run_hooked(argv, "/tmp/bf-cli.out", "/tmp/bf-cli.err", NULL);
+		unsetenv("SCILAN_LOG");
+		ok = wait_ok(pid) && file_count("/tmp/bf-cli.out", "intact 1") == 4 &&
+		     !file_has("/tmp/bf-cli.out", "intact 0") && file_has("/tmp/bf-cli.err", "accelerated 2,") &&
+		     file_count("/tmp/bf-cli.err", "connected over the shm fabric") == 1 &&
+		     file_count("/tmp/bf-cli.err", "connected over the dev fabric") == 1;
+	}
+	int lok = wait_ok(local) && file_has("/tmp/bf-loc.err", "accelerated 1,");
+	int64_t theirs = sync_peer("both_fabrics_done", ok && lok);
+
+	result(name, ok && lok && theirs == 1,
+	       "one process: %s:%d over shm and %s:%d over the device, 4 x 1 MB echoed intact, both accelerated %d, "
+	       "local server accelerated %d, remote server ok %lld",
+	       ADDR_A, lport, ADDR_B, port, ok, lok, (long long)theirs);
+	if (!ok || !lok) {
+		show_file("/tmp/bf-cli.out");
+		show_file("/tmp/bf-cli.err");
+		show_file("/tmp/bf-loc.err");
+	}
+}
+
 static sigjmp_buf sigbus_jmp;
 
 static void sigbus_handler(int sig)
@@ -741,6 +819,7 @@ int main(int argc, char **argv)
 	test_hostile();
 	test_hook();
 	test_epoll_set();
+	test_both_fabrics();
 	test_poweroff();
 	return failures ? 1 : 0;
 }

@@ -189,18 +189,18 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 		sl_warn("fd %d: connection reset by the peer while its bytes moved to kernel TCP", s->fd);
 		atomic_store(&s->reset, true);
 		sl_conn_note_error(s);
-		sl_fabric()->offer_settle(s);
+		s->fabric->offer_settle(s);
 		plain = false;
 	}
 	if (plain) {
 		sl_agree_mark_plain(s);
-		sl_fabric()->offer_settle(s);
+		s->fabric->offer_settle(s);
 		sl_stats_conn_close(s);
 		atomic_fetch_sub_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
 		sl_fallback(s, why, SL_FB_CONNECTOR);
 		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
 	} else if (w == SL_OFFER_ATTACHED) {
-		sl_fabric()->offer_settle(s);
+		s->fabric->offer_settle(s);
 	}
 	/* Last: on its way to kernel TCP a connection shows SL_AGREE_PLAIN
 	 * before it stops showing SL_AGREE_PENDING (sl_agree_on_rings reads
@@ -233,7 +233,7 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 		 * per connection is what thousands of clients run out of). */
 		if (atomic_fetch_and(&s->agree, ~SL_AGREE_PENDING) & SL_AGREE_PENDING) {
 			pthread_mutex_lock(&s->ctl_lock);
-			sl_fabric()->offer_settle(s);
+			s->fabric->offer_settle(s);
 			pthread_mutex_unlock(&s->ctl_lock);
 		}
 		return false;

@@ -33,7 +33,7 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 		 * understands it, where it refuses atomic_thread_fence). */
 		atomic_fetch_or(&s->peer_ctl->peer_state, 0);
 		sl_evq_notify(s, SL_DIR_DATA | SL_DIR_SPACE);
-		sl_fabric()->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
+		s->fabric->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
 	sl_conn_wake_local(s);
 }
@@ -189,7 +189,7 @@ void sl_conn_wake_local(struct sl_sock *s)
 	sl_evq_notify_local(s);
 	if (!atomic_load(&s->sleepers[0]) && !atomic_load(&s->sleepers[1]))
 		return;
-	sl_fabric()->ring_self(s, SL_TOKEN_LOCAL);
+	s->fabric->ring_self(s, SL_TOKEN_LOCAL);
 }
 
 /* Reviews (of SENDS_PER_LIVENESS_CHECK sends each, io.c) a connection
@@ -274,7 +274,7 @@ void sl_conn_look_for_data_waiters(struct sl_sock *s, bool fenced)
 
 	if (atomic_load_explicit(&s->own_ctl->wake_on_data, memory_order_relaxed) &&
 	    atomic_exchange(&s->own_ctl->wake_on_data, 0)) {
-		sl_fabric()->stimulate(s, SL_TOKEN_DATA);
+		s->fabric->stimulate(s, SL_TOKEN_DATA);
 		waited = true;
 	}
 	if (waited)
@@ -302,7 +302,7 @@ void sl_conn_wake_peer(struct sl_sock *s)
 	if (atomic_exchange(&s->own_ctl->wake_on_space, 0))
 		tokens |= SL_TOKEN_SPACE;
 	if (tokens)
-		sl_fabric()->stimulate(s, tokens);
+		s->fabric->stimulate(s, tokens);
 }
 
 bool sl_conn_check_peer(struct sl_sock *s)
@@ -312,7 +312,7 @@ bool sl_conn_check_peer(struct sl_sock *s)
 	 * kernel TCP, its pending error is the application's. */
 	if (atomic_load(&s->peer_gone) || !sl_agree_on_rings(s))
 		return false;
-	if (!sl_fabric()->peer_gone(s))
+	if (!s->fabric->peer_gone(s))
 		return false;
 	atomic_store(&s->peer_gone, true);
 	return true;

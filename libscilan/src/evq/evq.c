@@ -162,7 +162,7 @@ bool sl_evq_eligible(struct sl_sock *s)
 		return false;
 	if (s->dev_map[0])
 		return sl_evq_dev_eligible(s);
-	return sl_fabric() == &sl_fabric_shm && marker_reaches(s);
+	return s->fabric == &sl_fabric_shm && marker_reaches(s);
 }
 
 /* A device registration's want bits are byte k (evq_dev.c), which the

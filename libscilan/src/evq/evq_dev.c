@@ -380,7 +380,7 @@ static void dev_died(struct sl_evq_dev *d)
 	for (uint32_t x = 0; x < d->nslices; x++) {
 		struct sl_sock *s = d->sock[x];
 
-		if (s && sl_fabric()->peer_gone(s))
+		if (s && s->fabric->peer_gone(s))
 			atomic_store(&s->peer_gone, true);
 	}
 	atomic_store(&d->report_all, true);

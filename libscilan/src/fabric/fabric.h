@@ -38,6 +38,10 @@ struct sl_fabric_ops {
 	 * local and peer of family 0 are read (sl_conn_keys) only if needed:
 	 * a plain client's accept should cost no more system calls than it must. */
 	int (*attach)(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
+	/* Optional: might a connection of the accepted socket s wait here?
+	 * From what the fabric holds without asking the kernel per link
+	 * (the device fabric: one poll of the listener's endpoints). */
+	bool (*may_attach)(struct sl_sock *listener);
 	/* Wake the peer's sleeper (it armed a wake_on_* word): SL_TOKEN_DATA
 	 * or SL_TOKEN_SPACE tells which. */
 	void (*stimulate)(struct sl_sock *s, int token);
@@ -61,10 +65,34 @@ struct sl_fabric_ops {
 extern const struct sl_fabric_ops sl_fabric_shm;
 extern const struct sl_fabric_ops sl_fabric_dev;
 
-/* The fabric in use by this process (fabric.c): SCILAN_FABRIC=shm|dev, else
- * the device fabric when a /dev/scilanN exists, else shm.  Chosen once. */
-const struct sl_fabric_ops *sl_fabric(void);
-/* Does any /dev/scilanN exist? (fabric_dev.c) */
+/* Which fabric each connection rides (fabric.c).  SCILAN_FABRIC=shm|dev
+ * forces one for the whole process; unset, a destination the cluster map
+ * gives to a `dev` node elsewhere goes over the device fabric, any other
+ * (this host, an shm node, an address outside the map) over shm.  The
+ * connection's fabric is then s->fabric, the one every later call uses. */
+const struct sl_fabric_ops *sl_fabric_for(const struct sl_key *dst);
+/* SCILAN_FABRIC's fabric, or NULL when it is unset (each destination chooses). */
+const struct sl_fabric_ops *sl_fabric_forced(void);
+/* Is addr one of this host's (loopback, or assigned to an interface of our
+ * network namespace as the addresses stood when first asked)?  Asked only
+ * of the cluster map's dev addresses, whose answers are kept. */
+bool sl_fabric_addr_here(const struct sl_key *addr);
+/* A listener registers on every fabric this process uses: the shm fabric's
+ * registry and rendezvous, and every device link (s->dev_listen).  0, or -1
+ * with errno when it is reachable on none. */
+int sl_fabric_listen_register(struct sl_sock *s, const struct sl_key *local);
+void sl_fabric_listen_unregister(struct sl_sock *s);
+void sl_fabric_listen_withdraw(struct sl_sock *s);
+/* Does the listener hold any registration (its clients may come accelerated)? */
+bool sl_fabric_listener_published(const struct sl_sock *s);
+/* Accepting side: the attach of the fabric the client may have come over,
+ * chosen from the peer's address without a system call (a `dev` node's
+ * address: the device first; else shm first), then the other where the
+ * first found nothing.  Sets s->fabric to the one that attached.  As
+ * sl_fabric_ops.attach: 1, 0 plain TCP, -1 (errno) reset it. */
+int sl_fabric_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
+/* Does any /dev/scilanN exist? (fabric_dev.c; a few system calls: asked
+ * once, at the first listen, by sl_fabric_listen_register) */
 bool sl_dev_present(void);
 /* An exec'd image takes over a device connection (handover.c): the holder
  * page's memfd and the endpoint, both inherited; 0 or -1 with errno. */

@@ -378,6 +378,8 @@ static bool renumber_sock(struct sl_sock *s)
 	renumber(&s->memfd);
 	for (int i = 0; i < SL_MAX_REG; i++)
 		renumber(&s->reg_fd[i]), renumber(&s->rdv_fd[i]);
+	for (int i = 0; s->dev_listen && i < s->dev_listen->count; i++)
+		renumber(&s->dev_listen->at[i].fd);
 	return false;
 }
 

@@ -188,6 +188,9 @@ static void fill_slot(struct sl_stats_map *m, struct sl_sock *s, bool accelerate
 		slot->fd = s->fd;
 		slot->reason = accelerated ? SL_FB_NONE : (uint32_t)s->fb_reason;
 		slot->side = (uint32_t)(accelerated ? s->own_area : (int)s->fb_side);
+		/* A device connection is the one with the link's slices mapped. */
+		slot->fabric = !accelerated ? SL_STATS_TCP : s->dev_map[0] ? SL_STATS_DEV : SL_STATS_SHM;
+		slot->link = s->dev_map[0] ? s->dev_link : -1;
 		/* A kernel TCP connection's unknown end stays unknown (shown as
 		 * such; ss(8) has it): asking would cost its connect or accept
 		 * a system call more than without us. */

@@ -10,14 +10,19 @@
 
 #include "socket/sock_state.h"
 
-#define SL_STATS_MAGIC 0x3454535320434c53ull /* "SLC SST4": reasons numbered as fallback.h says, keys with a scope */
+#define SL_STATS_MAGIC 0x3554535320434c53ull /* "SLC SST5": reasons numbered as fallback.h says, keys with a scope,
+					      * each connection's fabric */
 #define SL_STATS_SLOTS 1024
+
+enum sl_stats_fabric { SL_STATS_TCP = 0, SL_STATS_SHM = 1, SL_STATS_DEV = 2 };
 
 struct sl_stats_slot {
 	_Atomic uint32_t in_use;
 	int32_t fd;
 	uint32_t reason; /* enum sl_fb: SL_FB_NONE accelerated, else why kernel TCP carries it */
 	uint32_t side;   /* enum sl_fb_side */
+	uint32_t fabric; /* enum sl_stats_fabric: what carries it */
+	int32_t link;    /* SL_STATS_DEV: N of the /dev/scilanN it rides (-1 not known) */
 	struct sl_key local, peer;
 	struct sl_counters ctr;
 };

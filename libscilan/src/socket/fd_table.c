@@ -5,6 +5,7 @@
  */
 #include "socket/sock_state.h"
 #include "evq/evq_dev.h"
+#include "fabric/fabric.h"
 #include "fabric/shm/seg_pool.h"
 
 #include "fabric/shm/rendezvous.h"
@@ -127,6 +128,8 @@ reset:
 		s->rdv_fd[i] = -1;
 		s->rdv_gate[i] = NULL;
 	}
+	if (s->dev_listen)
+		s->dev_listen->count = 0;
 	s->defer_accept = 0;
 	s->own_area = 0;
 	sl_segment_unbind(s);
@@ -149,6 +152,7 @@ reset:
 	atomic_store(&s->reset, false);
 	atomic_store(&s->sent_after_close, false);
 	memset(&s->urg, 0, sizeof(s->urg));
+	s->fabric = &sl_fabric_shm;
 	s->bell_rx = s->bell_tx = -1;
 	s->dev_map[0] = s->dev_map[1] = NULL;
 	s->dev_slice = 0;

@@ -122,7 +122,7 @@ static inline __attribute__((always_inline)) ssize_t recv_fast(struct sl_sock *s
 	sl_offer_received(s);
 	sl_unlock(&s->rx_lock);
 	if (wake_sender)
-		sl_fabric()->stimulate(s, SL_TOKEN_SPACE);
+		s->fabric->stimulate(s, SL_TOKEN_SPACE);
 	return (ssize_t)n;
 declined:
 	sl_unlock(&s->rx_lock);

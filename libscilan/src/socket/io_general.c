@@ -481,7 +481,7 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 		wake_sender = avail > 0 && !(flags & MSG_PEEK) && sl_conn_after_consume_locked(s, for_room);
 		sl_unlock(&s->rx_lock);
 		if (wake_sender)
-			sl_fabric()->stimulate(s, SL_TOKEN_SPACE);
+			s->fabric->stimulate(s, SL_TOKEN_SPACE);
 		if (avail < 0) {
 			sl_conn_reset(s, "peer wrote an impossible write index");
 			continue;

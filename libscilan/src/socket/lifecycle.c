@@ -41,7 +41,7 @@ static void become_connected(struct sl_sock *s)
 	sl_stats_conn_open(s);
 	set_state(s, SL_CONNECTED);
 	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
-	sl_debug("fd %d: connected over the %s fabric", s->fd, sl_fabric()->name);
+	sl_debug("fd %d: connected over the %s fabric", s->fd, s->fabric->name);
 }
 
 /* reason: unless a fabric said better (sl_fb_hint). */
@@ -103,7 +103,7 @@ static void become_listener(struct sl_sock *s)
 			s->known_local = local;
 		/* When scilan is off in the process, that was reported once already. */
 		if (!sl_config()->off && (!*sl_config()->rundir || !s->reg_path || !local.family ||
-					  sl_fabric()->listen_register(s, &local) < 0))
+					  sl_fabric_listen_register(s, &local) < 0))
 			sl_warn("fd %d: listener not registered with scilan (%s); its connections use kernel TCP", fd,
 				*sl_config()->rundir ? strerror(errno) : "no runtime directory");
 		else if (!sl_config()->off)
@@ -213,7 +213,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	ns->sndbuf = s->sndbuf;
 	atomic_store(&ns->rcvlowat, atomic_load(&s->rcvlowat));
 	sl_fb_take_hint(SL_FB_NONE);
-	if (s->reg_fd[0] < 0 && s->rdv_fd[0] < 0) {
+	if (!sl_fabric_listener_published(s)) {
 		become_plain(ns, *sl_config()->rundir ? SL_FB_UNREGISTERED : unusable_reason(), SL_FB_ACCEPTOR);
 		return nfd;
 	}
@@ -222,7 +222,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	if (!sl_key_is_wildcard(&s->known_local))
 		ns->known_local = s->known_local;
 	ns->known_peer = peer;
-	r = sl_fabric()->attach(ns, s, &ns->known_local, &ns->known_peer);
+	r = sl_fabric_attach(ns, s, &ns->known_local, &ns->known_peer);
 	if (r > 0) {
 		become_connected(ns);
 		return nfd;
@@ -298,8 +298,8 @@ static int find_listener(struct sl_sock *s, const struct sockaddr *addr, socklen
 			 uint64_t *peer_ring)
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
-	int found = sl_fabric()->lookup(s, dst, peer_ring) ||
-		    (sl_fabric()->lookup(s, &any, peer_ring) && address_is_local(s->domain, addr, len, dst));
+	int found = s->fabric->lookup(s, dst, peer_ring) ||
+		    (s->fabric->lookup(s, &any, peer_ring) && address_is_local(s->domain, addr, len, dst));
 
 	if (found)
 		sl_listener_note(dst, true);
@@ -361,7 +361,7 @@ static int source_of(struct sl_sock *s, const struct sockaddr *dst, socklen_t le
 static int our_end(struct sl_sock *s, const struct sockaddr *dst, socklen_t len, const struct sl_key *dst_key,
 		   struct sl_key *src)
 {
-	if (sl_fabric()->offer_by_socket && sl_fabric()->offer_by_socket(s)) {
+	if (s->fabric->offer_by_socket && s->fabric->offer_by_socket(s)) {
 		/* Only the listener's owner check reads the address: a local
 		 * destination is its own source. */
 		*src = *dst_key;
@@ -409,6 +409,8 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		sl_key_scope_from_fd(fd, &dst);
 	}
 	s->known_peer = dst; /* as getpeername will fold it (family 0 if not IP) */
+	if (dst.family)
+		s->fabric = sl_fabric_for(&dst);
 	if (!dst.family)
 		why = SL_FB_OTHER;
 	else if (!*sl_config()->rundir)
@@ -431,7 +433,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 			why = errno == EADDRINUSE || errno == EADDRNOTAVAIL ? SL_FB_RESOURCE
 									   : sl_fb_of_errno(errno, SL_FB_OTHER);
 			sl_info("fd %d: no local port for the offer (%m)", fd);
-		} else if (sl_fabric()->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
+		} else if (s->fabric->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
 			why = sl_fb_of_errno(errno, SL_FB_OTHER);
 		} else {
 			s->offered_to = dst;
@@ -462,7 +464,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	else if (err == EINPROGRESS || err == EINTR)
 		set_state(s, SL_CONNECTING);
 	else
-		sl_fabric()->offer_withdraw(s);
+		s->fabric->offer_withdraw(s);
 	pthread_mutex_unlock(&s->ctl_lock);
 	errno = err;
 	return r;
@@ -481,7 +483,7 @@ void sl_connect_progress(struct sl_sock *s)
 		if (sl_sys.getpeername(s->fd, (struct sockaddr *)&ss, &len) == 0) {
 			become_connected(s);
 		} else {
-			sl_fabric()->offer_withdraw(s);
+			s->fabric->offer_withdraw(s);
 			set_state(s, SL_FRESH);
 		}
 	}
@@ -534,7 +536,7 @@ static void release_segment(struct sl_sock *s)
 	pthread_mutex_lock(&s->sleep_lock[1]);
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
-	sl_fabric()->release(s);
+	s->fabric->release(s);
 	sl_unlock(&s->rx_lock);
 	sl_unlock(&s->tx_lock);
 	pthread_mutex_unlock(&s->sleep_lock[1]);
@@ -560,8 +562,8 @@ static void close_connected(struct sl_sock *s)
 {
 	bool unread;
 
-	if (sl_fabric()->before_close)
-		sl_fabric()->before_close(s);
+	if (s->fabric->before_close)
+		s->fabric->before_close(s);
 	unread = sl_conn_unread(s);
 	if (!atomic_load(&s->peer_waited))
 		sl_fence_note(false);
@@ -589,11 +591,11 @@ void sl_sock_release(int fd)
 	if (s) {
 		switch (sl_sock_state(s)) {
 		case SL_LISTENING:
-			sl_fabric()->listen_unregister(s);
+			sl_fabric_listen_unregister(s);
 			break;
 		case SL_CONNECTING:
 			pthread_mutex_lock(&s->ctl_lock);
-			sl_fabric()->offer_withdraw(s);
+			s->fabric->offer_withdraw(s);
 			pthread_mutex_unlock(&s->ctl_lock);
 			break;
 		case SL_CONNECTED:
@@ -651,7 +653,7 @@ static bool withdraw_listener(struct sl_sock *s)
 {
 	if (sl_sock_state(s) == SL_LISTENING) {
 		pthread_mutex_lock(&s->ctl_lock);
-		sl_fabric()->listen_withdraw(s);
+		sl_fabric_listen_withdraw(s);
 		pthread_mutex_unlock(&s->ctl_lock);
 	}
 	return false;

@@ -67,6 +67,18 @@ struct sl_counters {
 };
 
 struct sl_lease_lock;
+struct sl_fabric_ops;
+
+/* A listener's endpoints on the device links (fabric_dev.c), one per link
+ * that took its registration: as many as the node has links (a node of an
+ * 8-port fabric has 7, a guest running the 8-port mock 56). */
+struct sl_dev_listen {
+	int count, cap;
+	struct {
+		int fd;   /* the endpoint (SCILAN_IOC_LISTEN), one of our own descriptors */
+		int link; /* N of its /dev/scilanN */
+	} at[];
+};
 
 struct sl_sock {
 	int fd;                 /* the kernel fd our own calls use (one of the aliases) */
@@ -130,6 +142,10 @@ struct sl_sock {
 	/* each one's gate (sync/lease_lock.c): made with it, shared by fork;
 	 * NULL when it came another way (rendezvous.h, sl_rdv_take) */
 	struct sl_lease_lock *rdv_gate[SL_MAX_REG];
+	/* The device links' registrations, separate from the shm fabric's
+	 * (NULL: none yet): made at the first listen, grown by a later one
+	 * that finds more links, and kept with the state as reg_path is. */
+	struct sl_dev_listen *dev_listen;
 	int defer_accept;        /* TCP_DEFER_ACCEPT as the program set it (the kernel's rounding), which a
 				  * published listener keeps off its kernel socket (sockopt.c); 0 if none */
 
@@ -173,6 +189,10 @@ struct sl_sock {
 	_Atomic bool reset;      /* connection is dead, ring included; only EOF/EPIPE from here */
 	_Atomic bool sent_after_close; /* a send found the peer closed: its kernel would have answered
 				        * with RST, so the connection is now reset (EPIPE, data kept) */
+	/* The fabric this connection rides (fabric.h): set by connect's choice,
+	 * the attach that took it, or the hand-over that brought it (a device
+	 * connection has dev_map); shm until then.  Copied by fork. */
+	const struct sl_fabric_ops *fabric;
 	int bell_rx;             /* bell (pipe) we sleep on: the peer's stimulus, or a local shutdown/close
 				  * (device fabric: the /dev/scilanN endpoint) */
 	int bell_tx;             /* the peer's bell_rx: writing it is the stimulus (device fabric: -1) */

@@ -10,6 +10,7 @@
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "conn/conn.h"
+#include "fabric/fabric.h"
 #include "scilan.h"
 #include "ring/segment.h"
 #include "runtime/sys.h"
@@ -60,7 +61,7 @@ static struct sl_sock *scilan_only(int fd)
 
 static bool published(const struct sl_sock *s)
 {
-	return sl_sock_state(s) == SL_LISTENING && (s->reg_fd[0] >= 0 || s->rdv_fd[0] >= 0);
+	return sl_sock_state(s) == SL_LISTENING && sl_fabric_listener_published(s);
 }
 
 void sl_listener_undefer(struct sl_sock *s)

@@ -99,7 +99,7 @@ static int scan(struct pollfd *fds, nfds_t n, struct sl_sock **socks)
  * the bell, or that thread could sleep past its wake-up. */
 static void pass_on(struct sl_sock *s, int tokens, int held)
 {
-	const struct sl_fabric_ops *fabric = sl_fabric();
+	const struct sl_fabric_ops *fabric = s->fabric;
 	int others = atomic_load(&s->sleepers[0]) + atomic_load(&s->sleepers[1]) - __builtin_popcount(held);
 
 	if ((tokens & SL_TOKEN_DATA) && !(held & SL_DIR_DATA) && atomic_load(&s->sleepers[0]) > 0)
@@ -114,7 +114,7 @@ static void pass_on(struct sl_sock *s, int tokens, int held)
  * wake-ups, give the sender our read index, then ask the peer to wake us. */
 static void arm(struct sl_sock *s, int held)
 {
-	const struct sl_fabric_ops *fabric = sl_fabric();
+	const struct sl_fabric_ops *fabric = s->fabric;
 
 	pass_on(s, fabric->drain(s), held);
 	pthread_mutex_lock(&s->ctl_lock);
@@ -292,7 +292,7 @@ static int sleep_until_ready(struct pollfd *fds, nfds_t n, struct sl_sock **sock
 		}
 		for (nfds_t i = 0; i < n; i++)
 			if (socks[i])
-				sl_fabric()->flush_remote(socks[i]);
+				socks[i]->fabric->flush_remote(socks[i]);
 		if (need_remote_barrier(socks, n, h) && sl_barrier_remote() < 0) {
 			/* Cannot order the peer's unfenced stores: never sleep long. */
 			warn_barrier_once();

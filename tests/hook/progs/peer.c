@@ -1,7 +1,9 @@
 /* peer.c — both ends of one connection as separate programs (mixed and two-node
  * tests): `peer server ADDR [PORT]` prints "port N" and echoes one connection;
  * `peer client ADDR PORT BYTES [FROM]` exchanges BYTES and checks the echo and
- * EOF (bound to address FROM first, if given).
+ * EOF (bound to address FROM first, if given); `peer client2 ADDR1 PORT1 ADDR2
+ * PORT2 BYTES` does the same with two servers from one process, both
+ * connections open at once (a local server and another node's: two fabrics).
  * ADDR is IPv4 or IPv6, an IPv6 one with an optional scope (fe80::1%eth0). */
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -99,9 +101,41 @@ static int sc_client(void)
 	return 0;
 }
 
+static int sc_client2(void)
+{
+	struct sockaddr_storage a[2];
+	socklen_t len[2];
+	size_t sent, got, bytes;
+	int c[2];
+	bool ok;
+	char b;
+
+	if (scen_argc < 5)
+		fatal("peer client2 ADDR1 PORT1 ADDR2 PORT2 BYTES");
+	bytes = (size_t)atol(scen_argv[4]);
+	for (int i = 0; i < 2; i++) {
+		len[i] = addr_of(scen_argv[2 * i], (uint16_t)atoi(scen_argv[2 * i + 1]), &a[i]);
+		c[i] = MUST(socket(a[i].ss_family, SOCK_STREAM, 0));
+		SHOW(connect(c[i], (struct sockaddr *)&a[i], len[i]));
+	}
+	/* Both open: each half of the data on each, in turn. */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 2; i++) {
+			ok = exchange(c[i], 42 + (uint64_t)(2 * round + i), bytes / 2, &sent, &got);
+			say("%s: sent %zu, echoed %zu, intact %d", scen_argv[2 * i], sent, got, ok);
+		}
+	for (int i = 0; i < 2; i++) {
+		SHOW(shutdown(c[i], SHUT_WR));
+		SHOW(recv(c[i], &b, 1, 0));
+		SHOW(close(c[i]));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct scenario t[] = { { "server", sc_server }, { "client", sc_client }, { NULL, NULL } };
+	static const struct scenario t[] = { { "server", sc_server }, { "client", sc_client },
+					     { "client2", sc_client2 }, { NULL, NULL } };
 
 	return scen_main(argc, argv, t);
 }

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,7 +29,6 @@
 /* Device listens queue connections the driver completed before accept(),
  * like the kernel's SYN backlog; the slices of the link bound them anyway. */
 #define DEV_LISTEN_BACKLOG 128
-#define DEV_MAX_LINKS SL_MAX_REG
 #define DEV_NAME_MAX 32
 
 _Static_assert(SL_TOKEN_DATA == SCILAN_TOKEN_DATA && SL_TOKEN_SPACE == SCILAN_TOKEN_SPACE &&
@@ -46,26 +46,48 @@ static bool is_link_name(const char *name)
 	return strlen(name) < DEV_NAME_MAX;
 }
 
-static int by_link_number(const void *a, const void *b)
+static int by_number(const void *a, const void *b)
 {
-	return atoi((const char *)a + 6) - atoi((const char *)b + 6);
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
 }
 
-/* The /dev/scilanN names, in link order; returns how many (at most max). */
-static int link_names(char names[][DEV_NAME_MAX], int max)
+/* The N of every /dev/scilanN, in order, into *links (malloc'd, the
+ * caller's to free; NULL when none): how many.  As many as there are: a
+ * node of a switched fabric has a link per peer. */
+static int link_numbers(int **links)
 {
 	DIR *dir = opendir("/dev");
 	struct dirent *de;
-	int n = 0;
+	int n = 0, cap = 0, *v = NULL, *grown;
 
+	*links = NULL;
 	if (!dir)
 		return 0;
-	while (n < max && (de = readdir(dir)))
-		if (is_link_name(de->d_name))
-			snprintf(names[n++], DEV_NAME_MAX, "%.*s", DEV_NAME_MAX - 1, de->d_name);
+	while ((de = readdir(dir))) {
+		if (!is_link_name(de->d_name))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 8;
+			grown = realloc(v, (size_t)cap * sizeof(*v));
+			if (!grown)
+				break;
+			v = grown;
+		}
+		v[n++] = atoi(de->d_name + 6);
+	}
 	closedir(dir);
-	qsort(names, (size_t)n, DEV_NAME_MAX, by_link_number);
+	if (n)
+		qsort(v, (size_t)n, sizeof(*v), by_number);
+	*links = v;
 	return n;
+}
+
+/* /dev/scilanN's path. */
+static void link_path(int link, char *path, size_t size)
+{
+	snprintf(path, size, "/dev/scilan%d", link);
 }
 
 /* Asked by every process at its first socket: reading /dev (some 60 us
@@ -73,14 +95,16 @@ static int link_names(char names[][DEV_NAME_MAX], int max)
  * node, when there, answers at once. */
 bool sl_dev_present(void)
 {
-	char names[1][DEV_NAME_MAX];
 	struct stat st;
+	int *links, n;
 
 	if (stat("/dev/scilan0", &st) == 0 && S_ISCHR(st.st_mode))
 		return true;
 	if (stat("/sys/module/scilan", &st) < 0 && errno == ENOENT)
 		return false;
-	return link_names(names, 1) > 0;
+	n = link_numbers(&links);
+	free(links);
+	return n > 0;
 }
 
 /* A key's address as the driver takes it: IPv6, IPv4 as IPv4-mapped. */
@@ -163,6 +187,25 @@ static void close_quietly(int fd)
 	errno = err;
 }
 
+/* Room in s->dev_listen for n endpoints (a later listen of the same state
+ * may find more links than its first did); false if there is none. */
+static bool listen_room(struct sl_sock *s, int n)
+{
+	struct sl_dev_listen *l = s->dev_listen;
+
+	if (l && l->cap >= n)
+		return true;
+	l = malloc(sizeof(*l) + (size_t)n * sizeof(l->at[0]));
+	if (!l)
+		return false;
+	l->count = 0;
+	l->cap = n;
+	/* The state is fresh here: nothing reads the old one any more. */
+	free(s->dev_listen);
+	s->dev_listen = l;
+	return true;
+}
+
 /* A listener joins the listen table of every link with its own socket (the
  * driver takes the namespace, address and port from it): the client picks
  * the link (the cluster map's DEVICE), the listener cannot.  A link that
@@ -171,36 +214,44 @@ static void close_quietly(int fd)
 static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
 {
 	struct scilan_listen req = { .sockfd = s->fd, .backlog = DEV_LISTEN_BACKLOG };
-	char names[DEV_MAX_LINKS][DEV_NAME_MAX];
-	int n = link_names(names, DEV_MAX_LINKS), slot = 0, fd;
+	char path[DEV_NAME_MAX + 8];
+	int *links, n = link_numbers(&links), fd;
 
+	if (n && !listen_room(s, n)) {
+		sl_warn("no memory for the device registrations of port %u; its connections over the links use kernel TCP",
+			(unsigned)local->port);
+		n = 0;
+	}
 	for (int i = 0; i < n; i++) {
-		fd = open_link(names[i]);
+		link_path(links[i], path, sizeof(path));
+		fd = open_link(path + 5);
 		if (fd < 0) {
-			sl_warn("/dev/%s: %s; port %u not registered there, its connections through that link use kernel TCP",
-				names[i], strerror(errno), (unsigned)local->port);
+			sl_warn("%s: %s; port %u not registered there, its connections through that link use kernel TCP",
+				path, strerror(errno), (unsigned)local->port);
 			continue;
 		}
 		if (sl_sys.ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0) {
-			sl_warn("/dev/%s: port %u cannot listen over the link (%s); connections through it use kernel TCP",
-				names[i], (unsigned)local->port, strerror(errno));
+			sl_warn("%s: port %u cannot listen over the link (%s); connections through it use kernel TCP",
+				path, (unsigned)local->port, strerror(errno));
 			close_quietly(fd);
 			continue;
 		}
-		s->reg_fd[slot] = fd;
-		snprintf(s->reg_path[slot], sizeof(s->reg_path[slot]), "/dev/%.*s", DEV_NAME_MAX - 1, names[i]);
-		slot++;
+		s->dev_listen->at[s->dev_listen->count].fd = fd;
+		s->dev_listen->at[s->dev_listen->count].link = links[i];
+		s->dev_listen->count++;
 	}
+	free(links);
 	return 0;
 }
 
 static void dev_listen_unregister(struct sl_sock *s)
 {
-	for (int i = 0; i < SL_MAX_REG; i++) {
-		close_quietly(s->reg_fd[i]);
-		s->reg_fd[i] = -1;
-		s->reg_path[i][0] = '\0';
-	}
+	struct sl_dev_listen *l = s->dev_listen;
+
+	for (int i = 0; l && i < l->count; i++)
+		close_quietly(l->at[i].fd);
+	if (l)
+		l->count = 0;
 }
 
 static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
@@ -269,6 +320,7 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 		errno = err;
 		return -1;
 	}
+	s->fabric = &sl_fabric_dev;
 	s->bell_rx = fd;
 	s->bell_tx = -1;
 	/* Kept (out of the program's way) for a later exec's hand-over. */
@@ -341,6 +393,11 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	}
 	fd = open_link(e->device);
 	connected = fd >= 0 && sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) == 0;
+	/* The driver's EAGAIN: every slice of the link is held here (the
+	 * listener's side says ENOSPC): a resource limit, like running out of
+	 * ports, which the fallback names "resource". */
+	if (!connected && fd >= 0 && errno == EAGAIN)
+		errno = ENOSPC;
 	if (!connected || map_connection(s, fd, 0) < 0) {
 		/* Connected but unusable: the listener's side must drop it,
 		 * not pair it with our kernel connection (which it would end). */
@@ -351,6 +408,8 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		 * another link): the ordinary case of a plain TCP peer. */
 		if (errno == ECONNREFUSED)
 			sl_debug("/dev/%s: no scilan listener on port %u; kernel TCP", e->device, (unsigned)dst->port);
+		else if (errno == ENOSPC)
+			sl_info("/dev/%s: every slice of the link is in use; kernel TCP", e->device);
 		else
 			sl_warn("/dev/%s: cannot connect over the link (%s); connection uses kernel TCP", e->device,
 				strerror(errno));
@@ -359,44 +418,97 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	return 0;
 }
 
-static int dev_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
+/* ACCEPT_SOCK through a fresh endpoint of the listener's link i: 1 taken
+ * (mapped), 0 not there, -1 (errno) reset the connection. */
+static int accept_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 {
 	struct scilan_accept_sock req = { .sockfd = s->fd };
+	char path[DEV_NAME_MAX + 8];
 	int fd;
 
-	(void)local; /* the driver reads the 4-tuple from the accepted socket */
-	(void)peer;
-	for (int i = 0; i < SL_MAX_REG && listener->reg_fd[i] >= 0; i++) {
-		fd = sl_own_fd_lasting(open(listener->reg_path[i], O_RDWR | O_CLOEXEC | O_NONBLOCK));
-		if (fd < 0)
-			continue;
-		if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &req) < 0) {
-			/* The client's driver did not answer whether the queued
-			 * connection is this socket's: its bytes may sit in the
-			 * ring, so kernel TCP would lose them silently. */
-			if (errno == ETIMEDOUT || errno == ECONNRESET || errno == EINTR) {
-				sl_warn("%s: the device connection of fd %d is not confirmed (%s); resetting it",
-					listener->reg_path[i], s->fd, strerror(errno));
-				close_quietly(fd);
-				errno = ECONNABORTED;
-				return -1;
-			}
-			if (errno != EAGAIN)
-				sl_warn("%s: cannot take the device connection of fd %d: %s", listener->reg_path[i], s->fd,
-					strerror(errno));
-			close_quietly(fd);
-			continue;
-		}
-		if (map_connection(s, fd, 1) < 0) {
-			sl_warn("%s: cannot map the connection (%s); resetting it", listener->reg_path[i],
+	link_path(l->at[i].link, path, sizeof(path));
+	fd = sl_own_fd_lasting(open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK));
+	if (fd < 0)
+		return 0;
+	if (sl_sys.ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &req) < 0) {
+		/* The client's driver did not answer whether the queued
+		 * connection is this socket's: its bytes may sit in the ring,
+		 * so kernel TCP would lose them silently. */
+		if (errno == ETIMEDOUT || errno == ECONNRESET || errno == EINTR) {
+			sl_warn("%s: the device connection of fd %d is not confirmed (%s); resetting it", path, s->fd,
 				strerror(errno));
 			close_quietly(fd);
 			errno = ECONNABORTED;
 			return -1;
 		}
-		return 1;
+		if (errno != EAGAIN)
+			sl_warn("%s: cannot take the device connection of fd %d: %s", path, s->fd, strerror(errno));
+		close_quietly(fd);
+		return 0;
 	}
+	if (map_connection(s, fd, 1) < 0) {
+		sl_warn("%s: cannot map the connection (%s); resetting it", path, strerror(errno));
+		close_quietly(fd);
+		errno = ECONNABORTED;
+		return -1;
+	}
+	return 1;
+}
+
+/* The link the cluster map names for the peer's address, if the listener
+ * registered there: the one its connection most likely came over. */
+static int link_for(const struct sl_dev_listen *l, const struct sl_key *peer)
+{
+	const struct sl_map_entry *e = peer->family ? dev_entry(peer) : NULL;
+	int link;
+
+	if (!e || !is_link_name(e->device))
+		return -1;
+	link = atoi(e->device + 6);
+	for (int i = 0; i < l->count; i++)
+		if (l->at[i].link == link)
+			return i;
+	return -1;
+}
+
+static int dev_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
+{
+	const struct sl_dev_listen *l = listener->dev_listen;
+	int first, r;
+
+	(void)local; /* the driver reads the 4-tuple from the accepted socket */
+	if (!l || !l->count)
+		return 0;
+	first = link_for(l, peer);
+	if (first >= 0 && (r = accept_on(s, l, first)) != 0)
+		return r;
+	for (int i = 0; i < l->count; i++)
+		if (i != first && (r = accept_on(s, l, i)) != 0)
+			return r;
 	return 0; /* the client did not come over a device: plain TCP */
+}
+
+/* Does a device connection wait on any of the listener's links?  The
+ * driver queued it before the client's SYN left, so by our accept it is
+ * there, readable on the endpoint.  One poll for all the links. */
+static bool dev_may_attach(struct sl_sock *listener)
+{
+	const struct sl_dev_listen *l = listener->dev_listen;
+	struct pollfd stack[8], *p = stack;
+	bool any = false;
+	int n;
+
+	if (!l || !l->count)
+		return false;
+	if (l->count > (int)(sizeof(stack) / sizeof(stack[0])) && !(p = calloc((size_t)l->count, sizeof(*p))))
+		return true; /* the full look, then */
+	for (int i = 0; i < l->count; i++)
+		p[i] = (struct pollfd){ .fd = l->at[i].fd, .events = POLLIN };
+	n = sl_sys.poll(p, (nfds_t)l->count, 0);
+	any = n != 0; /* an error: the full look */
+	if (p != stack)
+		free(p);
+	return any;
 }
 
 /* The link went down: the driver reset the endpoint and zaps our mappings,
@@ -553,6 +665,7 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	 * sent before our close survives it without us. */
 	.offer_settle = dev_nothing,
 	.attach = dev_attach,
+	.may_attach = dev_may_attach,
 	.stimulate = dev_stimulate,
 	.ring_self = dev_ring_self,
 	.flush_remote = dev_flush_remote,
