@@ -11,7 +11,7 @@ SCILAN_DIR := $(DRV_BUILD)/scilan
 MOCK_DIR  := $(DRV_BUILD)/ntb_mock
 KMAKE     = $(MAKE) --no-print-directory -C $(KDIR) W=1
 DRV_SRC   := $(wildcard driver/*.c driver/*.h driver/uapi/*.h)
-MOCK_SRC  := $(wildcard driver/ntb_mock/*.c)
+MOCK_SRC  := $(wildcard driver/ntb_mock/*.c driver/ntb_mock/*.h)
 
 .PHONY: driver driver-deps test-kernel bench-kernel test-fabric
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh BUILD — `make test-kernel`: builds the guest initramfs (busybox-static,
-# ntb.ko, ntb_mock.ko, scilan.ko, sltest), boots Debian's kernel in QEMU under
-# a timeout, and turns the console log into "kernel <test> <passed> <failed>"
+# ntb.ko, ntb_mock.ko, scilan.ko, sltest, mptest, ...), boots Debian's kernel
+# in QEMU under a timeout, and turns the console log into "kernel <test> <passed> <failed>"
 # lines in BUILD/results/kernel.txt.  Any Oops/WARNING/BUG fails the suite.
 set -u
 build=$(realpath "$1")
@@ -30,6 +30,10 @@ cp "$drv/ntb/ntb.ko" "$drv/ntb_mock/ntb_mock.ko" "$drv/scilan/scilan.ko" "$work/
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
 	-o "$work/root/bin/sltest" "$here/sltest.c" "$here/sltest_ring.c" "$here/sltest_hostile.c" \
 	"$here/sltest_lifetime.c" "$here/sltest_link.c" "$here/sltest_sets.c" ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# mptest: the 8-port IDT-like mock (ntb_mock ports=8): 56 links, all to all, one port cut.
+gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
+	-o "$work/root/bin/mptest" "$here/mptest.c" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # devtest: libscilan's device fabric through the native API (libscilan built in, static).
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" \
@@ -68,10 +72,13 @@ accel="-accel tcg,thread=multi"
 if [ "${SCILAN_QEMU_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then accel="-enable-kvm -cpu host"; fi
 log=$work/console.log
 start=$(date +%s)
-timeout 420 qemu-system-x86_64 $accel -m 1024 -smp 2 -nographic -no-reboot -nic none \
+# Eight pci-testdev functions: the pair uses the first two, the 8-port
+# switch (mptest) all of them.
+testdevs=$(printf -- '-device pci-testdev %.0s' 1 2 3 4 5 6 7 8)
+timeout 600 qemu-system-x86_64 $accel -m 1024 -smp 2 -nographic -no-reboot -nic none \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" \
 	-append "console=ttyS0 panic=-1 loglevel=7${SCILAN_GUEST_ONLY:+ scilan_only=$SCILAN_GUEST_ONLY}${SCILAN_SLTEST:+ scilan_sltest=$SCILAN_SLTEST}" \
-	-device pci-testdev -device pci-testdev >"$log" 2>&1 </dev/null
+	$testdevs >"$log" 2>&1 </dev/null
 rc=$?
 end=$(date +%s)
 tr -d '\r' <"$log" | grep -aE '^TEST |scilan-guest' 

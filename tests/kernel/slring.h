@@ -219,6 +219,12 @@ static inline void flush_remote(struct conn *c)
 	(void)atomic_load_explicit(&c->pctl->peer_state, memory_order_acquire);
 }
 
+/* How long a sleeper waits for a token before it calls the peer lost: a
+ * hang guard; a program of many processes on a slow guest gives more. */
+#ifndef SLRING_WAIT_MS
+#define SLRING_WAIT_MS 5000
+#endif
+
 /* Sleep on the endpoint until a token (or EOF/reset): -1 on error. */
 static inline int wait_token(struct conn *c)
 {
@@ -227,7 +233,7 @@ static inline int wait_token(struct conn *c)
 	ssize_t n;
 
 	c->sleeps++;
-	if (poll(&p, 1, 5000) <= 0)
+	if (poll(&p, 1, SLRING_WAIT_MS) <= 0)
 		return -1;
 	n = read(c->fd, &tok, sizeof(tok));
 	return n == sizeof(tok) ? 0 : -1;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-/* ntb_mock.c — TEST ONLY: an NTB hardware driver that joins two ntb_devs back
- * to back inside one machine, so the unmodified NTB client (scilan.ko) runs in
- * a QEMU guest.  Each side is backed by one QEMU "pci-testdev" function (an
- * ntb_dev needs a PCI parent).  Scratchpads and doorbells cross over in
+/* ntb_mock_pair.c — TEST ONLY: the mock NTB's default model: two ntb_devs
+ * back to back inside one machine, so the unmodified NTB client (scilan.ko)
+ * runs in a QEMU guest, as on a two-port Intel/AMD/Switchtec NTB.  Each side
+ * is backed by one QEMU "pci-testdev" function.  Scratchpads and doorbells cross over in
  * memory; a doorbell is delivered from irq_work (hard interrupt context, like
  * an MSI).  A memory window's translation is the client's DMA buffer itself:
  * the peer's "aperture" is that buffer's physical address, so stores by one
@@ -18,12 +18,10 @@
 #include <linux/pci.h>
 #include <linux/slab.h>
 
+#include "ntb_mock.h"
+
 #define MOCK_SPADS 16
 #define MOCK_DB_MASK GENMASK_ULL(15, 0)
-
-static unsigned long mw_max = 8UL << 20;
-module_param(mw_max, ulong, 0444);
-MODULE_PARM_DESC(mw_max, "Largest memory window each side offers (bytes)");
 
 struct mock_port {
 	struct ntb_dev ntb;
@@ -43,7 +41,6 @@ struct mock_port {
 static DEFINE_SPINLOCK(mock_lock);
 static struct mock_port *mock_ports[2];
 static bool mock_link_allowed = true;
-static struct dentry *mock_dbg;
 
 static struct mock_port *to_port(struct ntb_dev *ntb)
 {
@@ -123,7 +120,7 @@ static int mock_mw_get_align(struct ntb_dev *ntb, int pidx, int widx, resource_s
 	if (size_align)
 		*size_align = PAGE_SIZE;
 	if (size_max)
-		*size_max = mw_max;
+		*size_max = mock_mw_max;
 	return 0;
 }
 
@@ -133,7 +130,7 @@ static int mock_mw_set_trans(struct ntb_dev *ntb, int pidx, int widx, dma_addr_t
 	struct mock_port *p = to_port(ntb);
 	unsigned long flags;
 
-	if (pidx || widx || size > mw_max || !IS_ALIGNED(addr, PAGE_SIZE))
+	if (pidx || widx || size > mock_mw_max || !IS_ALIGNED(addr, PAGE_SIZE))
 		return -EINVAL;
 	spin_lock_irqsave(&mock_lock, flags);
 	p->trans = addr;
@@ -324,16 +321,12 @@ static int mock_link_put(void *data, u64 val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(mock_link_fops, mock_link_get, mock_link_put, "%llu\n");
 
-static int mock_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+int mock_pair_probe(struct pci_dev *pdev)
 {
 	struct mock_port *p;
 	unsigned long flags;
 	int idx, rc;
 
-	if (device_iommu_mapped(&pdev->dev)) {
-		dev_err(&pdev->dev, "ntb_mock: needs DMA address == physical address (no IOMMU)\n");
-		return -ENODEV;
-	}
 	p = kzalloc(sizeof(*p), GFP_KERNEL);
 	if (!p)
 		return -ENOMEM;
@@ -354,7 +347,7 @@ static int mock_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	spin_unlock_irqrestore(&mock_lock, flags);
 	if (idx < 0) {
 		kfree(p);
-		return -EBUSY; /* a pair already */
+		return -ENODEV; /* a pair already: further functions stay unused */
 	}
 	p->ntb.pdev = pdev;
 	p->ntb.topo = idx ? NTB_TOPO_B2B_DSD : NTB_TOPO_B2B_USD;
@@ -376,7 +369,7 @@ static int mock_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	return 0;
 }
 
-static void mock_remove(struct pci_dev *pdev)
+void mock_pair_remove(struct pci_dev *pdev)
 {
 	struct mock_port *p = pci_get_drvdata(pdev);
 	unsigned long flags;
@@ -402,38 +395,7 @@ static void mock_remove(struct pci_dev *pdev)
 	kfree(p);
 }
 
-static const struct pci_device_id mock_ids[] = {
-	{ PCI_DEVICE(0x1b36, 0x0005) }, /* QEMU pci-testdev */
-	{ }
-};
-MODULE_DEVICE_TABLE(pci, mock_ids);
-
-static struct pci_driver mock_driver = {
-	.name = "ntb_mock",
-	.id_table = mock_ids,
-	.probe = mock_probe,
-	.remove = mock_remove,
-};
-
-static int __init mock_init(void)
+void mock_pair_debugfs(void)
 {
-	int rc;
-
-	mock_dbg = debugfs_create_dir("ntb_mock", NULL);
 	debugfs_create_file_unsafe("link", 0644, mock_dbg, NULL, &mock_link_fops);
-	rc = pci_register_driver(&mock_driver);
-	if (rc)
-		debugfs_remove_recursive(mock_dbg);
-	return rc;
 }
-
-static void __exit mock_exit(void)
-{
-	pci_unregister_driver(&mock_driver);
-	debugfs_remove_recursive(mock_dbg);
-}
-
-module_init(mock_init);
-module_exit(mock_exit);
-MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("TEST ONLY: two back-to-back NTB devices in one machine");
