@@ -106,7 +106,7 @@ if [ -x "$ctl" ]; then
 	done
 	out=$(SCILAN_DRIVER_STATE=$work/state "$ctl" --json status 2>&1)
 	txt=$(SCILAN_DRIVER_STATE=$work/state "$ctl" status 2>&1)
-	err=$(SCILAN_DRIVER_STATE=$work/none "$ctl" status 2>&1)
+	err=$(SCILAN_DRIVER_STATE=$work/none SCILAN_DEV_DIR=$work/none "$ctl" status 2>&1)
 	erc=$?
 	echo "$txt"
 	if [[ $out == '{"driver":"scilan","links":[{"name":"scilan0","link":"up",'* &&
