@@ -214,6 +214,14 @@ void ctl_json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+void ctl_json_str_or_null(FILE *out, const char *s)
+{
+	if (*s)
+		ctl_json_str(out, s);
+	else
+		fputs("null", out);
+}
+
 /* 65536 -> "64 KiB"; exact multiples only, else bytes. */
 static void human_size(uint64_t n, char *buf, size_t size)
 {

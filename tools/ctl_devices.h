@@ -40,6 +40,8 @@ void ctl_scan_free(struct ctl_scan *scan);
 
 /* Write s as a JSON string literal, quotes included. */
 void ctl_json_str(FILE *out, const char *s);
+/* The same, or null for an empty (unknown) string. */
+void ctl_json_str_or_null(FILE *out, const char *s);
 
 /* `scilan_ctl [--json] devices`: 0, 1 (PCI access failed) or 2 (usage). */
 int cmd_devices(int argc, char **argv, bool json);

@@ -174,10 +174,7 @@ static void print_json(const struct fabric *f)
 
 		if (i == 0 || !ctl_link_same_port(f->sel[i - 1], l)) {
 			printf("%s{\"backend\":", i ? "]}," : "");
-			if (*l->backend)
-				ctl_json_str(stdout, l->backend);
-			else
-				printf("null");
+			ctl_json_str_or_null(stdout, l->backend);
 			printf(",\"local_port\":");
 			ctl_json_port(stdout, l, 0);
 			printf(",\"peers\":[");
@@ -226,10 +223,7 @@ static void print_json(const struct fabric *f)
 		first = false;
 	}
 	printf("],\"map_error\":");
-	if (*f->map_err)
-		ctl_json_str(stdout, f->map_err);
-	else
-		printf("null");
+	ctl_json_str_or_null(stdout, f->map_err);
 	printf("}");
 }
 

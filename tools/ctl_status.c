@@ -84,19 +84,13 @@ static void print_json_link(const struct ctl_link *l)
 	ctl_json_str(stdout, l->name);
 	printf(",\"link\":%s", l->up == 1 ? "\"up\"" : l->up == 0 ? "\"down\"" : "null");
 	printf(",\"backend\":");
-	if (*l->backend)
-		ctl_json_str(stdout, l->backend);
-	else
-		printf("null");
+	ctl_json_str_or_null(stdout, l->backend);
 	printf(",\"local_port\":");
 	ctl_json_port(stdout, l, 0);
 	printf(",\"peer_port\":");
 	ctl_json_port(stdout, l, 1);
 	printf(",\"doorbell\":");
-	if (*l->doorbell)
-		ctl_json_str(stdout, l->doorbell);
-	else
-		printf("null");
+	ctl_json_str_or_null(stdout, l->doorbell);
 	for (int k = 0; k < K_COUNT; k++) {
 		printf(",\"%s\":", ctl_key_name(k));
 		ctl_json_num(stdout, l, k);
