@@ -25,8 +25,7 @@
  * 6: up to 2048 slices (four stimulus pages), doorbell words in page 0
  */
 #define SL_PROTO_VERSION 6u
-/* A set's marks page has a byte per slice after SCILAN_SET_MARKS_OFF. */
-#define SL_MAX_SLICES 2048u
+#define SL_MAX_SLICES SCILAN_MAX_SLICES
 /* Slices a window is sized for when mw_size is left at its default. */
 #define SL_DEFAULT_SLICES 1024u
 

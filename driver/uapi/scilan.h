@@ -121,6 +121,8 @@ struct scilan_accept_sock {
  * peer with SCILAN_IOC_STIMULATE_SET(i).
  */
 #define SCILAN_SETS 16u
+/* Slices of one link at most: a set's marks page has a byte for each. */
+#define SCILAN_MAX_SLICES 2048u
 #define SCILAN_SET_PAGE 4096u
 #define SCILAN_SET_MARKS_OFF 64u
 #define SCILAN_MMAP_SET_MARKS 0ull

@@ -25,6 +25,7 @@
 
 _Static_assert(SL_EVQ_CONN_SLOTS <= 4, "a device registration's wants are one byte of evq_want each");
 _Static_assert(SCILAN_SET_MARKS_OFF + SL_EVQ_DEV_SLICES <= SCILAN_SET_PAGE, "marks fit their page");
+_Static_assert(SL_EVQ_DEV_SLICES == SCILAN_MAX_SLICES, "a set queues every slice a link can have");
 
 /* Set endpoints' records are never freed: a sender thread of ours that read
  * a registration just before the set closed may still store a mark through

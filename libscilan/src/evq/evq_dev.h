@@ -9,7 +9,7 @@
 #include "evq/evq.h"
 #include "ring/layout.h"
 
-#define SL_EVQ_DEV_SLICES 512 /* slices of one link a set can queue (the driver's most) */
+#define SL_EVQ_DEV_SLICES 2048 /* slices of one link a set can queue: SCILAN_MAX_SLICES, the driver's most */
 #define SL_EVQ_DEV_PID (-1)   /* sl_evq_reg.pid of a device registration; .bell is the set */
 
 struct sl_evq_dev {
