@@ -77,7 +77,11 @@ test-fabric: driver $(HOOK_SO)
 # scilan (polling, interrupt) against kernel TCP over virtio-net between the
 # same two guests, longer runs than the test; the table lands in
 # $(BUILD)/results/bench-kernel-two.md (TCG: compare ratios, not times).
+# Then the N-guest benches (tests/kernel/bench-n.sh: round trips of every
+# ordered pair of 4 guests, fan-in of 3 into 1, 1,024 connections against
+# one) into $(BUILD)/results/bench-kernel-n.md.
 bench-kernel: driver $(HOOK_SO)
 	@tests/kernel/run-two.sh $(BUILD) --bench
+	@tests/kernel/bench-n.sh $(BUILD)
 
 EXTRA_TESTS += test-kernel

@@ -1,11 +1,13 @@
 #!/bin/bash
-# run-n.sh BUILD N [all|scale] — the N-guest suite of `make test-fabric`: N
-# TCG guests on one ivshmem server (scilan.ko ivshmem_nodes=N), joined for
-# kernel TCP by taps on a bridge in a network namespace of its own, running
-# tests/kernel/init-n's scenario: "all" (every guest a server and a client of
-# every other, interrupt and polling mode, then the last guest powered off
-# mid-run) or "scale" (1,024 connections between two guests, then one past
-# the slices).  "kernelN <scenario>_n<id>_<test> <passed> <failed>" lines go to
+# run-n.sh BUILD N [all|scale|bench|benchconns] — the N-guest suite of `make
+# test-fabric`: N TCG guests on one ivshmem server (scilan.ko
+# ivshmem_nodes=N), joined for kernel TCP by taps on a bridge in a network
+# namespace of its own, running tests/kernel/init-n's scenario: "all" (every
+# guest a server and a client of every other, interrupt and polling mode,
+# then the last guest powered off mid-run) or "scale" (1,024 connections
+# between two guests, then one past the slices); "bench" and "benchconns" are
+# `make bench-kernel`'s (nbench, tabulated by tests/kernel/bench-n.sh).
+# "kernelN <scenario>_n<id>_<test> <passed> <failed>" lines go to
 # BUILD/results/kernel-n-<scenario>.txt; any Oops/WARNING/BUG in a guest's log,
 # a guest that does not finish, or a test it did not report fails.
 set -u
@@ -28,7 +30,7 @@ if [ "${SCILAN_RUN_N_NETNS:-}" != inside ]; then
 	exec unshare --net env SCILAN_RUN_N_NETNS=inside "$0" "$@"
 fi
 : >"$out"
-case "$scen" in all | scale) ;; *) fail_setup "unknown scenario $scen" ;; esac
+case "$scen" in all | scale | bench | benchconns) ;; *) fail_setup "unknown scenario $scen" ;; esac
 [ "$nodes" -ge 2 ] && [ "$nodes" -le 9 ] || fail_setup "N must be 2..9"
 ip link set lo up
 ip link add br0 type bridge forward_delay 0 && ip link set br0 up || fail_setup "no bridge"
@@ -66,12 +68,20 @@ for lib in $(ldd "$work/root/bin/mesh" "$build/lib/libscilan_preload.so" | grep 
 	mkdir -p "$work/root$(dirname "$lib")"
 	cp -L "$lib" "$work/root$lib"
 done
+# The benches' program (under the hook for scilan, alone for kernel TCP).
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -I"$here" \
+	-o "$work/root/bin/nbench" "$here/nbench.c" || fail_setup "nbench build"
+for lib in $(ldd "$work/root/bin/nbench" | grep -o '/[^ ]*' | grep -v ':$' | sort -u); do
+	mkdir -p "$work/root$(dirname "$lib")"
+	cp -L "$lib" "$work/root$lib"
+done
 install -m 755 "$here/init-n" "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 
 # 16 MiB of shared memory give each ordered pair of 4 guests a window of
 # 20 slices; "scale" needs 1,024 slices each way (64 MiB per pair).
 [ "$scen" = scale ] && shm=256M || shm=16M
+[ "$scen" = benchconns ] && shm=256M
 sock=$work/ivshmem.sock
 rm -f "$sock"
 "$server" -S "$sock" -l $shm -n 2 -v 2>"$work/server.log" &
@@ -84,6 +94,7 @@ for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 accel="-accel tcg,thread=multi"
 if [ "${SCILAN_QEMU_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then accel="-enable-kvm -cpu host"; fi
 [ "$scen" = scale ] && mem=512 || mem=320
+[ "$scen" = benchconns ] && mem=512
 guest() { # index
 	timeout 900 qemu-system-x86_64 $accel -m $mem -smp 1,maxcpus=2 -nographic -no-reboot \
 		-kernel "$kernel" -initrd "$work/initramfs.gz" \
@@ -115,6 +126,19 @@ count() { # name pass?
 # The tests each guest must report, by its ivshmem id (the last one is the
 # victim of "all"'s kill round).
 wanted() { # id
+	case "$scen" in
+	bench)
+		echo links_up
+		for s in $(seq 0 $((nodes - 1))); do
+			[ "$s" = "$1" ] || echo rtt_$1_${s}_poll rtt_$1_${s}_irq rtt_$1_${s}_tcp
+		done
+		[ "$1" = 0 ] && echo fanin_poll fanin_irq fanin_tcp || echo fanin_poll_src fanin_irq_src fanin_tcp_src
+		return ;;
+	benchconns)
+		echo links_up
+		[ "$1" = 0 ] && echo conns_poll_1024 conns_poll_1 conns_irq_1024 conns_irq_1 conns_tcp_1024 conns_tcp_1
+		return ;;
+	esac
 	if [ "$scen" = scale ]; then
 		echo links_up scale_accelerated scale_streams scale_past_resources_plain scale_stats
 		return
