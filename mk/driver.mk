@@ -69,9 +69,15 @@ FABRIC_SUITES = 4:all 2:scale
 fabric-suites: driver $(HOOK_SO)
 	@for s in $(FABRIC_SUITES); do tests/kernel/run-n.sh $(BUILD) $${s%%:*} $${s#*:} $(FABRIC_SOFT) || exit 1; done
 
-test-fabric: driver $(HOOK_SO)
+# test-fabric: the issue's fabric tests alone: the 8-port mock (the one-guest
+# suite's multiport group), the two-guest suite (both fabrics in one
+# process among its tests) and the N-guest suites; one line at the end.
+test-fabric: driver $(CTL_BIN) $(HOOK_SO)
+	@SCILAN_GUEST_ONLY=multiport tests/kernel/run.sh $(BUILD) || true
+	@tests/kernel/run-two.sh $(BUILD) || true
 	@$(MAKE) --no-print-directory fabric-suites FABRIC_SOFT="|| true"
-	@cat $(foreach s,$(FABRIC_SUITES),$(BUILD)/results/kernel-n-$(lastword $(subst :, ,$(s))).txt) 2>/dev/null | \
+	@cat $(BUILD)/results/kernel.txt $(BUILD)/results/kernel-two.txt \
+		$(foreach s,$(FABRIC_SUITES),$(BUILD)/results/kernel-n-$(lastword $(subst :, ,$(s))).txt) 2>/dev/null | \
 		awk '{ p += $$3; f += $$4 } $$4 > 0 { print "FAILED: " $$2 } END { printf "fabric: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }'
 
 # scilan (polling, interrupt) against kernel TCP over virtio-net between the
