@@ -64,7 +64,7 @@ test-kernel: driver $(CTL_BIN) $(HOOK_SO)
 # mid-run ($(BUILD)/results/kernel-n-all.txt), and 1,024 connections between
 # two guests plus one past the slices (kernel-n-scale.txt).  Part of
 # test-kernel; `make test-fabric` runs it alone and ends with one line.
-FABRIC_SUITES = 4:all 2:scale
+FABRIC_SUITES = 4:all 2:scale 4:redis
 .PHONY: fabric-suites
 fabric-suites: driver $(HOOK_SO)
 	@for s in $(FABRIC_SUITES); do tests/kernel/run-n.sh $(BUILD) $${s%%:*} $${s#*:} $(FABRIC_SOFT) || exit 1; done
