@@ -6,7 +6,8 @@
 # every other, interrupt and polling mode, then the last guest powered off
 # mid-run), "scale" (1,024 connections between two guests, then one past
 # the slices) or "redis" (4 guests: a Redis Cluster of three masters, created,
-# benchmarked and loaded from the fourth, tests/kernel/redis-cluster.sh).
+# benchmarked and loaded from the fourth, then one master powered off;
+# tests/kernel/redis-cluster.sh).
 # "kernelN <scenario>_n<id>_<test> <passed> <failed>" lines go to
 # BUILD/results/kernel-n-<scenario>.txt; any Oops/WARNING/BUG in a guest's log,
 # a guest that does not finish, or a test it did not report fails.
@@ -134,11 +135,15 @@ count() { # name pass?
 # The tests each guest must report, by its ivshmem id (the last one is the
 # victim of "all"'s kill round).
 wanted() { # id
-	if [ "$scen" = redis ]; then
-		[ "$1" -lt 3 ] && echo links_up server_up bus_accelerated keys_read reader_stats server_stats ||
-			echo links_up cluster_create cluster_state cluster_links benchmark benchmark_commands \
-				benchmark_stats benchmark_bytes keys_written keys_spread keys_read_n0 keys_read_n1 \
-				keys_read_n2 client_stats
+	if [ "$scen" = redis ]; then # masters 0-2 (2 powered off), client 3
+		case "$1" in
+		0 | 1) echo links_up server_up bus_accelerated keys_read reader_stats kill_links \
+			kill_survivors_carried_on kill_bus_carried_on server_stats ;;
+		2) echo links_up server_up bus_accelerated keys_read reader_stats kill_powered_off ;;
+		*) echo links_up cluster_create cluster_state cluster_links benchmark benchmark_commands \
+			benchmark_stats benchmark_bytes keys_written keys_spread keys_read_n0 keys_read_n1 \
+			keys_read_n2 client_stats kill_links kill_survivors_carried_on kill_victim_conns_ended ;;
+		esac
 		return
 	fi
 	if [ "$scen" = scale ]; then
