@@ -61,10 +61,11 @@ test-kernel: driver $(CTL_BIN) $(HOOK_SO)
 
 # The N-guest fabric (tests/kernel/run-n.sh, each in a network namespace of
 # its own): four guests on one ivshmem server, all to all, one powered off
-# mid-run ($(BUILD)/results/kernel-n-all.txt), and 1,024 connections between
-# two guests plus one past the slices (kernel-n-scale.txt).  Part of
-# test-kernel; `make test-fabric` runs it alone and ends with one line.
-FABRIC_SUITES = 4:all 2:scale
+# mid-run ($(BUILD)/results/kernel-n-all.txt), 1,024 connections between two
+# guests plus one past the slices (kernel-n-scale.txt), and a Redis Cluster
+# across four guests, one master powered off (kernel-n-redis.txt).  Part of
+# test-kernel.
+FABRIC_SUITES = 4:all 2:scale 4:redis
 .PHONY: fabric-suites
 fabric-suites: driver $(HOOK_SO)
 	@for s in $(FABRIC_SUITES); do tests/kernel/run-n.sh $(BUILD) $${s%%:*} $${s#*:} $(FABRIC_SOFT) || exit 1; done

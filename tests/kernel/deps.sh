@@ -1,9 +1,10 @@
 #!/bin/sh
 # deps.sh — installs what `make driver` and `make test-kernel` need (Debian's
-# kernel headers, source, image, QEMU and busybox-static), as root; waits for a
-# dpkg lock held by another apt run rather than breaking it.
+# kernel headers, source, image, QEMU, busybox-static, and the redis programs
+# run-n.sh copies into its guests), as root; waits for a dpkg lock held by
+# another apt run rather than breaking it.
 set -e
-pkgs="linux-headers-amd64 linux-source linux-image-amd64 qemu-system-x86 busybox-static xz-utils"
+pkgs="linux-headers-amd64 linux-source linux-image-amd64 qemu-system-x86 busybox-static xz-utils redis-server redis-tools"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"

@@ -1,12 +1,15 @@
 #!/bin/bash
-# run-n.sh BUILD N [all|scale|bench|benchconns] — the N-guest suite of `make
-# test-fabric`: N TCG guests on one ivshmem server (scilan.ko
+# run-n.sh BUILD N [all|scale|redis|bench|benchconns] — the N-guest suite of
+# `make test-fabric`: N TCG guests on one ivshmem server (scilan.ko
 # ivshmem_nodes=N), joined for kernel TCP by taps on a bridge in a network
 # namespace of its own, running tests/kernel/init-n's scenario: "all" (every
 # guest a server and a client of every other, interrupt and polling mode,
-# then the last guest powered off mid-run) or "scale" (1,024 connections
-# between two guests, then one past the slices); "bench" and "benchconns" are
-# `make bench-kernel`'s (nbench, tabulated by tests/kernel/bench-n.sh).
+# then the last guest powered off mid-run), "scale" (1,024 connections
+# between two guests, then one past the slices) or "redis" (4 guests: a
+# Redis Cluster of three masters, created, benchmarked and loaded from the
+# fourth, then one master powered off; tests/kernel/redis-cluster.sh);
+# "bench" and "benchconns" are `make bench-kernel`'s (nbench, tabulated by
+# tests/kernel/bench-n.sh).
 # "kernelN <scenario>_n<id>_<test> <passed> <failed>" lines go to
 # BUILD/results/kernel-n-<scenario>.txt; any Oops/WARNING/BUG in a guest's log,
 # a guest that does not finish, or a test it did not report fails.
@@ -30,8 +33,9 @@ if [ "${SCILAN_RUN_N_NETNS:-}" != inside ]; then
 	exec unshare --net env SCILAN_RUN_N_NETNS=inside "$0" "$@"
 fi
 : >"$out"
-case "$scen" in all | scale | bench | benchconns) ;; *) fail_setup "unknown scenario $scen" ;; esac
+case "$scen" in all | scale | redis | bench | benchconns) ;; *) fail_setup "unknown scenario $scen" ;; esac
 [ "$nodes" -ge 2 ] && [ "$nodes" -le 9 ] || fail_setup "N must be 2..9"
+[ "$scen" != redis ] || [ "$nodes" = 4 ] || fail_setup "the redis scenario runs on 4 guests"
 ip link set lo up
 ip link add br0 type bridge forward_delay 0 && ip link set br0 up || fail_setup "no bridge"
 for i in $(seq 0 $((nodes - 1))); do
@@ -75,6 +79,22 @@ for lib in $(ldd "$work/root/bin/nbench" | grep -o '/[^ ]*' | grep -v ':$' | sor
 	mkdir -p "$work/root$(dirname "$lib")"
 	cp -L "$lib" "$work/root$lib"
 done
+# "redis": Debian's redis-server, redis-cli and redis-benchmark with their
+# libraries, the scenario's script (init-n sources it), and inet_diag and
+# tcp_diag: the hook asks sock_diag for a local client's socket (a master's
+# redis-cli redirected to its own guest's server, over shm), and a guest
+# without modprobe cannot load them on demand.
+if [ "$scen" = redis ]; then
+	cp "$mods/net/ipv4/inet_diag.ko" "$mods/net/ipv4/tcp_diag.ko" "$work/root/lib/" || fail_setup "no $mods/net/ipv4/tcp_diag.ko"
+	for p in redis-server redis-cli redis-benchmark; do
+		cp -L "$(command -v $p)" "$work/root/bin/$p" || fail_setup "no $p (apt-get install redis-server redis-tools)"
+		for lib in $(ldd "$work/root/bin/$p" | grep -o '/[^ ]*' | grep -v ':$' | sort -u); do
+			mkdir -p "$work/root$(dirname "$lib")"
+			cp -L "$lib" "$work/root$lib"
+		done
+	done
+	install -m 644 "$here/redis-cluster.sh" "$work/root/bin/redis-cluster.sh"
+fi
 install -m 755 "$here/init-n" "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 
@@ -126,6 +146,17 @@ count() { # name pass?
 # The tests each guest must report, by its ivshmem id (the last one is the
 # victim of "all"'s kill round).
 wanted() { # id
+	if [ "$scen" = redis ]; then # masters 0-2 (2 powered off), client 3
+		case "$1" in
+		0 | 1) echo links_up server_up bus_accelerated keys_read reader_stats kill_links \
+			kill_survivors_carried_on kill_bus_carried_on server_stats ;;
+		2) echo links_up server_up bus_accelerated keys_read reader_stats kill_powered_off ;;
+		*) echo links_up cluster_create cluster_state cluster_links benchmark benchmark_commands \
+			benchmark_stats benchmark_bytes keys_written keys_spread keys_read_n0 keys_read_n1 \
+			keys_read_n2 client_stats kill_links kill_survivors_carried_on kill_victim_conns_ended ;;
+		esac
+		return
+	fi
 	case "$scen" in
 	bench)
 		echo links_up
@@ -158,9 +189,9 @@ for i in $(seq 0 $((nodes - 1))); do
 	while read -r _ name verdict _; do
 		[ "$verdict" = PASS ] && count "${r}_$name" 1 || count "${r}_$name" 0
 	done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
-	if grep -aqE 'Oops|WARNING:|BUG:|general protection|Call Trace|Kernel panic' "$log"; then
+	if grep -aqE 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Call Trace|Kernel panic' "$log"; then
 		echo "run-n.sh: kernel problems in guest $r's log:"
-		grep -aE -A20 'Oops|WARNING:|BUG:|general protection|Kernel panic' "$log" | head -60
+		grep -aE -A20 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Kernel panic' "$log" | head -60
 		count "${r}_guest_log_clean" 0
 	else
 		count "${r}_guest_log_clean" 1

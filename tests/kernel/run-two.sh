@@ -110,9 +110,9 @@ for r in a b; do
 	while read -r _ name verdict _; do
 		[ "$verdict" = PASS ] && count "${r}_$name" 1 || count "${r}_$name" 0
 	done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
-	if grep -aqE 'Oops|WARNING:|BUG:|general protection|Call Trace|Kernel panic' "$log"; then
+	if grep -aqE 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Call Trace|Kernel panic' "$log"; then
 		echo "run-two.sh: kernel problems in guest $r's log:"
-		grep -aE -A20 'Oops|WARNING:|BUG:|general protection|Kernel panic' "$log" | head -60
+		grep -aE -A20 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Kernel panic' "$log" | head -60
 		count "${r}_guest_log_clean" 0
 	else
 		count "${r}_guest_log_clean" 1

@@ -125,10 +125,10 @@ if [ -x "$ctl" ]; then
 	fi
 fi
 
-problems=$(grep -acE 'Oops|WARNING:|BUG:|general protection|Call Trace|Kernel panic' "$log")
+problems=$(grep -acE 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Call Trace|Kernel panic' "$log")
 if [ "$problems" -ne 0 ]; then
 	echo "run.sh: kernel problems in the guest log:"
-	grep -aE -A20 'Oops|WARNING:|BUG:|general protection|Kernel panic' "$log" | head -60
+	grep -aE -A20 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Kernel panic' "$log" | head -60
 	echo "kernel guest_log_clean 0 1" >>"$results/kernel.txt"
 	failed=$((failed + 1))
 else
