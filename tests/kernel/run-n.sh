@@ -43,42 +43,23 @@ for i in $(seq 0 $((nodes - 1))); do
 		fail_setup "no tap$i (/dev/net/tun)"
 done
 
-kernel=$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)
-kver=${kernel#/boot/vmlinuz-}
-mods=/lib/modules/$kver/kernel
-drv=$build/driver
-modver=$(modinfo -F vermagic "$drv/scilan/scilan.ko" | cut -d' ' -f1)
-[ "$modver" = "$kver" ] || fail_setup "modules are built for $modver, the guest kernel is $kver"
+. "$here/guest_lib.sh"
+guest_kernel
 
 # The server and the initramfs (busybox, virtio-net, ntb.ko, scilan.ko, the
 # barrier, the mesh program with its libraries and libscilan_preload.so).
 server=$work/ivshmem_server
-gcc -std=c11 -Wall -Wextra -Werror -O2 -o "$server" "$here/ivshmem_server.c" || fail_setup "ivshmem_server build"
-rm -rf "$work/root"
-mkdir -p "$work/root"/{bin,lib,proc,sys,dev,tmp}
-cp /bin/busybox "$work/root/bin/busybox"
-cp "$drv/ntb/ntb.ko" "$drv/scilan/scilan.ko" "$work/root/lib/"
-for m in drivers/virtio/virtio drivers/virtio/virtio_ring drivers/virtio/virtio_pci_legacy_dev \
-	drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci net/core/failover \
-	drivers/net/net_failover drivers/net/virtio_net; do
-	cp "$mods/$m.ko" "$work/root/lib/" || fail_setup "no $mods/$m.ko"
-done
+guest_root_base "$work/root" "$server"
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -o "$work/root/bin/sln_bar" "$here/sln_bar.c" ||
 	fail_setup "sln_bar build"
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -I"$here" \
 	-o "$work/root/bin/mesh" "$here/mesh.c" || fail_setup "mesh build"
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" || fail_setup "no libscilan_preload.so (make hook)"
-for lib in $(ldd "$work/root/bin/mesh" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' | grep -v ':$' | sort -u); do
-	mkdir -p "$work/root$(dirname "$lib")"
-	cp -L "$lib" "$work/root$lib"
-done
+guest_copy_libs "$work/root" "$work/root/bin/mesh" "$build/lib/libscilan_preload.so"
 # The benches' program (under the hook for scilan, alone for kernel TCP).
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -I"$here" \
 	-o "$work/root/bin/nbench" "$here/nbench.c" || fail_setup "nbench build"
-for lib in $(ldd "$work/root/bin/nbench" | grep -o '/[^ ]*' | grep -v ':$' | sort -u); do
-	mkdir -p "$work/root$(dirname "$lib")"
-	cp -L "$lib" "$work/root$lib"
-done
+guest_copy_libs "$work/root" "$work/root/bin/nbench"
 # "redis": Debian's redis-server, redis-cli and redis-benchmark with their
 # libraries, the scenario's script (init-n sources it), and inet_diag and
 # tcp_diag: the hook asks sock_diag for a local client's socket (a master's
@@ -88,10 +69,7 @@ if [ "$scen" = redis ]; then
 	cp "$mods/net/ipv4/inet_diag.ko" "$mods/net/ipv4/tcp_diag.ko" "$work/root/lib/" || fail_setup "no $mods/net/ipv4/tcp_diag.ko"
 	for p in redis-server redis-cli redis-benchmark; do
 		cp -L "$(command -v $p)" "$work/root/bin/$p" || fail_setup "no $p (apt-get install redis-server redis-tools)"
-		for lib in $(ldd "$work/root/bin/$p" | grep -o '/[^ ]*' | grep -v ':$' | sort -u); do
-			mkdir -p "$work/root$(dirname "$lib")"
-			cp -L "$lib" "$work/root$lib"
-		done
+		guest_copy_libs "$work/root" "$work/root/bin/$p"
 	done
 	install -m 644 "$here/redis-cluster.sh" "$work/root/bin/redis-cluster.sh"
 fi

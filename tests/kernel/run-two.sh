@@ -18,27 +18,15 @@ mkdir -p "$work" "$results"
 : >"$out"
 fail_setup() { echo "run-two.sh: $*" >&2; echo "kernel2 setup 0 1" >>"$out"; exit 1; }
 
-kernel=$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)
-kver=${kernel#/boot/vmlinuz-}
-mods=/lib/modules/$kver/kernel
-drv=$build/driver
-modver=$(modinfo -F vermagic "$drv/scilan/scilan.ko" | cut -d' ' -f1)
-[ "$modver" = "$kver" ] || fail_setup "modules are built for $modver, the guest kernel is $kver"
+. "$here/guest_lib.sh"
+guest_kernel
 
 # The server and the initramfs (busybox, virtio-net, ntb.ko, scilan.ko, sl2test;
 # inet_diag and tcp_diag: the shm fabric's rendezvous asks the kernel who holds
 # a TCP socket, for the test with both fabrics in one process).
 server=$work/ivshmem_server
-gcc -std=c11 -Wall -Wextra -Werror -O2 -o "$server" "$here/ivshmem_server.c" || fail_setup "ivshmem_server build"
-rm -rf "$work/root"
-mkdir -p "$work/root"/{bin,lib,proc,sys,dev,tmp}
-cp /bin/busybox "$work/root/bin/busybox"
-cp "$drv/ntb/ntb.ko" "$drv/scilan/scilan.ko" "$work/root/lib/"
-for m in drivers/virtio/virtio drivers/virtio/virtio_ring drivers/virtio/virtio_pci_legacy_dev \
-	drivers/virtio/virtio_pci_modern_dev drivers/virtio/virtio_pci net/core/failover \
-	drivers/net/net_failover drivers/net/virtio_net net/ipv4/inet_diag net/ipv4/tcp_diag; do
-	cp "$mods/$m.ko" "$work/root/lib/" || fail_setup "no $mods/$m.ko"
-done
+guest_root_base "$work/root" "$server"
+cp "$mods/net/ipv4/inet_diag.ko" "$mods/net/ipv4/tcp_diag.ko" "$work/root/lib/" || fail_setup "no $mods/net/ipv4/tcp_diag.ko"
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
 	-o "$work/root/bin/sl2test" "$here/sl2test.c" || fail_setup "sl2test build"
 # An unmodified, dynamically linked program for the hook test: tests/hook/progs/peer
@@ -49,11 +37,7 @@ gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/ro
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" -o "$work/root/bin/epollset" \
 	"$here/epollset.c" || fail_setup "epollset build"
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" || fail_setup "no libscilan_preload.so (make hook)"
-for lib in $(ldd "$work/root/bin/peer" "$work/root/bin/epollset" "$build/lib/libscilan_preload.so" | grep -o '/[^ ]*' |
-	grep -v ':$' | sort -u); do
-	mkdir -p "$work/root$(dirname "$lib")"
-	cp -L "$lib" "$work/root$lib"
-done
+guest_copy_libs "$work/root" "$work/root/bin/peer" "$work/root/bin/epollset" "$build/lib/libscilan_preload.so"
 install -m 755 "$here/init-two" "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 
