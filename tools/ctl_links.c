@@ -160,6 +160,13 @@ static int by_index(const void *a, const void *b)
 	return (x->index > y->index) - (x->index < y->index);
 }
 
+/* qsort's base may not be NULL, even for nothing to sort. */
+static void sort_links(struct ctl_links *links)
+{
+	if (links->n)
+		qsort(links->v, links->n, sizeof(*links->v), by_index);
+}
+
 static int read_debugfs(struct ctl_links *links, DIR *d, const char *dir)
 {
 	struct dirent *de;
@@ -260,7 +267,7 @@ int ctl_links_read(struct ctl_links *links)
 	if (d) {
 		rc = read_debugfs(links, d, dir);
 		closedir(d);
-		qsort(links->v, links->n, sizeof(*links->v), by_index);
+		sort_links(links);
 		return rc;
 	}
 	/* Tell a missing module from an unreadable debugfs: the fixes differ. */
@@ -272,7 +279,7 @@ int ctl_links_read(struct ctl_links *links)
 			 dir, strerror(errno));
 	read_info(links);
 	links->from_info = true;
-	qsort(links->v, links->n, sizeof(*links->v), by_index);
+	sort_links(links);
 	return links->n ? 0 : -1;
 }
 
