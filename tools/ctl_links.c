@@ -319,7 +319,8 @@ static int by_port(const void *a, const void *b)
 
 void ctl_links_by_port(const struct ctl_link **sel, size_t n)
 {
-	qsort(sel, n, sizeof(*sel), by_port);
+	if (n)
+		qsort(sel, n, sizeof(*sel), by_port);
 }
 
 const char *ctl_link_num(const struct ctl_link *l, enum ctl_key k, char *buf, size_t size)
