@@ -5,6 +5,7 @@
  */
 #include "fabric/fabric.h"
 
+#include <errno.h>
 #include <ifaddrs.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -140,12 +141,18 @@ int sl_fabric_listen_register(struct sl_sock *s, const struct sl_key *local)
 
 	if (f)
 		return f->listen_register(s, local);
-	if (sl_fabric_shm.listen_register(s, local) < 0)
-		return -1;
+	int shm = sl_fabric_shm.listen_register(s, local), err = errno;
+
 	pthread_once(&dev_once, find_device);
-	/* The device's own refusals are loud, link by link (fabric_dev.c). */
+	/* The device's own refusals are loud, link by link (fabric_dev.c);
+	 * a listener the shm fabric could not publish still takes the
+	 * device's connections. */
 	if (dev_listens)
 		(void)sl_fabric_dev.listen_register(s, local);
+	if (shm < 0 && !(s->dev_listen && s->dev_listen->count > 0)) {
+		errno = err;
+		return -1;
+	}
 	return 0;
 }
 
