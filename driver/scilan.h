@@ -234,6 +234,7 @@ struct sl_ep {
 	bool mapped;
 	struct page *sink;          /* stands in for the peer's pages after link down (sl_fault) */
 	bool abandoned;             /* SCILAN_IOC_ABANDON: its CLOSE says aborted */
+	bool agreed;                /* client: the acceptor's driver paired it (VERIFY) */
 	struct address_space *mapping;  /* of the file it was opened as */
 };
 
@@ -250,6 +251,7 @@ extern unsigned int sl_sets_per_uid;
 void sl_link_put(struct sl_link *link);
 void sl_link_get(struct sl_link *link);
 void sl_link_reset_locked(struct sl_link *link);
+void sl_slice_agree_store(struct sl_link *link, int slice, u32 value);
 struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops, void *hw,
 			      int db_bits);
 int sl_link_register(struct sl_link *link);

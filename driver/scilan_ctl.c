@@ -369,6 +369,31 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 		sl_drop_queued(link, ep, id);
 }
 
+/* The acceptor's driver asks to pair our client endpoint (VERIFY, its
+ * socket proven): this answer is the agreement.  Unless the library revoked
+ * first (SCILAN_IOC_ABANDON: it is moving its ring bytes to kernel TCP),
+ * the endpoint is agreed from now on, which no later ABANDON undoes, and
+ * the slice's agreement word says so to the library without a system call.
+ * Both under the link lock, so exactly one of the two wins.  False: revoked
+ * (or gone), the acceptor stays kernel TCP.
+ */
+static bool sl_agree_locked_out(struct sl_link *link, u32 slice, u32 peer_slice)
+{
+	struct sl_ep *ep;
+	bool agreed = false;
+
+	spin_lock_irq(&link->lock);
+	ep = link->slice_ep[slice];
+	if (ep && ep->peer_slice == (int)peer_slice && ep->sk && !ep->abandoned &&
+	    (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED)) {
+		ep->agreed = true;
+		sl_slice_agree_store(link, slice, SCILAN_AGREE_ATTACHED);
+		agreed = true;
+	}
+	spin_unlock_irq(&link->lock);
+	return agreed;
+}
+
 static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 {
 	u32 type = le32_to_cpu(m->type), dst = le32_to_cpu(m->dst_slice);
@@ -454,6 +479,8 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 		status = client_sk && sl_sock_holds_tuple(client_sk, &t) ? SL_VERIFY_OK : 0;
 		if (client_sk)
 			sock_put(client_sk);
+		if (status == SL_VERIFY_OK && !sl_agree_locked_out(link, dst, src))
+			status = 0;
 		sl_reply(link, SL_MSG_VERIFIED, src, dst, cookie, status);
 	}
 	if (orphan)

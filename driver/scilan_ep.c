@@ -416,6 +416,9 @@ static void sl_take_over_locked(struct sl_link *link, struct sl_ep *ep, struct s
 	ep->generation = q->generation;
 	ep->tokens = q->tokens;
 	link->slice_ep[ep->slice] = ep;
+	/* The accepting end agreed by taking it. */
+	ep->agreed = true;
+	sl_slice_agree_store(link, ep->slice, SCILAN_AGREE_ATTACHED);
 }
 
 /* SCILAN_IOC_ACCEPT: the first queued connection, blocking unless the
@@ -679,10 +682,16 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return sl_ioc_stimulate_set(ep, uarg);
 	case SCILAN_IOC_ABANDON:
 		/* The program never used the connection (it fell back to kernel
-		 * TCP): the close tells the peer to drop its queued side, which
-		 * nobody may pair with a later accept.
+		 * TCP), or revokes its offer (the acceptor did not agree in
+		 * time): the close tells the peer to drop its queued side, and
+		 * a VERIFY meanwhile is answered no, so nobody pairs it.
 		 */
 		spin_lock_irq(&ep->link->lock);
+		if (ep->agreed) {
+			/* The acceptor took it first: the rings carry it. */
+			spin_unlock_irq(&ep->link->lock);
+			return -EALREADY;
+		}
 		ep->abandoned = ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED;
 		spin_unlock_irq(&ep->link->lock);
 		return ep->abandoned ? 0 : -ENOTCONN;

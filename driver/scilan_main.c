@@ -90,6 +90,16 @@ static u32 sl_new_nonce(void)
  * next session may bring connections), slices only the peer held are free:
  * the dead peer writes no more.  Caller holds link->lock.
  */
+/* The agreement word of a local slice (SCILAN_SLICE_AGREE_OFF): our memory,
+ * mapped by the connection's library.
+ */
+void sl_slice_agree_store(struct sl_link *link, int slice, u32 value)
+{
+	if (link->lwin && slice >= 0 && slice < (int)link->nslices)
+		WRITE_ONCE(*(u32 *)(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size +
+				    SCILAN_SLICE_AGREE_OFF), value);
+}
+
 void sl_link_reset_locked(struct sl_link *link)
 {
 	struct sl_ep *ep, *tmp;
@@ -97,6 +107,10 @@ void sl_link_reset_locked(struct sl_link *link)
 
 	link->up = false;
 	list_for_each_entry_safe(ep, tmp, &link->eps, node) {
+		/* Agreed connections fail over (the library's failover.c). */
+		if (ep->agreed && !ep->queued &&
+		    (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED))
+			sl_slice_agree_store(link, ep->slice, SCILAN_AGREE_LINK_DOWN);
 		if (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED ||
 		    ep->state == SCILAN_EP_SET || ep->connecting)
 			sl_ep_wake_locked(ep, SCILAN_EP_RESET);

@@ -13,7 +13,7 @@ KMAKE     = $(MAKE) --no-print-directory -C $(KDIR) W=1
 DRV_SRC   := $(wildcard driver/*.c driver/*.h driver/uapi/*.h)
 MOCK_SRC  := $(wildcard driver/ntb_mock/*.c driver/ntb_mock/*.h)
 
-.PHONY: driver driver-deps test-kernel bench-kernel test-fabric
+.PHONY: driver driver-deps test-kernel bench-kernel test-fabric test-moves
 
 # Packages the kernel build and the QEMU tests need (as root, on a clean CI
 # machine); waits for another apt/dpkg run instead of failing on its lock.
@@ -80,6 +80,17 @@ test-fabric: driver $(CTL_BIN) $(HOOK_SO)
 	@cat $(BUILD)/results/kernel.txt $(BUILD)/results/kernel-two.txt \
 		$(foreach s,$(FABRIC_SUITES),$(BUILD)/results/kernel-n-$(lastword $(subst :, ,$(s))).txt) 2>/dev/null | \
 		awk '{ p += $$3; f += $$4 } $$4 > 0 { print "FAILED: " $$2 } END { printf "fabric: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }'
+
+# test-moves: the tests of connections that change transport, alone: the
+# link cut under a program in each way of waiting (the one-guest suite's
+# linkcut group: fail-over to kernel TCP), and the two-guest suite (the
+# device fabric's agreement: raw and io_uring acceptors on the peer node);
+# one line at the end.  Part of test-kernel.
+test-moves: driver $(CTL_BIN) $(HOOK_SO)
+	@SCILAN_GUEST_ONLY=linkcut tests/kernel/run.sh $(BUILD) || true
+	@tests/kernel/run-two.sh $(BUILD) || true
+	@cat $(BUILD)/results/kernel.txt $(BUILD)/results/kernel-two.txt 2>/dev/null | \
+		awk '{ p += $$3; f += $$4 } $$4 > 0 { print "FAILED: " $$2 } END { printf "moves: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }'
 
 # scilan (polling, interrupt) against kernel TCP over virtio-net between the
 # same two guests, longer runs than the test; the table lands in

@@ -9,7 +9,8 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SCILAN_ABI_VERSION 6 /* 5: ACCEPT_SOCK pairs only what the client's driver vouched for; 6: INFO's ports */
+#define SCILAN_ABI_VERSION 7 /* 5: ACCEPT_SOCK pairs only what the client's driver vouched for; 6: INFO's ports;
+			      * 7: the agreement (SCILAN_SLICE_AGREE_OFF, ABANDON's EALREADY) */
 
 /* Wake-up tokens: what the peer stimulated (bits of the value read() returns). */
 #define SCILAN_TOKEN_DATA  0x1u /* the peer wrote data (or a FIN) into our slice */
@@ -135,7 +136,26 @@ struct scilan_accept_sock {
 /* On a connected endpoint the program will not use (it fell back to
  * kernel TCP): its close makes the peer drop the connection if it is still
  * queued there, instead of leaving it for a later accept of that 4-tuple.
+ * On a client endpoint it is also the revoke of the agreement (ABI 7):
+ * EALREADY if the acceptor's driver paired the connection first (the rings
+ * carry it); after success no acceptor can pair it.
  */
 #define SCILAN_IOC_ABANDON    _IO(SCILAN_IOC_MAGIC, 9)
+
+/* The agreement word of a client connection (ABI 7): a __u32 at this offset
+ * of its local slice (the control page's tail, which the peer's library
+ * never writes), stored SCILAN_AGREE_ATTACHED by the client's driver when it
+ * answers the acceptor's pairing, the moment the acceptor agreed.  The
+ * library may store its own values there (other than ATTACHED) while the
+ * agreement is open.
+ */
+#define SCILAN_SLICE_AGREE_OFF 4092u
+#define SCILAN_AGREE_ATTACHED 2u
+/* An accepting endpoint's word is ATTACHED from the pairing on.  When the
+ * link goes down, every agreed connection's word becomes LINK_DOWN, so the
+ * library sees it at its next look at the word, without a system call (a
+ * sender writing into the peer's sink page would not notice otherwise).
+ */
+#define SCILAN_AGREE_LINK_DOWN 16u
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "conn/conn.h"
 #include "fabric/fabric.h"
 #include "fabric/shm/bells.h"
 #include "fabric/shm/rendezvous.h"
@@ -307,7 +308,7 @@ static void use_bells(struct sl_sock *s, struct fuzz_in *in)
 			sl_shm_drain(s);
 			break;
 		case 3:
-			sl_shm_peer_gone(s);
+			sl_conn_kernel_ended(s);
 			break;
 		case 4: /* a shared description's flags are the sender's too */
 			if (fd >= 0)

@@ -77,6 +77,20 @@ lowest() { tr ' ' '\n' | grep . | sort -g | head -n 1; }
 			"$(ratio "$(val $m p50_us)" "$(val $o p50_us)") | $(ratio "$(val $m p99_us)" "$(val $o p99_us)") |" \
 			"$(ratio "$tp" "$(val $m p50_us)") |"
 	done
+	echo
+	echo "## Fail-over's cost on the fast path: the sender's mirror"
+	echo
+	echo "The same runs with SCILAN_FAIL_OVER=off (no mirror: a link down resets) beside the"
+	echo "default (every byte sent is also copied into the sender's mirror of the ring)."
+	echo
+	echo "| bench | with mirror | without | with / without |"
+	echo "|---|---|---|---|"
+	a=$(val fanin_poll MB_s) b=$(val fanin_pollnm MB_s)
+	echo "| fan-in 3 → 1, receiver MB/s (polling) | $a | $b | $(ratio "$a" "$b") |"
+	a=$(val rtt_0_1_poll p50_us) b=$(val rtt_0_1_pollnm p50_us)
+	echo "| round trip 0 → 1, 64 B, p50 us (polling) | $a | $b | $(ratio "$a" "$b") |"
+	a=$(val rtt_0_1_poll p99_us) b=$(val rtt_0_1_pollnm p99_us)
+	echo "| round trip 0 → 1, 64 B, p99 us (polling) | $a | $b | $(ratio "$a" "$b") |"
 	[ $rc = 0 ] || { echo; echo "**Incomplete: a run or a bench failed (see build/results/kernel-n-bench*.txt).**"; }
 } >"$md"
 cat "$md"

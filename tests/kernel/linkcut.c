@@ -1,13 +1,16 @@
 /* linkcut.c — the device link cut under a plain POSIX program running under
  * the preload hook (tests/kernel/init): a sender blocked on a full ring, a
- * non-blocking poll loop, an epoll waiter, and an idle process that exits.
- * Each must end in ECONNRESET or a clean exit, never SIGBUS.
+ * non-blocking full-duplex poll loop, an idle edge-triggered epoll waiter,
+ * a receiver asleep in recv, and an idle process that exits.  The kernel
+ * TCP connection beside the link stays up, so each connection fails over:
+ * a checked stream each way arrives whole, never SIGBUS, never a hang.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +26,75 @@
 
 #define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
 
-enum mode { FULL_SEND, NONBLOCK_POLL, EPOLL, IDLE_EXIT };
-static const char *const names[] = { "linkcut_full_ring_send", "linkcut_nonblocking_poll_loop", "linkcut_epoll",
-				      "linkcut_idle_exit" };
+enum mode { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, IDLE_EXIT };
+static const char *const names[] = { "linkcut_full_ring_send", "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
+				      "linkcut_blocked_recv", "linkcut_idle_exit" };
+
+/* Each direction carries this many checked bytes across the cut. */
+#define STREAM_BYTES (1u << 20)
+
+static unsigned char pattern(int stream, uint64_t i)
+{
+	return (unsigned char)(i * 131 + (i >> 11) * 7 + (uint64_t)stream * 29);
+}
+
+static void fill(int stream, uint64_t at, unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pattern(stream, at + i);
+}
+
+static int check(int stream, uint64_t at, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pattern(stream, at + i))
+			return 0;
+	return 1;
+}
+
+/* Blocking: send all of a stream, paced (pause_us between 4 KiB pieces) or
+ * at once; 1 if it all went. */
+static int send_stream(int fd, int stream, unsigned pause_us)
+{
+	static _Thread_local unsigned char buf[65536];
+	uint64_t done = 0;
+
+	while (done < STREAM_BYTES) {
+		size_t n = pause_us ? 4096 : sizeof(buf);
+		ssize_t r;
+
+		if (n > STREAM_BYTES - done)
+			n = STREAM_BYTES - done;
+		fill(stream, done, buf, n);
+		r = send(fd, buf, n, MSG_NOSIGNAL);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		done += (uint64_t)r;
+		if (pause_us)
+			usleep(pause_us);
+	}
+	return 1;
+}
+
+/* Blocking: receive a whole stream, checking every byte; 1 if intact. */
+static int recv_stream(int fd, int stream)
+{
+	static _Thread_local unsigned char buf[65536];
+	uint64_t got = 0;
+
+	while (got < STREAM_BYTES) {
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || !check(stream, got, buf, (size_t)r))
+			return 0;
+		got += (uint64_t)r;
+	}
+	return 1;
+}
 
 static int link_is_up(void)
 {
@@ -56,54 +125,135 @@ static int wait_up(void)
 	return link_is_up();
 }
 
-/* The subject: 0 when its call ended in ECONNRESET (or, idle, it exits);
- * 2.. when something else happened. */
+/* The connection left the rings (it failed over): 1; still on them: 0. */
+static int moved(int c)
+{
+	int acc = -1;
+	socklen_t len = sizeof(acc);
+
+	return getsockopt(c, SOL_SCILAN, SCILAN_SO_ACCELERATED, &acc, &len) == 0 && acc == 0;
+}
+
+/* The subject, the connecting end: 0 when both streams arrived intact
+ * across the cut (or, idle, it exits); 2.. when something else happened.
+ * Stream 1 is the subject's, stream 2 its peer's. */
 static int subject(enum mode m, int c, int ready, int go)
 {
-	static char buf[65536];
-	struct epoll_event ev = { .events = EPOLLIN };
-	time_t end = time(NULL) + 30;
-	ssize_t n;
+	static unsigned char buf[65536];
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	time_t end = time(NULL) + 40;
+	uint64_t sent = 0, got = 0;
 	int ep;
 
 	switch (m) {
-	case FULL_SEND:
+	case FULL_SEND: /* blocked on the full ring at the cut; its peer reads after it */
 		if (write(ready, "r", 1) != 1)
 			return 2;
-		while ((n = send(c, buf, sizeof(buf), MSG_NOSIGNAL)) > 0)
-			;
-		return n < 0 && errno == ECONNRESET ? 0 : 3;
-	case NONBLOCK_POLL:
+		if (!send_stream(c, 1, 0))
+			return 3;
+		return !recv_stream(c, 2) ? 4 : moved(c) ? 0 : 13;
+	case POLL_DUPLEX: /* both ways at once, non-blocking, the cut in the middle */
 		fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
 		if (write(ready, "r", 1) != 1)
 			return 2;
-		while (time(NULL) < end) {
-			struct pollfd p = { .fd = c, .events = POLLIN | POLLOUT };
+		while ((sent < STREAM_BYTES || got < STREAM_BYTES) && time(NULL) < end) {
+			struct pollfd p = { .fd = c, .events = (short)(POLLIN | (sent < STREAM_BYTES ? POLLOUT : 0)) };
+			ssize_t n;
 
-			n = send(c, buf, sizeof(buf), MSG_NOSIGNAL);
-			if (n < 0 && errno != EAGAIN)
-				return errno == ECONNRESET ? 0 : 4;
+			if (sent < STREAM_BYTES) {
+				size_t k = STREAM_BYTES - sent < 4096 ? (size_t)(STREAM_BYTES - sent) : 4096;
+
+				fill(1, sent, buf, k);
+				n = send(c, buf, k, MSG_NOSIGNAL);
+				if (n < 0 && errno != EAGAIN)
+					return 4;
+				sent += n > 0 ? (uint64_t)n : 0;
+			}
 			n = recv(c, buf, sizeof(buf), 0);
-			if (n == 0 || (n < 0 && errno != EAGAIN))
-				return n < 0 && errno == ECONNRESET ? 0 : 5;
-			poll(&p, 1, 0);
+			if (n == 0 || (n < 0 && errno != EAGAIN) || (n > 0 && !check(2, got, buf, (size_t)n)))
+				return 5;
+			got += n > 0 ? (uint64_t)n : 0;
+			poll(&p, 1, 2);
+			usleep(2000); /* paced: the cut falls in the middle */
 		}
-		return 6;
-	case EPOLL:
+		return sent != STREAM_BYTES || got != STREAM_BYTES ? 6 : moved(c) ? 0 : 13;
+	case EPOLL_EDGE: /* idle in an edge-triggered epoll_wait with nothing to send */
 		ep = epoll_create1(0);
+		fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
 		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev) < 0 || write(ready, "r", 1) != 1)
 			return 2;
-		if (epoll_wait(ep, &ev, 1, 30000) != 1)
-			return 7;
-		n = recv(c, buf, sizeof(buf), 0);
-		return n < 0 && errno == ECONNRESET ? 0 : 8;
+		while (got < STREAM_BYTES) {
+			ssize_t n;
+
+			if (epoll_wait(ep, &ev, 1, 20000) != 1)
+				return 7;
+			while ((n = recv(c, buf, sizeof(buf), 0)) > 0) {
+				if (!check(2, got, buf, (size_t)n))
+					return 8;
+				got += (uint64_t)n;
+			}
+			if (n == 0 || (n < 0 && errno != EAGAIN))
+				return 9;
+		}
+		return moved(c) ? 0 : 13;
+	case BLOCKED_RECV: /* asleep in recv (interrupt wait) at the cut */
+		if (write(ready, "r", 1) != 1)
+			return 2;
+		return !recv_stream(c, 2) ? 10 : moved(c) ? 0 : 13;
 	case IDLE_EXIT:
 		if (write(ready, "r", 1) != 1)
 			return 2;
 		/* Told once the link is down; exits with the connection open. */
-		return read(go, buf, 1) == 1 ? 0 : 9;
+		return read(go, buf, 1) == 1 ? 0 : 11;
 	}
-	return 10;
+	return 12;
+}
+
+struct sender {
+	int fd;
+	unsigned pause_us;
+	int ok;
+};
+
+static void *peer_sender(void *arg)
+{
+	struct sender *t = arg;
+
+	t->ok = send_stream(t->fd, 2, t->pause_us);
+	return NULL;
+}
+
+/* The subject's peer, the accepting end: after the cut (FULL_SEND,
+ * EPOLL_EDGE, BLOCKED_RECV) or at once, it receives the subject's stream
+ * while a thread sends its own.  0 if both were whole. */
+static int peer(enum mode m, int l, int cut)
+{
+	struct sender t = { .pause_us = m == POLL_DUPLEX ? 500 : m == FULL_SEND ? 0 : 200 };
+	int s = accept(l, NULL, NULL), in = 1;
+	pthread_t th;
+	char b;
+
+	if (s < 0)
+		return 2;
+	if (m == IDLE_EXIT) {
+		ssize_t n;
+
+		if (read(cut, &b, 1) != 1)
+			return 3;
+		/* The subject exits with the connection open: its end. */
+		while ((n = read(s, &b, 1)) > 0)
+			;
+		return n == 0 || (n < 0 && errno == ECONNRESET) ? 0 : 4;
+	}
+	if (m != POLL_DUPLEX && read(cut, &b, 1) != 1)
+		return 3;
+	t.fd = s;
+	if (pthread_create(&th, NULL, peer_sender, &t))
+		return 5;
+	if (m == FULL_SEND || m == POLL_DUPLEX)
+		in = recv_stream(s, 1);
+	pthread_join(th, NULL);
+	return in && t.ok ? 0 : 6;
 }
 
 static const char *running;
@@ -135,22 +285,8 @@ static void run(enum mode m, uint16_t port)
 		return;
 	}
 	srv = fork();
-	if (srv == 0) {
-		/* Reads only after the cut (the client's ring fills), and
-		 * then sees the reset. */
-		int s = accept(l, NULL, NULL);
-		char b;
-
-		ssize_t n;
-
-		if (s < 0 || read(ps[0], &b, 1) != 1)
-			_exit(2);
-		alarm(20);
-		/* What arrived before the cut may still be read; then the reset. */
-		while ((n = read(s, &b, 1)) > 0)
-			;
-		_exit(n < 0 && errno == ECONNRESET ? 0 : 3);
-	}
+	if (srv == 0)
+		_exit(peer(m, l, ps[0]));
 	sub = fork();
 	if (sub == 0) {
 		int c = socket(AF_INET, SOCK_STREAM, 0);
@@ -168,7 +304,7 @@ static void run(enum mode m, uint16_t port)
 	signal(SIGALRM, timed_out);
 	alarm(60);
 	if (read(pr[0], &r, 1) == 1) {
-		usleep(300000); /* into its blocking call */
+		usleep(300000); /* into its blocking call, or mid-stream */
 		write_file(MOCK_LINK, "0");
 	}
 	usleep(200000);
@@ -184,7 +320,8 @@ static void run(enum mode m, uint16_t port)
 	write_file(MOCK_LINK, "1");
 	up = wait_up();
 	result(names[m], WIFEXITED(st) && WEXITSTATUS(st) == 0 && WIFEXITED(sst) && WEXITSTATUS(sst) == 0 && up,
-	       "subject %s %d, its peer %s %d (0: ECONNRESET or a clean exit; 1: not accelerated), link up again %d",
+	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
+	       "1: not accelerated; 13: still on the rings), link up again %d",
 	       WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
 	       WIFSIGNALED(sst) ? "killed by signal" : "exit", WIFSIGNALED(sst) ? WTERMSIG(sst) : WEXITSTATUS(sst), up);
 	close(l);

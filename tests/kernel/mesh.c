@@ -459,7 +459,7 @@ static void report(long wakes0)
 		if (c->peer == opt.victim && opt.me != opt.victim) {
 			victim_conns++;
 			ended_victim += c->phase == ENDED || c->phase == DONE;
-			resets += c->phase == ENDED && (c->why == ECONNRESET || c->why == EPIPE);
+			resets += c->phase == ENDED && (c->why == ECONNRESET || c->why == EPIPE || c->why == ETIMEDOUT);
 			eofs += c->phase == ENDED && c->why == -1;
 			continue;
 		}
@@ -494,7 +494,7 @@ static void report(long wakes0)
 				others_up &= link_up(p);
 		snprintf(name, sizeof(name), "%s_victim_conns_ended", opt.round);
 		result(name, victim_conns > 0 && ended_victim == victim_conns && resets + eofs == victim_conns,
-		       "%d connections with node %d (powered off) ended: %d ECONNRESET, %d EOF", victim_conns,
+		       "%d connections with node %d (powered off) ended: %d ECONNRESET or ETIMEDOUT, %d EOF", victim_conns,
 		       opt.victim, resets, eofs);
 		snprintf(name, sizeof(name), "%s_survivors_carried_on", opt.round);
 		result(name, bad == 0 && bytes_after_death > 0,

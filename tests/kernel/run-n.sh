@@ -141,7 +141,8 @@ wanted() { # id
 		for s in $(seq 0 $((nodes - 1))); do
 			[ "$s" = "$1" ] || echo rtt_$1_${s}_poll rtt_$1_${s}_irq rtt_$1_${s}_tcp
 		done
-		[ "$1" = 0 ] && echo fanin_poll fanin_irq fanin_tcp || echo fanin_poll_src fanin_irq_src fanin_tcp_src
+		[ "$1" = 0 ] && echo fanin_poll fanin_pollnm fanin_irq fanin_tcp rtt_0_1_pollnm ||
+			echo fanin_poll_src fanin_pollnm_src fanin_irq_src fanin_tcp_src
 		return ;;
 	benchconns)
 		echo links_up

@@ -36,8 +36,13 @@ gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/ro
 # epollset: one epoll set across the link (the set's event queue on ivshmem).
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscilan/include" -o "$work/root/bin/epollset" \
 	"$here/epollset.c" || fail_setup "epollset build"
+# plainacc: a hooked listener whose connections are accepted by a raw accept4
+# or io_uring (the device fabric's agreement).
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -o "$work/root/bin/plainacc" "$here/plainacc.c" -luring ||
+	fail_setup "plainacc build"
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" || fail_setup "no libscilan_preload.so (make hook)"
-guest_copy_libs "$work/root" "$work/root/bin/peer" "$work/root/bin/epollset" "$build/lib/libscilan_preload.so"
+guest_copy_libs "$work/root" "$work/root/bin/peer" "$work/root/bin/epollset" "$work/root/bin/plainacc" \
+	"$build/lib/libscilan_preload.so"
 install -m 755 "$here/init-two" "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 
@@ -106,7 +111,8 @@ for r in a b; do
 done
 # Tests every guest must have reported (a missing one is a failure too).
 for t in a_load_unload a_link_up a_pingpong_interrupt a_pingpong_polling a_stream a_killed_while_mapped \
-	a_hostile_args a_hook_dev_program a_both_fabrics_in_one_process a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
+	a_hostile_args a_hook_dev_program a_plain_acceptor_raw a_plain_acceptor_uring b_plain_acceptor_raw \
+	b_plain_acceptor_uring a_both_fabrics_in_one_process a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
 	b_stream b_hook_dev_program b_both_fabrics_in_one_process; do
 	grep -q "^kernel2 $t " "$out" || { echo "run-two.sh: no result for $t"; count "${t}_reported" 0; }
 done

@@ -49,7 +49,7 @@ gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/ro
 	"$top/tests/hook/progs/peer.c" "$top/tests/hook/progs/scen.c" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # linkcut: the link cut under a plain POSIX program under the hook.
-gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/linkcut" \
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -pthread -o "$work/root/bin/linkcut" \
 	"$here/linkcut.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # forkexec: a CGI-style fork+exec of a helper under the hook.
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/forkexec" \

@@ -128,11 +128,12 @@ static bool flush_ring(struct sl_sock *s)
 
 /* With tx_lock and ctl_lock held: take the decision the offer word allows.
  * Returns the word as it ends (ATTACHED, PLAIN, or REVOKED if another process
- * of ours never finished copying); *error_taken if our copy took the
- * kernel's pending error. */
-static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *error_taken)
+ * of ours never finished copying, or nothing could be decided: *lost says
+ * why); *error_taken if our copy took the kernel's pending error. */
+static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *error_taken, const char **lost)
 {
 	uint32_t w = atomic_load_explicit(word, memory_order_acquire);
+	bool asked = false;
 
 	for (int waited = 0;;) {
 		/* Agreed, and maybe moved by a bypass since (bypass.c's business). */
@@ -151,6 +152,20 @@ static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *e
 			w = atomic_load_explicit(word, memory_order_acquire);
 			continue;
 		}
+		/* Where another party decides (the device fabric's drivers),
+		 * ask it first, once: agreed there means ATTACHED here. */
+		if (s->fabric->offer_revoke && !asked) {
+			int r = s->fabric->offer_revoke(s);
+
+			asked = true;
+			if (r == 0)
+				return SL_OFFER_ATTACHED;
+			if (r < 0) {
+				*lost = "the device link went down before the acceptor agreed: the ring bytes are out of "
+					"reach";
+				return SL_OFFER_REVOKED;
+			}
+		}
 		/* OFFERED, REFUSED (or garbage from the acceptor): exactly one
 		 * compare-and-swap moves it on; an acceptor's ATTACHED may win. */
 		if (atomic_compare_exchange_strong(word, &w, SL_OFFER_REVOKED)) {
@@ -166,6 +181,7 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 	_Atomic uint32_t *word;
 	uint32_t w;
 	bool plain, error_taken = false;
+	const char *lost = NULL;
 
 	sl_lock(&s->tx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
@@ -174,13 +190,20 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 		plain = sl_fell_back(s);
 		goto out;
 	}
-	w = settle_locked(s, word, &error_taken);
+	w = settle_locked(s, word, &error_taken, &lost);
 	plain = w != SL_OFFER_ATTACHED;
 	if (w == SL_OFFER_REVOKED) {
-		sl_warn("fd %d: connection reset: another process holding it never finished moving it to kernel TCP",
-			s->fd);
+		sl_warn("fd %d: connection reset: %s", s->fd,
+			lost ? lost : "another process holding it never finished moving it to kernel TCP");
 		atomic_store(&s->reset, true);
 		sl_conn_note_error(s);
+		if (lost) {
+			/* The acceptor, hooked or not, must not wait for bytes
+			 * that will never come: an RST (connect to AF_UNSPEC). */
+			struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+			sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+		}
 		plain = false;
 	} else if (error_taken) {
 		/* The kernel socket would now say EOF where kernel TCP says
@@ -255,7 +278,13 @@ bool sl_agree_plain_slow(struct sl_sock *s, enum sl_agree_mode mode)
 	if ((a & SL_AGREE_PENDING) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
 		return sl_fell_back(s);
 	if ((atomic_load_explicit(&s->agree, memory_order_relaxed) & SL_AGREE_STIRRED) ||
-	    sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed)))
+	    sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed))) {
+		/* The device driver marked the link down: the fabric looks at
+		 * the link (outside our locks) before the move decides. */
+		if (s->offer_word && atomic_load(s->offer_word) == SL_OFFER_LINK_DOWN && !atomic_load(&s->fail_over_due) &&
+		    s->fabric->before_close)
+			s->fabric->before_close(s);
 		return sl_bypass(s);
+	}
 	return false;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "conn/conn.h"
+#include "conn/failover.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "ring/segment.h"
@@ -29,9 +30,7 @@
  * what we re-send, or to re-send what it owes us) before it resets. */
 int sl_bypass_wait_ms = PEER_MOVE_WAIT_MS;
 
-/* Write ring bytes [from, to) of the peer's ring (ours to send) onto the
- * kernel socket.  false if the socket refused them. */
-static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
+bool sl_move_resend(struct sl_sock *s, const unsigned char *ring, uint64_t from, uint64_t to)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
 	int waited = 0;
@@ -42,7 +41,7 @@ static bool resend(struct sl_sock *s, uint64_t from, uint64_t to)
 
 		if (piece > s->tx.cap - off)
 			piece = s->tx.cap - off;
-		n = sl_sys.send(s->fd, s->tx.data + off, (size_t)piece, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = sl_sys.send(s->fd, ring + off, (size_t)piece, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
 			from += (uint64_t)n;
 			waited = 0; /* a reader that takes them, however slowly, is never cut off */
@@ -146,7 +145,7 @@ static const char *lead(struct sl_sock *s, _Atomic uint32_t *word)
 	if (atomic_load(s->rx.write_idx) != 0)
 		return "the peer wrote into the ring while its bytes arrived on the kernel socket";
 	sl_conn_wake_peer(s);
-	if (!resend(s, v, w))
+	if (!sl_move_resend(s, s->tx.data, v, w))
 		return resend_failed(s);
 	return NULL;
 }
@@ -173,7 +172,7 @@ static const char *follow(struct sl_sock *s)
 		return "the peer moved to kernel TCP from an impossible point of what we wrote into its ring";
 	if (!skip_kernel(s, r - v))
 		return "the peer's kernel stream ended before the bytes it re-sent";
-	if (!resend(s, u, w))
+	if (!sl_move_resend(s, s->tx.data, u, w))
 		return resend_failed(s);
 	return NULL;
 }
@@ -203,7 +202,7 @@ static const char *leave(struct sl_sock *s, _Atomic uint32_t *word, enum sl_fb w
 	sl_segment_set_state(s, SL_PEER_PLAIN | (why == SL_FB_CLOSED_UNREAD ? SL_PEER_PLAIN_AT_CLOSE : 0));
 	atomic_fetch_or(&s->peer_ctl->peer_state, 0);
 	sl_conn_wake_peer(s);
-	if (!resend(s, v, w))
+	if (!sl_move_resend(s, s->tx.data, v, w))
 		return resend_failed(s);
 	return NULL;
 }
@@ -246,11 +245,23 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 	uint32_t ps, w, led;
 	const char *why;
 
+	/* Our link went down (fabric_dev.c's link_lost): our own decision,
+	 * never a word the peer could write. */
+	if (atomic_load(&s->fail_over_due)) {
+		*fb = SL_FB_LINK_DOWN;
+		why = sl_fail_over(s);
+		*plain = !why;
+		return why;
+	}
 	for (;;) {
 		/* The bit before the word: the leader claims the word first. */
 		ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
 		w = word ? atomic_load_explicit(word, memory_order_acquire) : SL_OFFER_ATTACHED;
 		led = SL_OFFER_LED + (uint32_t)s->own_area;
+		/* The peer can write the word (it is in memory both ends map):
+		 * a value no move leaves there would make the claims below spin. */
+		if (w != SL_OFFER_ATTACHED && w != SL_OFFER_FOLLOWED && w != led && w != (led ^ 1u))
+			return "the connection's agreement word was corrupted";
 		if (w == SL_OFFER_FOLLOWED || w == led) {
 			/* Another process of ours already moved what was ours to move. */
 			*plain = true;
@@ -270,6 +281,21 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 			*fb = (ps & SL_PEER_PLAIN_AT_CLOSE) ? SL_FB_CLOSED_UNREAD : SL_FB_PEER_MOVED;
 			why = follow(s);
 		} else if (kernel_bytes(s)) {
+			/* A device peer whose link went down before ours did
+			 * fails over first: its header starts its kernel stream. */
+			int h = s->tx.mirror ? sl_fail_over_seen(s) : 0;
+
+			if (h < 0) {
+				sl_agree_stir(s); /* the rest of the header is on its way */
+				return NULL;
+			}
+			if (h > 0) {
+				atomic_store(&s->fail_over_due, true);
+				*fb = SL_FB_LINK_DOWN;
+				why = sl_fail_over(s);
+				*plain = !why;
+				return why;
+			}
 			*fb = SL_FB_BYPASS;
 			why = lead(s, word);
 			if (why == again)
@@ -319,7 +345,9 @@ static bool move(struct sl_sock *s, enum sl_fb leave)
 			;
 		sl_fallback(s, fb, (enum sl_fb_side)s->own_area);
 		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
-		if (leaving)
+		if (fb == SL_FB_LINK_DOWN)
+			; /* failover.c said it */
+		else if (leaving)
 			/* Debug only: a sandboxed process's stderr may be a file
 			 * it may no longer grow (OpenSSH sets RLIMIT_FSIZE 0:
 			 * the write would kill it with SIGXFSZ). */

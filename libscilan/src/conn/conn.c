@@ -305,6 +305,23 @@ void sl_conn_wake_peer(struct sl_sock *s)
 		s->fabric->stimulate(s, tokens);
 }
 
+bool sl_conn_kernel_ended(struct sl_sock *s)
+{
+	char b;
+	ssize_t n;
+
+	/* Not the carriers of the peer's urgent sends' SIGURG. */
+	sl_urg_drop_carriers(s);
+	do
+		n = sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		sl_agree_stir(s);
+		return false;
+	}
+	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
 bool sl_conn_check_peer(struct sl_sock *s)
 {
 	/* While our offer is out the kernel socket may carry a plain

@@ -64,6 +64,10 @@ void sl_conn_wake_peer(struct sl_sock *s);
 /* Ask the kernel whether the peer's end is gone (one syscall); true if it
  * just learnt so. */
 bool sl_conn_check_peer(struct sl_sock *s);
+/* Every fabric's peer_gone ends here: has the companion kernel connection
+ * ended (EOF, an error)?  Bytes there are the peer's stream bypassing the
+ * rings: never read, only noted (sl_agree_stir) for bypass.c. */
+bool sl_conn_kernel_ended(struct sl_sock *s);
 /* A wait saw the kernel socket of s readable or hung up: our offer out, the
  * agreement is stirred to look (false); the rings agreed, ask whether the
  * peer's end is gone (true if it just learnt so); kernel TCP, nothing (its

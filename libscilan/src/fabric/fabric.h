@@ -31,6 +31,13 @@ struct sl_fabric_ops {
 	int (*offer)(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring);
 	/* The connect failed: remove the offer and the segment. */
 	void (*offer_withdraw)(struct sl_sock *s);
+	/* Optional: connecting side, before it takes an undecided offer back
+	 * (agree.c): ask whoever else decides.  The shm fabric needs nothing
+	 * (the offer word's compare-and-swap decides); on the device fabric
+	 * the acceptor's driver pairs through ours, which decides.  1 revoked
+	 * (no acceptor will read the ring), 0 the acceptor agreed first, -1
+	 * (errno) neither can be known: the link went down. */
+	int (*offer_revoke)(struct sl_sock *s);
 	/* Connecting side, once connected: forget the offer bookkeeping we no longer need. */
 	void (*offer_settle)(struct sl_sock *s);
 	/* Accepting side, after the kernel accept on listener: 1 attached, 0

@@ -163,6 +163,9 @@ struct sl_seg_holders {
  * process of both sides reads it, so forked holders move once, not twice. */
 #define SL_OFFER_LED 6u /* 6: side 0 led, 7: side 1 led */
 #define SL_OFFER_FOLLOWED 8u
+/* Device fabric only: the driver stores it into an agreed connection's word
+ * (in the receiver's own slice) when the link goes down (failover.c). */
+#define SL_OFFER_LINK_DOWN 16u
 #define SL_SEG_OFFER_OFF 1024
 
 #define SL_USE_RX 0

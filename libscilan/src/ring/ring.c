@@ -30,6 +30,7 @@ void sl_ring_tx_init(struct sl_ring_tx *tx, struct sl_area_ctl *peer_area, unsig
 	tx->unfenced = false;
 	tx->reserved = cap;
 	tx->reserved_end = UINT64_MAX;
+	tx->mirror = NULL;
 }
 
 void sl_ring_tx_lazy(struct sl_ring_tx *tx)

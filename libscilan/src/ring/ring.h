@@ -26,6 +26,8 @@ struct sl_ring_tx {
 	bool unfenced;                    /* the sleeping peer pays the fence (membarrier): plain store */
 	uint64_t reserved;                /* ring bytes [0, reserved) have memory behind them */
 	uint64_t reserved_end;            /* writes below this index need no more: reserved, or ~0 once all is */
+	unsigned char *mirror;            /* device fabric: our own copy of the ring (same offsets), from
+					   * which a link that went down is re-sent (failover.c); NULL: none */
 };
 
 struct sl_ring_rx {
@@ -83,16 +85,43 @@ static inline bool sl_ring_tx_reserve(struct sl_ring_tx *tx, uint64_t len)
 /* A send in two halves, so that several pieces gather into one
  * publication: copy at write+offset (not yet visible), then publish len
  * bytes (unless write_combining or unfenced, also a full fence). */
+static inline void sl_ring_copy_in(unsigned char *ring, uint64_t cap, uint64_t off, const void *buf, size_t len)
+{
+	size_t first = len;
+
+	if (first > cap - off)
+		first = cap - off;
+	memcpy(ring + off, buf, first);
+	if (first < len) /* the wrap: rare, and an empty memcpy is still a call */
+		memcpy(ring, (const unsigned char *)buf + first, len - first);
+}
+
 static inline void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset)
+{
+	uint64_t off = (tx->write + offset) & (tx->cap - 1);
+
+	sl_ring_copy_in(tx->data, tx->cap, off, buf, len);
+	/* Local memory, written while the bytes are in the cache: the price
+	 * of re-sending what a link that failed may not have delivered. */
+	if (tx->mirror)
+		sl_ring_copy_in(tx->mirror, tx->cap, off, buf, len);
+}
+
+/* A fill source wrote len bytes at write+offset straight into the ring:
+ * the mirror takes them from there (a read of the peer's memory, on the
+ * rare path of sendfile). */
+static inline void sl_ring_tx_mirror_filled(const struct sl_ring_tx *tx, size_t len, uint64_t offset)
 {
 	uint64_t off = (tx->write + offset) & (tx->cap - 1);
 	size_t first = len;
 
+	if (!tx->mirror)
+		return;
 	if (first > tx->cap - off)
 		first = tx->cap - off;
-	memcpy(tx->data + off, buf, first);
-	if (first < len) /* the wrap: rare, and an empty memcpy is still a call */
-		memcpy(tx->data, (const unsigned char *)buf + first, len - first);
+	memcpy(tx->mirror + off, tx->data + off, first);
+	if (first < len)
+		memcpy(tx->mirror, tx->data, len - first);
 }
 
 static inline void sl_ring_tx_commit(struct sl_ring_tx *tx, size_t len)

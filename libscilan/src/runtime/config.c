@@ -103,6 +103,20 @@ static bool read_learn_short_conns(void)
 	return true;
 }
 
+/* SCILAN_FAIL_OVER: on (default) or off (a device link that goes down
+ * resets its connections; sends skip the mirror's copy). */
+static bool read_fail_over(void)
+{
+	const char *v = getenv("SCILAN_FAIL_OVER");
+
+	if (!v || !*v || strcmp(v, "on") == 0)
+		return true;
+	if (strcmp(v, "off") == 0)
+		return false;
+	sl_err("SCILAN_FAIL_OVER=%s is not one of on|off; using on", v);
+	return true;
+}
+
 /* A bad map must never break the application: it is reported naming file
  * and line, and the process then runs entirely over the kernel, as without
  * scilan (no runtime directory: no listener is published, none is looked up). */
@@ -129,6 +143,7 @@ static void load_config(void)
 		(uint64_t)read_int_setting("SCILAN_RING_KB", SL_RING_MIN >> 10, SL_RING_MAX >> 10, profile->ring_kb)
 		<< 10);
 	config.learn_short_conns = read_learn_short_conns();
+	config.fail_over = read_fail_over();
 	if (sl_rundir_prepare(config.rundir, sizeof(config.rundir)) < 0)
 		config.rundir[0] = '\0';
 	load_map();

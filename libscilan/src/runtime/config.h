@@ -1,6 +1,6 @@
 /* config.h — the process-wide settings read once from the environment
- * (SCILAN_POLL_US, SCILAN_RING_KB, SCILAN_SHORT_CONNS, SCILAN_LOG,
- * SCILAN_RUNDIR) and the
+ * (SCILAN_POLL_US, SCILAN_RING_KB, SCILAN_SHORT_CONNS, SCILAN_FAIL_OVER,
+ * SCILAN_LOG, SCILAN_RUNDIR) and the
  * cluster map ($SCILAN_CONF).
  */
 #ifndef SCILAN_CONFIG_H
@@ -29,6 +29,8 @@ struct sl_config {
 	uint64_t ring_bytes;     /* default receive ring capacity */
 	bool learn_short_conns;  /* SCILAN_SHORT_CONNS=learn (default): destinations whose
 				  * connections are too short to pay get kernel TCP (offer_policy.h) */
+	bool fail_over;          /* SCILAN_FAIL_OVER=on (default): device connections keep a mirror of
+				  * what they send, and fail over to kernel TCP at link down (failover.c) */
 	char rundir[SL_PATH_SIZE];      /* per-user runtime directory ("" = none usable) */
 	struct sl_cluster_map map; /* $SCILAN_CONF; empty if missing or bad (reported once) */
 	bool off;                /* scilan is off in this process (reported once): no listener warnings */

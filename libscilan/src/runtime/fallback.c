@@ -24,7 +24,9 @@ static const struct {
 				"run the server under scilan_run too" },
 	[SL_FB_NOT_IN_MAP] = { "not-in-map", "the destination is not a device address in the cluster map",
 			       "add its node to the cluster map (scilan.conf(5))" },
-	[SL_FB_LINK_DOWN] = { "link-down", "the device link is down or its device is missing",
+	[SL_FB_LINK_DOWN] = { "link-down",
+			      "the device link is down or its device is missing (or it went down under the "
+			      "connection, which failed over to kernel TCP with every byte)",
 			      "scilan_ctl status shows the links and devices" },
 	[SL_FB_UNREGISTERED] = { "unregistered", "the listener could not be registered with scilan", NULL },
 	[SL_FB_NO_OFFER] = { "no-offer", "the client made no offer (it is not on scilan)",

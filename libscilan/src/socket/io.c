@@ -245,6 +245,9 @@ static struct sl_sock *connecting(struct sl_sock *s)
 {
 	if (sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
-	return sl_sock_on_rings(s) ? s : NULL;
+	/* Failed over to kernel TCP, with the peer's header and re-sent bytes
+	 * still to strip from the stream (failover.c): reads go through us
+	 * until then, everything else is the kernel's. */
+	return sl_sock_on_rings(s) || atomic_load_explicit(&s->strip_pending, memory_order_relaxed) ? s : NULL;
 }
 

@@ -14,6 +14,7 @@
 
 #include "conn/agree.h"
 #include "conn/conn.h"
+#include "conn/failover.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
 #include "socket/idle.h"
@@ -99,8 +100,12 @@ static size_t gather_pieces(struct sl_ring_tx *tx, struct iov_cursor *c, size_t 
 {
 	uint64_t done = 0;
 
-	if (c->fill)
-		return c->fill(tx, n, c->arg);
+	if (c->fill) {
+		size_t k = c->fill(tx, n, c->arg);
+
+		sl_ring_tx_mirror_filled(tx, k, 0);
+		return k;
+	}
 	while (done < n) {
 		size_t k;
 
@@ -566,8 +571,12 @@ static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t d
 	msg.msg_iovlen = (size_t)n;
 	if (sending)
 		r = n ? sl_sys.sendmsg(s->fd, &msg, flags) : 0;
+	else if (done && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)))
+		r = 0;
+	else if (atomic_load(&s->strip_pending) && sl_fail_over_strip(s, flags) < 0)
+		r = -1; /* the peer's fail-over header and re-sent bytes come first */
 	else
-		r = done && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)) ? 0 : sl_sys.recvmsg(s->fd, &msg, flags);
+		r = sl_sys.recvmsg(s->fd, &msg, flags);
 	if (rest != stack)
 		free(rest);
 	if (r < 0)
@@ -654,6 +663,8 @@ ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 		struct iov_cursor peek = { .iov = &one, .cnt = 1 };
 
 		r = recv_accelerated(s, &peek, 1, flags | MSG_PEEK, &plain);
+		if (plain && atomic_load(&s->strip_pending) && sl_fail_over_strip(s, flags) < 0)
+			return -1;
 		if (plain)
 			r = sl_sys.recvmsg(s->fd, &(struct msghdr){ 0 }, flags);
 		return r < 0 ? -1 : 0;

@@ -562,8 +562,6 @@ static void close_connected(struct sl_sock *s)
 {
 	bool unread;
 
-	if (s->fabric->before_close)
-		s->fabric->before_close(s);
 	unread = sl_conn_unread(s);
 	if (!atomic_load(&s->peer_waited))
 		sl_fence_note(false);
@@ -599,6 +597,12 @@ void sl_sock_release(int fd)
 			pthread_mutex_unlock(&s->ctl_lock);
 			break;
 		case SL_CONNECTED:
+			/* Before anything reads the connection's memory: the
+			 * device fabric swaps out the mappings of a link that
+			 * went down (and may mark the connection for fail-over,
+			 * which the move below then makes before the FIN). */
+			if (s->fabric->before_close)
+				s->fabric->before_close(s);
 			/* The last holder's close decides an offer still out: its
 			 * bytes go onto the kernel socket before the kernel's FIN. */
 			if (sl_agree_pending(s) && !sl_holders_others(s) && sl_agree_decide(s, SL_AGREE_FORCE)) {

@@ -202,6 +202,18 @@ struct sl_sock {
 	size_t dev_slice;        /* bytes of each mapping */
 	_Atomic bool dev_lost;   /* the link went down: the mappings were replaced by private memory */
 	int dev_link;            /* N of the /dev/scilanN it rides; -1: not known */
+	void *dev_mirror;        /* tx.mirror's mapping (the holder memfd past its page), for release */
+	/* Fail-over to kernel TCP (failover.c): link_lost found the companion
+	 * connection worth continuing on; the next guard moves it. */
+	_Atomic bool fail_over_due;
+	/* After the move, the peer's header still to be read from the kernel
+	 * stream (its re-send starts at its `from`), and our read index of its
+	 * stream then: the bytes to drop are strip_read - from. */
+	_Atomic bool strip_pending;
+	uint64_t strip_read;
+	unsigned char strip_hdr[16];
+	unsigned strip_got;
+	int strip_user_timeout;  /* the socket's TCP_USER_TIMEOUT before the move, restored after it */
 	uint32_t dev_own_slice, dev_peer_slice; /* our slice and the peer's on that link */
 	/* Our epoll sets on the device fabric (evq_dev.c): the peer's sets'
 	 * marks pages (we write) and our window's armed pages (we read),

@@ -18,6 +18,7 @@
 
 #include "uapi/scilan.h" /* the driver's ABI (-Idriver) */
 #include "runtime/config.h"
+#include "conn/agree.h"
 #include "conn/conn.h"
 #include "evq/evq_dev.h"
 #include "fabric/fabric.h"
@@ -280,6 +281,22 @@ static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 	return 1;
 }
 
+/* The mirror of what we send (failover.c) lives in the holder memfd past
+ * its page: shared with fork children, handed to an exec'd image with the
+ * rest, and its pages exist only as far as the ring was written.  An
+ * adopted memfd without it (none could be made) leaves the connection
+ * without fail-over: a link down resets it. */
+static void *map_mirror(int hfd, uint64_t cap)
+{
+	struct stat st;
+	void *m;
+
+	if (fstat(hfd, &st) < 0 || (uint64_t)st.st_size < SL_PAGE + cap)
+		return NULL;
+	m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, hfd, SL_PAGE);
+	return m == MAP_FAILED ? NULL : m;
+}
+
 /* Maps the connected endpoint fd for s: our slice (the ring we receive into)
  * and the peer's (the ring we send into); with holders_fd >= 0 the holder
  * page is that file's (an exec'd image adopting the connection), else a new
@@ -297,7 +314,7 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 	*cap = ring_for_slice(in.slice_size);
 	if (hfd < 0) {
 		hfd = memfd_create("scilan-dev-holders", MFD_CLOEXEC);
-		if (hfd >= 0 && ftruncate(hfd, SL_PAGE) < 0) {
+		if (hfd >= 0 && ftruncate(hfd, (off_t)(SL_PAGE + (sl_config()->fail_over ? *cap : 0))) < 0) {
 			close_quietly(hfd);
 			hfd = -1;
 		}
@@ -319,6 +336,7 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 		errno = err;
 		return -1;
 	}
+	s->dev_mirror = map_mirror(hfd, *cap);
 	s->fabric = &sl_fabric_dev;
 	s->bell_rx = fd;
 	s->bell_tx = -1;
@@ -331,12 +349,31 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 	s->dev_own_slice = in.slice;
 	s->dev_peer_slice = in.peer_slice;
 	atomic_store(&s->dev_lost, false);
+	atomic_store(&s->fail_over_due, false);
+	atomic_store(&s->strip_pending, false);
+	return 0;
+}
+
+/* After the areas are bound (which sets the ring views up afresh). */
+static void tx_setup(struct sl_sock *s)
+{
 	/* The peer is another host: membarrier cannot order its stores, so
 	 * every send publishes fenced (sfence for the write-combining window,
-	 * store, then the full fence before the arm-word load in conn.c). */
+	 * store, then the full fence before the arm-word load in conn.c):
+	 * never a locked instruction on the window. */
 	s->tx.write_combining = true;
 	s->tx.unfenced = false;
-	return 0;
+	s->tx.mirror = s->dev_mirror;
+}
+
+_Static_assert(sizeof(struct sl_area_ctl) <= SCILAN_SLICE_AGREE_OFF, "the agreement word is past the control words");
+_Static_assert(SL_OFFER_ATTACHED == SCILAN_AGREE_ATTACHED, "the driver's agreed value is the library's");
+_Static_assert(SL_OFFER_LINK_DOWN == SCILAN_AGREE_LINK_DOWN, "the driver's link-down value is the library's");
+
+/* The agreement word in our own slice (the driver's and ours). */
+static _Atomic uint32_t *agree_word(struct sl_sock *s)
+{
+	return (_Atomic uint32_t *)((char *)s->dev_map[0] + SCILAN_SLICE_AGREE_OFF);
 }
 
 static int map_connection(struct sl_sock *s, int fd, int own)
@@ -347,6 +384,7 @@ static int map_connection(struct sl_sock *s, int fd, int own)
 	if (map_slices(s, fd, -1, &holders, &local, &peer, &cap) < 0)
 		return -1;
 	sl_segment_bind_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	tx_setup(s);
 	/* Our sends mark the peer's epoll sets (evq_dev.c). */
 	sl_segment_set_state(s, SL_PEER_EVQ);
 	return 0;
@@ -360,6 +398,10 @@ int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own)
 	if (map_slices(s, ep_fd, holders_fd, &holders, &local, &peer, &cap) < 0)
 		return -1;
 	sl_segment_adopt_areas(s, holders, SL_PAGE, own, holders, local, peer, cap, cap);
+	tx_setup(s);
+	/* Agreed (a hand-over decides first): the word carries later moves
+	 * and the driver's link-down mark. */
+	s->offer_word = agree_word(s);
 	return 0;
 }
 
@@ -397,27 +439,31 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	 * ports, which the fallback names "resource". */
 	if (!connected && fd >= 0 && errno == EAGAIN)
 		errno = ENOSPC;
-	if (!connected || map_connection(s, fd, 0) < 0) {
-		/* Connected but unusable: the listener's side must drop it,
-		 * not pair it with our kernel connection (which it would end). */
-		if (connected)
-			abandon(fd);
-		close_quietly(fd);
-		/* No listener on that port over the link (not on scilan, or
-		 * another link): the ordinary case of a plain TCP peer. */
-		if (errno == ECONNREFUSED)
-			sl_debug("/dev/%s: no scilan listener on port %u; kernel TCP", e->device, (unsigned)dst->port);
-		else if (errno == ENOSPC)
-			sl_info("/dev/%s: every slice of the link is in use; kernel TCP", e->device);
-		else if (errno == ENOBUFS)
-			sl_info("/dev/%s: port %u's listener has its backlog full; kernel TCP", e->device,
-				(unsigned)dst->port);
-		else
-			sl_warn("/dev/%s: cannot connect over the link (%s); connection uses kernel TCP", e->device,
-				strerror(errno));
-		return -1;
+	if (connected && map_connection(s, fd, 0) == 0) {
+		/* The acceptor's driver pairs through ours, which then stores
+		 * ATTACHED over OFFERED: the agreement (agree.c, dev_offer_revoke). */
+		atomic_store_explicit(agree_word(s), SL_OFFER_OFFERED, memory_order_release);
+		sl_agree_start(s, agree_word(s));
+		return 0;
 	}
-	return 0;
+	/* Connected but unusable: the listener's side must drop it,
+	 * not pair it with our kernel connection (which it would end). */
+	if (connected)
+		abandon(fd);
+	close_quietly(fd);
+	/* No listener on that port over the link (not on scilan, or
+	 * another link): the ordinary case of a plain TCP peer. */
+	if (errno == ECONNREFUSED)
+		sl_debug("/dev/%s: no scilan listener on port %u; kernel TCP", e->device, (unsigned)dst->port);
+	else if (errno == ENOSPC)
+		sl_info("/dev/%s: every slice of the link is in use; kernel TCP", e->device);
+	else if (errno == ENOBUFS)
+		sl_info("/dev/%s: port %u's listener has its backlog full; kernel TCP", e->device,
+			(unsigned)dst->port);
+	else
+		sl_warn("/dev/%s: cannot connect over the link (%s); connection uses kernel TCP", e->device,
+			strerror(errno));
+	return -1;
 }
 
 /* ACCEPT_SOCK through a fresh endpoint of the listener's link i: 1 taken
@@ -454,6 +500,10 @@ static int accept_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 		errno = ECONNABORTED;
 		return -1;
 	}
+	/* ATTACHED, stored by our driver as it paired the connection: our
+	 * forked holders agree on a later move here, and the driver marks a
+	 * link that goes down. */
+	s->offer_word = agree_word(s);
 	return 1;
 }
 
@@ -513,18 +563,40 @@ static bool dev_may_attach(struct sl_sock *listener)
 	return any;
 }
 
-/* The link went down: the driver reset the endpoint and zaps our mappings,
- * so a later access would raise SIGBUS.  Private memory takes their place at
- * the same addresses, showing a reset connection, before the reset is
- * reported; a thread of ours inside a ring copy at the very moment of the
- * zap is not covered (it faults). */
+/* The link went down: the driver reset the endpoint and zapped our mappings.
+ * A connection agreed on, whose sends we mirrored, whose peer had not closed
+ * and whose companion kernel connection is still open fails over
+ * (failover.c).  Its mappings stay: our slice is our memory, held by the
+ * endpoint until its close, so what landed in our ring still reads (a
+ * reader racing with us consumes real bytes, which the move counts), and
+ * the peer's slice refaults to the endpoint's sink page, which takes our
+ * stores harmlessly.  Our own area then shows the peer moved (PLAIN), which
+ * sends the next guard of any call to the move; the read index the peer
+ * last published there is where our re-send starts.  Any other connection
+ * is reset, behind private memory at the same addresses (after a device's
+ * removal even our slice would raise SIGBUS). */
 static void link_lost(struct sl_sock *s)
 {
 	struct sl_area_ctl *own;
+	uint32_t ps;
 	void *m;
 
 	if (!s->dev_map[0] || atomic_exchange(&s->dev_lost, true))
 		return;
+	/* Moved already (the peer failed over first, or a bypass): the
+	 * mappings are not used any more, and refault harmlessly. */
+	if (sl_fell_back(s))
+		return;
+	ps = atomic_load(&s->own_ctl->peer_state);
+	if (s->tx.mirror && sl_agree_on_rings(s) && !atomic_load(&s->reset) &&
+	    !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) &&
+	    !(sl_agree_kernel_ready(s, POLLOUT) & (POLLERR | POLLHUP))) {
+		sl_evq_dev_unmap(s, true);
+		atomic_store(&s->fail_over_due, true);
+		atomic_fetch_or(&s->own_ctl->peer_state, SL_PEER_PLAIN);
+		sl_conn_wake_local(s);
+		return;
+	}
 	for (int i = 0; i < 2; i++) {
 		m = mmap(s->dev_map[i], s->dev_slice, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
 			 -1, 0);
@@ -554,6 +626,9 @@ static void dev_release(struct sl_sock *s)
 	munmap(local, slice);
 	munmap(peer, slice);
 	munmap(holders, SL_PAGE);
+	if (s->dev_mirror)
+		munmap(s->dev_mirror, ring_for_slice(slice));
+	s->dev_mirror = NULL;
 	close_quietly(s->memfd);
 	s->memfd = -1;
 	/* The last reference to the endpoint tells the peer (CLOSE). */
@@ -622,23 +697,33 @@ static int dev_drain(struct sl_sock *s)
 static bool dev_peer_gone(struct sl_sock *s)
 {
 	struct scilan_info in;
-	char junk[256];
-	ssize_t n;
 
 	if (s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_INFO, &in) == 0) {
 		if (in.ep_state == SCILAN_EP_RESET) {
 			link_lost(s);
-			return true;
+			/* Failed over: the connection goes on (the next guard moves it). */
+			return !atomic_load(&s->fail_over_due);
 		}
 		/* The driver's CLOSE: the peer's last holder closed or died. */
 		if (in.ep_state == SCILAN_EP_PEER_CLOSED)
 			return true;
 	}
-	/* Then the companion connection, as on shm: only its end is expected. */
-	do
-		n = sl_sys.recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
-	while (n > 0 || (n < 0 && errno == EINTR));
-	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+	/* Then the companion connection, as on shm: its end, or the peer's
+	 * bytes bypassing the rings, which bypass.c moves (never dropped). */
+	return sl_conn_kernel_ended(s);
+}
+
+/* The revoke of an undecided offer (agree.c): our driver answers the
+ * acceptor's pairing (VERIFY) and our ABANDON under one lock, so exactly
+ * one wins; after ours no acceptor reads the ring. */
+static int dev_offer_revoke(struct sl_sock *s)
+{
+	if (s->bell_rx >= 0 && !atomic_load(&s->dev_lost) && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_ABANDON) == 0)
+		return 1;
+	if (s->bell_rx >= 0 && !atomic_load(&s->dev_lost) && errno == EALREADY)
+		return 0;
+	sl_debug("fd %d: revoke over the device: %s", s->fd, strerror(errno));
+	return -1;
 }
 
 /* A close must not touch mappings the driver zapped at link down. */
@@ -663,6 +748,7 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	.lookup = dev_lookup,
 	.offer = dev_offer,
 	.offer_withdraw = dev_offer_withdraw,
+	.offer_revoke = dev_offer_revoke,
 	/* Nothing lingers: the peer's ring lives in the peer's memory, so data
 	 * sent before our close survives it without us. */
 	.offer_settle = dev_nothing,

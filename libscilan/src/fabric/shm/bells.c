@@ -1,6 +1,5 @@
 /* bells.c — the shm fabric's wake-ups: the two FIFOs beside an offer, a
- * byte rung per stimulus and drained by the sleeper, and the peer's liveness
- * read from the companion kernel socket.
+ * byte rung per stimulus and drained by the sleeper.
  */
 #include "fabric/shm/bells.h"
 
@@ -88,23 +87,4 @@ int sl_shm_drain(struct sl_sock *s)
 			seen |= tokens[i];
 	} while (n == (ssize_t)sizeof(tokens) && ++reads < DRAIN_READS);
 	return seen & (SL_TOKEN_DATA | SL_TOKEN_SPACE | SL_TOKEN_LOCAL);
-}
-
-bool sl_shm_peer_gone(struct sl_sock *s)
-{
-	char b;
-	ssize_t n;
-
-	/* Bytes here are the peer's stream bypassing the rings: never dropped;
-	 * the next would-block or poll moves the connection (bypass.c).  Not
-	 * the carriers of its urgent sends' SIGURG. */
-	sl_urg_drop_carriers(s);
-	do
-		n = sl_sys.recv(s->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n > 0) {
-		sl_agree_stir(s);
-		return false;
-	}
-	return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
 }

@@ -17,6 +17,5 @@ void sl_shm_stimulate(struct sl_sock *s, int token);
 void sl_shm_ring_self(struct sl_sock *s, int token);
 void sl_shm_flush_remote(struct sl_sock *s);
 int sl_shm_drain(struct sl_sock *s);
-bool sl_shm_peer_gone(struct sl_sock *s);
 
 #endif

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "conn/agree.h"
+#include "conn/conn.h"
 #include "process/holders.h"
 #include "sync/barrier.h"
 #include "sync/fence_policy.h"
@@ -877,6 +878,6 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.ring_self = sl_shm_ring_self,
 	.flush_remote = sl_shm_flush_remote,
 	.drain = sl_shm_drain,
-	.peer_gone = sl_shm_peer_gone,
+	.peer_gone = sl_conn_kernel_ended,
 	.release = shm_release,
 };

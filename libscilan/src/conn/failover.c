@@ -1,0 +1,196 @@
+/* failover.c — a device link that went down under an agreed connection:
+ * both ends continue on the companion kernel TCP connection, each re-sending
+ * from its mirror what the other may not have seen and dropping what it had
+ * read already, so the stream stays whole (ARCHITECTURE.md, "Fail-over").
+ */
+#include "conn/failover.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "runtime/log.h"
+#include "runtime/sys.h"
+#include "sync/ring_lock.h"
+
+/* While the move is under way a peer host that died must not leave us
+ * waiting for TCP's retransmissions (minutes): our header and re-sent
+ * bytes unacknowledged for this long end the connection (ETIMEDOUT). */
+#define FAIL_OVER_USER_TIMEOUT_MS 5000
+
+/* Send all of the header on the kernel socket, waiting for room (the
+ * peer's kernel takes a few bytes whether or not its program reads). */
+static bool send_header(struct sl_sock *s, const struct sl_fail_over_hdr *h)
+{
+	const unsigned char *p = (const unsigned char *)h;
+	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
+	size_t done = 0;
+
+	for (int waited = 0; done < sizeof(*h);) {
+		ssize_t n = sl_sys.send(s->fd, p + done, sizeof(*h) - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			done += (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (waited++ >= FAIL_OVER_USER_TIMEOUT_MS / 10) {
+				errno = ETIMEDOUT;
+				return false;
+			}
+			sl_sys.poll(&pfd, 1, 10);
+		} else if (n < 0 && errno != EINTR) {
+			return false;
+		}
+	}
+	return true;
+}
+
+const char *sl_fail_over(struct sl_sock *s)
+{
+	/* The read index the peer last published of our ring, as link_lost
+	 * kept it: everything before it the peer read; what follows it may
+	 * not have landed at all. */
+	uint64_t from = atomic_load_explicit(s->tx.read_copy, memory_order_acquire), to = s->tx.write;
+	struct sl_fail_over_hdr h = { SL_FAIL_OVER_MAGIC, SL_FAIL_OVER_VERSION, from };
+	int timeout = 0, ours = FAIL_OVER_USER_TIMEOUT_MS;
+	socklen_t len = sizeof(timeout);
+
+	if (to < from || to - from > s->tx.cap)
+		return "the device link went down and the peer had published an impossible read index";
+	if (sl_sys.getsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, &len) < 0)
+		timeout = 0;
+	s->strip_user_timeout = timeout;
+	if (timeout == 0 || timeout > ours)
+		sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ours, sizeof(ours));
+	/* What we read of the peer's stream: its re-send starts at or before
+	 * it (at the index we last published), and the difference we drop. */
+	s->strip_read = s->rx.read;
+	s->strip_got = 0;
+	atomic_store(&s->strip_pending, true);
+	if (!send_header(s, &h) || !sl_move_resend(s, s->tx.mirror, from, to)) {
+		if (errno == ETIMEDOUT) {
+			atomic_store(&s->strip_pending, false);
+			return "the device link went down and the peer does not read the kernel socket the connection "
+			       "moved to";
+		}
+		/* The kernel connection's own end: the program sees it there. */
+		sl_debug("fd %d: fail-over: the kernel socket took only part of the re-sent bytes: %s", s->fd,
+			 strerror(errno));
+	}
+	sl_debug("fd %d: the device link went down; %llu bytes re-sent from index %llu, the connection continues "
+		 "on kernel TCP",
+		 s->fd, (unsigned long long)(to - from), (unsigned long long)from);
+	return NULL;
+}
+
+int sl_fail_over_seen(struct sl_sock *s)
+{
+	struct sl_fail_over_hdr h = { SL_FAIL_OVER_MAGIC, SL_FAIL_OVER_VERSION, 0 };
+	unsigned char got[offsetof(struct sl_fail_over_hdr, from)];
+	ssize_t n;
+
+	do
+		n = sl_sys.recv(s->fd, got, sizeof(got), MSG_PEEK | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0 || memcmp(got, &h, (size_t)n))
+		return 0;
+	return n == (ssize_t)sizeof(got) ? 1 : -1;
+}
+
+static void strip_done(struct sl_sock *s)
+{
+	int ours = FAIL_OVER_USER_TIMEOUT_MS;
+
+	atomic_store(&s->strip_pending, false);
+	if (s->strip_user_timeout == 0 || s->strip_user_timeout > ours)
+		sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->strip_user_timeout,
+				  sizeof(s->strip_user_timeout));
+}
+
+/* The stream after the move is not the one the peer's header promised:
+ * the order of the bytes is lost, so both ends are told (an RST). */
+static int strip_reset(struct sl_sock *s, const char *why)
+{
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+	sl_warn("fd %d: connection reset: %s", s->fd, why);
+	atomic_store(&s->strip_pending, false);
+	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+	errno = ECONNRESET;
+	return -1;
+}
+
+/* Read up to n bytes into buf (NULL: drop them), as the call may wait.
+ * The count read, or -1 (errno); 0 at the end of the stream. */
+static ssize_t take(struct sl_sock *s, void *buf, size_t n, bool nonblock)
+{
+	char sink[1024]; /* small: the caller may be on a small thread stack */
+
+	for (;;) {
+		ssize_t got = sl_sys.recv(s->fd, buf ? buf : sink, buf || n < sizeof(sink) ? n : sizeof(sink),
+					  MSG_DONTWAIT);
+		struct pollfd p = { .fd = s->fd, .events = POLLIN };
+
+		if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return got;
+		if (nonblock)
+			return -1;
+		if (sl_sys.poll(&p, 1, -1) < 0 && errno == EINTR)
+			return -1;
+	}
+}
+
+int sl_fail_over_strip(struct sl_sock *s, int flags)
+{
+	bool nonblock = (flags & MSG_DONTWAIT) || (sl_sys.fcntl(s->fd, F_GETFL) & O_NONBLOCK);
+	struct sl_fail_over_hdr h;
+	int r = 0;
+
+	sl_lock(&s->rx_lock);
+	while (atomic_load(&s->strip_pending)) {
+		ssize_t got;
+
+		if (s->strip_got < sizeof(s->strip_hdr)) {
+			got = take(s, s->strip_hdr + s->strip_got, sizeof(s->strip_hdr) - s->strip_got, nonblock);
+			if (got > 0) {
+				s->strip_got += (unsigned)got;
+				if (s->strip_got < sizeof(s->strip_hdr))
+					continue;
+				memcpy(&h, s->strip_hdr, sizeof(h));
+				/* The peer's re-send starts at the read index we
+				 * published, never beyond what we read, nor more
+				 * than a ring before it. */
+				if (h.magic != SL_FAIL_OVER_MAGIC || h.version != SL_FAIL_OVER_VERSION ||
+				    h.from > s->strip_read || s->strip_read - h.from > s->rx.cap) {
+					r = strip_reset(s, "after the device link went down, the peer's kernel stream did "
+							   "not start with a valid fail-over header");
+					break;
+				}
+				s->strip_read -= h.from; /* from here on: the bytes still to drop */
+				continue;
+			}
+		} else if (s->strip_read) {
+			got = take(s, NULL, (size_t)s->strip_read, nonblock);
+			if (got > 0) {
+				s->strip_read -= (uint64_t)got;
+				continue;
+			}
+		} else {
+			strip_done(s);
+			break;
+		}
+		if (got == 0) {
+			r = strip_reset(s, "after the device link went down, the peer's kernel stream ended before the "
+					   "bytes it owed us (it had closed)");
+			break;
+		}
+		r = -1; /* EAGAIN, EINTR, or the connection's error: the program's */
+		break;
+	}
+	sl_unlock(&s->rx_lock);
+	return r;
+}

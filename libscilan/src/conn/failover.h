@@ -1,0 +1,45 @@
+/* failover.h — a device connection whose link went down continues on its
+ * companion kernel TCP connection: each end re-sends, from its mirror, what
+ * the other may not have seen, behind a header saying where it starts; each
+ * end drops from the kernel stream what it had read already (failover.c).
+ */
+#ifndef SCILAN_FAILOVER_H
+#define SCILAN_FAILOVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "socket/sock_state.h"
+
+/* The header each end writes first onto the kernel stream at fail-over. */
+#define SL_FAIL_OVER_MAGIC 0x564f4c53u /* "SLOV" */
+#define SL_FAIL_OVER_VERSION 1u
+struct sl_fail_over_hdr {
+	uint32_t magic, version;
+	uint64_t from; /* the index of our stream the re-sent bytes start at */
+};
+_Static_assert(sizeof(struct sl_fail_over_hdr) == sizeof(((struct sl_sock *)0)->strip_hdr), "header size");
+
+/* With the three locks held (bypass.c's move): send our header and the
+ * bytes [from, write) of our mirror onto the kernel socket, and note what
+ * to drop of the peer's.  NULL, or why the connection must be reset. */
+const char *sl_fail_over(struct sl_sock *s);
+
+/* The peer's kernel bytes arrived while the rings carry the connection:
+ * do they start with a fail-over header (its link went down before ours
+ * did)?  1 yes, 0 no, -1 a prefix of one (the rest is on its way). */
+int sl_fail_over_seen(struct sl_sock *s);
+
+/* Before a receive on the kernel socket (io_general.c): read the peer's
+ * header and drop what we had read already, waiting as the call may
+ * (flags' MSG_DONTWAIT, the socket's O_NONBLOCK).  0 when the kernel
+ * stream now continues where our reads stopped; -1 with errno: EAGAIN
+ * (not there yet), or the connection's error (a reset, the kernel's). */
+int sl_fail_over_strip(struct sl_sock *s, int flags);
+
+/* Re-send ring bytes [from, to) of ring (ours to send, the peer's ring or
+ * our mirror of it) onto the kernel socket, then a shutdown the program
+ * made (bypass.c).  false (errno) if the socket refused them. */
+bool sl_move_resend(struct sl_sock *s, const unsigned char *ring, uint64_t from, uint64_t to);
+
+#endif
