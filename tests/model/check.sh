@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml and set_queue.pml (no lost wake-up) and
-# biased_lock.pml (mutual exclusion) with SPIN; each fence-less mutant must fail.
+# biased_lock.pml (mutual exclusion) and fail_over.pml (a device link's fail-over to kernel TCP
+# loses and duplicates no byte) with SPIN; each mutant must fail.
 set -u
 out=${1:+$(realpath -m "$1")}   # resolved before the cd below
 cd "$(dirname "$0")"
@@ -46,6 +47,11 @@ MODEL=set_queue.pml check set_queue_device_no_relook nonzero -DDEVICE -DNO_RELOO
 MODEL=set_queue.pml check set_queue_device_no_mark_fence nonzero -DDEVICE -DDEV_NO_MARK_FENCE
 MODEL=biased_lock.pml check biased_lock zero
 MODEL=biased_lock.pml check biased_lock_no_membarrier nonzero -DNO_MEMBARRIER
+MODEL=fail_over.pml check fail_over zero
+MODEL=fail_over.pml check fail_over_resend_from_write nonzero -DRESEND_FROM_WRITE
+MODEL=fail_over.pml check fail_over_no_drop nonzero -DNO_DROP
+MODEL=fail_over.pml check fail_over_publish_before_consume nonzero -DPUBLISH_BEFORE_CONSUME
+MODEL=fail_over.pml check fail_over_no_tx_fence nonzero -DNO_TX_FENCE
 echo "model: $passed passed, $failed failed"
-[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml $passed $failed" >"$out"; }
+[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml+fail_over.pml $passed $failed" >"$out"; }
 [ "$failed" -eq 0 ]
