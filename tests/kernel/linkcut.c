@@ -269,7 +269,7 @@ static void timed_out(int sig)
 	_exit(1);
 }
 
-static void run(enum mode m, uint16_t port)
+static void run(enum mode m, uint16_t port, const char *name)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, pr[2], pg[2], ps[2], st = -1, sst = -1, acc = 0, up;
@@ -281,7 +281,7 @@ static void run(enum mode m, uint16_t port)
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 || pipe(pr) < 0 || pipe(pg) < 0 ||
 	    pipe(ps) < 0) {
-		result(names[m], 0, "setup: %s", strerror(errno));
+		result(name, 0, "setup: %s", strerror(errno));
 		return;
 	}
 	srv = fork();
@@ -298,7 +298,7 @@ static void run(enum mode m, uint16_t port)
 		_exit(subject(m, c, pr[1], pg[0]));
 	}
 	close(pr[1]); /* a subject that fails early: EOF, not a hang */
-	running = names[m];
+	running = name;
 	kids[0] = srv;
 	kids[1] = sub;
 	signal(SIGALRM, timed_out);
@@ -319,7 +319,7 @@ static void run(enum mode m, uint16_t port)
 	alarm(0);
 	write_file(MOCK_LINK, "1");
 	up = wait_up();
-	result(names[m], WIFEXITED(st) && WEXITSTATUS(st) == 0 && WIFEXITED(sst) && WEXITSTATUS(sst) == 0 && up,
+	result(name, WIFEXITED(st) && WEXITSTATUS(st) == 0 && WIFEXITED(sst) && WEXITSTATUS(sst) == 0 && up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
 	       "1: not accelerated; 13: still on the rings), link up again %d",
 	       WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
@@ -338,8 +338,22 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
+	/* "repeat N": N cuts and restores, each under a fresh connection
+	 * mid-stream, cycling through the ways of waiting. */
+	if (!strcmp(what, "repeat")) {
+		int rounds = argc > 2 ? atoi(argv[2]) : 20;
+
+		for (int i = 0; i < rounds; i++) {
+			enum mode m = (enum mode)(i % IDLE_EXIT);
+			char name[64];
+
+			snprintf(name, sizeof(name), "linkcut_repeat_%02d_%s", i, names[m] + strlen("linkcut_"));
+			run(m, (uint16_t)(7120 + m), name);
+		}
+		return failures ? 1 : 0;
+	}
 	for (int m = FULL_SEND; m <= IDLE_EXIT; m++)
 		if (!strcmp(what, "all") || strstr(names[m], what))
-			run((enum mode)m, (uint16_t)(7120 + m));
+			run((enum mode)m, (uint16_t)(7120 + m), names[m]);
 	return failures ? 1 : 0;
 }

@@ -30,24 +30,22 @@
  * what we re-send, or to re-send what it owes us) before it resets. */
 int sl_bypass_wait_ms = PEER_MOVE_WAIT_MS;
 
-bool sl_move_resend(struct sl_sock *s, const unsigned char *ring, uint64_t from, uint64_t to)
+/* Send all len bytes of buf onto the kernel socket.  A peer that stops
+ * reading its kernel socket (a hostile one marked the move) must not hold
+ * us forever, but one that takes them, however slowly, is never cut off. */
+static bool send_all(struct sl_sock *s, const unsigned char *buf, size_t len)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
 	int waited = 0;
 
-	while (from < to) {
-		uint64_t off = from & (s->tx.cap - 1), piece = to - from;
-		ssize_t n;
+	while (len) {
+		ssize_t n = sl_sys.send(s->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
-		if (piece > s->tx.cap - off)
-			piece = s->tx.cap - off;
-		n = sl_sys.send(s->fd, ring + off, (size_t)piece, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n > 0) {
-			from += (uint64_t)n;
-			waited = 0; /* a reader that takes them, however slowly, is never cut off */
+			buf += n;
+			len -= (size_t)n;
+			waited = 0;
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			/* A peer that stops reading its kernel socket (a hostile
-			 * one marked the move) must not hold us forever. */
 			if (waited++ >= sl_bypass_wait_ms / 10) {
 				errno = ETIMEDOUT;
 				return false;
@@ -56,6 +54,23 @@ bool sl_move_resend(struct sl_sock *s, const unsigned char *ring, uint64_t from,
 		} else if (n < 0 && errno != EINTR) {
 			return false;
 		}
+	}
+	return true;
+}
+
+bool sl_move_resend(struct sl_sock *s, const void *head, size_t head_len, const unsigned char *ring, uint64_t from,
+		    uint64_t to)
+{
+	if (head_len && !send_all(s, head, head_len))
+		return false;
+	while (from < to) {
+		uint64_t off = from & (s->tx.cap - 1), piece = to - from;
+
+		if (piece > s->tx.cap - off)
+			piece = s->tx.cap - off;
+		if (!send_all(s, ring + off, (size_t)piece))
+			return false;
+		from += piece;
 	}
 	if (atomic_load(&s->shut_wr))
 		sl_sys.shutdown(s->fd, SHUT_WR);
@@ -145,7 +160,7 @@ static const char *lead(struct sl_sock *s, _Atomic uint32_t *word)
 	if (atomic_load(s->rx.write_idx) != 0)
 		return "the peer wrote into the ring while its bytes arrived on the kernel socket";
 	sl_conn_wake_peer(s);
-	if (!sl_move_resend(s, s->tx.data, v, w))
+	if (!sl_move_resend(s, NULL, 0, s->tx.data, v, w))
 		return resend_failed(s);
 	return NULL;
 }
@@ -172,7 +187,7 @@ static const char *follow(struct sl_sock *s)
 		return "the peer moved to kernel TCP from an impossible point of what we wrote into its ring";
 	if (!skip_kernel(s, r - v))
 		return "the peer's kernel stream ended before the bytes it re-sent";
-	if (!sl_move_resend(s, s->tx.data, u, w))
+	if (!sl_move_resend(s, NULL, 0, s->tx.data, u, w))
 		return resend_failed(s);
 	return NULL;
 }
@@ -202,7 +217,7 @@ static const char *leave(struct sl_sock *s, _Atomic uint32_t *word, enum sl_fb w
 	sl_segment_set_state(s, SL_PEER_PLAIN | (why == SL_FB_CLOSED_UNREAD ? SL_PEER_PLAIN_AT_CLOSE : 0));
 	atomic_fetch_or(&s->peer_ctl->peer_state, 0);
 	sl_conn_wake_peer(s);
-	if (!sl_move_resend(s, s->tx.data, v, w))
+	if (!sl_move_resend(s, NULL, 0, s->tx.data, v, w))
 		return resend_failed(s);
 	return NULL;
 }

@@ -23,32 +23,6 @@
  * bytes unacknowledged for this long end the connection (ETIMEDOUT). */
 #define FAIL_OVER_USER_TIMEOUT_MS 5000
 
-/* Send all of the header on the kernel socket, waiting for room (the
- * peer's kernel takes a few bytes whether or not its program reads). */
-static bool send_header(struct sl_sock *s, const struct sl_fail_over_hdr *h)
-{
-	const unsigned char *p = (const unsigned char *)h;
-	struct pollfd pfd = { .fd = s->fd, .events = POLLOUT };
-	size_t done = 0;
-
-	for (int waited = 0; done < sizeof(*h);) {
-		ssize_t n = sl_sys.send(s->fd, p + done, sizeof(*h) - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n > 0) {
-			done += (size_t)n;
-		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			if (waited++ >= FAIL_OVER_USER_TIMEOUT_MS / 10) {
-				errno = ETIMEDOUT;
-				return false;
-			}
-			sl_sys.poll(&pfd, 1, 10);
-		} else if (n < 0 && errno != EINTR) {
-			return false;
-		}
-	}
-	return true;
-}
-
 const char *sl_fail_over(struct sl_sock *s)
 {
 	/* The read index the peer last published of our ring, as link_lost
@@ -71,7 +45,7 @@ const char *sl_fail_over(struct sl_sock *s)
 	s->strip_read = s->rx.read;
 	s->strip_got = 0;
 	atomic_store(&s->strip_pending, true);
-	if (!send_header(s, &h) || !sl_move_resend(s, s->tx.mirror, from, to)) {
+	if (!sl_move_resend(s, &h, sizeof(h), s->tx.mirror, from, to)) {
 		if (errno == ETIMEDOUT) {
 			atomic_store(&s->strip_pending, false);
 			return "the device link went down and the peer does not read the kernel socket the connection "

@@ -37,9 +37,12 @@ int sl_fail_over_seen(struct sl_sock *s);
  * (not there yet), or the connection's error (a reset, the kernel's). */
 int sl_fail_over_strip(struct sl_sock *s, int flags);
 
-/* Re-send ring bytes [from, to) of ring (ours to send, the peer's ring or
- * our mirror of it) onto the kernel socket, then a shutdown the program
- * made (bypass.c).  false (errno) if the socket refused them. */
-bool sl_move_resend(struct sl_sock *s, const unsigned char *ring, uint64_t from, uint64_t to);
+/* Send head (head_len bytes, may be 0), then re-send ring bytes [from, to)
+ * of ring (ours to send: the peer's ring, or our mirror of it) onto the
+ * kernel socket, then a shutdown the program made (bypass.c).  false
+ * (errno; ETIMEDOUT: the peer took nothing for 5 s) if the socket refused
+ * them. */
+bool sl_move_resend(struct sl_sock *s, const void *head, size_t head_len, const unsigned char *ring, uint64_t from,
+		    uint64_t to);
 
 #endif

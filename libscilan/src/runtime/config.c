@@ -89,31 +89,17 @@ static int read_poll_us(int dflt)
 	return (int)read_int_setting("SCILAN_POLL_US", 0, SL_MAX_POLL_US, dflt);
 }
 
-/* SCILAN_SHORT_CONNS: learn (default) or accelerate (offer rings on every
- * connect, however little the connections to that destination carry). */
-static bool read_learn_short_conns(void)
+/* A setting of two words: true for yes (also unset), false for no; any
+ * other value is reported and taken as yes. */
+static bool read_choice(const char *name, const char *yes, const char *no)
 {
-	const char *v = getenv("SCILAN_SHORT_CONNS");
+	const char *v = getenv(name);
 
-	if (!v || !*v || strcmp(v, "learn") == 0)
+	if (!v || !*v || strcmp(v, yes) == 0)
 		return true;
-	if (strcmp(v, "accelerate") == 0)
+	if (strcmp(v, no) == 0)
 		return false;
-	sl_err("SCILAN_SHORT_CONNS=%s is not one of learn|accelerate; using learn", v);
-	return true;
-}
-
-/* SCILAN_FAIL_OVER: on (default) or off (a device link that goes down
- * resets its connections; sends skip the mirror's copy). */
-static bool read_fail_over(void)
-{
-	const char *v = getenv("SCILAN_FAIL_OVER");
-
-	if (!v || !*v || strcmp(v, "on") == 0)
-		return true;
-	if (strcmp(v, "off") == 0)
-		return false;
-	sl_err("SCILAN_FAIL_OVER=%s is not one of on|off; using on", v);
+	sl_err("%s=%s is not one of %s|%s; using %s", name, v, yes, no, yes);
 	return true;
 }
 
@@ -142,8 +128,12 @@ static void load_config(void)
 	config.ring_bytes = sl_ring_cap_for(
 		(uint64_t)read_int_setting("SCILAN_RING_KB", SL_RING_MIN >> 10, SL_RING_MAX >> 10, profile->ring_kb)
 		<< 10);
-	config.learn_short_conns = read_learn_short_conns();
-	config.fail_over = read_fail_over();
+	/* SCILAN_SHORT_CONNS: learn (default) or accelerate (offer rings on
+	 * every connect, however little the connections to that destination
+	 * carry).  SCILAN_FAIL_OVER: on (default) or off (a device link that
+	 * goes down resets its connections; sends skip the mirror's copy). */
+	config.learn_short_conns = read_choice("SCILAN_SHORT_CONNS", "learn", "accelerate");
+	config.fail_over = read_choice("SCILAN_FAIL_OVER", "on", "off");
 	if (sl_rundir_prepare(config.rundir, sizeof(config.rundir)) < 0)
 		config.rundir[0] = '\0';
 	load_map();
