@@ -29,6 +29,14 @@ static unsigned int ivshmem_timeout_ms = 1000;
 module_param(ivshmem_timeout_ms, uint, 0644);
 MODULE_PARM_DESC(ivshmem_timeout_ms, "ivshmem: a peer is down when its heartbeat stops this long (ms, default 1000)");
 
+/* The cable, for tests: pulled, this VM stops its heartbeat and drops every
+ * link at once, its peers theirs when the heartbeat's silence times out; put
+ * back, the links come up again through a fresh handshake.
+ */
+static bool ivshmem_cut;
+module_param(ivshmem_cut, bool, 0644);
+MODULE_PARM_DESC(ivshmem_cut, "ivshmem: 1 pulls this VM's cable (every link down, no heartbeat), 0 puts it back (tests)");
+
 /* BAR0 registers (QEMU docs/specs/ivshmem-spec.rst). */
 #define IVS_REG_INTR_MASK 0
 #define IVS_REG_INTR_STATUS 4
@@ -235,6 +243,19 @@ static void ivs_hb_work(struct work_struct *work)
 	struct ivs_slot *me = &d->hdr->slots[d->id];
 	int id;
 
+	if (READ_ONCE(ivshmem_cut)) {
+		for (id = 0; id < d->nodes; id++) {
+			struct ivs_peer *p = &d->peers[id];
+
+			if (p->link && p->alive) {
+				WRITE_ONCE(p->alive, false);
+				dev_info(&d->pdev->dev, "scilan: ivshmem peer %d cut off (ivshmem_cut)\n", id);
+				sl_link_event(p->link);
+			}
+		}
+		queue_delayed_work(system_wq, &d->hb_work, msecs_to_jiffies(max(ivshmem_hb_ms, 1U)));
+		return;
+	}
 	WRITE_ONCE(me->heartbeat, cpu_to_le64(++d->beat));
 	WRITE_ONCE(me->magic, cpu_to_le32(IVS_MAGIC));
 	for (id = 0; id < d->nodes; id++)
