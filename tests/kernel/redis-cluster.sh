@@ -2,7 +2,9 @@
 # 4 guests: a Redis Cluster of three masters (guests 0-2) under the hook,
 # created, benchmarked, loaded with a checked key set and read back from
 # every guest; the cluster bus and every client connection accelerated.
-# Then guest 2 powers off: only the connections to it end.  Uses init-n's
+# Then guest 3 pulls its ivshmem cable for 2 s under a benchmark: its
+# connections fail over to kernel TCP with no client error.  Then guest 2
+# powers off: only the connections to it end.  Uses init-n's
 # id, n, state, result and bar.
 
 rdir=/tmp/redis
@@ -10,6 +12,7 @@ rport=7000
 masters="10.79.0.1 10.79.0.2 10.79.0.3"
 nkeys=1000
 bench_n=3000 bench_c=6
+cut_n=30000
 hook="LD_PRELOAD=/lib/libscilan_preload.so SCILAN_LOG=notice SCILAN_CONF=/tmp/n.conf SCILAN_RUNDIR=/tmp/scilan SCILAN_STATS=stderr"
 mkdir -p $rdir/cli
 insmod /lib/inet_diag.ko && insmod /lib/tcp_diag.ko || result diag_modules FAIL "insmod inet_diag, tcp_diag"
@@ -203,6 +206,7 @@ master() {
 	read_keys keys_read 10.79.0.$(((id + 1) % 3 + 1))
 	check_stats reader_stats redis-cli $(ncli) $(ncli) $rdir/cli/*.err
 	bar redis-read 4
+	bar redis-cut 4
 
 	if [ "$id" = 2 ]; then
 		bar redis-sessions 4
@@ -321,6 +325,8 @@ client() {
 	done
 	check_stats client_stats redis-cli $(ncli) $(ncli) $rdir/cli/*.err
 	bar redis-read 4
+	cable_cut
+	bar redis-cut 4
 
 	fd=5
 	for m in $masters; do
@@ -345,6 +351,39 @@ client() {
 		result kill_victim_conns_ended FAIL "the session to the powered-off master: exit $rc, said '$got'"
 	peer_events
 	bar redis-killed 3
+}
+
+# The cable cut under load: guest 3 pulls its ivshmem cable for 2 s in the
+# middle of a benchmark; its connections to the masters fail over to kernel
+# TCP (virtio-net stays up): no client error, every test finished, the key
+# set read back intact after; then the cable goes back and the links come up.
+cable_cut() {
+	cut=/sys/module/scilan/parameters/ivshmem_cut
+	timeout 300 env $hook redis-benchmark --cluster -h 10.79.0.1 -p $rport -n $cut_n -c $bench_c -t set,get -q \
+		>$rdir/cut.out 2>$rdir/cut.err &
+	bpid=$!
+	sleep 2
+	echo 1 >$cut
+	sleep 2
+	echo 0 >$cut
+	wait $bpid
+	rc=$?
+	tr '\r' '\n' <$rdir/cut.out | grep -a 'requests per second' | sed 's/^/scilan-guest: redis-benchmark (cut): /'
+	stderr_of "redis-benchmark (cut)" $rdir/cut.err
+	moved=$(stat_reasons $rdir/cut.err | tr ':,' '\n\n' | awk '$1 == "link-down" { print $2 }')
+	[ $rc = 0 ] && [ "$(tr '\r' '\n' <$rdir/cut.out | grep -acE '^(SET|GET): .*requests per second')" = 2 ] &&
+		! grep -aqi 'error' $rdir/cut.out && [ "${moved:-0}" -ge 1 ] &&
+		result cut_benchmark PASS "redis-benchmark -n $cut_n across a 2 s cable cut: both tests finished, no error, ${moved} connections failed over (link-down)$(stat_reasons $rdir/cut.err)" ||
+		result cut_benchmark FAIL "redis-benchmark exit $rc, failed over ${moved:-0}: $(tr '\r' '\n' <$rdir/cut.out | tail -3 | tr '\n' ' ')$(stat_reasons $rdir/cut.err)"
+	up=0
+	for t in $(seq 600); do
+		up=$(grep -l '^link up' $state/scilan*/state 2>/dev/null | wc -l)
+		[ "$up" = $((n - 1)) ] && break
+		sleep 0.1
+	done
+	[ "$up" = $((n - 1)) ] && result cut_links_up PASS "the cable back: the $up links up again" ||
+		result cut_links_up FAIL "the cable back: $up of $((n - 1)) links up after 60 s"
+	read_keys keys_read_after_cut 10.79.0.2
 }
 
 # The links' comings and goings, for the console log.

@@ -131,7 +131,8 @@ wanted() { # id
 		2) echo links_up server_up bus_accelerated keys_read reader_stats kill_powered_off ;;
 		*) echo links_up cluster_create cluster_state cluster_links benchmark benchmark_commands \
 			benchmark_stats benchmark_bytes keys_written keys_spread keys_read_n0 keys_read_n1 \
-			keys_read_n2 client_stats kill_links kill_survivors_carried_on kill_victim_conns_ended ;;
+			keys_read_n2 client_stats cut_benchmark cut_links_up keys_read_after_cut kill_links \
+			kill_survivors_carried_on kill_victim_conns_ended ;;
 		esac
 		return
 	fi
