@@ -3,7 +3,8 @@
  * non-blocking full-duplex poll loop, an idle edge-triggered epoll waiter,
  * a receiver asleep in recv, and an idle process that exits.  The kernel
  * TCP connection beside the link stays up, so each connection fails over:
- * a checked stream each way arrives whole, never SIGBUS, never a hang.
+ * a checked stream each way arrives whole, never SIGBUS, never a hang.  And
+ * a peer that sent and closed before the cut: its tail still reads, then EOF.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,9 +27,12 @@
 
 #define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
 
-enum mode { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, IDLE_EXIT };
+enum mode { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, IDLE_EXIT, CLOSED_TAIL };
 static const char *const names[] = { "linkcut_full_ring_send", "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
-				      "linkcut_blocked_recv", "linkcut_idle_exit" };
+				      "linkcut_blocked_recv", "linkcut_idle_exit", "linkcut_closed_peer_tail" };
+
+/* CLOSED_TAIL: what the peer sends before it closes (less than a ring). */
+#define TAIL_BYTES 16384
 
 /* Each direction carries this many checked bytes across the cut. */
 #define STREAM_BYTES (1u << 20)
@@ -205,6 +209,26 @@ static int subject(enum mode m, int c, int ready, int go)
 			return 2;
 		/* Told once the link is down; exits with the connection open. */
 		return read(go, buf, 1) == 1 ? 0 : 11;
+	case CLOSED_TAIL: /* the peer sent and closed; the link goes before we read */
+		/* One byte taken first: the peer then knows we read its ring
+		 * (no move of the tail at its close, stall.c), so the tail
+		 * waits in our ring when the link goes. */
+		if (recv(c, buf, 1, 0) != 1 || buf[0] != 'h' || write(ready, "r", 1) != 1 || read(go, buf, 1) != 1)
+			return 2;
+		/* A look at the connection after the cut (the driver's mark
+		 * makes it see the link down) before the tail is read. */
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		if (poll(&p, 1, 1000) != 1 || !(p.revents & POLLIN))
+			return 16;
+		while (got < TAIL_BYTES) {
+			ssize_t n = recv(c, buf, sizeof(buf), 0);
+
+			if (n <= 0 || !check(2, got, buf, (size_t)n))
+				return 14;
+			got += (uint64_t)n;
+		}
+		return got == TAIL_BYTES && recv(c, buf, 1, 0) == 0 ? 0 : 15;
 	}
 	return 12;
 }
@@ -235,6 +259,15 @@ static int peer(enum mode m, int l, int cut)
 
 	if (s < 0)
 		return 2;
+	if (m == CLOSED_TAIL) {
+		static unsigned char tail[TAIL_BYTES];
+
+		fill(2, 0, tail, sizeof(tail));
+		if (send(s, "h", 1, 0) != 1)
+			return 7;
+		usleep(100000); /* the subject took it */
+		return send(s, tail, sizeof(tail), 0) == (ssize_t)sizeof(tail) && close(s) == 0 ? 0 : 8;
+	}
 	if (m == IDLE_EXIT) {
 		ssize_t n;
 
@@ -308,7 +341,7 @@ static void run(enum mode m, uint16_t port, const char *name)
 		write_file(MOCK_LINK, "0");
 	}
 	usleep(200000);
-	if (m == IDLE_EXIT && write(pg[1], "g", 1) != 1)
+	if ((m == IDLE_EXIT || m == CLOSED_TAIL) && write(pg[1], "g", 1) != 1)
 		perror("go");
 	if (write(ps[1], "g", 1) != 1)
 		perror("go");
@@ -352,7 +385,7 @@ int main(int argc, char **argv)
 		}
 		return failures ? 1 : 0;
 	}
-	for (int m = FULL_SEND; m <= IDLE_EXIT; m++)
+	for (int m = FULL_SEND; m <= CLOSED_TAIL; m++)
 		if (!strcmp(what, "all") || strstr(names[m], what))
 			run((enum mode)m, (uint16_t)(7120 + m), names[m]);
 	return failures ? 1 : 0;

@@ -112,7 +112,8 @@ done
 # Tests every guest must have reported (a missing one is a failure too).
 for t in a_load_unload a_link_up a_pingpong_interrupt a_pingpong_polling a_stream a_killed_while_mapped \
 	a_hostile_args a_hook_dev_program a_plain_acceptor_raw a_plain_acceptor_uring b_plain_acceptor_raw \
-	b_plain_acceptor_uring a_link_cut_fails_over b_link_cut_fails_over a_both_fabrics_in_one_process a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
+	b_plain_acceptor_uring a_link_cut_fails_over b_link_cut_fails_over \
+	a_link_cut_fails_over_interrupt b_link_cut_fails_over_interrupt a_both_fabrics_in_one_process a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
 	b_stream b_hook_dev_program b_both_fabrics_in_one_process; do
 	grep -q "^kernel2 $t " "$out" || { echo "run-two.sh: no result for $t"; count "${t}_reported" 0; }
 done

@@ -578,36 +578,38 @@ static void test_plain_acceptor(const char *mode)
 #define IVSHMEM_CUT "/sys/module/scilan/parameters/ivshmem_cut"
 
 /* Fail-over across the two guests: an unmodified program echoing a 64 MiB
- * stream under the hook (blocking sends and receives, both directions in
- * flight), and guest a pulls its ivshmem cable in the middle (its links go
+ * stream under the hook (both directions in flight; poll_us "0": in
+ * interrupt mode, every wait asleep), and guest a pulls its ivshmem cable
+ * in the middle (its links go
  * down at once, b's when a's heartbeat has been silent 1 s, or earlier when
  * a's fail-over header arrives on the kernel connection).  Both ends carry
  * on over virtio-net with every byte, and say link-down; a's cable goes back,
  * the link comes up, and a new connection rides the rings again.
  */
-static void test_cut(void)
+static void test_cut(const char *name, const char *poll_us)
 {
 	int port = 0, ok, up = 0, again = 0;
+	char sync[64];
 	pid_t pid;
 
 	if (!is_a) {
 		char *argv[] = { "/bin/peer", "server", ADDR_B, NULL };
 
 		unlink("/tmp/cut-srv.out");
-		pid = run_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv.err", NULL);
+		pid = run_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv.err", poll_us);
 		port = port_of(pid, "/tmp/cut-srv.out");
-		sync_peer("cut", port);
+		sync_peer(strcat(strcpy(sync, name), "_go"), port);
 		ok = port && wait_ok(pid) && file_has("/tmp/cut-srv.err", "fallback reasons: link-down 1");
-		sync_peer("cut_done", ok);
+		sync_peer(strcat(strcpy(sync, name), "_done"), ok);
 		/* The link back: a new connection on the rings. */
 		unlink("/tmp/cut-srv.out");
-		pid = run_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv2.err", NULL);
+		pid = run_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv2.err", poll_us);
 		port = port_of(pid, "/tmp/cut-srv.out");
-		sync_peer("cut_again", port);
+		sync_peer(strcat(strcpy(sync, name), "_again"), port);
 		again = port && wait_ok(pid) && file_has("/tmp/cut-srv2.err", "accelerated 1, fallback 0,");
-		int64_t theirs = sync_peer("cut_again_done", again);
+		int64_t theirs = sync_peer(strcat(strcpy(sync, name), "_again_done"), again);
 
-		result("link_cut_fails_over", ok && again && theirs == 1,
+		result(name, ok && again && theirs == 1,
 		       "peer server: every byte across the cut on kernel TCP %d, a new connection on the rings after it "
 		       "%d, client ok %lld",
 		       ok, again, (long long)theirs);
@@ -618,14 +620,14 @@ static void test_cut(void)
 		}
 		return;
 	}
-	port = (int)sync_peer("cut", 0);
+	port = (int)sync_peer(strcat(strcpy(sync, name), "_go"), 0);
 	ok = 0;
 	if (port > 0) {
 		char pbuf[16];
 		char *argv[] = { "/bin/peer", "client", ADDR_B, pbuf, "67108864", NULL };
 
 		snprintf(pbuf, sizeof(pbuf), "%d", port);
-		pid = run_hooked(argv, "/tmp/cut-cli.out", "/tmp/cut-cli.err", NULL);
+		pid = run_hooked(argv, "/tmp/cut-cli.out", "/tmp/cut-cli.err", poll_us);
 		usleep(300000); /* mid-stream */
 		write_file(IVSHMEM_CUT, "1");
 		usleep(1500000); /* past b's heartbeat timeout */
@@ -634,20 +636,20 @@ static void test_cut(void)
 		     file_has("/tmp/cut-cli.err", "fallback reasons: link-down 1");
 		up = wait_link(NODE, 30000);
 	}
-	sync_peer("cut_done", ok);
-	port = (int)sync_peer("cut_again", 0);
+	sync_peer(strcat(strcpy(sync, name), "_done"), ok);
+	port = (int)sync_peer(strcat(strcpy(sync, name), "_again"), 0);
 	if (port > 0 && up) {
 		char pbuf[16];
 		char *argv[] = { "/bin/peer", "client", ADDR_B, pbuf, "1048576", NULL };
 
 		snprintf(pbuf, sizeof(pbuf), "%d", port);
-		pid = run_hooked(argv, "/tmp/cut-cli.out", "/tmp/cut-cli2.err", NULL);
+		pid = run_hooked(argv, "/tmp/cut-cli.out", "/tmp/cut-cli2.err", poll_us);
 		again = wait_ok(pid) && file_has("/tmp/cut-cli.out", "intact 1") &&
 			file_has("/tmp/cut-cli2.err", "accelerated 1, fallback 0,");
 	}
-	int64_t theirs = sync_peer("cut_again_done", ok && again);
+	int64_t theirs = sync_peer(strcat(strcpy(sync, name), "_again_done"), ok && again);
 
-	result("link_cut_fails_over", ok && again && theirs == 1,
+	result(name, ok && again && theirs == 1,
 	       "peer client: 64 MiB echoed intact across the cut, failed over %d; link up again %d, a new connection "
 	       "on the rings %d; server ok %lld",
 	       ok, up, again, (long long)theirs);
@@ -966,7 +968,8 @@ int main(int argc, char **argv)
 	test_plain_acceptor("uring");
 	test_epoll_set();
 	test_both_fabrics();
-	test_cut();
+	test_cut("link_cut_fails_over", NULL);
+	test_cut("link_cut_fails_over_interrupt", "0");
 	test_poweroff();
 	return failures ? 1 : 0;
 }

@@ -572,9 +572,10 @@ static bool dev_may_attach(struct sl_sock *listener)
  * the peer's slice refaults to the endpoint's sink page, which takes our
  * stores harmlessly.  Our own area then shows the peer moved (PLAIN), which
  * sends the next guard of any call to the move; the read index the peer
- * last published there is where our re-send starts.  Any other connection
- * is reset, behind private memory at the same addresses (after a device's
- * removal even our slice would raise SIGBUS). */
+ * last published there is where our re-send starts.  A connection whose
+ * peer had closed keeps its mappings too, for the tail in our ring.  Any
+ * other is reset, behind private memory at the same addresses (after a
+ * device's removal even our slice would raise SIGBUS). */
 static void link_lost(struct sl_sock *s)
 {
 	struct sl_area_ctl *own;
@@ -588,6 +589,21 @@ static void link_lost(struct sl_sock *s)
 	if (sl_fell_back(s))
 		return;
 	ps = atomic_load(&s->own_ctl->peer_state);
+	/* The peer had closed: all it sent landed before its CLOSED (posted
+	 * writes keep their order), in our own slice, which stays ours until
+	 * our close.  The reader takes that tail, then the end, as TCP would
+	 * deliver it; a send gets EPIPE, as to any closed peer. */
+	if ((ps & SL_PEER_CLOSED) && !(ps & SL_PEER_RESET) && !atomic_load(&s->reset)) {
+		uint32_t down = SL_OFFER_LINK_DOWN;
+
+		/* Nothing to move: the driver's mark goes, or every guard
+		 * would take it for a move still to make. */
+		if (s->offer_word)
+			atomic_compare_exchange_strong(s->offer_word, &down, SL_OFFER_ATTACHED);
+		sl_evq_dev_unmap(s, true);
+		sl_conn_wake_local(s);
+		return;
+	}
 	if (s->tx.mirror && sl_agree_on_rings(s) && !atomic_load(&s->reset) &&
 	    !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) &&
 	    !(sl_agree_kernel_ready(s, POLLOUT) & (POLLERR | POLLHUP))) {
