@@ -26,6 +26,7 @@
 #include "runtime/own_fd.h"
 #include "ring/segment.h"
 #include "runtime/sys.h"
+#include "sync/clock.h"
 
 #define DEV_NAME_MAX 32
 
@@ -563,6 +564,23 @@ static bool dev_may_attach(struct sl_sock *listener)
 	return any;
 }
 
+/* One line per link that goes down, not one per connection: the first of
+ * our connections to see it says it; the same link down again a second or
+ * more later says it again. */
+static void say_link_down(const struct sl_sock *s)
+{
+	static _Atomic int64_t said_ns[64];
+	int64_t now = sl_mono_ns(), was;
+	int l = s->dev_link;
+
+	if (l < 0 || l >= 64)
+		return;
+	was = atomic_load(&said_ns[l]);
+	if (now - was < 1000000000 || !atomic_compare_exchange_strong(&said_ns[l], &was, now))
+		return;
+	sl_notice("/dev/scilan%d: the link went down; its connections continue on kernel TCP (reason link-down)", l);
+}
+
 /* The link went down: the driver reset the endpoint and zapped our mappings.
  * A connection agreed on, whose sends we mirrored, whose peer had not closed
  * and whose companion kernel connection is still open fails over
@@ -608,6 +626,7 @@ static void link_lost(struct sl_sock *s)
 	    !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) &&
 	    !(sl_agree_kernel_ready(s, POLLOUT) & (POLLERR | POLLHUP))) {
 		sl_evq_dev_unmap(s, true);
+		say_link_down(s);
 		atomic_store(&s->fail_over_due, true);
 		atomic_fetch_or(&s->own_ctl->peer_state, SL_PEER_PLAIN);
 		sl_conn_wake_local(s);
