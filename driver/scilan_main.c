@@ -85,11 +85,6 @@ static u32 sl_new_nonce(void)
 	return n;
 }
 
-/* Connections and sets of the lost session are reset (a set keeps its
- * index until it closes), listeners keep listening (the
- * next session may bring connections), slices only the peer held are free:
- * the dead peer writes no more.  Caller holds link->lock.
- */
 /* The agreement word of a local slice (SCILAN_SLICE_AGREE_OFF): our memory,
  * mapped by the connection's library.
  */
@@ -100,6 +95,11 @@ void sl_slice_agree_store(struct sl_link *link, int slice, u32 value)
 				    SCILAN_SLICE_AGREE_OFF), value);
 }
 
+/* Connections and sets of the lost session are reset (a set keeps its
+ * index until it closes), listeners keep listening (the
+ * next session may bring connections), slices only the peer held are free:
+ * the dead peer writes no more.  Caller holds link->lock.
+ */
 void sl_link_reset_locked(struct sl_link *link)
 {
 	struct sl_ep *ep, *tmp;

@@ -278,13 +278,7 @@ bool sl_agree_plain_slow(struct sl_sock *s, enum sl_agree_mode mode)
 	if ((a & SL_AGREE_PENDING) && (sl_agree_decide(s, mode) || sl_agree_pending(s)))
 		return sl_fell_back(s);
 	if ((atomic_load_explicit(&s->agree, memory_order_relaxed) & SL_AGREE_STIRRED) ||
-	    sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed))) {
-		/* The device driver marked the link down: the fabric looks at
-		 * the link (outside our locks) before the move decides. */
-		if (s->offer_word && atomic_load(s->offer_word) == SL_OFFER_LINK_DOWN && !atomic_load(&s->fail_over_due) &&
-		    s->fabric->before_close)
-			s->fabric->before_close(s);
+	    sl_agree_moved(s, atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed)))
 		return sl_bypass(s);
-	}
 	return false;
 }

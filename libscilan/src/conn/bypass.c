@@ -298,12 +298,15 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 		} else if (kernel_bytes(s)) {
 			/* A device peer whose link went down before ours did
 			 * fails over first: its header starts its kernel stream. */
-			int h = s->tx.mirror ? sl_fail_over_seen(s) : 0;
+			int h = s->fabric == &sl_fabric_dev ? sl_fail_over_seen(s) : 0;
 
 			if (h < 0) {
 				sl_agree_stir(s); /* the rest of the header is on its way */
 				return NULL;
 			}
+			if (h > 0 && !s->tx.mirror)
+				return "the peer failed over to kernel TCP, and this end keeps no copy of what it sent "
+				       "(SCILAN_FAIL_OVER=off here): the bytes in flight cannot be re-sent";
 			if (h > 0) {
 				atomic_store(&s->fail_over_due, true);
 				*fb = SL_FB_LINK_DOWN;
@@ -335,6 +338,12 @@ static bool move(struct sl_sock *s, enum sl_fb leave)
 	const char *why = NULL;
 	bool plain = false;
 
+	/* The device driver marked the link down: every move (a bypass, a
+	 * leave, a stall) first lets the fabric look at the link, outside our
+	 * locks, so that it fails over rather than decide on a dead ring. */
+	if (s->offer_word && atomic_load(s->offer_word) == SL_OFFER_LINK_DOWN && !atomic_load(&s->fail_over_due) &&
+	    s->fabric->before_close)
+		s->fabric->before_close(s);
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);

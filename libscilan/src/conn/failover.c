@@ -98,29 +98,23 @@ static int strip_reset(struct sl_sock *s, const char *why)
 	return -1;
 }
 
-/* Read up to n bytes into buf (NULL: drop them), as the call may wait.
- * The count read, or -1 (errno); 0 at the end of the stream. */
-static ssize_t take(struct sl_sock *s, void *buf, size_t n, bool nonblock)
+/* Read up to n bytes into buf (NULL: drop them) without waiting.  The
+ * count read, or -1 (errno); 0 at the end of the stream. */
+static ssize_t take(struct sl_sock *s, void *buf, size_t n)
 {
 	char sink[1024]; /* small: the caller may be on a small thread stack */
+	ssize_t got;
 
-	for (;;) {
-		ssize_t got = sl_sys.recv(s->fd, buf ? buf : sink, buf || n < sizeof(sink) ? n : sizeof(sink),
-					  MSG_DONTWAIT);
-		struct pollfd p = { .fd = s->fd, .events = POLLIN };
-
-		if (got >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			return got;
-		if (nonblock)
-			return -1;
-		if (sl_sys.poll(&p, 1, -1) < 0 && errno == EINTR)
-			return -1;
-	}
+	do
+		got = sl_sys.recv(s->fd, buf ? buf : sink, buf || n < sizeof(sink) ? n : sizeof(sink), MSG_DONTWAIT);
+	while (got < 0 && errno == EINTR);
+	return got;
 }
 
 int sl_fail_over_strip(struct sl_sock *s, int flags)
 {
 	bool nonblock = (flags & MSG_DONTWAIT) || (sl_sys.fcntl(s->fd, F_GETFL) & O_NONBLOCK);
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
 	struct sl_fail_over_hdr h;
 	int r = 0;
 
@@ -129,7 +123,7 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 		ssize_t got;
 
 		if (s->strip_got < sizeof(s->strip_hdr)) {
-			got = take(s, s->strip_hdr + s->strip_got, sizeof(s->strip_hdr) - s->strip_got, nonblock);
+			got = take(s, s->strip_hdr + s->strip_got, sizeof(s->strip_hdr) - s->strip_got);
 			if (got > 0) {
 				s->strip_got += (unsigned)got;
 				if (s->strip_got < sizeof(s->strip_hdr))
@@ -148,7 +142,7 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 				continue;
 			}
 		} else if (s->strip_read) {
-			got = take(s, NULL, (size_t)s->strip_read, nonblock);
+			got = take(s, NULL, (size_t)s->strip_read);
 			if (got > 0) {
 				s->strip_read -= (uint64_t)got;
 				continue;
@@ -162,7 +156,16 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 					   "bytes it owed us (it had closed)");
 			break;
 		}
-		r = -1; /* EAGAIN, EINTR, or the connection's error: the program's */
+		if (!nonblock && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* Waited for without the lock: another thread's receive
+			 * must not spin on it meanwhile. */
+			sl_unlock(&s->rx_lock);
+			if (sl_sys.poll(&p, 1, -1) < 0 && errno == EINTR)
+				return -1;
+			sl_lock(&s->rx_lock);
+			continue;
+		}
+		r = -1; /* EAGAIN, or the connection's error: the program's */
 		break;
 	}
 	sl_unlock(&s->rx_lock);

@@ -82,9 +82,7 @@ static inline bool sl_ring_tx_reserve(struct sl_ring_tx *tx, uint64_t len)
 	return sl_ring_tx_extend(tx, len);
 }
 
-/* A send in two halves, so that several pieces gather into one
- * publication: copy at write+offset (not yet visible), then publish len
- * bytes (unless write_combining or unfenced, also a full fence). */
+/* Copy len bytes of buf into ring at off, wrapping at cap. */
 static inline void sl_ring_copy_in(unsigned char *ring, uint64_t cap, uint64_t off, const void *buf, size_t len)
 {
 	size_t first = len;
@@ -96,6 +94,9 @@ static inline void sl_ring_copy_in(unsigned char *ring, uint64_t cap, uint64_t o
 		memcpy(ring, (const unsigned char *)buf + first, len - first);
 }
 
+/* A send in two halves, so that several pieces gather into one
+ * publication: copy at write+offset (not yet visible), then publish len
+ * bytes (unless write_combining or unfenced, also a full fence). */
 static inline void sl_ring_tx_copy(const struct sl_ring_tx *tx, const void *buf, size_t len, uint64_t offset)
 {
 	uint64_t off = (tx->write + offset) & (tx->cap - 1);

@@ -200,7 +200,8 @@ struct sl_sock {
 	/* device fabric (fabric_dev.c) */
 	void *dev_map[2];        /* our slice and the peer's slice; NULL: not a device connection */
 	size_t dev_slice;        /* bytes of each mapping */
-	_Atomic bool dev_lost;   /* the link went down: the mappings were replaced by private memory */
+	_Atomic bool dev_lost;   /* the link went down and link_lost looked (fail-over, or a reset behind
+				  * private memory in place of the mappings) */
 	int dev_link;            /* N of the /dev/scilanN it rides; -1: not known */
 	void *dev_mirror;        /* tx.mirror's mapping (the holder memfd past its page), for release */
 	/* Fail-over to kernel TCP (failover.c): link_lost found the companion
