@@ -73,8 +73,11 @@ static int send_stream(int fd, int stream, unsigned pause_us)
 		r = send(fd, buf, n, MSG_NOSIGNAL);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r <= 0) {
+			fprintf(stderr, "linkcut: pid %d: send of stream %d at byte %llu: %s\n", (int)getpid(), stream,
+				(unsigned long long)done, r < 0 ? strerror(errno) : "sent nothing");
 			return 0;
+		}
 		done += (uint64_t)r;
 		if (pause_us)
 			usleep(pause_us);
@@ -93,8 +96,12 @@ static int recv_stream(int fd, int stream)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0 || !check(stream, got, buf, (size_t)r))
+		if (r <= 0 || !check(stream, got, buf, (size_t)r)) {
+			fprintf(stderr, "linkcut: pid %d: receive of stream %d at byte %llu: %s\n", (int)getpid(), stream,
+				(unsigned long long)got,
+				r < 0 ? strerror(errno) : r == 0 ? "end of stream" : "bytes that are not the stream's");
 			return 0;
+		}
 		got += (uint64_t)r;
 	}
 	return 1;
