@@ -260,7 +260,7 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 	uint32_t ps, w, led;
 	const char *why;
 
-	/* Our link went down (fabric_dev.c's link_lost): our own decision,
+	/* Our link went down (link_down.c): our own decision,
 	 * never a word the peer could write. */
 	if (atomic_load(&s->fail_over_due)) {
 		*fb = SL_FB_LINK_DOWN;

@@ -25,7 +25,7 @@
 
 const char *sl_fail_over(struct sl_sock *s)
 {
-	/* The read index the peer last published of our ring, as link_lost
+	/* The read index the peer last published of our ring, as sl_dev_link_lost
 	 * kept it: everything before it the peer read; what follows it may
 	 * not have landed at all. */
 	uint64_t from = atomic_load_explicit(s->tx.read_copy, memory_order_acquire), to = s->tx.write;

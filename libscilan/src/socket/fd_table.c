@@ -84,10 +84,12 @@ struct sl_sock *sl_sock_new(int fd, int domain, enum sl_state state)
 		if (!s)
 			return NULL;
 		pthread_mutex_init(&s->ctl_lock, NULL);
+		pthread_mutex_init(&s->lost_lock, NULL);
 		pthread_mutex_init(&s->sleep_lock[0], NULL);
 		pthread_mutex_init(&s->sleep_lock[1], NULL);
 		if (!atomic_compare_exchange_strong(&chunk[fd & (CHUNK_SIZE - 1)], &expected, s)) {
 			pthread_mutex_destroy(&s->ctl_lock);
+			pthread_mutex_destroy(&s->lost_lock);
 			pthread_mutex_destroy(&s->sleep_lock[0]);
 			pthread_mutex_destroy(&s->sleep_lock[1]);
 			free(s);
@@ -245,6 +247,7 @@ static void reset_in_child(struct sl_sock *s)
 	sl_lock_reset(&s->tx_lock);
 	sl_lock_reset(&s->rx_lock);
 	pthread_mutex_init(&s->ctl_lock, NULL);
+	pthread_mutex_init(&s->lost_lock, NULL);
 	pthread_mutex_init(&s->sleep_lock[0], NULL);
 	pthread_mutex_init(&s->sleep_lock[1], NULL);
 	atomic_store(&s->sleepers[0], 0);

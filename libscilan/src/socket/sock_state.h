@@ -200,11 +200,12 @@ struct sl_sock {
 	/* device fabric (fabric_dev.c) */
 	void *dev_map[2];        /* our slice and the peer's slice; NULL: not a device connection */
 	size_t dev_slice;        /* bytes of each mapping */
-	_Atomic bool dev_lost;   /* the link went down and link_lost looked (fail-over, or a reset behind
+	_Atomic bool dev_lost;   /* the link went down and sl_dev_link_lost decided (fail-over, or a reset behind
 				  * private memory in place of the mappings) */
+	pthread_mutex_t lost_lock; /* sl_dev_link_lost's decision: a second thread waits for the first's */
 	int dev_link;            /* N of the /dev/scilanN it rides; -1: not known */
 	void *dev_mirror;        /* tx.mirror's mapping (the holder memfd past its page), for release */
-	/* Fail-over to kernel TCP (failover.c): link_lost found the companion
+	/* Fail-over to kernel TCP (failover.c): sl_dev_link_lost found the companion
 	 * connection worth continuing on; the next guard moves it. */
 	_Atomic bool fail_over_due;
 	/* After the move, the peer's header still to be read from the kernel

@@ -22,6 +22,7 @@
 #include "conn/conn.h"
 #include "evq/evq_dev.h"
 #include "fabric/fabric.h"
+#include "fabric/dev/link_down.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "ring/segment.h"
@@ -564,88 +565,6 @@ static bool dev_may_attach(struct sl_sock *listener)
 	return any;
 }
 
-/* One line per link that goes down, not one per connection: the first of
- * our connections to see it says it; the same link down again a second or
- * more later says it again. */
-static void say_link_down(const struct sl_sock *s)
-{
-	static _Atomic int64_t said_ns[64];
-	int64_t now = sl_mono_ns(), was;
-	int l = s->dev_link;
-
-	if (l < 0 || l >= 64)
-		return;
-	was = atomic_load(&said_ns[l]);
-	if (now - was < 1000000000 || !atomic_compare_exchange_strong(&said_ns[l], &was, now))
-		return;
-	sl_notice("/dev/scilan%d: the link went down; its connections continue on kernel TCP (reason link-down)", l);
-}
-
-/* The link went down: the driver reset the endpoint and zapped our mappings.
- * A connection agreed on, whose sends we mirrored, whose peer had not closed
- * and whose companion kernel connection is still open fails over
- * (failover.c).  Its mappings stay: our slice is our memory, held by the
- * endpoint until its close, so what landed in our ring still reads (a
- * reader racing with us consumes real bytes, which the move counts), and
- * the peer's slice refaults to the endpoint's sink page, which takes our
- * stores harmlessly.  Our own area then shows the peer moved (PLAIN), which
- * sends the next guard of any call to the move; the read index the peer
- * last published there is where our re-send starts.  A connection whose
- * peer had closed keeps its mappings too, for the tail in our ring.  Any
- * other is reset, behind private memory at the same addresses (after a
- * device's removal even our slice would raise SIGBUS). */
-static void link_lost(struct sl_sock *s)
-{
-	struct sl_area_ctl *own;
-	uint32_t ps;
-	void *m;
-
-	if (!s->dev_map[0] || atomic_exchange(&s->dev_lost, true))
-		return;
-	/* Moved already (the peer failed over first, or a bypass): the
-	 * mappings are not used any more, and refault harmlessly. */
-	if (sl_fell_back(s))
-		return;
-	ps = atomic_load(&s->own_ctl->peer_state);
-	/* The peer had closed: all it sent landed before its CLOSED (posted
-	 * writes keep their order), in our own slice, which stays ours until
-	 * our close.  The reader takes that tail, then the end, as TCP would
-	 * deliver it; a send gets EPIPE, as to any closed peer. */
-	if ((ps & SL_PEER_CLOSED) && !(ps & SL_PEER_RESET) && !atomic_load(&s->reset)) {
-		uint32_t down = SL_OFFER_LINK_DOWN;
-
-		/* Nothing to move: the driver's mark goes, or every guard
-		 * would take it for a move still to make. */
-		if (s->offer_word)
-			atomic_compare_exchange_strong(s->offer_word, &down, SL_OFFER_ATTACHED);
-		sl_evq_dev_unmap(s, true);
-		sl_conn_wake_local(s);
-		return;
-	}
-	if (s->tx.mirror && sl_agree_on_rings(s) && !atomic_load(&s->reset) &&
-	    !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) &&
-	    !(sl_agree_kernel_ready(s, POLLOUT) & (POLLERR | POLLHUP))) {
-		sl_evq_dev_unmap(s, true);
-		say_link_down(s);
-		atomic_store(&s->fail_over_due, true);
-		atomic_fetch_or(&s->own_ctl->peer_state, SL_PEER_PLAIN);
-		sl_conn_wake_local(s);
-		return;
-	}
-	for (int i = 0; i < 2; i++) {
-		m = mmap(s->dev_map[i], s->dev_slice, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
-		if (m == MAP_FAILED)
-			sl_err("fd %d: cannot replace the device mapping (%s)", s->fd, strerror(errno));
-	}
-	sl_evq_dev_unmap(s, true);
-	own = s->dev_map[0];
-	atomic_store(&own->rx_write, s->rx.read);
-	atomic_store(&own->peer_read, s->tx.write);
-	atomic_store(&own->peer_state, SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET);
-	sl_conn_reset(s, "the device link went down");
-}
-
 static void dev_release(struct sl_sock *s)
 {
 	void *holders = s->seg, *local = s->dev_map[0], *peer = s->dev_map[1];
@@ -725,7 +644,7 @@ static int dev_drain(struct sl_sock *s)
 	/* Link down: swap the mappings out before the caller stores its arm
 	 * word into the peer's (zapped) slice. */
 	if (n < 0 && errno == ECONNRESET)
-		link_lost(s);
+		sl_dev_link_lost(s);
 	return seen;
 }
 
@@ -735,7 +654,7 @@ static bool dev_peer_gone(struct sl_sock *s)
 
 	if (s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_INFO, &in) == 0) {
 		if (in.ep_state == SCILAN_EP_RESET) {
-			link_lost(s);
+			sl_dev_link_lost(s);
 			/* Failed over: the connection goes on (the next guard moves it). */
 			return !atomic_load(&s->fail_over_due);
 		}
@@ -767,7 +686,7 @@ static void dev_before_close(struct sl_sock *s)
 	struct scilan_info in;
 
 	if (s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_INFO, &in) == 0 && in.ep_state == SCILAN_EP_RESET)
-		link_lost(s);
+		sl_dev_link_lost(s);
 }
 
 static void dev_nothing(struct sl_sock *s)
