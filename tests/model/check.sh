@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml and set_queue.pml (no lost wake-up) and
-# biased_lock.pml (mutual exclusion) and fail_over.pml (a device link's fail-over to kernel TCP
-# loses and duplicates no byte) with SPIN; each mutant must fail.
+# biased_lock.pml (mutual exclusion), fail_over.pml (a device link's fail-over to kernel TCP
+# loses and duplicates no byte) and promote.pml (the switch from kernel TCP onto the rings: no
+# byte lost, doubled or reordered, no end left asleep) with SPIN; each mutant must fail.
 set -u
 out=${1:+$(realpath -m "$1")}   # resolved before the cd below
 cd "$(dirname "$0")"
@@ -52,6 +53,13 @@ MODEL=fail_over.pml check fail_over_resend_from_write nonzero -DRESEND_FROM_WRIT
 MODEL=fail_over.pml check fail_over_no_drop nonzero -DNO_DROP
 MODEL=fail_over.pml check fail_over_publish_before_consume nonzero -DPUBLISH_BEFORE_CONSUME
 MODEL=fail_over.pml check fail_over_no_tx_fence nonzero -DNO_TX_FENCE
+MODEL=promote.pml check promote zero
+MODEL=promote.pml check promote_mark_before_take nonzero -DMARK_BEFORE_TAKE
+MODEL=promote.pml check promote_no_cross_check nonzero -DNO_CROSS_CHECK
+MODEL=promote.pml check promote_ring_first nonzero -DRING_FIRST
+MODEL=promote.pml check promote_hook_count nonzero -DHOOK_COUNT
+MODEL=promote.pml check promote_no_marker nonzero -DNO_MARKER
+MODEL=promote.pml check promote_no_bypass_check nonzero -DNO_BYPASS_CHECK
 echo "model: $passed passed, $failed failed"
-[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml+fail_over.pml $passed $failed" >"$out"; }
+[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml+fail_over.pml+promote.pml $passed $failed" >"$out"; }
 [ "$failed" -eq 0 ]
