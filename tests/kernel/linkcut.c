@@ -5,6 +5,9 @@
  * TCP connection beside the link stays up, so each connection fails over:
  * a checked stream each way arrives whole, never SIGBUS, never a hang.  And
  * a peer that sent and closed before the cut: its tail still reads, then EOF.
+ * A connection two processes hold (fork) at the cut ends in a reset both
+ * ends see at once, never with a byte twice; one with a sending and a receiving
+ * thread at each end ends whole.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,9 +30,27 @@
 
 #define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
 
-enum mode { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, IDLE_EXIT, CLOSED_TAIL };
-static const char *const names[] = { "linkcut_full_ring_send", "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
-				      "linkcut_blocked_recv", "linkcut_idle_exit", "linkcut_closed_peer_tail" };
+enum mode { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, IDLE_EXIT, CLOSED_TAIL, FORKED_HOLDERS, THREADS_DUPLEX };
+static const char *const names[] = { "linkcut_full_ring_send",	 "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
+				      "linkcut_blocked_recv",	 "linkcut_idle_exit",	     "linkcut_closed_peer_tail",
+				      "linkcut_forked_holders", "linkcut_threads_duplex" };
+/* What "repeat" cycles through: the connections that stay open mid-stream. */
+static const enum mode repeated[] = { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, THREADS_DUPLEX };
+
+/* A stream call's outcome: every byte; a loud end (a reset, which the
+ * program sees); an early end; a wrong byte (never acceptable).  After a
+ * reset one call gets the error, later ones the end, as on kernel TCP. */
+enum { STREAM_LOST = 0, STREAM_WHOLE = 1, STREAM_RESET = -1, STREAM_WRONG = -2 };
+/* FORKED_HOLDERS: the exit status of an end that saw the loud reset; and
+ * the file the subject makes when it lets go of the connection, which the
+ * peer must not have needed to learn of the reset. */
+#define EXIT_RESET 20
+#define SUBJECT_GONE "/tmp/linkcut.subject_gone"
+
+static int loud(int err)
+{
+	return err == ECONNRESET || err == EPIPE || err == ETIMEDOUT;
+}
 
 /* CLOSED_TAIL: what the peer sends before it closes (less than a ring). */
 #define TAIL_BYTES 16384
@@ -57,7 +78,7 @@ static int check(int stream, uint64_t at, const unsigned char *b, size_t n)
 }
 
 /* Blocking: send all of a stream, paced (pause_us between 4 KiB pieces) or
- * at once; 1 if it all went. */
+ * at once: STREAM_WHOLE if it all went. */
 static int send_stream(int fd, int stream, unsigned pause_us)
 {
 	static _Thread_local unsigned char buf[65536];
@@ -74,9 +95,11 @@ static int send_stream(int fd, int stream, unsigned pause_us)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
+			int err = errno;
+
 			fprintf(stderr, "linkcut: pid %d: send of stream %d at byte %llu: %s\n", (int)getpid(), stream,
-				(unsigned long long)done, r < 0 ? strerror(errno) : "sent nothing");
-			return 0;
+				(unsigned long long)done, r < 0 ? strerror(err) : "sent nothing");
+			return r < 0 && loud(err) ? STREAM_RESET : STREAM_LOST;
 		}
 		done += (uint64_t)r;
 		if (pause_us)
@@ -85,7 +108,8 @@ static int send_stream(int fd, int stream, unsigned pause_us)
 	return 1;
 }
 
-/* Blocking: receive a whole stream, checking every byte; 1 if intact. */
+/* Blocking: receive a whole stream, checking every byte: STREAM_WHOLE if
+ * intact. */
 static int recv_stream(int fd, int stream)
 {
 	static _Thread_local unsigned char buf[65536];
@@ -97,14 +121,16 @@ static int recv_stream(int fd, int stream)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0 || !check(stream, got, buf, (size_t)r)) {
+			int err = errno;
+
 			fprintf(stderr, "linkcut: pid %d: receive of stream %d at byte %llu: %s\n", (int)getpid(), stream,
 				(unsigned long long)got,
-				r < 0 ? strerror(errno) : r == 0 ? "end of stream" : "bytes that are not the stream's");
-			return 0;
+				r < 0 ? strerror(err) : r == 0 ? "end of stream" : "bytes that are not the stream's");
+			return r > 0 ? STREAM_WRONG : r < 0 && loud(err) ? STREAM_RESET : STREAM_LOST;
 		}
 		got += (uint64_t)r;
 	}
-	return 1;
+	return STREAM_WHOLE;
 }
 
 static int link_is_up(void)
@@ -145,6 +171,21 @@ static int moved(int c)
 	return getsockopt(c, SOL_SCILAN, SCILAN_SO_ACCELERATED, &acc, &len) == 0 && acc == 0;
 }
 
+struct sender {
+	int fd;
+	int stream;
+	unsigned pause_us;
+	int ok;
+};
+
+static void *stream_sender(void *arg)
+{
+	struct sender *t = arg;
+
+	t->ok = send_stream(t->fd, t->stream, t->pause_us);
+	return NULL;
+}
+
 /* The subject, the connecting end: 0 when both streams arrived intact
  * across the cut (or, idle, it exits); 2.. when something else happened.
  * Stream 1 is the subject's, stream 2 its peer's. */
@@ -160,9 +201,9 @@ static int subject(enum mode m, int c, int ready, int go)
 	case FULL_SEND: /* blocked on the full ring at the cut; its peer reads after it */
 		if (write(ready, "r", 1) != 1)
 			return 2;
-		if (!send_stream(c, 1, 0))
+		if (send_stream(c, 1, 0) != STREAM_WHOLE)
 			return 3;
-		return !recv_stream(c, 2) ? 4 : moved(c) ? 0 : 13;
+		return recv_stream(c, 2) != STREAM_WHOLE ? 4 : moved(c) ? 0 : 13;
 	case POLL_DUPLEX: /* both ways at once, non-blocking, the cut in the middle */
 		fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
 		if (write(ready, "r", 1) != 1)
@@ -210,7 +251,7 @@ static int subject(enum mode m, int c, int ready, int go)
 	case BLOCKED_RECV: /* asleep in recv (interrupt wait) at the cut */
 		if (write(ready, "r", 1) != 1)
 			return 2;
-		return !recv_stream(c, 2) ? 10 : moved(c) ? 0 : 13;
+		return recv_stream(c, 2) != STREAM_WHOLE ? 10 : moved(c) ? 0 : 13;
 	case IDLE_EXIT:
 		if (write(ready, "r", 1) != 1)
 			return 2;
@@ -236,30 +277,56 @@ static int subject(enum mode m, int c, int ready, int go)
 			got += (uint64_t)n;
 		}
 		return got == TAIL_BYTES && recv(c, buf, 1, 0) == 0 ? 0 : 15;
+	case THREADS_DUPLEX: { /* a sender thread and a blocked receiver at each end */
+		pthread_t th;
+		struct sender t = { .fd = c, .stream = 1, .pause_us = 1000 };
+		int in;
+
+		if (write(ready, "r", 1) != 1 || pthread_create(&th, NULL, stream_sender, &t))
+			return 2;
+		in = recv_stream(c, 2);
+		pthread_join(th, NULL);
+		return in != STREAM_WHOLE || t.ok != STREAM_WHOLE ? 19 : moved(c) ? 0 : 13;
+	}
+	case FORKED_HOLDERS: { /* a child holds it too, and looks at it after the cut */
+		pid_t k = fork();
+		int in, out, st = -1;
+
+		if (k < 0)
+			return 2;
+		if (k == 0) {
+			struct pollfd p = { .fd = c, .events = POLLIN | POLLOUT };
+
+			/* Its look and its exit both meet the link down. */
+			_exit(read(go, buf, 1) == 1 && poll(&p, 1, 100) >= 0 ? 0 : 1);
+		}
+		if (write(ready, "r", 1) != 1)
+			return 2;
+		in = recv_stream(c, 2);
+		out = in == STREAM_WHOLE ? send_stream(c, 1, 0) : in;
+		if (waitpid(k, &st, 0) != k || !WIFEXITED(st) || WEXITSTATUS(st))
+			return 17;
+		if (in == STREAM_WHOLE && out == STREAM_WHOLE)
+			return 18; /* two holders at the cut cannot fail over */
+		if ((in != STREAM_RESET && out != STREAM_RESET) || in == STREAM_WRONG)
+			return 18;
+		/* Held on: the peer must see the reset now, not at our close. */
+		sleep(3);
+		close(open(SUBJECT_GONE, O_CREAT | O_WRONLY, 0600));
+		return EXIT_RESET;
+	}
 	}
 	return 12;
 }
 
-struct sender {
-	int fd;
-	unsigned pause_us;
-	int ok;
-};
-
-static void *peer_sender(void *arg)
-{
-	struct sender *t = arg;
-
-	t->ok = send_stream(t->fd, 2, t->pause_us);
-	return NULL;
-}
 
 /* The subject's peer, the accepting end: after the cut (FULL_SEND,
  * EPOLL_EDGE, BLOCKED_RECV) or at once, it receives the subject's stream
  * while a thread sends its own.  0 if both were whole. */
 static int peer(enum mode m, int l, int cut)
 {
-	struct sender t = { .pause_us = m == POLL_DUPLEX ? 500 : m == FULL_SEND ? 0 : 200 };
+	struct sender t = { .stream = 2,
+			    .pause_us = m == POLL_DUPLEX || m == THREADS_DUPLEX ? 500 : m == FULL_SEND ? 0 : 200 };
 	int s = accept(l, NULL, NULL), in = 1;
 	pthread_t th;
 	char b;
@@ -285,15 +352,19 @@ static int peer(enum mode m, int l, int cut)
 			;
 		return n == 0 || (n < 0 && errno == ECONNRESET) ? 0 : 4;
 	}
-	if (m != POLL_DUPLEX && read(cut, &b, 1) != 1)
+	if (m != POLL_DUPLEX && m != THREADS_DUPLEX && read(cut, &b, 1) != 1)
 		return 3;
 	t.fd = s;
-	if (pthread_create(&th, NULL, peer_sender, &t))
+	if (pthread_create(&th, NULL, stream_sender, &t))
 		return 5;
-	if (m == FULL_SEND || m == POLL_DUPLEX)
+	if (m == FULL_SEND || m == POLL_DUPLEX || m == FORKED_HOLDERS || m == THREADS_DUPLEX)
 		in = recv_stream(s, 1);
 	pthread_join(th, NULL);
-	return in && t.ok ? 0 : 6;
+	if (m == FORKED_HOLDERS)
+		return (in == STREAM_RESET || t.ok == STREAM_RESET) && in != STREAM_WRONG
+			       ? access(SUBJECT_GONE, F_OK) == 0 ? 21 : EXIT_RESET
+			       : 6;
+	return in == STREAM_WHOLE && t.ok == STREAM_WHOLE ? 0 : 6;
 }
 
 static const char *running;
@@ -312,12 +383,13 @@ static void timed_out(int sig)
 static void run(enum mode m, uint16_t port, const char *name)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, pr[2], pg[2], ps[2], st = -1, sst = -1, acc = 0, up;
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1, pr[2], pg[2], ps[2], st = -1, sst = -1, acc = 0, up, both;
 	socklen_t len = sizeof(acc);
 	pid_t srv, sub;
 	char r;
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	unlink(SUBJECT_GONE);
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 || pipe(pr) < 0 || pipe(pg) < 0 ||
 	    pipe(ps) < 0) {
@@ -348,7 +420,7 @@ static void run(enum mode m, uint16_t port, const char *name)
 		write_file(MOCK_LINK, "0");
 	}
 	usleep(200000);
-	if ((m == IDLE_EXIT || m == CLOSED_TAIL) && write(pg[1], "g", 1) != 1)
+	if ((m == IDLE_EXIT || m == CLOSED_TAIL || m == FORKED_HOLDERS) && write(pg[1], "g", 1) != 1)
 		perror("go");
 	if (write(ps[1], "g", 1) != 1)
 		perror("go");
@@ -359,9 +431,12 @@ static void run(enum mode m, uint16_t port, const char *name)
 	alarm(0);
 	write_file(MOCK_LINK, "1");
 	up = wait_up();
-	result(name, WIFEXITED(st) && WEXITSTATUS(st) == 0 && WIFEXITED(sst) && WEXITSTATUS(sst) == 0 && up,
+	/* Two holders: a loud reset at both ends. */
+	both = WIFEXITED(st) && WIFEXITED(sst) && WEXITSTATUS(st) == WEXITSTATUS(sst);
+	result(name, both && WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) && up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
-	       "1: not accelerated; 13: still on the rings), link up again %d",
+	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
+	       "at the subject's close), link up again %d",
 	       WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
 	       WIFSIGNALED(sst) ? "killed by signal" : "exit", WIFSIGNALED(sst) ? WTERMSIG(sst) : WEXITSTATUS(sst), up);
 	close(l);
@@ -384,7 +459,7 @@ int main(int argc, char **argv)
 		int rounds = argc > 2 ? atoi(argv[2]) : 20;
 
 		for (int i = 0; i < rounds; i++) {
-			enum mode m = (enum mode)(i % IDLE_EXIT);
+			enum mode m = repeated[i % (int)(sizeof(repeated) / sizeof(repeated[0]))];
 			char name[64];
 
 			snprintf(name, sizeof(name), "linkcut_repeat_%02d_%s", i, names[m] + strlen("linkcut_"));
@@ -392,7 +467,7 @@ int main(int argc, char **argv)
 		}
 		return failures ? 1 : 0;
 	}
-	for (int m = FULL_SEND; m <= CLOSED_TAIL; m++)
+	for (int m = FULL_SEND; m <= THREADS_DUPLEX; m++)
 		if (!strcmp(what, "all") || strstr(names[m], what))
 			run((enum mode)m, (uint16_t)(7120 + m), names[m]);
 	return failures ? 1 : 0;

@@ -14,6 +14,7 @@
 
 #include "conn/conn.h"
 #include "conn/failover.h"
+#include "process/holders.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "ring/segment.h"
@@ -307,6 +308,9 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 			if (h > 0 && !s->tx.mirror)
 				return "the peer failed over to kernel TCP, and this end keeps no copy of what it sent "
 				       "(SCILAN_FAIL_OVER=off here): the bytes in flight cannot be re-sent";
+			if (h > 0 && sl_holders_others(s))
+				return "the peer failed over to kernel TCP, and several processes hold this end (fork): "
+				       "which of them re-sends cannot be agreed";
 			if (h > 0) {
 				atomic_store(&s->fail_over_due, true);
 				*fb = SL_FB_LINK_DOWN;

@@ -7,13 +7,16 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include "conn/agree.h"
 #include "conn/conn.h"
 #include "evq/evq_dev.h"
 #include "fabric/dev/link_down.h"
+#include "process/holders.h"
 #include "ring/segment.h"
 #include "runtime/log.h"
+#include "runtime/sys.h"
 #include "sync/clock.h"
 
 /* One line per link that goes down, not one per connection: the first of
@@ -45,9 +48,11 @@ static void say_link_down(const struct sl_sock *s)
  * last published there is where our re-send starts.  A connection whose
  * peer had closed keeps its mappings too, for the tail in our ring.  Any
  * other is reset, behind private memory at the same addresses (after a
- * device's removal even our slice would raise SIGBUS). */
+ * device's removal even our slice would raise SIGBUS), and with an RST on
+ * its kernel connection, so that both ends see the reset. */
 static void decide_link_lost(struct sl_sock *s)
 {
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 	struct sl_area_ctl *own;
 	uint32_t ps;
 	void *m;
@@ -72,8 +77,11 @@ static void decide_link_lost(struct sl_sock *s)
 		sl_conn_wake_local(s);
 		return;
 	}
+	/* Held by several processes (fork): each would re-send and strip on
+	 * its own, and which of them goes first cannot be agreed without the
+	 * link; the peer would read a second header as data.  A loud reset. */
 	if (s->tx.mirror && sl_agree_on_rings(s) && !atomic_load(&s->reset) &&
-	    !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) &&
+	    !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) && !sl_holders_others(s) &&
 	    !(sl_agree_kernel_ready(s, POLLOUT) & (POLLERR | POLLHUP))) {
 		sl_evq_dev_unmap(s, true);
 		say_link_down(s);
@@ -93,7 +101,12 @@ static void decide_link_lost(struct sl_sock *s)
 	atomic_store(&own->rx_write, s->rx.read);
 	atomic_store(&own->peer_read, s->tx.write);
 	atomic_store(&own->peer_state, SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET);
-	sl_conn_reset(s, "the device link went down");
+	sl_conn_reset(s, sl_holders_others(s) ? "the device link went down under a connection several processes "
+						"hold (fork): it cannot fail over"
+					      : "the device link went down");
+	/* And the kernel connection: a peer that failed over (or had moved)
+	 * waits there for our bytes, until our close otherwise. */
+	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
 }
 
 /* Once per connection.  Another thread of ours that finds the link down
