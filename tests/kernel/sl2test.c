@@ -575,6 +575,61 @@ static void test_plain_acceptor(const char *mode)
 	}
 }
 
+/* io_uring after the agreement (the issue's part 1): a client whose sends
+ * all go past the hook (io_uring writes) on an agreed device connection
+ * is moved to kernel TCP by the server's hook with every byte, both ways
+ * (bypass.c, unambiguous: nothing was written into the ring); one that
+ * wrote into the ring first and then past it is reset at both ends, loud,
+ * with what the server delivered in order.
+ */
+static void test_uring_bypass(void)
+{
+	const char *name = "uring_after_agreement";
+	int port = 0, ok;
+	pid_t pid;
+
+	if (!is_a) {
+		char *argv[] = { "/bin/plainacc", "server", ADDR_B, "hooked", NULL };
+
+		unlink("/tmp/ub-srv.out");
+		pid = run_hooked(argv, "/tmp/ub-srv.out", "/tmp/ub-srv.err", NULL);
+		port = port_of(pid, "/tmp/ub-srv.out");
+		sync_peer(name, port);
+		/* Moved by the bypass rule after the agreement (not an offer
+		 * the client gave up before it). */
+		ok = port && wait_ok(pid) && file_has("/tmp/ub-srv.out", "server intact 1") &&
+		     file_has("/tmp/ub-srv.err", "fallback reasons: bypass 2");
+		int64_t theirs = sync_peer("uring_after_agreement_done", ok);
+
+		result(name, ok && theirs == 1, "server: io_uring requests whole, the mixed one reset %d, client ok %lld",
+		       ok, (long long)theirs);
+		if (!ok) {
+			show_file("/tmp/ub-srv.out");
+			show_file("/tmp/ub-srv.err");
+		}
+		return;
+	}
+	port = (int)sync_peer(name, 0);
+	ok = 0;
+	if (port > 0) {
+		char pbuf[16];
+		char *argv[] = { "/bin/plainacc", "client", ADDR_B, pbuf, "uring", NULL };
+
+		snprintf(pbuf, sizeof(pbuf), "%d", port);
+		pid = run_hooked(argv, "/tmp/ub-cli.out", "/tmp/ub-cli.err", NULL);
+		ok = wait_ok(pid) && file_has("/tmp/ub-cli.out", "\nintact 1\n") &&
+		     file_has("/tmp/ub-cli.err", "fallback reasons: peer-moved 2");
+	}
+	int64_t theirs = sync_peer("uring_after_agreement_done", ok);
+
+	result(name, ok && theirs == 1, "client: responses whole, the mixed one reset %d, server ok %lld", ok,
+	       (long long)theirs);
+	if (!ok) {
+		show_file("/tmp/ub-cli.out");
+		show_file("/tmp/ub-cli.err");
+	}
+}
+
 #define IVSHMEM_CUT "/sys/module/scilan/parameters/ivshmem_cut"
 
 /* Fail-over across the two guests: an unmodified program echoing a 64 MiB
@@ -966,6 +1021,7 @@ int main(int argc, char **argv)
 	test_hook();
 	test_plain_acceptor("raw");
 	test_plain_acceptor("uring");
+	test_uring_bypass();
 	test_epoll_set();
 	test_both_fabrics();
 	test_cut("link_cut_fails_over", NULL);
