@@ -7,12 +7,14 @@
  * a peer that sent and closed before the cut: its tail still reads, then EOF.
  * A connection two processes hold (fork) at the cut ends in a reset both
  * ends see at once, never with a byte twice; one with a sending and a receiving
- * thread at each end ends whole.
+ * thread at each end ends whole; one that only sends after the cut keeps
+ * its own TCP_USER_TIMEOUT, not the move's.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,10 +32,20 @@
 
 #define MOCK_LINK "/sys/kernel/debug/ntb_mock/link"
 
-enum mode { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, IDLE_EXIT, CLOSED_TAIL, FORKED_HOLDERS, THREADS_DUPLEX };
-static const char *const names[] = { "linkcut_full_ring_send",	 "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
-				      "linkcut_blocked_recv",	 "linkcut_idle_exit",	     "linkcut_closed_peer_tail",
-				      "linkcut_forked_holders", "linkcut_threads_duplex" };
+enum mode {
+	FULL_SEND,
+	POLL_DUPLEX,
+	EPOLL_EDGE,
+	BLOCKED_RECV,
+	IDLE_EXIT,
+	CLOSED_TAIL,
+	FORKED_HOLDERS,
+	THREADS_DUPLEX,
+	SEND_ONLY
+};
+static const char *const names[] = { "linkcut_full_ring_send", "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
+				      "linkcut_blocked_recv",	"linkcut_idle_exit",	    "linkcut_closed_peer_tail",
+				      "linkcut_forked_holders", "linkcut_threads_duplex",   "linkcut_send_only" };
 /* What "repeat" cycles through: the connections that stay open mid-stream. */
 static const enum mode repeated[] = { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, THREADS_DUPLEX };
 
@@ -277,6 +289,20 @@ static int subject(enum mode m, int c, int ready, int go)
 			got += (uint64_t)n;
 		}
 		return got == TAIL_BYTES && recv(c, buf, 1, 0) == 0 ? 0 : 15;
+	case SEND_ONLY: { /* it never reads: the move's user timeout must not outlive the move */
+		int ut = -1;
+		socklen_t ul = sizeof(ut);
+
+		if (write(ready, "r", 1) != 1)
+			return 2;
+		if (send_stream(c, 1, 2000) != STREAM_WHOLE)
+			return 3;
+		if (getsockopt(c, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &ul) < 0 || ut != 0) {
+			fprintf(stderr, "linkcut: TCP_USER_TIMEOUT %d after the move (the program's: 0)\n", ut);
+			return 22;
+		}
+		return moved(c) ? 0 : 13;
+	}
 	case THREADS_DUPLEX: { /* a sender thread and a blocked receiver at each end */
 		pthread_t th;
 		struct sender t = { .fd = c, .stream = 1, .pause_us = 1000 };
@@ -354,6 +380,8 @@ static int peer(enum mode m, int l, int cut)
 	}
 	if (m != POLL_DUPLEX && m != THREADS_DUPLEX && read(cut, &b, 1) != 1)
 		return 3;
+	if (m == SEND_ONLY)
+		return recv_stream(s, 1) == STREAM_WHOLE ? 0 : 6;
 	t.fd = s;
 	if (pthread_create(&th, NULL, stream_sender, &t))
 		return 5;
@@ -436,7 +464,7 @@ static void run(enum mode m, uint16_t port, const char *name)
 	result(name, both && WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) && up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
 	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
-	       "at the subject's close), link up again %d",
+	       "at the subject's close; 22: the move's user timeout stayed), link up again %d",
 	       WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
 	       WIFSIGNALED(sst) ? "killed by signal" : "exit", WIFSIGNALED(sst) ? WTERMSIG(sst) : WEXITSTATUS(sst), up);
 	close(l);
@@ -467,7 +495,7 @@ int main(int argc, char **argv)
 		}
 		return failures ? 1 : 0;
 	}
-	for (int m = FULL_SEND; m <= THREADS_DUPLEX; m++)
+	for (int m = FULL_SEND; m <= SEND_ONLY; m++)
 		if (!strcmp(what, "all") || strstr(names[m], what))
 			run((enum mode)m, (uint16_t)(7120 + m), names[m]);
 	return failures ? 1 : 0;

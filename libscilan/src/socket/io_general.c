@@ -569,8 +569,15 @@ static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t d
 	}
 	msg.msg_iov = rest;
 	msg.msg_iovlen = (size_t)n;
-	if (sending)
+	if (sending) {
+		/* After a fail-over a program that only sends completes the
+		 * strip here, never waiting: it takes only the peer's header and
+		 * what we had read already, and it ends the move's 5 s user
+		 * timeout, which would otherwise outlive the move. */
+		if (atomic_load(&s->strip_pending))
+			(void)sl_fail_over_strip(s, MSG_DONTWAIT);
 		r = n ? sl_sys.sendmsg(s->fd, &msg, flags) : 0;
+	}
 	else if (done && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)))
 		r = 0;
 	else if (atomic_load(&s->strip_pending) && sl_fail_over_strip(s, flags) < 0)
