@@ -361,7 +361,11 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 		 * answered with a CLOSE that frees it).
 		 */
 		ep->connecting = false;
-		rc = rc ? rc : left < 0 ? -EINTR : -ETIMEDOUT;
+		/* Interrupted: -ERESTARTSYS, so that a restarting handler or
+		 * io_uring's task work (TIF_NOTIFY_SIGNAL) restarts the connect
+		 * rather than failing it with EINTR.
+		 */
+		rc = rc ? rc : left < 0 ? left : -ETIMEDOUT;
 	} else if (ep->connect_err) {
 		rc = ep->connect_err;
 	} else {

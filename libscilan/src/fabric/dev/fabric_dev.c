@@ -435,7 +435,11 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		return -1;
 	}
 	fd = open_link(e->device);
-	connected = fd >= 0 && sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) == 0;
+	/* A signal whose handler does not restart: the program's connect
+	 * goes on (its handler ran), and so does ours. */
+	do
+		connected = fd >= 0 && sl_sys.ioctl(fd, SCILAN_IOC_CONNECT, &req) == 0;
+	while (!connected && fd >= 0 && errno == EINTR);
 	/* The driver's EAGAIN: every slice of the link is held here (the
 	 * listener's side says ENOSPC): a resource limit, like running out of
 	 * ports, which the fallback names "resource". */
