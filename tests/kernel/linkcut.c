@@ -297,6 +297,14 @@ static int subject(enum mode m, int c, int ready, int go)
 			return 2;
 		if (send_stream(c, 1, 2000) != STREAM_WHOLE)
 			return 3;
+		/* The strip needs the peer's header, which its first read
+		 * after the cut sends: a slow guest may not have sent it
+		 * before our last piece.  One more send, a second later. */
+		if (getsockopt(c, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &ul) == 0 && ut != 0) {
+			sleep(1);
+			if (send(c, buf, 0, MSG_NOSIGNAL) != 0)
+				return 3;
+		}
 		if (getsockopt(c, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &ul) < 0 || ut != 0) {
 			fprintf(stderr, "linkcut: TCP_USER_TIMEOUT %d after the move (the program's: 0)\n", ut);
 			return 22;

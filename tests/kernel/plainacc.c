@@ -246,7 +246,8 @@ static int client(const char *addr, int port, int uring)
 			r = recv(fd, rsp, RSP_LEN, 0);
 		while (r < 0 && errno == EINTR);
 		printf("case mixed: sent %zu, then %s\n", sent, r < 0 ? strerror(errno) : r ? "bytes" : "the end");
-		ok &= sent == MIXED_LEN && r < 0 && errno == ECONNRESET;
+		/* The server's reset may come before the io_uring send ends. */
+		ok &= sent >= half && r < 0 && errno == ECONNRESET;
 		if (fd >= 0)
 			close(fd);
 	}

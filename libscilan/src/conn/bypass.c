@@ -264,6 +264,11 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 	/* Our link went down (link_down.c): our own decision,
 	 * never a word the peer could write. */
 	if (atomic_load(&s->fail_over_due)) {
+		/* A fork (or a descriptor passed on) since the decision: the
+		 * other process would re-send and strip too. */
+		if (sl_holders_others(s))
+			return "the device link went down under a connection several processes hold (fork): it cannot "
+			       "fail over";
 		*fb = SL_FB_LINK_DOWN;
 		why = sl_fail_over(s);
 		*plain = !why;

@@ -573,10 +573,13 @@ static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t d
 		/* After a fail-over a program that only sends completes the
 		 * strip here, never waiting: it takes only the peer's header and
 		 * what we had read already, and it ends the move's 5 s user
-		 * timeout, which would otherwise outlive the move. */
-		if (atomic_load(&s->strip_pending))
-			(void)sl_fail_over_strip(s, MSG_DONTWAIT);
-		r = n ? sl_sys.sendmsg(s->fd, &msg, flags) : 0;
+		 * timeout, which would otherwise outlive the move.  An error its
+		 * read takes (a reset) is the send's, as the kernel reports it. */
+		if (atomic_load(&s->strip_pending) && sl_fail_over_strip(s, MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+		    errno != EWOULDBLOCK)
+			r = -1; /* the connection's error, which the strip's read took: the program's */
+		else
+			r = n ? sl_sys.sendmsg(s->fd, &msg, flags) : 0;
 	}
 	else if (done && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)))
 		r = 0;
