@@ -138,6 +138,10 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 							   "not start with a valid fail-over header");
 					break;
 				}
+				sl_debug("fd %d: the peer's stream on kernel TCP starts at its index %llu; we had read "
+					 "%llu: %llu to drop",
+					 s->fd, (unsigned long long)h.from, (unsigned long long)s->strip_read,
+					 (unsigned long long)(s->strip_read - h.from));
 				s->strip_read -= h.from; /* from here on: the bytes still to drop */
 				continue;
 			}
