@@ -369,9 +369,10 @@ void sl_evq_dev_mirror(struct sl_evq *q, bool read_back)
 
 /* Link down under set d.  The endpoint is readable for good now: it goes at
  * once, mappings first (they hold the file, which the kernel set would
- * report at every wait: a set that never slept again).  Its members are
- * reset (nothing else watches their endpoints) and all looked at once at
- * the next take; a later member of the link makes a new set. */
+ * report at every wait: a set that never slept again).  Its members see
+ * the link down now (nothing else watches their endpoints: most fail over,
+ * link_down.c) and are all looked at once at the next take; a later member
+ * of the link makes a new set. */
 static void dev_died(struct sl_evq_dev *d)
 {
 	atomic_store(&d->dead, true);
