@@ -14,7 +14,6 @@
 
 #include "conn/conn.h"
 #include "conn/failover.h"
-#include "process/holders.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "ring/segment.h"
@@ -266,9 +265,8 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 	if (atomic_load(&s->fail_over_due)) {
 		/* A fork (or a descriptor passed on) since the decision: the
 		 * other process would re-send and strip too. */
-		if (sl_holders_others(s))
-			return "the device link went down under a connection several processes hold (fork): it cannot "
-			       "fail over";
+		if (s->fabric->fail_over_refused && (why = s->fabric->fail_over_refused(s)))
+			return why;
 		*fb = SL_FB_LINK_DOWN;
 		why = sl_fail_over(s);
 		*plain = !why;
@@ -313,9 +311,8 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 			if (h > 0 && !s->tx.mirror)
 				return "the peer failed over to kernel TCP, and this end keeps no copy of what it sent "
 				       "(SCILAN_FAIL_OVER=off here): the bytes in flight cannot be re-sent";
-			if (h > 0 && sl_holders_others(s))
-				return "the peer failed over to kernel TCP, and several processes hold this end (fork): "
-				       "which of them re-sends cannot be agreed";
+			if (h > 0 && s->fabric->fail_over_refused && (why = s->fabric->fail_over_refused(s)))
+				return why;
 			if (h > 0) {
 				atomic_store(&s->fail_over_due, true);
 				*fb = SL_FB_LINK_DOWN;

@@ -65,6 +65,9 @@ struct sl_fabric_ops {
 	 * device fabric swaps out the mappings of a link that went down, which
 	 * would raise SIGBUS). */
 	void (*before_close)(struct sl_sock *s);
+	/* Optional (the fabrics whose links fail over): why this connection
+	 * may not fail over now, or NULL. */
+	const char *(*fail_over_refused)(struct sl_sock *s);
 	/* The socket is closed: unmap the segment. */
 	void (*release)(struct sl_sock *s);
 };
