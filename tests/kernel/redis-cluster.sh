@@ -108,7 +108,9 @@ session_open() {
 	mkfifo $rdir/$1.in
 	# Without the other sessions' FIFO write ends (theirs to close).
 	timeout 120 env $hook redis-cli -h $2 -p $rport <$rdir/$1.in >$rdir/$1.out 2>$rdir/$1.err 5>&- 6>&- 7>&- &
-	eval "${1}_pid=\$! ${1}_fd=$3; exec $3>\$rdir/$1.in"
+	# Read-write: a FIFO's write-only open waits for the reader, and a
+	# child's SIGCHLD meanwhile failed it (EINTR), which ended the shell.
+	eval "${1}_pid=\$! ${1}_fd=$3; exec $3<>\$rdir/$1.in"
 	echo "ECHO before-$1" >&$3
 }
 # session_said NAME WORD: WORD is the session's last line of output, within
