@@ -1,8 +1,9 @@
 /* epollset.c — epoll sets over the device fabric, a plain POSIX program under
  * the preload hook (tests/kernel/init, interrupt mode): many connections in
  * one set woken through the set's doorbell, a cross-thread EPOLL_CTL_MOD and
- * ADD, a set shared with a forked child, more sets than a link holds, and
- * an idle set sleeping (also after the link went down under it).
+ * ADD, a set shared with a forked child, more sets than a link holds, an
+ * idle set sleeping (also after the link went down under it), the peer's
+ * fail-over header never reported readable, and a cut under a busy server.
  * "serve ADDR N" and "client ADDR PORT N ROUNDS" are the two halves of the
  * first across two guests (sl2test).
  */
@@ -128,6 +129,8 @@ static int echo_server(int l, int n)
 			ssize_t r = recv(evs[i].data.fd, buf, sizeof(buf), 0);
 
 			if (r == 0 || (r < 0 && errno == ECONNRESET)) {
+				if (r < 0)
+					fprintf(stderr, "epollset: server: fd %d reset, closed\n", evs[i].data.fd);
 				close(evs[i].data.fd);
 				open_--;
 			} else if (r > 0 && send(evs[i].data.fd, buf, (size_t)r, MSG_NOSIGNAL) != r) {
@@ -157,11 +160,16 @@ static int exchanges(const int *c, int n, int rounds, int *done)
 		if (send(c[i], out, sizeof(out), MSG_NOSIGNAL) != (ssize_t)sizeof(out))
 			bad = 1;
 		while (!bad && got < (ssize_t)sizeof(in)) {
-			if (poll(&p, 1, WAIT_MS) != 1)
+			if (poll(&p, 1, WAIT_MS) != 1) {
+				fprintf(stderr, "epollset: exchange %d: no answer on connection %d (fd %d) in %d ms\n", *done,
+					i, c[i], WAIT_MS);
 				bad = 2;
-			else if ((r = recv(c[i], in + got, sizeof(in) - (size_t)got, 0)) <= 0)
+			}
+			else if ((r = recv(c[i], in + got, sizeof(in) - (size_t)got, 0)) <= 0) {
+				fprintf(stderr, "epollset: exchange %d: recv on connection %d (fd %d) after %zd bytes: %zd, %s\n",
+					*done, i, c[i], got, r, r ? strerror(errno) : "end of stream");
 				bad = 3;
-			else
+			} else
 				got += r;
 		}
 		if (!bad && memcmp(in, out, sizeof(in)))
@@ -395,6 +403,111 @@ static void link_down_set(void)
 	close(ep), close(l), close(p[0]), close(p[1]);
 }
 
+/* After a cut, what arrives first on the kernel socket is the peer's
+ * fail-over header, which is not the program's: neither a set nor a poll may
+ * report the member readable for it (a blocking recv after that report
+ * would wait for bytes that may never come, as no TCP socket does), and the
+ * first real byte is reported and read as usual. */
+static void header_not_readable(void)
+{
+	const char *name = "epollset_fail_over_header_not_readable";
+	int l = listener(7147), c, s, ep = epoll_create1(0), set_early = -2, poll_early = -2, set_late = -2, up;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 };
+	struct pollfd p;
+	ssize_t rd = -2, back = -2;
+	char b = 0, y = 0;
+
+	if (l < 0 || ep < 0 || pair(l, 7147, &c, &s) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0) {
+		result(name, 0, "setup: %s", strerror(errno));
+		return;
+	}
+	if (send(c, "w", 1, 0) == 1 && epoll_wait(ep, &ev, 1, WAIT_MS) == 1 && recv(s, &b, 1, 0) == 1 &&
+	    write_file(MOCK_LINK, "0") == 0) {
+		usleep(100000);
+		/* The client's next call moves it: its header goes out. */
+		p = (struct pollfd){ .fd = c, .events = POLLIN };
+		poll(&p, 1, 0);
+		set_early = epoll_wait(ep, &ev, 1, 500);
+		p = (struct pollfd){ .fd = s, .events = POLLIN };
+		poll_early = poll(&p, 1, 300);
+		p = (struct pollfd){ .fd = c, .events = POLLIN };
+		poll_early += 10 * poll(&p, 1, 300); /* and the server's header at the client */
+		if (send(c, "x", 1, MSG_NOSIGNAL) == 1)
+			set_late = epoll_wait(ep, &ev, 1, WAIT_MS);
+		rd = set_late == 1 ? recv(s, &b, 1, MSG_DONTWAIT) : -3;
+		if (rd == 1 && send(s, "y", 1, MSG_NOSIGNAL) == 1)
+			back = poll(&p, 1, WAIT_MS) == 1 ? recv(c, &y, 1, MSG_DONTWAIT) : -3;
+	}
+	write_file(MOCK_LINK, "1");
+	up = link_up();
+	result(name,
+	       set_early == 0 && poll_early == 0 && set_late == 1 && rd == 1 && b == 'x' && back == 1 && y == 'y' && up,
+	       "after the cut, with only the peer's header arrived: set reported %d, polls %d (0: nothing for the "
+	       "program; 1 the server's poll, 10 the client's); then the first byte reported %d and read %zd '%c', "
+	       "the answer %zd '%c'; link up again %d",
+	       set_early, poll_early, set_late, rd, b ? b : '?', back, y ? y : '?', up);
+	close(c), close(s), close(ep), close(l);
+}
+
+static void *cut_link_soon(void *arg)
+{
+	(void)arg;
+	usleep(300000);
+	write_file(MOCK_LINK, "0");
+	usleep(1500000); /* past the heartbeat timeout: every connection fails over */
+	write_file(MOCK_LINK, "1");
+	return NULL;
+}
+
+/* The link is cut under a one-thread epoll echo server mid-run, requests
+ * and responses in flight: every connection fails over to kernel TCP and
+ * every exchange still comes back intact, the server's set (its members now
+ * kernel sockets) reporting each request. */
+static void link_cut_mid_run(void)
+{
+	const char *name = "epollset_link_cut_mid_run";
+	int l = listener(7146), c[MEMBERS], st = -1, bad = -1, done = 0, moved = 0, up;
+	pthread_t cutter;
+	pid_t srv;
+
+	if (l < 0) {
+		result(name, 0, "listen: %s", strerror(errno));
+		return;
+	}
+	srv = fork();
+	if (srv == 0)
+		_exit(echo_server(l, MEMBERS));
+	for (int i = 0; i < MEMBERS; i++)
+		if ((c[i] = connect_accelerated(7146)) < 0) {
+			result(name, 0, "connection %d not accelerated", i);
+			kill(srv, SIGKILL);
+			waitpid(srv, NULL, 0);
+			close(l);
+			return;
+		}
+	if (pthread_create(&cutter, NULL, cut_link_soon, NULL) == 0) {
+		bad = exchanges(c, MEMBERS, 4 * EXCHANGES, &done);
+		pthread_join(cutter, NULL);
+	}
+	for (int i = 0; i < MEMBERS; i++) {
+		int acc = -1;
+		socklen_t len = sizeof(acc);
+
+		moved += getsockopt(c[i], SOL_SCILAN, SCILAN_SO_ACCELERATED, &acc, &len) == 0 && acc == 0;
+		close(c[i]);
+	}
+	alarm(60);
+	if (waitpid(srv, &st, 0) != srv)
+		st = -1;
+	alarm(0);
+	close(l);
+	up = link_up();
+	result(name, !bad && moved == MEMBERS && WIFEXITED(st) && WEXITSTATUS(st) == 0 && up,
+	       "%d exchanges over %d connections across the cut, client %d (2: no answer, 3: recv failed, 4: wrong "
+	       "bytes), %d on kernel TCP after it, server exit %d (3: a wait timed out); link up again %d",
+	       done, MEMBERS, bad, moved, WIFEXITED(st) ? WEXITSTATUS(st) : -1, up);
+}
+
 /* A set whose members a forked child also holds: the parent's set still
  * reports every request while the child lives, and after it exits. */
 static void forked_holder(void)
@@ -505,6 +618,9 @@ static int two_guests(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			if ((c[i] = connect_accelerated_to(argv[2], (uint16_t)atoi(argv[3]))) < 0)
 				return 10;
+		/* For a test that cuts the link only once all are agreed. */
+		printf("connected %d\n", n);
+		fflush(stdout);
 		bad = exchanges(c, n, atoi(argv[5]), &done);
 		printf("%d exchanges over %d connections, result %d\n", done, n, bad);
 		for (int i = 0; i < n; i++)
@@ -535,5 +651,9 @@ int main(int argc, char **argv)
 		idle_set();
 	if (!strcmp(what, "all") || strstr("epollset_sleeps_after_link_down", what))
 		link_down_set();
+	if (!strcmp(what, "all") || strstr("epollset_fail_over_header_not_readable", what))
+		header_not_readable();
+	if (!strcmp(what, "all") || strstr("epollset_link_cut_mid_run", what))
+		link_cut_mid_run();
 	return failures ? 1 : 0;
 }

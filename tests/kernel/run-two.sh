@@ -6,6 +6,8 @@
 # needs $BUILD/lib/libscilan_preload.so); "kernel2 <test> <passed> <failed>" lines go to
 # BUILD/results/kernel-two.txt, the bench table to BUILD/results/bench-kernel-two.md.
 # Any Oops/WARNING/BUG in either guest's log fails the suite.
+# SCILAN_PCAP=1 also writes each guest's virtio-net traffic to
+# BUILD/kernel-two/net-<guest>.pcap (tcpdump -r reads it).
 set -u
 build=$(realpath "$1")
 bench=${2:-}
@@ -56,31 +58,33 @@ spid=$!
 for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || { kill $spid; fail_setup "the ivshmem server did not start"; }
 
-# A free loopback port for the guests' virtio-net link (QEMU's socket netdev).
-for _ in $(seq 20); do
-	port=$((20000 + RANDOM % 20000))
-	ss -Htln "sport = :$port" 2>/dev/null | grep -q . || break
-done
+# The guests' virtio-net link: a pair of unix datagram sockets (QEMU's dgram
+# netdev).  Not the socket netdev's TCP stream: the host's Nagle held a frame
+# sent right after another (a guest's ACK, then its next request) until the
+# host's delayed ACK, 40 ms, so request/response tests crawled.
+rm -f "$work/net-a.sock" "$work/net-b.sock"
 
 # TCG with one vCPU thread per guest, but maxcpus=2: QEMU then translates
 # locked instructions into host atomics (parallel TCG), which the cross-guest
 # atomics of the driver and the ring protocol need.
 accel="-accel tcg,thread=multi"
 if [ "${SCILAN_QEMU_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then accel="-enable-kvm -cpu host"; fi
-guest() { # role netdev-option
+guest() { # role peer-role
 	timeout 300 qemu-system-x86_64 $accel -m 512 -smp 1,maxcpus=2 -nographic -no-reboot \
 		-kernel "$kernel" -initrd "$work/initramfs.gz" \
 		-append "console=ttyS0 panic=-1 loglevel=6 scilan_role=$1 scilan_args=$args" \
 		-chardev socket,path="$sock",id=ivsh -device ivshmem-doorbell,chardev=ivsh,vectors=2 \
-		-netdev socket,id=n0,"$2" -device virtio-net-pci,netdev=n0,mac=52:54:00:4e:00:0${1/a/1} \
+		-netdev dgram,id=n0,local.type=unix,local.path="$work/net-$1.sock",remote.type=unix,remote.path="$work/net-$2.sock" \
+		-device virtio-net-pci,netdev=n0,mac=52:54:00:4e:00:0${1/a/1} \
+		${SCILAN_PCAP:+-object filter-dump,id=f0,netdev=n0,file=$work/net-$1.pcap} \
 		>"$work/console-$1.log" 2>&1 </dev/null
 	echo $? >"$work/qemu-$1.rc"
 }
 start=$(date +%s)
-guest a "listen=127.0.0.1:$port" &
+guest a b &
 pa=$!
 sleep 1
-guest b "connect=127.0.0.1:$port" &
+guest b a &
 pb=$!
 wait $pa $pb
 end=$(date +%s)
@@ -114,7 +118,7 @@ for t in a_load_unload a_link_up a_pingpong_interrupt a_pingpong_polling a_strea
 	a_hostile_args a_hook_dev_program a_plain_acceptor_raw a_plain_acceptor_uring b_plain_acceptor_raw \
 	b_plain_acceptor_uring a_link_cut_fails_over b_link_cut_fails_over \
 	a_link_cut_fails_over_interrupt b_link_cut_fails_over_interrupt a_both_fabrics_in_one_process a_peer_poweroff_reset a_final_unload b_load_unload b_link_up \
-	b_stream b_hook_dev_program b_both_fabrics_in_one_process; do
+	b_stream b_hook_dev_program b_both_fabrics_in_one_process a_epoll_set_link_cut b_epoll_set_link_cut; do
 	grep -q "^kernel2 $t " "$out" || { echo "run-two.sh: no result for $t"; count "${t}_reported" 0; }
 done
 

@@ -456,6 +456,30 @@ static pid_t run_hooked(char *const argv[], const char *out, const char *err, co
 	return pid;
 }
 
+/* Where a program that did not finish in time is stuck: its call and the
+ * kernel function it sleeps in, on the lines run-two.sh shows. */
+static void show_stuck(pid_t pid)
+{
+	char path[64], call[256] = "?", wchan[64] = "?";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	if ((f = fopen(path, "r"))) {
+		if (!fgets(call, sizeof(call), f))
+			strcpy(call, "?");
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	if ((f = fopen(path, "r"))) {
+		if (!fgets(wchan, sizeof(wchan), f))
+			strcpy(wchan, "?");
+		fclose(f);
+	}
+	call[strcspn(call, "\n")] = 0;
+	printf("scilan-guest: pid %d did not finish in time: in system call %s, sleeping in %s\n", (int)pid, call,
+	       wchan);
+}
+
 /* Waits up to 60 s for pid; kills it after that.  1 if it exited 0. */
 static int wait_ok(pid_t pid)
 {
@@ -466,6 +490,7 @@ static int wait_ok(pid_t pid)
 			return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 		usleep(100000);
 	}
+	show_stuck(pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return 0;
@@ -792,6 +817,67 @@ static void test_epoll_set(void)
 	}
 }
 
+/* The cut under an epoll set across the link: b's one-thread server holds
+ * 40 device connections in one level-triggered set, a's client exchanges
+ * on random ones (interrupt mode), and a pulls its cable mid-run.  All 40
+ * fail over, every exchange is answered intact, and both ends count 40
+ * moves for link-down. */
+static void test_epoll_cut(void)
+{
+	const char *name = "epoll_set_link_cut";
+	int port, ok, up;
+	pid_t pid;
+
+	if (!is_a) {
+		char *argv[] = { "/bin/epollset", "serve", ADDR_B, "40", NULL };
+
+		pid = run_hooked(argv, "/tmp/epx.out", "/tmp/epx.err", "0");
+		port = port_of(pid, "/tmp/epx.out");
+		sync_peer(name, port);
+		ok = port && wait_ok(pid) && file_has("/tmp/epx.err", "fallback reasons: link-down 40");
+		up = wait_link(NODE, 30000);
+		int64_t theirs = sync_peer("epoll_set_link_cut_done", ok && up);
+
+		result(name, ok && up && theirs == 1,
+		       "epollset server: 40 connections failed over, every request answered %d; link up again %d; "
+		       "client ok %lld",
+		       ok, up, (long long)theirs);
+		if (!ok)
+			show_file("/tmp/epx.err");
+		return;
+	}
+	port = (int)sync_peer(name, 0);
+	ok = up = 0;
+	if (port > 0) {
+		char pbuf[16];
+		char *argv[] = { "/bin/epollset", "client", ADDR_B, pbuf, "40", "20000", NULL };
+
+		snprintf(pbuf, sizeof(pbuf), "%d", port);
+		pid = run_hooked(argv, "/tmp/epy.out", "/tmp/epy.err", "0");
+		/* Mid-run, once every connection is agreed (a cut in the
+		 * middle of a connect resets that connection, by design). */
+		for (int i = 0; i < 600 && !file_has("/tmp/epy.out", "connected 40"); i++)
+			usleep(50000);
+		usleep(500000);
+		write_file(IVSHMEM_CUT, "1");
+		usleep(1500000); /* past b's heartbeat timeout */
+		write_file(IVSHMEM_CUT, "0");
+		ok = wait_ok(pid) && file_has("/tmp/epy.out", "20000 exchanges over 40 connections, result 0") &&
+		     file_has("/tmp/epy.err", "fallback reasons: link-down 40");
+		up = wait_link(NODE, 30000);
+	}
+	int64_t theirs = sync_peer("epoll_set_link_cut_done", ok && up);
+
+	result(name, ok && up && theirs == 1,
+	       "epollset client: 20,000 exchanges on 40 connections intact across the cut, all failed over %d; link "
+	       "up again %d; server ok %lld",
+	       ok, up, (long long)theirs);
+	if (!ok) {
+		show_file("/tmp/epy.out");
+		show_file("/tmp/epy.err");
+	}
+}
+
 static int file_count(const char *path, const char *text)
 {
 	static char buf[65536];
@@ -999,6 +1085,7 @@ int main(int argc, char **argv)
 	test_both_fabrics();
 	test_cut("link_cut_fails_over", NULL);
 	test_cut("link_cut_fails_over_interrupt", "0");
+	test_epoll_cut();
 	test_poweroff();
 	return failures ? 1 : 0;
 }

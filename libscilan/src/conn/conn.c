@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "conn/agree.h"
+#include "conn/failover.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
@@ -126,7 +127,7 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	 * socket: a poll or epoll wait is where a program that never calls
 	 * recv learns that the connection is kernel TCP now. */
 	if (sl_agree_plain(s, SL_AGREE_POLL))
-		return sl_agree_kernel_ready(s, events);
+		return atomic_load(&s->strip_pending) ? sl_fail_over_ready(s, events) : sl_agree_kernel_ready(s, events);
 	shut_wr = atomic_load(&s->shut_wr);
 	if (atomic_load(&s->reset))
 		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "conn/agree.h"
 #include "runtime/log.h"
 #include "runtime/sys.h"
 #include "sync/ring_lock.h"
@@ -174,4 +175,17 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 	}
 	sl_unlock(&s->rx_lock);
 	return r;
+}
+
+short sl_fail_over_ready(struct sl_sock *s, short events)
+{
+	short rev;
+
+	if ((events & (POLLIN | POLLRDNORM)) && sl_fail_over_strip(s, MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+	    errno != EWOULDBLOCK)
+		return (short)(sl_agree_kernel_ready(s, events) | POLLERR); /* the strip took the error */
+	rev = sl_agree_kernel_ready(s, events);
+	if (atomic_load(&s->strip_pending))
+		rev &= (short)~(POLLIN | POLLRDNORM); /* only the header so far, or bytes to drop */
+	return rev;
 }

@@ -36,6 +36,11 @@ int sl_fail_over_seen(struct sl_sock *s);
  * stream now continues where our reads stopped; -1 with errno: EAGAIN
  * (not there yet), or the connection's error (a reset, the kernel's). */
 int sl_fail_over_strip(struct sl_sock *s, int flags);
+/* A poll's readiness of a connection whose strip is pending: the strip
+ * runs first, never waiting, and the peer's header (or the bytes still to
+ * drop) is not reported readable, so that a blocking receive after POLLIN
+ * finds the program's bytes, as on TCP. */
+short sl_fail_over_ready(struct sl_sock *s, short events);
 
 /* Send head (head_len bytes, may be 0), then re-send ring bytes [from, to)
  * of ring (ours to send: the peer's ring, or our mirror of it) onto the

@@ -439,13 +439,16 @@ static inline struct sl_sock *sl_ring_sock(int fd)
 	return s && sl_sock_on_rings(s) ? s : NULL;
 }
 
-/* A ring connection or one a pending connect may yet make: readiness the
- * kernel cannot see, so poll and epoll emulate it. */
+/* A ring connection, one a pending connect may yet make, or one that failed
+ * over and has not yet read past the peer's fail-over header: readiness the
+ * kernel cannot see (it would report the header as the program's bytes), so
+ * poll and epoll emulate it. */
 static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
 {
 	enum sl_state st = sl_sock_state(s);
 
-	return st == SL_CONNECTED || st == SL_CONNECTING;
+	return st == SL_CONNECTED || st == SL_CONNECTING ||
+	       atomic_load_explicit(&s->strip_pending, memory_order_relaxed);
 }
 
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */
