@@ -46,7 +46,7 @@ void hk_fd_reused(int fd)
 	/* What our standard stream holds was written for the connection. */
 	hk_std_stream_before_change(fd);
 	hk_epoll_forget_fd(fd);
-	sl_sock_release(fd);
+	sl_sock_release_stale(fd);
 	hk_std_stream_after_change(fd);
 }
 

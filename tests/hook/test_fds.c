@@ -4,6 +4,8 @@
  * standard streams on a socket. */
 #include <criterion/criterion.h>
 
+#include <string.h>
+
 #include "runner.h"
 
 Test(fds, fcntl_nonblock_dupfd_cloexec, .timeout = 120) { hk_scenario("fds", "fcntl", 1, -1, 30); }
@@ -20,6 +22,30 @@ Test(fds, std_streams_on_lowest_numbers, .timeout = 120) { hk_scenario("fds", "s
 /* Issue 9: a close the hook does not see (syscall(SYS_close)), then a file,
  * pipe or socketpair on that number. */
 Test(fds, raw_close_then_new_descriptor, .timeout = 120) { hk_scenario("fds", "raw_close", 3, -1, 30); }
+/* A close nothing of ours sees (the syscall instruction), bytes still in an
+ * undecided offer, then a socketpair on that number: the socketpair carries
+ * its own bytes only, both ways, as over kernel TCP; under the hook the
+ * offer's bytes are lost, and the library says so. */
+Test(fds, unseen_close_leaves_the_new_descriptor_alone, .timeout = 120)
+{
+	const char *argv[] = { hk_prog("fds"), "unseen_close", NULL };
+	const char *carried = "one way the socketpair carried 'unix'\n", *back = "the other way 'back'\n";
+	struct hk_out plain, got;
+	struct hk_env env = { 0 };
+
+	hk_run(&env, argv, &plain, 30);
+	cr_assert_eq(plain.rc, 0, "over kernel TCP: rc %d\n%s%s", plain.rc, plain.out, plain.err);
+	cr_assert(strstr(plain.out, carried) && strstr(plain.out, back), "over kernel TCP:\n%s", plain.out);
+	hk_run_hooked(argv, &got, 30);
+	cr_expect_eq(got.rc, 0, "under the hook: rc %d\n%s", got.rc, got.err);
+	cr_expect(strstr(got.out, "the socketpair got the connection's number: 1"), "%s", got.out);
+	cr_expect(strstr(got.out, carried) && strstr(got.out, back),
+		  "under the hook the socketpair carried someone else's bytes:\n%s", got.out);
+	cr_expect(strstr(got.err, "10 bytes waiting for the accepting side's decision: they are lost"),
+		  "under the hook the lost bytes went unsaid:\n%s", got.err);
+	hk_out_free(&plain);
+	hk_out_free(&got);
+}
 /* Numbers the library closed are the program's again: near the descriptor
  * limit a program got EBADF from close() on its own sockets. */
 Test(fds, numbers_the_library_closed_are_the_programs, .timeout = 120)

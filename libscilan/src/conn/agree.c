@@ -93,6 +93,17 @@ static bool flush_ring(struct sl_sock *s)
 		sl_sys.shutdown(s->fd, SHUT_RDWR);
 		return true;
 	}
+	/* Closed where no hook saw it (sl_sock_release_stale): its kernel
+	 * socket is gone, and the number names someone else's file.  The
+	 * bytes cannot reach the peer any more; say so, loudly. */
+	if (s->fd < 0) {
+		if (end)
+			sl_warn("a connection closed where the hook could not see it (a raw system call, io_uring) had "
+				"%llu bytes waiting for the accepting side's decision: they are lost, its peer reads the "
+				"end of the stream without them",
+				(unsigned long long)end);
+		return true;
+	}
 	/* A connection the kernel already reset (the listener closed before
 	 * accepting it) takes nothing: a send would consume the error the
 	 * application must see. */

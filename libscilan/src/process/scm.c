@@ -369,7 +369,7 @@ static void forget_stale(const int *fds, unsigned nfds)
 		if (sl_sock_get(fds[i])) {
 			sl_debug("fd %d: received over a descriptor closed behind our back; its old state is released",
 				 fds[i]);
-			sl_sock_release(fds[i]);
+			sl_sock_release_stale(fds[i]);
 		}
 }
 

@@ -647,6 +647,20 @@ void sl_sock_release(int fd)
 	}
 }
 
+void sl_sock_release_stale(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+
+	/* The connection's kernel socket is gone: a move of its ring bytes, a
+	 * shutdown or a reset (the close paths above) made on the number would
+	 * land in the new file, silently (a socketpair carried a dead
+	 * connection's bytes).  On -1 each fails with EBADF instead.  Another
+	 * alias still names the socket: the release only drops this number. */
+	if (s && s->fd == fd && atomic_load(&s->fd_refs) <= 1)
+		s->fd = -1;
+	sl_sock_release(fd);
+}
+
 int scilan_close(int fd)
 {
 	sl_sock_release(fd);

@@ -381,6 +381,10 @@ void sl_listener_undefer(struct sl_sock *s);
 
 /* Everything close() does for fd except closing the kernel descriptor. */
 void sl_sock_release(int fd);
+/* fd was closed where no hook saw it (the syscall instruction, io_uring) and
+ * the kernel has given the number out again: released as that close was,
+ * but never touching the number, which names someone else's file now. */
+void sl_sock_release_stale(int fd);
 
 /* Call fn for every socket scilan knows; stops early when fn returns true.
  * A socket with dup aliases is seen once per alias. */
