@@ -23,7 +23,6 @@
 #include "evq/evq_dev.h"
 #include "fabric/fabric.h"
 #include "fabric/dev/link_down.h"
-#include "process/holders.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "ring/segment.h"
@@ -696,13 +695,6 @@ static void dev_before_close(struct sl_sock *s)
 
 /* Several processes hold it (fork): each would re-send and strip on its
  * own, and which goes first cannot be agreed without the link. */
-static const char *dev_fail_over_refused(struct sl_sock *s)
-{
-	return sl_holders_others(s) ? "the device link went down under a connection several processes hold (fork): "
-				      "it cannot fail over"
-				    : NULL;
-}
-
 static void dev_nothing(struct sl_sock *s)
 {
 	(void)s;
@@ -728,6 +720,6 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	.drain = dev_drain,
 	.peer_gone = dev_peer_gone,
 	.before_close = dev_before_close,
-	.fail_over_refused = dev_fail_over_refused,
+	.fail_over_refused = sl_dev_fail_over_refused,
 	.release = dev_release,
 };

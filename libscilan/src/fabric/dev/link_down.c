@@ -55,7 +55,8 @@ static void decide_link_lost(struct sl_sock *s)
 	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 	struct sl_area_ctl *own;
 	uint32_t ps;
-	bool movable, shared;
+	const char *refused;
+	bool movable;
 	void *m;
 
 	/* Moved already (the peer failed over first, or a bypass): the
@@ -84,8 +85,8 @@ static void decide_link_lost(struct sl_sock *s)
 	movable = s->tx.mirror && sl_agree_on_rings(s) && !atomic_load(&s->reset) &&
 		  !(ps & (SL_PEER_CLOSED | SL_PEER_RESET | SL_PEER_PLAIN)) &&
 		  !(sl_agree_kernel_ready(s, POLLOUT) & (POLLERR | POLLHUP));
-	shared = movable && sl_holders_others(s);
-	if (movable && !shared) {
+	refused = movable ? sl_dev_fail_over_refused(s) : NULL;
+	if (movable && !refused) {
 		sl_evq_dev_unmap(s, true);
 		say_link_down(s);
 		atomic_store(&s->fail_over_due, true);
@@ -104,12 +105,17 @@ static void decide_link_lost(struct sl_sock *s)
 	atomic_store(&own->rx_write, s->rx.read);
 	atomic_store(&own->peer_read, s->tx.write);
 	atomic_store(&own->peer_state, SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET);
-	sl_conn_reset(s, shared ? "the device link went down under a connection several processes hold (fork): it "
-				  "cannot fail over"
-				: "the device link went down");
+	sl_conn_reset(s, refused ? refused : "the device link went down");
 	/* And the kernel connection: a peer that failed over (or had moved)
 	 * waits there for our bytes, until our close otherwise. */
 	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+}
+
+const char *sl_dev_fail_over_refused(struct sl_sock *s)
+{
+	return sl_holders_others(s) ? "the device link went down under a connection several processes hold (fork): "
+				      "it cannot fail over"
+				    : NULL;
 }
 
 /* Once per connection.  Another thread of ours that finds the link down
