@@ -292,7 +292,8 @@ static bool pq_size(struct pq *pq, nfds_t n)
  * descriptor, asking the union of its entries' events (emi: each entry's
  * member, -1 for a kernel entry); the others fill kfds.  false: an entry
  * the queue cannot hold (a connection still connecting, one whose peer
- * cannot mark us, slots taken): the caller takes the per-connection path
+ * cannot mark us, one whose fail-over strip is pending, slots taken): the
+ * caller takes the per-connection path
  * for this call. */
 static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_t *nk)
 {
@@ -310,6 +311,10 @@ static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_
 		uint32_t ev = ep_events(fds[i].events);
 		struct pq_ent *e;
 
+		/* The peer's fail-over header may wait on its kernel socket, which
+		 * the kernel would report readable: scilan_poll strips it first. */
+		if (raw && atomic_load(&raw->strip_pending))
+			return false;
 		x = raw ? index_of(pq, fd) : -1;
 		if (x < 0 || pq->ent[x].sock != raw || !pq->ent[x].ok) {
 			struct sl_sock *s = sl_sock_get(fd);

@@ -33,6 +33,9 @@ Test(fds, unseen_close_leaves_the_new_descriptor_alone, .timeout = 120)
 	struct hk_out plain, got;
 	struct hk_env env = { 0 };
 
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	cr_skip_test("no system call instruction written for this architecture (progs/fds.c unseen_close)");
+#endif
 	hk_run(&env, argv, &plain, 30);
 	cr_assert_eq(plain.rc, 0, "over kernel TCP: rc %d\n%s%s", plain.rc, plain.out, plain.err);
 	cr_assert(strstr(plain.out, carried) && strstr(plain.out, back), "over kernel TCP:\n%s", plain.out);

@@ -417,7 +417,10 @@ static void header_not_readable(void)
 	ssize_t rd = -2, back = -2;
 	char b = 0, y = 0;
 
-	if (l < 0 || ep < 0 || pair(l, 7147, &c, &s) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0) {
+	int c2 = -1, s2 = -1, l2 = -1, same = 0, idle = -2, pending = -2;
+
+	if (l < 0 || ep < 0 || pair(l, 7147, &c, &s) < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev) < 0 ||
+	    pair(l, 7147, &c2, &s2) < 0) {
 		result(name, 0, "setup: %s", strerror(errno));
 		return;
 	}
@@ -437,16 +440,45 @@ static void header_not_readable(void)
 		rd = set_late == 1 ? recv(s, &b, 1, MSG_DONTWAIT) : -3;
 		if (rd == 1 && send(s, "y", 1, MSG_NOSIGNAL) == 1)
 			back = poll(&p, 1, WAIT_MS) == 1 ? recv(c, &y, 1, MSG_DONTWAIT) : -3;
+		/* A connection closed with its strip pending (moved, the peer's
+		 * header never read): a listener that gets its number is a
+		 * listener, not a socket with a header to strip. */
+		p = (struct pollfd){ .fd = c2, .events = POLLIN };
+		poll(&p, 1, 0);
+		close(c2);
+		l2 = socket(AF_INET, SOCK_STREAM, 0);
+		same = l2 == c2;
+		if (l2 >= 0 && setsockopt(l2, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int)) == 0 &&
+		    bind(l2, (struct sockaddr *)&(struct sockaddr_in){ .sin_family = AF_INET,
+								   .sin_port = htons(7148),
+								   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
+			 sizeof(struct sockaddr_in)) == 0 &&
+		    listen(l2, 4) == 0) {
+			int k = -1;
+
+			p = (struct pollfd){ .fd = l2, .events = POLLIN };
+			idle = poll(&p, 1, 0) == 0 ? 0 : p.revents;
+			if ((k = socket(AF_INET, SOCK_STREAM, 0)) >= 0 &&
+			    connect(k, (struct sockaddr *)&(struct sockaddr_in){ .sin_family = AF_INET,
+										  .sin_port = htons(7148),
+										  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) },
+				    sizeof(struct sockaddr_in)) == 0)
+				pending = poll(&p, 1, WAIT_MS) == 1 ? p.revents : 0;
+			if (k >= 0)
+				close(k);
+		}
 	}
 	write_file(MOCK_LINK, "1");
 	up = link_up();
 	result(name,
-	       set_early == 0 && poll_early == 0 && set_late == 1 && rd == 1 && b == 'x' && back == 1 && y == 'y' && up,
+	       set_early == 0 && poll_early == 0 && set_late == 1 && rd == 1 && b == 'x' && back == 1 && y == 'y' &&
+		       same && idle == 0 && pending == POLLIN && up,
 	       "after the cut, with only the peer's header arrived: set reported %d, polls %d (0: nothing for the "
 	       "program; 1 the server's poll, 10 the client's); then the first byte reported %d and read %zd '%c', "
-	       "the answer %zd '%c'; link up again %d",
-	       set_early, poll_early, set_late, rd, b ? b : '?', back, y ? y : '?', up);
-	close(c), close(s), close(ep), close(l);
+	       "the answer %zd '%c'; a listener on the number of one closed mid-strip %d: idle %#x, with a client "
+	       "%#x (POLLIN %#x); link up again %d",
+	       set_early, poll_early, set_late, rd, b ? b : '?', back, y ? y : '?', same, idle, pending, POLLIN, up);
+	close(c), close(s), close(s2), close(l2), close(ep), close(l);
 }
 
 static void *cut_link_soon(void *arg)

@@ -171,6 +171,12 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 			continue;
 		}
 		r = -1; /* EAGAIN, or the connection's error: the program's */
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			int err = errno;
+
+			strip_done(s); /* the stream ended here: nothing more to strip */
+			errno = err;
+		}
 		break;
 	}
 	sl_unlock(&s->rx_lock);

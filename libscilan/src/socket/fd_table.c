@@ -159,6 +159,13 @@ reset:
 	s->dev_map[0] = s->dev_map[1] = NULL;
 	s->dev_slice = 0;
 	atomic_store(&s->dev_lost, false);
+	/* A connection closed mid fail-over leaves these behind: the next
+	 * socket on the slot must not be taken for one with a peer's header
+	 * to strip. */
+	atomic_store(&s->fail_over_due, false);
+	atomic_store(&s->strip_pending, false);
+	s->strip_got = 0;
+	s->strip_read = 0;
 	s->dev_link = -1;
 	s->dev_own_slice = s->dev_peer_slice = 0;
 	s->dev_set_map[0] = s->dev_set_map[1] = NULL;

@@ -620,8 +620,11 @@ void sl_sock_release(int fd)
 			 * socket (io_uring, a holder without the hook), our close
 			 * would leave it EOF without our bytes, and nobody watches
 			 * the ring after us.  A hooked peer merely slow to read
-			 * follows the move at its next call (stall.c). */
-			if (!sl_holders_others(s) && sl_stall_at_close(s) && sl_bypass_leave(s, SL_FB_CLOSED_UNREAD)) {
+			 * follows the move at its next call (stall.c).  Closed
+			 * where no hook saw it (fd -1, sl_sock_release_stale),
+			 * the kernel socket is gone: the ring keeps the bytes. */
+			if (s->fd >= 0 && !sl_holders_others(s) && sl_stall_at_close(s) &&
+			    sl_bypass_leave(s, SL_FB_CLOSED_UNREAD)) {
 				release_segment(s);
 				break;
 			}

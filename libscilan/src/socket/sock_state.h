@@ -452,7 +452,7 @@ static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
 	enum sl_state st = sl_sock_state(s);
 
 	return st == SL_CONNECTED || st == SL_CONNECTING ||
-	       atomic_load_explicit(&s->strip_pending, memory_order_relaxed);
+	       (st == SL_PLAIN && atomic_load_explicit(&s->strip_pending, memory_order_relaxed));
 }
 
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */

@@ -494,15 +494,14 @@ static bool progress_connects(const struct pollfd *fds, nfds_t n)
  * fail-over header: the kernel reports that header readable, and a program
  * woken for it would block in its recv (failover.c).  The strip runs here,
  * never waiting, and POLLIN stays only where the program's bytes are.  The
- * entries still ready; *masked: one lost its POLLIN (wait again), and
- * *partial: the header is not all there yet, so the kernel will keep
- * reporting it (the next wait naps instead of spinning on it). */
-static int past_fail_over_headers(struct pollfd *fds, nfds_t n, bool *masked, bool *partial)
+ * entries still ready; *masked: one lost its POLLIN (wait again: the strip
+ * consumed what the kernel had, so the next wait sleeps). */
+static int past_fail_over_headers(struct pollfd *fds, nfds_t n, bool *masked)
 {
 	const short in = POLLIN | POLLRDNORM;
 	int ready = 0;
 
-	*masked = *partial = false;
+	*masked = false;
 	for (nfds_t i = 0; i < n; i++) {
 		struct sl_sock *s = (fds[i].revents & in) ? sl_sock_get(fds[i].fd) : NULL;
 
@@ -512,7 +511,6 @@ static int past_fail_over_headers(struct pollfd *fds, nfds_t n, bool *masked, bo
 			if (!(rev & in)) {
 				fds[i].revents &= (short)~in;
 				*masked = true;
-				*partial |= atomic_load(&s->strip_pending);
 			}
 			fds[i].revents |= (short)(rev & POLLERR);
 		}
@@ -525,7 +523,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ns() + (int64_t)timeout_ms * 1000000;
 	int r, slice;
-	bool fell_back, masked = false, partial = false;
+	bool fell_back, masked = false;
 
 	if (n > 0 && !fds) {
 		errno = EFAULT;
@@ -544,11 +542,9 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	/* A connection that fell back to kernel TCP during the wait is waited
 	 * for again, now as the kernel socket it has become. */
 	do {
-		if (partial)
-			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 		r = poll_once(fds, n, remaining_ms(deadline), &fell_back);
 		if (r > 0)
-			r = past_fail_over_headers(fds, n, &masked, &partial);
+			r = past_fail_over_headers(fds, n, &masked);
 	} while ((fell_back || (r == 0 && masked)) && remaining_ms(deadline) != 0);
 	return r;
 }

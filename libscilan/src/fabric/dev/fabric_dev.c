@@ -693,8 +693,6 @@ static void dev_before_close(struct sl_sock *s)
 		sl_dev_link_lost(s);
 }
 
-/* Several processes hold it (fork): each would re-send and strip on its
- * own, and which goes first cannot be agreed without the link. */
 static void dev_nothing(struct sl_sock *s)
 {
 	(void)s;
