@@ -178,35 +178,55 @@ static int exchanges(const int *c, int n, int rounds, int *done)
 	return bad;
 }
 
-static void many_members(void)
+/* A forked echo_server on port and MEMBERS accelerated connections to it
+ * in c: the server's pid, or -1 (the result said why; *l closed). */
+static pid_t echo_server_and_clients(const char *name, uint16_t port, int *l, int *c)
 {
-	const char *name = "epollset_many_members";
-	int l = listener(7140), c[MEMBERS], st = -1, bad, done = 0;
-	long wake0 = link_stat("set_wakeups"), wakes;
 	pid_t srv;
 
-	if (l < 0) {
+	if ((*l = listener(port)) < 0) {
 		result(name, 0, "listen: %s", strerror(errno));
-		return;
+		return -1;
 	}
 	srv = fork();
 	if (srv == 0)
-		_exit(echo_server(l, MEMBERS));
+		_exit(echo_server(*l, MEMBERS));
 	for (int i = 0; i < MEMBERS; i++)
-		if ((c[i] = connect_accelerated(7140)) < 0) {
+		if ((c[i] = connect_accelerated(port)) < 0) {
 			result(name, 0, "connection %d not accelerated", i);
 			kill(srv, SIGKILL);
 			waitpid(srv, NULL, 0);
-			close(l);
-			return;
+			close(*l);
+			return -1;
 		}
-	bad = exchanges(c, MEMBERS, EXCHANGES, &done);
-	for (int i = 0; i < MEMBERS; i++)
-		close(c[i]); /* each close is a member's EOF in the server's set */
+	return srv;
+}
+
+/* Its wait status once the clients closed, within 60 s (-1: none). */
+static int echo_server_exit(pid_t srv)
+{
+	int st = -1;
+
 	alarm(60);
 	if (waitpid(srv, &st, 0) != srv)
 		st = -1;
 	alarm(0);
+	return st;
+}
+
+static void many_members(void)
+{
+	const char *name = "epollset_many_members";
+	int l, c[MEMBERS], st, bad, done = 0;
+	long wake0 = link_stat("set_wakeups"), wakes;
+	pid_t srv = echo_server_and_clients(name, 7140, &l, c);
+
+	if (srv < 0)
+		return;
+	bad = exchanges(c, MEMBERS, EXCHANGES, &done);
+	for (int i = 0; i < MEMBERS; i++)
+		close(c[i]); /* each close is a member's EOF in the server's set */
+	st = echo_server_exit(srv);
 	close(l);
 	wakes = link_stat("set_wakeups") - wake0;
 	/* In interrupt mode the server's set sleeps whenever no request is
@@ -498,25 +518,12 @@ static void *cut_link_soon(void *arg)
 static void link_cut_mid_run(void)
 {
 	const char *name = "epollset_link_cut_mid_run";
-	int l = listener(7146), c[MEMBERS], st = -1, bad = -1, done = 0, moved = 0, up;
+	int l, c[MEMBERS], st, bad = -1, done = 0, moved = 0, up;
 	pthread_t cutter;
-	pid_t srv;
+	pid_t srv = echo_server_and_clients(name, 7146, &l, c);
 
-	if (l < 0) {
-		result(name, 0, "listen: %s", strerror(errno));
+	if (srv < 0)
 		return;
-	}
-	srv = fork();
-	if (srv == 0)
-		_exit(echo_server(l, MEMBERS));
-	for (int i = 0; i < MEMBERS; i++)
-		if ((c[i] = connect_accelerated(7146)) < 0) {
-			result(name, 0, "connection %d not accelerated", i);
-			kill(srv, SIGKILL);
-			waitpid(srv, NULL, 0);
-			close(l);
-			return;
-		}
 	if (pthread_create(&cutter, NULL, cut_link_soon, NULL) == 0) {
 		bad = exchanges(c, MEMBERS, 4 * EXCHANGES, &done);
 		pthread_join(cutter, NULL);
@@ -528,10 +535,7 @@ static void link_cut_mid_run(void)
 		moved += getsockopt(c[i], SOL_SCILAN, SCILAN_SO_ACCELERATED, &acc, &len) == 0 && acc == 0;
 		close(c[i]);
 	}
-	alarm(60);
-	if (waitpid(srv, &st, 0) != srv)
-		st = -1;
-	alarm(0);
+	st = echo_server_exit(srv);
 	close(l);
 	up = link_up();
 	result(name, !bad && moved == MEMBERS && WIFEXITED(st) && WEXITSTATUS(st) == 0 && up,

@@ -539,6 +539,19 @@ static int port_of(pid_t pid, const char *out)
 	return port;
 }
 
+/* b's half of a test: a hooked server started, and the port it printed
+ * (0: none) sent to a under sync. */
+static int serve_hooked(char *const argv[], const char *out, const char *err, const char *poll_us, const char *sync,
+			pid_t *pid)
+{
+	int port;
+
+	*pid = run_hooked(argv, out, err, poll_us);
+	port = port_of(*pid, out);
+	sync_peer(sync, port);
+	return port;
+}
+
 /* One case of plainacc (tests/kernel/plainacc.c) across the two guests: b
  * serves (plainacc server ADDR server_mode), a runs the client (with
  * client_mode if any); each says it intact, and its stderr (the library's
@@ -557,9 +570,7 @@ static void plainacc_pair(const char *name, const char *server_mode, const char 
 		/* Not the previous case's port: the child truncates the file
 		 * only once it runs. */
 		unlink("/tmp/pa-srv.out");
-		pid = run_hooked(argv, "/tmp/pa-srv.out", "/tmp/pa-srv.err", NULL);
-		port = port_of(pid, "/tmp/pa-srv.out");
-		sync_peer(name, port);
+		port = serve_hooked(argv, "/tmp/pa-srv.out", "/tmp/pa-srv.err", NULL, name, &pid);
 		ok = port && wait_ok(pid) && file_has("/tmp/pa-srv.out", "server intact 1") &&
 		     (!server_must || file_has("/tmp/pa-srv.err", server_must));
 		int64_t theirs = sync_peer(sync, ok);
@@ -649,16 +660,14 @@ static void test_cut(const char *name, const char *poll_us)
 		char *argv[] = { "/bin/peer", "server", ADDR_B, NULL };
 
 		unlink("/tmp/cut-srv.out");
-		pid = run_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv.err", poll_us);
-		port = port_of(pid, "/tmp/cut-srv.out");
-		sync_peer(strcat(strcpy(sync, name), "_go"), port);
+		port = serve_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv.err", poll_us,
+				    strcat(strcpy(sync, name), "_go"), &pid);
 		ok = port && wait_ok(pid) && file_has("/tmp/cut-srv.err", "fallback reasons: link-down 1");
 		sync_peer(strcat(strcpy(sync, name), "_done"), ok);
 		/* The link back: a new connection on the rings. */
 		unlink("/tmp/cut-srv.out");
-		pid = run_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv2.err", poll_us);
-		port = port_of(pid, "/tmp/cut-srv.out");
-		sync_peer(strcat(strcpy(sync, name), "_again"), port);
+		port = serve_hooked(argv, "/tmp/cut-srv.out", "/tmp/cut-srv2.err", poll_us,
+				    strcat(strcpy(sync, name), "_again"), &pid);
 		again = port && wait_ok(pid) && file_has("/tmp/cut-srv2.err", "accelerated 1, fallback 0,");
 		int64_t theirs = sync_peer(strcat(strcpy(sync, name), "_again_done"), again);
 
@@ -783,9 +792,7 @@ static void test_epoll_set(void)
 	if (!is_a) {
 		char *argv[] = { "/bin/epollset", "serve", ADDR_B, "40", NULL };
 
-		pid = run_hooked(argv, "/tmp/eps.out", "/tmp/eps.err", "0");
-		port = port_of(pid, "/tmp/eps.out");
-		sync_peer(name, port);
+		port = serve_hooked(argv, "/tmp/eps.out", "/tmp/eps.err", "0", name, &pid);
 		ok = port && wait_ok(pid);
 		long wakes = dbg_value(0, "set_wakeups") - wake0;
 		int64_t theirs = sync_peer("epoll_set_done", ok && wakes > 0);
@@ -831,9 +838,7 @@ static void test_epoll_cut(void)
 	if (!is_a) {
 		char *argv[] = { "/bin/epollset", "serve", ADDR_B, "40", NULL };
 
-		pid = run_hooked(argv, "/tmp/epx.out", "/tmp/epx.err", "0");
-		port = port_of(pid, "/tmp/epx.out");
-		sync_peer(name, port);
+		port = serve_hooked(argv, "/tmp/epx.out", "/tmp/epx.err", "0", name, &pid);
 		ok = port && wait_ok(pid) && file_has("/tmp/epx.err", "fallback reasons: link-down 40");
 		up = wait_link(NODE, 30000);
 		int64_t theirs = sync_peer("epoll_set_link_cut_done", ok && up);
@@ -910,9 +915,7 @@ static void test_both_fabrics(void)
 	if (!is_a) {
 		char *argv[] = { "/bin/peer", "server", ADDR_B, NULL };
 
-		pid = run_hooked(argv, "/tmp/bf-srv.out", "/tmp/bf-srv.err", NULL);
-		port = port_of(pid, "/tmp/bf-srv.out");
-		sync_peer(name, port);
+		port = serve_hooked(argv, "/tmp/bf-srv.out", "/tmp/bf-srv.err", NULL, name, &pid);
 		ok = port && wait_ok(pid) && file_has("/tmp/bf-srv.err", "accelerated 1,");
 		int64_t theirs = sync_peer("both_fabrics_done", ok);
 
