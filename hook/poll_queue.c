@@ -313,7 +313,7 @@ static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_
 
 		/* The peer's fail-over header may wait on its kernel socket, which
 		 * the kernel would report readable: scilan_poll strips it first. */
-		if (raw && atomic_load(&raw->strip_pending))
+		if (raw && sl_sock_strip_pending(raw))
 			return false;
 		x = raw ? index_of(pq, fd) : -1;
 		if (x < 0 || pq->ent[x].sock != raw || !pq->ent[x].ok) {

@@ -248,6 +248,6 @@ static struct sl_sock *connecting(struct sl_sock *s)
 	/* Failed over to kernel TCP, with the peer's header and re-sent bytes
 	 * still to strip from the stream (failover.c): reads go through us
 	 * until then, everything else is the kernel's. */
-	return sl_sock_on_rings(s) || atomic_load_explicit(&s->strip_pending, memory_order_relaxed) ? s : NULL;
+	return sl_sock_on_rings(s) || sl_sock_strip_pending(s) ? s : NULL;
 }
 

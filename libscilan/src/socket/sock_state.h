@@ -443,16 +443,26 @@ static inline struct sl_sock *sl_ring_sock(int fd)
 	return s && sl_sock_on_rings(s) ? s : NULL;
 }
 
-/* A ring connection, one a pending connect may yet make, or one that failed
- * over and has not yet read past the peer's fail-over header: readiness the
- * kernel cannot see (it would report the header as the program's bytes), so
- * poll and epoll emulate it. */
+/* A connection that failed over and has not yet read past the peer's
+ * fail-over header (failover.c): its reads and polls go through us until
+ * then.  The state check keeps a slot's leftover flag from a socket that
+ * no longer lives there. */
+static inline bool sl_sock_strip_pending(const struct sl_sock *s)
+{
+	enum sl_state st = sl_sock_state(s);
+
+	return (st == SL_PLAIN || st == SL_CONNECTED) &&
+	       atomic_load_explicit(&s->strip_pending, memory_order_relaxed);
+}
+
+/* A ring connection, one a pending connect may yet make, or one whose strip
+ * is pending: readiness the kernel cannot see (it would report the peer's
+ * header as the program's bytes), so poll and epoll emulate it. */
 static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
 {
 	enum sl_state st = sl_sock_state(s);
 
-	return st == SL_CONNECTED || st == SL_CONNECTING ||
-	       (st == SL_PLAIN && atomic_load_explicit(&s->strip_pending, memory_order_relaxed));
+	return st == SL_CONNECTED || st == SL_CONNECTING || sl_sock_strip_pending(s);
 }
 
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */

@@ -505,7 +505,7 @@ static int past_fail_over_headers(struct pollfd *fds, nfds_t n, bool *masked)
 	for (nfds_t i = 0; i < n; i++) {
 		struct sl_sock *s = (fds[i].revents & in) ? sl_sock_get(fds[i].fd) : NULL;
 
-		if (s && atomic_load(&s->strip_pending)) {
+		if (s && sl_sock_strip_pending(s)) {
 			short rev = sl_fail_over_ready(s, fds[i].events);
 
 			if (!(rev & in)) {
@@ -523,7 +523,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : sl_mono_ns() + (int64_t)timeout_ms * 1000000;
 	int r, slice;
-	bool fell_back, masked = false;
+	bool fell_back, masked;
 
 	if (n > 0 && !fds) {
 		errno = EFAULT;
@@ -543,6 +543,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 	 * for again, now as the kernel socket it has become. */
 	do {
 		r = poll_once(fds, n, remaining_ms(deadline), &fell_back);
+		masked = false;
 		if (r > 0)
 			r = past_fail_over_headers(fds, n, &masked);
 	} while ((fell_back || (r == 0 && masked)) && remaining_ms(deadline) != 0);
