@@ -25,7 +25,8 @@ Test(fds, raw_close_then_new_descriptor, .timeout = 120) { hk_scenario("fds", "r
 /* A close nothing of ours sees (the syscall instruction), bytes still in an
  * undecided offer, then a socketpair on that number: the socketpair carries
  * its own bytes only, both ways, as over kernel TCP; under the hook the
- * offer's bytes are lost, and the library says so. */
+ * offer's bytes are lost, the library says so, and the acceptor's first
+ * read is a reset (a clean end of stream would hide the loss). */
 Test(fds, unseen_close_leaves_the_new_descriptor_alone, .timeout = 120)
 {
 	const char *argv[] = { hk_prog("fds"), "unseen_close", NULL };
@@ -44,8 +45,11 @@ Test(fds, unseen_close_leaves_the_new_descriptor_alone, .timeout = 120)
 	cr_expect(strstr(got.out, "the socketpair got the connection's number: 1"), "%s", got.out);
 	cr_expect(strstr(got.out, carried) && strstr(got.out, back),
 		  "under the hook the socketpair carried someone else's bytes:\n%s", got.out);
+	cr_assert(strstr(plain.out, "the acceptor read 10 (ring bytes)"), "over kernel TCP:\n%s", plain.out);
 	cr_expect(strstr(got.err, "10 bytes waiting for the accepting side's decision: they are lost"),
 		  "under the hook the lost bytes went unsaid:\n%s", got.err);
+	cr_expect(strstr(got.out, "the acceptor read -1 (Connection reset by peer)"),
+		  "under the hook the acceptor did not see the loss as a reset:\n%s", got.out);
 	hk_out_free(&plain);
 	hk_out_free(&got);
 }

@@ -93,17 +93,12 @@ static bool flush_ring(struct sl_sock *s)
 		sl_sys.shutdown(s->fd, SHUT_RDWR);
 		return true;
 	}
-	/* Closed where no hook saw it (sl_sock_release_stale): its kernel
-	 * socket is gone, and the number names someone else's file.  The
-	 * bytes cannot reach the peer any more; say so, loudly. */
-	if (s->fd < 0) {
-		if (end)
-			sl_warn("a connection closed where the hook could not see it (a raw system call, io_uring) had "
-				"%llu bytes waiting for the accepting side's decision: they are lost, its peer reads the "
-				"end of the stream without them",
-				(unsigned long long)end);
+	/* Closed where no hook saw it (sl_sock_release_stale), with nothing
+	 * written: its kernel socket is gone, and the number names someone
+	 * else's file, so nothing may be sent on it.  With bytes written, the
+	 * offer ended LOST instead (settle_locked). */
+	if (s->fd < 0)
 		return true;
-	}
 	/* A connection the kernel already reset (the listener closed before
 	 * accepting it) takes nothing: a send would consume the error the
 	 * application must see. */
@@ -137,6 +132,13 @@ static bool flush_ring(struct sl_sock *s)
 	return true;
 }
 
+/* Closed where no hook saw it (sl_sock_release_stale): its bytes in the ring
+ * can no longer reach the kernel socket.  0 if nothing was written. */
+static uint64_t written_before_an_unseen_close(struct sl_sock *s)
+{
+	return s->fd >= 0 ? 0 : atomic_load_explicit(s->tx.remote_write, memory_order_acquire);
+}
+
 /* With tx_lock and ctl_lock held: take the decision the offer word allows.
  * Returns the word as it ends (ATTACHED, PLAIN, or REVOKED if another process
  * of ours never finished copying, or nothing could be decided: *lost says
@@ -144,11 +146,12 @@ static bool flush_ring(struct sl_sock *s)
 static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *error_taken, const char **lost)
 {
 	uint32_t w = atomic_load_explicit(word, memory_order_acquire);
+	uint64_t unseen;
 	bool asked = false;
 
 	for (int waited = 0;;) {
 		/* Agreed, and maybe moved by a bypass since (bypass.c's business). */
-		if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED)
+		if (sl_offer_agreed(w))
 			return SL_OFFER_ATTACHED;
 		if (w == SL_OFFER_PLAIN)
 			return w;
@@ -176,6 +179,18 @@ static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *e
 					"reach";
 				return SL_OFFER_REVOKED;
 			}
+		}
+		/* Closed where no hook saw it, with bytes the acceptor was to
+		 * read: they have no kernel socket to go to, so the acceptor is
+		 * told to reset rather than read a clean end of stream (an shm
+		 * acceptor reads the word; a device's asks its driver). */
+		if (w == SL_OFFER_OFFERED && !s->fabric->offer_revoke && (unseen = written_before_an_unseen_close(s)) &&
+		    atomic_compare_exchange_strong(word, &w, SL_OFFER_LOST)) {
+			sl_warn("a connection closed where the hook could not see it (a raw system call, io_uring) had "
+				"%llu bytes waiting for the accepting side's decision: they are lost, and its peer is "
+				"told to reset",
+				(unsigned long long)unseen);
+			return SL_OFFER_PLAIN;
 		}
 		/* OFFERED, REFUSED (or garbage from the acceptor): exactly one
 		 * compare-and-swap moves it on; an acceptor's ATTACHED may win. */
@@ -211,9 +226,7 @@ static bool fall_back(struct sl_sock *s, enum sl_fb why)
 		if (lost) {
 			/* The acceptor, hooked or not, must not wait for bytes
 			 * that will never come: an RST (connect to AF_UNSPEC). */
-			struct sockaddr unspec = { .sa_family = AF_UNSPEC };
-
-			sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+			sl_sys_reset_tcp(s->fd);
 		}
 		plain = false;
 	} else if (error_taken) {
@@ -261,7 +274,7 @@ bool sl_agree_decide(struct sl_sock *s, enum sl_agree_mode mode)
 	if (!word)
 		return sl_fell_back(s);
 	w = atomic_load_explicit(word, memory_order_acquire);
-	if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED) {
+	if (sl_offer_agreed(w)) {
 		/* Agreed: the offer's memfd and names go now, not at the first
 		 * sleep, which a busy connection may never reach (a descriptor
 		 * per connection is what thousands of clients run out of). */

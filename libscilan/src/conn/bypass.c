@@ -227,10 +227,8 @@ static const char *leave(struct sl_sock *s, _Atomic uint32_t *word, enum sl_fb w
  * disconnects the socket, which resets an established connection). */
 static void reset_both(struct sl_sock *s, const char *why)
 {
-	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
-
 	sl_conn_reset(s, why);
-	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+	sl_sys_reset_tcp(s->fd);
 }
 
 /* The peer's side claimed the move (LED): its PLAIN and plain_from follow

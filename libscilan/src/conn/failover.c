@@ -90,11 +90,9 @@ static void strip_done(struct sl_sock *s)
  * the order of the bytes is lost, so both ends are told (an RST). */
 static int strip_reset(struct sl_sock *s, const char *why)
 {
-	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
-
 	sl_warn("fd %d: connection reset: %s", s->fd, why);
 	atomic_store(&s->strip_pending, false);
-	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+	sl_sys_reset_tcp(s->fd);
 	errno = ECONNRESET;
 	return -1;
 }

@@ -360,7 +360,7 @@ int sl_handover_adopt_one(int fd, int domain, int seg, int brx, int btx, int own
 		_Atomic uint32_t *word = (_Atomic uint32_t *)((unsigned char *)base + SL_SEG_OFFER_OFF);
 		uint32_t w = atomic_load(word);
 
-		if (w == SL_OFFER_ATTACHED || w >= SL_OFFER_LED)
+		if (sl_offer_agreed(w))
 			s->offer_word = word;
 	}
 	/* Ours now: non-blocking, close-on-exec, out of the program's way. */

@@ -166,6 +166,17 @@ struct sl_seg_holders {
 /* Device fabric only: the driver stores it into an agreed connection's word
  * (in the receiver's own slice) when the link goes down (failover.c). */
 #define SL_OFFER_LINK_DOWN 16u
+/* Shm fabric: the connector's last process let go of an undecided offer
+ * after a close no hook saw (a raw system call, io_uring), with bytes in the
+ * ring that no longer had a kernel socket to move to.  The acceptor resets
+ * its connection: a clean end of stream would hide the loss. */
+#define SL_OFFER_LOST 32u
+
+/* Agreed, and maybe moved since (bypass.c, failover.c): rings or their move. */
+static inline int sl_offer_agreed(uint32_t w)
+{
+	return w == SL_OFFER_ATTACHED || (w >= SL_OFFER_LED && w != SL_OFFER_LOST);
+}
 #define SL_SEG_OFFER_OFF 1024
 
 #define SL_USE_RX 0

@@ -52,3 +52,10 @@ void sl_sys_use_next(void)
 	SL_SYS_CALLS(SL_SYS_NEXT)
 	wrap_close();
 }
+
+void sl_sys_reset_tcp(int fd)
+{
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+	sl_sys.connect(fd, &unspec, sizeof(unspec));
+}

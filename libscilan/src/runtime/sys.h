@@ -67,4 +67,10 @@ extern struct sl_sys sl_sys;
  * called by the preload hook before anything else. */
 void sl_sys_use_next(void);
 
+/* Reset a kernel TCP connection from our end without closing the number: a
+ * connect to AF_UNSPEC disconnects the socket, which sends an RST for an
+ * established (or half-closed) connection and leaves ECONNRESET for our
+ * next call on it, as a peer's reset would. */
+void sl_sys_reset_tcp(int fd);
+
 #endif

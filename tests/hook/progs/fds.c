@@ -669,7 +669,8 @@ static int sc_unseen_close(void)
 {
 	char buf[32] = { 0 };
 	uint16_t port;
-	int l = tcp_listener(&port), c, sv[2];
+	int l = tcp_listener(&port), c, a, sv[2];
+	ssize_t n;
 
 	c = tcp_connect(port);
 	SHOW(send(c, "ring bytes", 10, 0));
@@ -685,6 +686,13 @@ static int sc_unseen_close(void)
 	say("the other way '%s'", buf);
 	close(sv[0]);
 	close(sv[1]);
+	/* The accepting side: the bytes, or a loud end where they were lost
+	 * (never a clean end of stream without them). */
+	a = MUST(accept(l, NULL, NULL));
+	memset(buf, 0, sizeof(buf));
+	n = recv(a, buf, sizeof(buf) - 1, 0);
+	say("the acceptor read %zd (%s)", n, n < 0 ? strerror(errno) : buf);
+	close(a);
 	close(l);
 	return 0;
 }

@@ -52,7 +52,6 @@ static void say_link_down(const struct sl_sock *s)
  * its kernel connection, so that both ends see the reset. */
 static void decide_link_lost(struct sl_sock *s)
 {
-	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 	struct sl_area_ctl *own;
 	uint32_t ps;
 	const char *refused;
@@ -108,7 +107,7 @@ static void decide_link_lost(struct sl_sock *s)
 	sl_conn_reset(s, refused ? refused : "the device link went down");
 	/* And the kernel connection: a peer that failed over (or had moved)
 	 * waits there for our bytes, until our close otherwise. */
-	sl_sys.connect(s->fd, &unspec, sizeof(unspec));
+	sl_sys_reset_tcp(s->fd);
 }
 
 const char *sl_dev_fail_over_refused(struct sl_sock *s)

@@ -454,6 +454,8 @@ static void punch_unattached(struct sl_sock *s)
 	w = atomic_load(s->offer_word);
 	if (w == SL_OFFER_REFUSED || w == SL_OFFER_REVOKED || w == SL_OFFER_PLAIN)
 		madvise(s->seg, s->seg_len, MADV_REMOVE);
+	else if (w == SL_OFFER_LOST) /* the header page keeps the word the acceptor must read */
+		madvise((unsigned char *)s->seg + SL_SEG_HEADER_SIZE, s->seg_len - SL_SEG_HEADER_SIZE, MADV_REMOVE);
 }
 
 /* The last of our processes closes: an offer still out was revoked by
@@ -551,7 +553,17 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 	 * and once it let go the pages of a queued offer were punched
 	 * (punch_unattached), so its header reads zero: withdrawn, not bad. */
 	if (pread(fd, &word, sizeof(word), SL_SEG_OFFER_OFF) == (ssize_t)sizeof(word) && word != SL_OFFER_OFFERED) {
-		sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
+		if (word == SL_OFFER_LOST) {
+			/* Its bytes are gone: the kernel stream would end cleanly
+			 * without them, so the end must be a reset (the connector
+			 * may reset its own connection; nothing else is touched). */
+			sl_warn("fd %d: connection reset: %s closed it where its hook could not see it, and the bytes "
+				"it had written were lost",
+				s->fd, who);
+			sl_sys_reset_tcp(s->fd);
+		} else {
+			sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
+		}
 		sl_fb_hint(SL_FB_REVOKED);
 		sl_sys.close(fd);
 		close_bells(s);

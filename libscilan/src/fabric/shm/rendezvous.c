@@ -245,7 +245,7 @@ static bool stale_offer(int e)
 	 * mount that never answers (FUSE, a hung NFS) would hold our accept. */
 	stale = sl_segment_fd_check(fds[0], &st) < 0 ||
 		pread(fds[0], &word, sizeof(word), SL_SEG_OFFER_OFF) != (ssize_t)sizeof(word) ||
-		word != SL_OFFER_OFFERED;
+		(word != SL_OFFER_OFFERED && word != SL_OFFER_LOST); /* LOST: its acceptor must still see it */
 	close_all(fds, SL_RDV_FDS);
 	return stale;
 }
