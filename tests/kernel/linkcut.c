@@ -8,7 +8,8 @@
  * A connection two processes hold (fork) at the cut ends in a reset both
  * ends see at once, never with a byte twice; one with a sending and a receiving
  * thread at each end ends whole; one that only sends after the cut keeps
- * its own TCP_USER_TIMEOUT, not the move's.
+ * its own TCP_USER_TIMEOUT, not the move's; one moved and then exec'd before
+ * its first read has the peer's header stripped by the new image.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -41,11 +42,13 @@ enum mode {
 	CLOSED_TAIL,
 	FORKED_HOLDERS,
 	THREADS_DUPLEX,
-	SEND_ONLY
+	SEND_ONLY,
+	EXEC_BEFORE_STRIP
 };
 static const char *const names[] = { "linkcut_full_ring_send", "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
 				      "linkcut_blocked_recv",	"linkcut_idle_exit",	    "linkcut_closed_peer_tail",
-				      "linkcut_forked_holders", "linkcut_threads_duplex",   "linkcut_send_only" };
+				      "linkcut_forked_holders", "linkcut_threads_duplex",   "linkcut_send_only",
+				      "linkcut_exec_before_strip" };
 /* What "repeat" cycles through: the connections that stay open mid-stream. */
 static const enum mode repeated[] = { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, THREADS_DUPLEX };
 
@@ -63,6 +66,10 @@ static int loud(int err)
 {
 	return err == ECONNRESET || err == EPIPE || err == ETIMEDOUT;
 }
+
+/* EXEC_BEFORE_STRIP: what the subject sends of its stream before its exec. */
+#define EXEC_FIRST 4096
+#define EXEC_DONE "/tmp/linkcut.exec_done"
 
 /* CLOSED_TAIL: what the peer sends before it closes (less than a ring). */
 #define TAIL_BYTES 16384
@@ -89,12 +96,11 @@ static int check(int stream, uint64_t at, const unsigned char *b, size_t n)
 	return 1;
 }
 
-/* Blocking: send all of a stream, paced (pause_us between 4 KiB pieces) or
- * at once: STREAM_WHOLE if it all went. */
-static int send_stream(int fd, int stream, unsigned pause_us)
+/* Blocking: send a stream from byte done on, paced (pause_us between 4 KiB
+ * pieces) or at once: STREAM_WHOLE if it all went. */
+static int send_stream_from(int fd, int stream, unsigned pause_us, uint64_t done)
 {
 	static _Thread_local unsigned char buf[65536];
-	uint64_t done = 0;
 
 	while (done < STREAM_BYTES) {
 		size_t n = pause_us ? 4096 : sizeof(buf);
@@ -120,12 +126,16 @@ static int send_stream(int fd, int stream, unsigned pause_us)
 	return 1;
 }
 
-/* Blocking: receive a whole stream, checking every byte: STREAM_WHOLE if
- * intact. */
-static int recv_stream(int fd, int stream)
+static int send_stream(int fd, int stream, unsigned pause_us)
+{
+	return send_stream_from(fd, stream, pause_us, 0);
+}
+
+/* Blocking: receive a stream from byte got on, checking every byte:
+ * STREAM_WHOLE if intact. */
+static int recv_stream_from(int fd, int stream, uint64_t got)
 {
 	static _Thread_local unsigned char buf[65536];
-	uint64_t got = 0;
 
 	while (got < STREAM_BYTES) {
 		ssize_t r = recv(fd, buf, sizeof(buf), 0);
@@ -143,6 +153,11 @@ static int recv_stream(int fd, int stream)
 		got += (uint64_t)r;
 	}
 	return STREAM_WHOLE;
+}
+
+static int recv_stream(int fd, int stream)
+{
+	return recv_stream_from(fd, stream, 0);
 }
 
 static int link_is_up(void)
@@ -187,6 +202,7 @@ struct sender {
 	int fd;
 	int stream;
 	unsigned pause_us;
+	uint64_t from;
 	int ok;
 };
 
@@ -194,7 +210,7 @@ static void *stream_sender(void *arg)
 {
 	struct sender *t = arg;
 
-	t->ok = send_stream(t->fd, t->stream, t->pause_us);
+	t->ok = send_stream_from(t->fd, t->stream, t->pause_us, t->from);
 	return NULL;
 }
 
@@ -311,6 +327,31 @@ static int subject(enum mode m, int c, int ready, int go)
 		}
 		return moved(c) ? 0 : 13;
 	}
+	case EXEC_BEFORE_STRIP: { /* moved by a send after the cut, then exec before any read */
+		char num[16];
+
+		/* Some of the peer's stream read on the rings: its re-send
+		 * may start before what we read, which the strip drops. */
+		while (got < EXEC_FIRST) {
+			ssize_t n = recv(c, buf, EXEC_FIRST - got, 0);
+
+			if (n <= 0 || !check(2, got, buf, (size_t)n))
+				return 2;
+			got += (uint64_t)n;
+		}
+		if (write(ready, "r", 1) != 1 || read(go, buf, 1) != 1)
+			return 2;
+		fill(1, 0, buf, EXEC_FIRST);
+		if (send(c, buf, EXEC_FIRST, MSG_NOSIGNAL) != EXEC_FIRST)
+			return 3;
+		if (!moved(c))
+			return 13;
+		/* The peer's header is stripped at the first read, which is
+		 * the new image's. */
+		snprintf(num, sizeof(num), "%d", c);
+		execl("/proc/self/exe", "linkcut", "exec-child", num, (char *)NULL);
+		return 23;
+	}
 	case THREADS_DUPLEX: { /* a sender thread and a blocked receiver at each end */
 		pthread_t th;
 		struct sender t = { .fd = c, .stream = 1, .pause_us = 1000 };
@@ -386,14 +427,26 @@ static int peer(enum mode m, int l, int cut)
 			;
 		return n == 0 || (n < 0 && errno == ECONNRESET) ? 0 : 4;
 	}
+	if (m == EXEC_BEFORE_STRIP) {
+		static unsigned char first[EXEC_FIRST];
+
+		fill(2, 0, first, sizeof(first));
+		if (send(s, first, sizeof(first), 0) != (ssize_t)sizeof(first))
+			return 7;
+		t.from = EXEC_FIRST;
+	}
 	if (m != POLL_DUPLEX && m != THREADS_DUPLEX && read(cut, &b, 1) != 1)
 		return 3;
+	/* Our move (our header) only once the subject's new image runs: its
+	 * old one must not have stripped the header already. */
+	for (int i = 0; m == EXEC_BEFORE_STRIP && i < 1000 && access(EXEC_DONE, F_OK) != 0; i++)
+		usleep(10000);
 	if (m == SEND_ONLY)
 		return recv_stream(s, 1) == STREAM_WHOLE ? 0 : 6;
 	t.fd = s;
 	if (pthread_create(&th, NULL, stream_sender, &t))
 		return 5;
-	if (m == FULL_SEND || m == POLL_DUPLEX || m == FORKED_HOLDERS || m == THREADS_DUPLEX)
+	if (m == FULL_SEND || m == POLL_DUPLEX || m == FORKED_HOLDERS || m == THREADS_DUPLEX || m == EXEC_BEFORE_STRIP)
 		in = recv_stream(s, 1);
 	pthread_join(th, NULL);
 	if (m == FORKED_HOLDERS)
@@ -401,6 +454,16 @@ static int peer(enum mode m, int l, int cut)
 			       ? access(SUBJECT_GONE, F_OK) == 0 ? 21 : EXIT_RESET
 			       : 6;
 	return in == STREAM_WHOLE && t.ok == STREAM_WHOLE ? 0 : 6;
+}
+
+/* EXEC_BEFORE_STRIP's new image, on the subject's connection c: the peer's
+ * whole stream (nothing of its fail-over header), then the rest of ours. */
+static int exec_child(int c)
+{
+	close(open(EXEC_DONE, O_CREAT | O_WRONLY, 0600));
+	if (recv_stream_from(c, 2, EXEC_FIRST) != STREAM_WHOLE)
+		return 24;
+	return send_stream_from(c, 1, 0, EXEC_FIRST) == STREAM_WHOLE ? 0 : 25;
 }
 
 static const char *running;
@@ -426,6 +489,7 @@ static void run(enum mode m, uint16_t port, const char *name)
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	unlink(SUBJECT_GONE);
+	unlink(EXEC_DONE);
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 4) < 0 || pipe(pr) < 0 || pipe(pg) < 0 ||
 	    pipe(ps) < 0) {
@@ -456,7 +520,8 @@ static void run(enum mode m, uint16_t port, const char *name)
 		write_file(MOCK_LINK, "0");
 	}
 	usleep(200000);
-	if ((m == IDLE_EXIT || m == CLOSED_TAIL || m == FORKED_HOLDERS) && write(pg[1], "g", 1) != 1)
+	if ((m == IDLE_EXIT || m == CLOSED_TAIL || m == FORKED_HOLDERS || m == EXEC_BEFORE_STRIP) &&
+	    write(pg[1], "g", 1) != 1)
 		perror("go");
 	if (write(ps[1], "g", 1) != 1)
 		perror("go");
@@ -472,7 +537,8 @@ static void run(enum mode m, uint16_t port, const char *name)
 	result(name, both && WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) && up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
 	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
-	       "at the subject's close; 22: the move's user timeout stayed), link up again %d",
+	       "at the subject's close; 22: the move's user timeout stayed; 24: the image after exec did not "
+	       "read the peer's stream whole), link up again %d",
 	       WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
 	       WIFSIGNALED(sst) ? "killed by signal" : "exit", WIFSIGNALED(sst) ? WTERMSIG(sst) : WEXITSTATUS(sst), up);
 	close(l);
@@ -489,6 +555,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
+	if (!strcmp(what, "exec-child"))
+		return argc > 2 ? exec_child(atoi(argv[2])) : 2;
 	/* "repeat N": N cuts and restores, each under a fresh connection
 	 * mid-stream, cycling through the ways of waiting. */
 	if (!strcmp(what, "repeat")) {
@@ -503,7 +571,7 @@ int main(int argc, char **argv)
 		}
 		return failures ? 1 : 0;
 	}
-	for (int m = FULL_SEND; m <= SEND_ONLY; m++)
+	for (int m = FULL_SEND; m <= EXEC_BEFORE_STRIP; m++)
 		if (!strcmp(what, "all") || strstr(names[m], what))
 			run((enum mode)m, (uint16_t)(7120 + m), names[m]);
 	return failures ? 1 : 0;

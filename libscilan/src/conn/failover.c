@@ -11,6 +11,8 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -192,4 +194,64 @@ short sl_fail_over_ready(struct sl_sock *s, short events)
 	if (atomic_load(&s->strip_pending))
 		rev &= (short)~(POLLIN | POLLRDNORM); /* only the header so far, or bytes to drop */
 	return rev;
+}
+
+bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size)
+{
+	char hex[2 * sizeof(s->strip_hdr) + 1] = "";
+	bool ok = false;
+	int n;
+
+	sl_lock(&s->rx_lock);
+	if (atomic_load(&s->strip_pending)) {
+		for (unsigned i = 0; i < s->strip_got && i < sizeof(s->strip_hdr); i++)
+			snprintf(hex + 2 * i, 3, "%02x", s->strip_hdr[i]);
+		n = snprintf(out, size, "%llu:%llu:%u:%d:%s", (unsigned long long)s->strip_read,
+			     (unsigned long long)s->rx.cap, s->strip_got, s->strip_user_timeout, hex);
+		ok = n > 0 && (size_t)n < size;
+	}
+	sl_unlock(&s->rx_lock);
+	return ok;
+}
+
+int sl_fail_over_adopt(int fd, int domain, const char *desc)
+{
+	unsigned long long read, cap;
+	unsigned got, k;
+	int timeout, type = 0, proto = 0, used = 0;
+	socklen_t len = sizeof(int);
+	unsigned char hdr[sizeof(((struct sl_sock *)0)->strip_hdr)];
+	struct sl_sock *s;
+
+	if (sscanf(desc, ":%llu:%llu:%u:%d:%n", &read, &cap, &got, &timeout, &used) != 4 || !used ||
+	    got > sizeof(hdr) || timeout < 0 || cap == 0 || cap > (1ull << 40))
+		goto invalid;
+	desc += used;
+	for (k = 0; k < got; k++) {
+		char two[3] = { desc[2 * k], desc[2 * k] ? desc[2 * k + 1] : '\0', '\0' };
+		char *end;
+
+		hdr[k] = (unsigned char)strtoul(two, &end, 16);
+		if (end != two + 2)
+			goto invalid;
+	}
+	/* Only what really is a TCP socket becomes a connection again. */
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
+	    (len = sizeof(int), sl_sys.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len)) < 0 ||
+	    proto != IPPROTO_TCP || (domain != AF_INET && domain != AF_INET6))
+		goto invalid;
+	s = sl_sock_new(fd, domain, SL_PLAIN);
+	if (!s)
+		return -1;
+	memcpy(s->strip_hdr, hdr, got);
+	s->strip_got = got;
+	s->strip_read = read;
+	s->rx.cap = cap;
+	s->strip_user_timeout = timeout;
+	sl_agree_mark_plain(s); /* moved: every call past the strip is the kernel's */
+	atomic_store(&s->strip_pending, true);
+	return 0;
+invalid:
+	errno = EINVAL;
+	return -1;
 }

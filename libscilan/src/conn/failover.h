@@ -42,6 +42,19 @@ int sl_fail_over_strip(struct sl_sock *s, int flags);
  * finds the program's bytes, as on TCP. */
 short sl_fail_over_ready(struct sl_sock *s, short events);
 
+/* Across exec (handover.c): a plain connection whose strip is pending is
+ * described as text (out, at most size bytes): what was read of the peer's
+ * header, what to drop, the ring size and the program's user timeout, so
+ * that the new image strips as this one would have, never reading the
+ * header as the program's bytes.  false if no strip is pending any more or
+ * out is too small. */
+#define SL_FAIL_OVER_DESC_MAX 96
+bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size);
+/* In the new image: take over kernel socket fd as a plain connection with
+ * that strip pending (desc from the variable: nothing in it is trusted).
+ * 0, or -1 with errno (EINVAL: not a description, or fd no TCP socket). */
+int sl_fail_over_adopt(int fd, int domain, const char *desc);
+
 /* Send head (head_len bytes, may be 0), then re-send ring bytes [from, to)
  * of ring (ours to send: the peer's ring, or our mirror of it) onto the
  * kernel socket, then a shutdown the program made (bypass.c).  false

@@ -23,6 +23,7 @@
 #include "fabric/fabric.h"
 #include "conn/agree.h"
 #include "conn/conn.h"
+#include "conn/failover.h"
 #include "process/holders.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -162,6 +163,23 @@ static void export_connection(struct export_state *ex, int fd, struct sl_sock *s
 	sl_conn_reset(s, "not handed over across exec");
 }
 
+/* Failed over, the peer's header not yet stripped: the new image must
+ * strip it, or it would read the header as the program's bytes. */
+static void export_strip(struct export_state *ex, int fd, struct sl_sock *s)
+{
+	char desc[SL_FAIL_OVER_DESC_MAX];
+
+	if (!sl_fail_over_describe(s, desc, sizeof(desc)))
+		return; /* stripped meanwhile: a plain socket like any other */
+	if (append(ex, "%d:%d:%d:0:0:0:%s", fd, s->domain, SL_HANDOVER_STRIP, desc))
+		return;
+	/* Never the header as data: an end the program sees. */
+	sl_warn("fd %d: cannot hand over across exec a connection that moved to kernel TCP (too many "
+		"connections); resetting it",
+		fd);
+	sl_sys_reset_tcp(fd);
+}
+
 static bool export_one(int fd, struct sl_sock *s)
 {
 	struct export_state *ex = exporting;
@@ -172,7 +190,8 @@ static bool export_one(int fd, struct sl_sock *s)
 	 * attached): the new image could not tell which transport it holds. */
 	if (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
 		return false;
-	if ((!sl_sock_on_rings(s) && sl_sock_state(s) != SL_LISTENING) || atomic_load(&s->reset))
+	if ((!sl_sock_on_rings(s) && sl_sock_state(s) != SL_LISTENING && !sl_sock_strip_pending(s)) ||
+	    atomic_load(&s->reset))
 		return false;
 	seen = seen_entry(ex, s);
 	fdflags = sl_sys.fcntl(fd, F_GETFD);
@@ -184,7 +203,9 @@ static bool export_one(int fd, struct sl_sock *s)
 	}
 	if (seen)
 		seen->first_fd = fd;
-	if (sl_sock_state(s) == SL_LISTENING)
+	if (sl_sock_state(s) == SL_PLAIN)
+		export_strip(ex, fd, s);
+	else if (sl_sock_state(s) == SL_LISTENING)
 		/* The new image publishes it again (our registry entries close
 		 * with this image), so its accepts keep taking scilan peers. */
 		append(ex, "%d:%d:-1:-1:-1:-1", fd, s->domain);
@@ -260,7 +281,8 @@ const char *sl_handover_parse(const char *list, struct sl_handover_entry *e)
 		}
 	}
 	errno = err;
-	/* Whatever follows the six numbers, up to the separator, is skipped. */
+	/* Whatever follows the six numbers, up to the separator, is the tail. */
+	e->tail = p;
 	p = strchr(p, ';');
 	return p ? p + 1 : list + strlen(list);
 }
@@ -409,7 +431,23 @@ int sl_handover_adopt(const char *list)
 			struct sl_sock *first = sl_sock_get(brx);
 
 			/* Another name of a connection adopted just before. */
-			adopted += first && sl_sock_on_rings(first) && sl_sock_alias(fd, first) == 0;
+			adopted += first && (sl_sock_on_rings(first) || sl_sock_strip_pending(first)) &&
+				   sl_sock_alias(fd, first) == 0;
+		} else if (seg == SL_HANDOVER_STRIP) {
+			if (sl_fail_over_adopt(fd, domain, e.tail) == 0) {
+				adopted++;
+			} else if (errno == EINVAL) {
+				sl_err("%s names fd %d as a connection that moved to kernel TCP, which it is not; "
+				       "ignored",
+				       SL_HANDOVER_ENV, fd);
+			} else {
+				/* Its stream starts with the peer's header: never
+				 * the program's bytes, so an end it sees. */
+				sl_err("fd %d: a connection that moved to kernel TCP, handed over by exec, cannot be "
+				       "taken over (%s); resetting it",
+				       fd, strerror(errno));
+				sl_sys_reset_tcp(fd);
+			}
 		} else if (seg < 0) {
 			adopted += sl_listener_adopt(fd, domain) == 0;
 		} else if (btx == SL_HANDOVER_DEV) {

@@ -16,8 +16,13 @@
  * the connection adopted under descriptor brx; btx SL_HANDOVER_DEV: a
  * device connection, seg its holder page's memfd and brx its endpoint. */
 #define SL_HANDOVER_DEV (-3)
+/* seg SL_HANDOVER_STRIP: a connection that failed over to kernel TCP with
+ * the peer's fail-over header not yet stripped; the rest of the entry
+ * (tail) says where the strip stands (failover.h). */
+#define SL_HANDOVER_STRIP (-4)
 struct sl_handover_entry {
 	int fd, domain, seg, brx, btx, own;
+	const char *tail; /* what follows the six numbers, up to ';' or the end */
 };
 
 /* Parse the entry at the start of list (the variable comes from whoever ran
