@@ -9,7 +9,8 @@
  * ends see at once, never with a byte twice; one with a sending and a receiving
  * thread at each end ends whole; one that only sends after the cut keeps
  * its own TCP_USER_TIMEOUT, not the move's; one moved and then exec'd before
- * its first read has the peer's header stripped by the new image.
+ * its first read has the peer's header stripped by the new image; one passed
+ * with SCM_RIGHTS then arrives whole or reset, never with the header.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,12 +44,13 @@ enum mode {
 	FORKED_HOLDERS,
 	THREADS_DUPLEX,
 	SEND_ONLY,
-	EXEC_BEFORE_STRIP
+	EXEC_BEFORE_STRIP,
+	PASSED_BEFORE_STRIP
 };
 static const char *const names[] = { "linkcut_full_ring_send", "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
 				      "linkcut_blocked_recv",	"linkcut_idle_exit",	    "linkcut_closed_peer_tail",
 				      "linkcut_forked_holders", "linkcut_threads_duplex",   "linkcut_send_only",
-				      "linkcut_exec_before_strip" };
+				      "linkcut_exec_before_strip", "linkcut_passed_before_strip" };
 /* What "repeat" cycles through: the connections that stay open mid-stream. */
 static const enum mode repeated[] = { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, THREADS_DUPLEX };
 
@@ -214,6 +216,50 @@ static void *stream_sender(void *arg)
 	return NULL;
 }
 
+/* PASSED_BEFORE_STRIP: one descriptor over a Unix socket. */
+static int send_fd(int via, int fd)
+{
+	char b = 'f', ctl[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec v = { &b, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(via, &m, 0) == 1 ? 0 : -1;
+}
+
+static int receive_fd(int via)
+{
+	char b, ctl[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec v = { &b, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *cm;
+	int fd = -1;
+
+	if (recvmsg(via, &m, 0) != 1 || !(cm = CMSG_FIRSTHDR(&m)) || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* The end of EXEC_BEFORE_STRIP's and PASSED_BEFORE_STRIP's streams after
+ * the hand-over: every byte both ways (0), or a loud reset (EXIT_RESET);
+ * never a wrong byte. */
+static int after_hand_over(int c)
+{
+	int in, out;
+
+	close(open(EXEC_DONE, O_CREAT | O_WRONLY, 0600));
+	in = recv_stream_from(c, 2, EXEC_FIRST);
+	out = in == STREAM_WHOLE ? send_stream_from(c, 1, 0, EXEC_FIRST) : in;
+	if (in == STREAM_WHOLE && out == STREAM_WHOLE)
+		return 0;
+	return in == STREAM_RESET || out == STREAM_RESET ? EXIT_RESET : in == STREAM_WRONG ? 24 : 25;
+}
+
 /* The subject, the connecting end: 0 when both streams arrived intact
  * across the cut (or, idle, it exits); 2.. when something else happened.
  * Stream 1 is the subject's, stream 2 its peer's. */
@@ -327,8 +373,28 @@ static int subject(enum mode m, int c, int ready, int go)
 		}
 		return moved(c) ? 0 : 13;
 	}
-	case EXEC_BEFORE_STRIP: { /* moved by a send after the cut, then exec before any read */
+	case EXEC_BEFORE_STRIP:
+	case PASSED_BEFORE_STRIP: { /* moved by a send after the cut, then exec or passed before any read */
 		char num[16];
+		int sv[2], st = -1;
+		pid_t k = -1;
+
+		if (m == PASSED_BEFORE_STRIP) {
+			/* The receiver, forked before the cut, holds nothing of
+			 * the connection until it is passed. */
+			if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0 || (k = fork()) < 0)
+				return 2;
+			if (k == 0) {
+				int r;
+
+				close(c);
+				if (write(sv[1], "c", 1) != 1 || (r = receive_fd(sv[1])) < 0)
+					_exit(2);
+				_exit(after_hand_over(r));
+			}
+			if (read(sv[0], num, 1) != 1)
+				return 2;
+		}
 
 		/* Some of the peer's stream read on the rings: its re-send
 		 * may start before what we read, which the strip drops. */
@@ -347,7 +413,13 @@ static int subject(enum mode m, int c, int ready, int go)
 		if (!moved(c))
 			return 13;
 		/* The peer's header is stripped at the first read, which is
-		 * the new image's. */
+		 * the new image's or the receiver's. */
+		if (m == PASSED_BEFORE_STRIP) {
+			if (send_fd(sv[0], c) < 0)
+				return 2;
+			close(c);
+			return waitpid(k, &st, 0) == k && WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+		}
 		snprintf(num, sizeof(num), "%d", c);
 		execl("/proc/self/exe", "linkcut", "exec-child", num, (char *)NULL);
 		return 23;
@@ -427,7 +499,7 @@ static int peer(enum mode m, int l, int cut)
 			;
 		return n == 0 || (n < 0 && errno == ECONNRESET) ? 0 : 4;
 	}
-	if (m == EXEC_BEFORE_STRIP) {
+	if (m == EXEC_BEFORE_STRIP || m == PASSED_BEFORE_STRIP) {
 		static unsigned char first[EXEC_FIRST];
 
 		fill(2, 0, first, sizeof(first));
@@ -439,31 +511,25 @@ static int peer(enum mode m, int l, int cut)
 		return 3;
 	/* Our move (our header) only once the subject's new image runs: its
 	 * old one must not have stripped the header already. */
-	for (int i = 0; m == EXEC_BEFORE_STRIP && i < 1000 && access(EXEC_DONE, F_OK) != 0; i++)
+	for (int i = 0; (m == EXEC_BEFORE_STRIP || m == PASSED_BEFORE_STRIP) && i < 1000 && access(EXEC_DONE, F_OK) != 0;
+	     i++)
 		usleep(10000);
 	if (m == SEND_ONLY)
 		return recv_stream(s, 1) == STREAM_WHOLE ? 0 : 6;
 	t.fd = s;
 	if (pthread_create(&th, NULL, stream_sender, &t))
 		return 5;
-	if (m == FULL_SEND || m == POLL_DUPLEX || m == FORKED_HOLDERS || m == THREADS_DUPLEX || m == EXEC_BEFORE_STRIP)
+	if (m == FULL_SEND || m == POLL_DUPLEX || m == FORKED_HOLDERS || m == THREADS_DUPLEX || m == EXEC_BEFORE_STRIP ||
+	    m == PASSED_BEFORE_STRIP)
 		in = recv_stream(s, 1);
 	pthread_join(th, NULL);
 	if (m == FORKED_HOLDERS)
 		return (in == STREAM_RESET || t.ok == STREAM_RESET) && in != STREAM_WRONG
 			       ? access(SUBJECT_GONE, F_OK) == 0 ? 21 : EXIT_RESET
 			       : 6;
+	if (m == PASSED_BEFORE_STRIP && !(in == STREAM_WHOLE && t.ok == STREAM_WHOLE))
+		return (in == STREAM_RESET || t.ok == STREAM_RESET) && in != STREAM_WRONG ? EXIT_RESET : 6;
 	return in == STREAM_WHOLE && t.ok == STREAM_WHOLE ? 0 : 6;
-}
-
-/* EXEC_BEFORE_STRIP's new image, on the subject's connection c: the peer's
- * whole stream (nothing of its fail-over header), then the rest of ours. */
-static int exec_child(int c)
-{
-	close(open(EXEC_DONE, O_CREAT | O_WRONLY, 0600));
-	if (recv_stream_from(c, 2, EXEC_FIRST) != STREAM_WHOLE)
-		return 24;
-	return send_stream_from(c, 1, 0, EXEC_FIRST) == STREAM_WHOLE ? 0 : 25;
 }
 
 static const char *running;
@@ -520,7 +586,8 @@ static void run(enum mode m, uint16_t port, const char *name)
 		write_file(MOCK_LINK, "0");
 	}
 	usleep(200000);
-	if ((m == IDLE_EXIT || m == CLOSED_TAIL || m == FORKED_HOLDERS || m == EXEC_BEFORE_STRIP) &&
+	if ((m == IDLE_EXIT || m == CLOSED_TAIL || m == FORKED_HOLDERS || m == EXEC_BEFORE_STRIP ||
+	     m == PASSED_BEFORE_STRIP) &&
 	    write(pg[1], "g", 1) != 1)
 		perror("go");
 	if (write(ps[1], "g", 1) != 1)
@@ -534,7 +601,13 @@ static void run(enum mode m, uint16_t port, const char *name)
 	up = wait_up();
 	/* Two holders: a loud reset at both ends. */
 	both = WIFEXITED(st) && WIFEXITED(sst) && WEXITSTATUS(st) == WEXITSTATUS(sst);
-	result(name, both && WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) && up,
+	/* Passed before its strip: whole, or (the receiver could not strip
+	 * it) a reset both ends saw. */
+	result(name,
+	       both &&
+		       (WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) ||
+			(m == PASSED_BEFORE_STRIP && WEXITSTATUS(st) == EXIT_RESET)) &&
+		       up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
 	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
 	       "at the subject's close; 22: the move's user timeout stayed; 24: the image after exec did not "
@@ -556,7 +629,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(what, "exec-child"))
-		return argc > 2 ? exec_child(atoi(argv[2])) : 2;
+		return argc > 2 ? after_hand_over(atoi(argv[2])) : 2;
 	/* "repeat N": N cuts and restores, each under a fresh connection
 	 * mid-stream, cycling through the ways of waiting. */
 	if (!strcmp(what, "repeat")) {
@@ -571,7 +644,7 @@ int main(int argc, char **argv)
 		}
 		return failures ? 1 : 0;
 	}
-	for (int m = FULL_SEND; m <= EXEC_BEFORE_STRIP; m++)
+	for (int m = FULL_SEND; m <= PASSED_BEFORE_STRIP; m++)
 		if (!strcmp(what, "all") || strstr(names[m], what))
 			run((enum mode)m, (uint16_t)(7120 + m), names[m]);
 	return failures ? 1 : 0;

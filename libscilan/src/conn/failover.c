@@ -183,6 +183,17 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 	return r;
 }
 
+void sl_fail_over_before_passing(struct sl_sock *s)
+{
+	if (sl_fail_over_strip(s, MSG_DONTWAIT) == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		return; /* stripped, or ended with the connection's own error */
+	sl_lock(&s->rx_lock);
+	if (atomic_load(&s->strip_pending))
+		strip_reset(s, "passed with SCM_RIGHTS before the peer's fail-over header arrived: the receiving "
+			       "process could not tell the header from the program's bytes");
+	sl_unlock(&s->rx_lock);
+}
+
 short sl_fail_over_ready(struct sl_sock *s, short events)
 {
 	short rev;

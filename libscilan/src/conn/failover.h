@@ -55,6 +55,12 @@ bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size);
  * 0, or -1 with errno (EINVAL: not a description, or fd no TCP socket). */
 int sl_fail_over_adopt(int fd, int domain, const char *desc);
 
+/* Before the connection goes to another process with SCM_RIGHTS: the
+ * strip completes now if the peer's header is here (never waiting); if
+ * not, the receiver could not tell the header from the program's bytes,
+ * so the connection is reset, loudly (an RST both ends see). */
+void sl_fail_over_before_passing(struct sl_sock *s);
+
 /* Send head (head_len bytes, may be 0), then re-send ring bytes [from, to)
  * of ring (ours to send: the peer's ring, or our mirror of it) onto the
  * kernel socket, then a shutdown the program made (bypass.c).  false

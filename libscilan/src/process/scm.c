@@ -17,6 +17,7 @@
 
 #include "conn/agree.h"
 #include "conn/conn.h"
+#include "conn/failover.h"
 #include "process/handover.h"
 #include "process/holders.h"
 #include "runtime/bell_fd.h"
@@ -139,6 +140,13 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 
 			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			s = sl_sock_connected(pfd);
+			if (s && sl_sock_state(s) == SL_PLAIN) {
+				/* Failed over, its header not yet stripped: the
+				 * receiver gets a plain socket that must not start
+				 * with it. */
+				sl_fail_over_before_passing(s);
+				continue;
+			}
 			if (!s && (s = sl_sock_get(pfd)) &&
 			    (sl_sock_state(s) != SL_LISTENING || s->rdv_fd[0] < 0)) {
 				/* Not listening yet: whichever of us makes it
