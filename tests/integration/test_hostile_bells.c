@@ -268,7 +268,7 @@ static int hostile_passer(void *p)
 	struct arena *ar = p;
 	struct sockaddr_in at = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(at);
-	struct manifest man = { .magic = MANIFEST_MAGIC, .app_fds = 1, .count = 1, .e = { { 0, AF_INET, 0 } } };
+	struct manifest man = { .magic = MANIFEST_MAGIC, .app_fds = 1, .count = 1, .e = { { .index = 0, .domain = AF_INET, .own = 0 } } };
 	size_t man_len = offsetof(struct manifest, e) + sizeof(man.e[0]);
 	union {
 		struct cmsghdr h;

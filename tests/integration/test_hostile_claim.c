@@ -194,7 +194,7 @@ static int fake_manifest(int own)
 	size_t len = offsetof(struct manifest, e) + sizeof(m.e[0]);
 	int fd = memfd_create("hostile-manifest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
-	m.e[0] = (struct manifest_entry){ 0, AF_INET, own };
+	m.e[0] = (struct manifest_entry){ .index = 0, .domain = AF_INET, .own = own };
 	TU_CHECK(fd >= 0 && pwrite(fd, &m, len, 0) == (ssize_t)len, "manifest");
 	TU_CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0, "seals");
 	return fd;

@@ -9,8 +9,8 @@
  * ends see at once, never with a byte twice; one with a sending and a receiving
  * thread at each end ends whole; one that only sends after the cut keeps
  * its own TCP_USER_TIMEOUT, not the move's; one moved and then exec'd before
- * its first read has the peer's header stripped by the new image; one passed
- * with SCM_RIGHTS then arrives whole or reset, never with the header.
+ * its first read has the peer's header stripped by the new image, and one
+ * passed with SCM_RIGHTS then by the process it went to.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -246,8 +246,8 @@ static int receive_fd(int via)
 }
 
 /* The end of EXEC_BEFORE_STRIP's and PASSED_BEFORE_STRIP's streams after
- * the hand-over: every byte both ways (0), or a loud reset (EXIT_RESET);
- * never a wrong byte. */
+ * the hand-over: every byte both ways (0); a loud reset (EXIT_RESET) or a
+ * wrong byte (24) fails. */
 static int after_hand_over(int c)
 {
 	int in, out;
@@ -527,8 +527,6 @@ static int peer(enum mode m, int l, int cut)
 		return (in == STREAM_RESET || t.ok == STREAM_RESET) && in != STREAM_WRONG
 			       ? access(SUBJECT_GONE, F_OK) == 0 ? 21 : EXIT_RESET
 			       : 6;
-	if (m == PASSED_BEFORE_STRIP && !(in == STREAM_WHOLE && t.ok == STREAM_WHOLE))
-		return (in == STREAM_RESET || t.ok == STREAM_RESET) && in != STREAM_WRONG ? EXIT_RESET : 6;
 	return in == STREAM_WHOLE && t.ok == STREAM_WHOLE ? 0 : 6;
 }
 
@@ -601,13 +599,7 @@ static void run(enum mode m, uint16_t port, const char *name)
 	up = wait_up();
 	/* Two holders: a loud reset at both ends. */
 	both = WIFEXITED(st) && WIFEXITED(sst) && WEXITSTATUS(st) == WEXITSTATUS(sst);
-	/* Passed before its strip: whole, or (the receiver could not strip
-	 * it) a reset both ends saw. */
-	result(name,
-	       both &&
-		       (WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) ||
-			(m == PASSED_BEFORE_STRIP && WEXITSTATUS(st) == EXIT_RESET)) &&
-		       up,
+	result(name, both && WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) && up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
 	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
 	       "at the subject's close; 22: the move's user timeout stayed; 24: the image after exec did not "

@@ -183,14 +183,20 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 	return r;
 }
 
-void sl_fail_over_before_passing(struct sl_sock *s)
+bool sl_fail_over_strip_now(struct sl_sock *s)
 {
 	if (sl_fail_over_strip(s, MSG_DONTWAIT) == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-		return; /* stripped, or ended with the connection's own error */
+		return false; /* stripped, or ended with the connection's own error */
+	return atomic_load(&s->strip_pending);
+}
+
+void sl_fail_over_reset_unpassable(struct sl_sock *s)
+{
 	sl_lock(&s->rx_lock);
 	if (atomic_load(&s->strip_pending))
-		strip_reset(s, "passed with SCM_RIGHTS before the peer's fail-over header arrived: the receiving "
-			       "process could not tell the header from the program's bytes");
+		strip_reset(s, "passed with SCM_RIGHTS before the peer's fail-over header was stripped, among too many "
+			       "descriptors to say so: the receiving process could not tell the header from the "
+			       "program's bytes");
 	sl_unlock(&s->rx_lock);
 }
 
@@ -234,7 +240,7 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 	unsigned char hdr[sizeof(((struct sl_sock *)0)->strip_hdr)];
 	struct sl_sock *s;
 
-	if (sscanf(desc, ":%llu:%llu:%u:%d:%n", &read, &cap, &got, &timeout, &used) != 4 || !used ||
+	if (sscanf(desc, "%llu:%llu:%u:%d:%n", &read, &cap, &got, &timeout, &used) != 4 || !used ||
 	    got > sizeof(hdr) || timeout < 0 || cap == 0 || cap > (1ull << 40))
 		goto invalid;
 	desc += used;
@@ -252,8 +258,10 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 	    proto != IPPROTO_TCP || (domain != AF_INET && domain != AF_INET6))
 		goto invalid;
 	s = sl_sock_new(fd, domain, SL_PLAIN);
-	if (!s)
+	if (!s) {
+		errno = ENOMEM;
 		return -1;
+	}
 	memcpy(s->strip_hdr, hdr, got);
 	s->strip_got = got;
 	s->strip_read = read;

@@ -434,7 +434,8 @@ int sl_handover_adopt(const char *list)
 			adopted += first && (sl_sock_on_rings(first) || sl_sock_strip_pending(first)) &&
 				   sl_sock_alias(fd, first) == 0;
 		} else if (seg == SL_HANDOVER_STRIP) {
-			if (sl_fail_over_adopt(fd, domain, e.tail) == 0) {
+			errno = EINVAL;
+			if (*e.tail == ':' && sl_fail_over_adopt(fd, domain, e.tail + 1) == 0) {
 				adopted++;
 			} else if (errno == EINVAL) {
 				sl_err("%s names fd %d as a connection that moved to kernel TCP, which it is not; "
