@@ -125,6 +125,20 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	hk_enter();
 	s = sl_sock_connected(fd);
+	if (s && !sl_sock_on_rings(s)) {
+		/* Failed over, the peer's header not yet stripped: the kernel
+		 * answers once it is, and until then nothing of the program's
+		 * is there to read. */
+		if (req == FIONREAD && sl_fail_over_strip_now(s)) {
+			if (!arg) {
+				errno = EFAULT;
+				return -1;
+			}
+			*(int *)arg = 0;
+			return 0;
+		}
+		s = NULL;
+	}
 	if (s && req == SIOCATMARK) {
 		if (!arg) {
 			errno = EFAULT;

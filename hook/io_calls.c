@@ -314,11 +314,24 @@ HK_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, s
 }
 
 /* splice and tee move kernel buffers; a ring has none: refuse, as the kernel
- * does for descriptors it cannot splice, and programs fall back to recv/send. */
+ * does for descriptors it cannot splice, and programs fall back to recv/send.
+ * A connection that failed over has its kernel buffers again, once the peer's
+ * fail-over header is stripped from what it reads. */
 HK_EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t len, unsigned int flags)
 {
+	struct sl_sock *from, *to;
+
 	hk_enter();
-	if (sl_sock_connected(in) || sl_sock_connected(out)) {
+	from = sl_sock_connected(in);
+	to = sl_sock_connected(out);
+	if (from && !sl_sock_on_rings(from)) {
+		if (sl_fail_over_strip(from, flags & SPLICE_F_NONBLOCK ? MSG_DONTWAIT : 0) < 0)
+			return -1;
+		from = NULL;
+	}
+	if (to && !sl_sock_on_rings(to))
+		to = NULL;
+	if (from || to) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -10,6 +10,7 @@
 
 #include "conn/agree.h"
 #include "conn/conn.h"
+#include "conn/failover.h"
 #include "conn/stall.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"

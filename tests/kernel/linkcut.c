@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -248,12 +249,39 @@ static int receive_fd(int via)
 /* The end of EXEC_BEFORE_STRIP's and PASSED_BEFORE_STRIP's streams after
  * the hand-over: every byte both ways (0); a loud reset (EXIT_RESET) or a
  * wrong byte (24) fails. */
-static int after_hand_over(int c)
+static int after_hand_over(int c, enum mode how)
 {
-	int in, out;
+	static unsigned char buf[4096];
+	uint64_t got = EXEC_FIRST;
+	int in, out, avail = 0, p[2];
+	ssize_t n;
 
 	close(open(EXEC_DONE, O_CREAT | O_WRONLY, 0600));
-	in = recv_stream_from(c, 2, EXEC_FIRST);
+	if (how == EXEC_BEFORE_STRIP) {
+		/* What is there to read, once the peer's bytes came: never
+		 * nothing (a program takes 0 after POLLIN for the end). */
+		for (int i = 0; i < 300 && avail <= 0; i++) {
+			usleep(10000);
+			if (ioctl(c, FIONREAD, &avail) < 0)
+				return 26;
+		}
+		if (avail <= 0) {
+			fprintf(stderr, "linkcut: FIONREAD said %d with the peer's bytes there\n", avail);
+			return 26;
+		}
+	} else {
+		/* The first bytes through a pipe (splice): the kernel's buffers,
+		 * without the peer's header. */
+		if (pipe(p) < 0 || (n = splice(c, NULL, p[1], NULL, sizeof(buf), 0)) <= 0 ||
+		    read(p[0], buf, (size_t)n) != n || !check(2, got, buf, (size_t)n)) {
+			fprintf(stderr, "linkcut: splice from the connection: %s\n", strerror(errno));
+			return 27;
+		}
+		got += (uint64_t)n;
+		close(p[0]);
+		close(p[1]);
+	}
+	in = recv_stream_from(c, 2, got);
 	out = in == STREAM_WHOLE ? send_stream_from(c, 1, 0, EXEC_FIRST) : in;
 	if (in == STREAM_WHOLE && out == STREAM_WHOLE)
 		return 0;
@@ -390,7 +418,7 @@ static int subject(enum mode m, int c, int ready, int go)
 				close(c);
 				if (write(sv[1], "c", 1) != 1 || (r = receive_fd(sv[1])) < 0)
 					_exit(2);
-				_exit(after_hand_over(r));
+				_exit(after_hand_over(r, PASSED_BEFORE_STRIP));
 			}
 			if (read(sv[0], num, 1) != 1)
 				return 2;
@@ -602,8 +630,9 @@ static void run(enum mode m, uint16_t port, const char *name)
 	result(name, both && WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) && up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
 	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
-	       "at the subject's close; 22: the move's user timeout stayed; 24: the image after exec did not "
-	       "read the peer's stream whole), link up again %d",
+	       "at the subject's close; 22: the move's user timeout stayed; 24: the image after exec (or the "
+	       "process the connection was passed to) did not read the peer's stream whole; 26: FIONREAD said "
+	       "nothing was there; 27: splice failed or carried wrong bytes), link up again %d",
 	       WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
 	       WIFSIGNALED(sst) ? "killed by signal" : "exit", WIFSIGNALED(sst) ? WTERMSIG(sst) : WEXITSTATUS(sst), up);
 	close(l);
@@ -621,7 +650,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(what, "exec-child"))
-		return argc > 2 ? after_hand_over(atoi(argv[2])) : 2;
+		return argc > 2 ? after_hand_over(atoi(argv[2]), EXEC_BEFORE_STRIP) : 2;
 	/* "repeat N": N cuts and restores, each under a fresh connection
 	 * mid-stream, cycling through the ways of waiting. */
 	if (!strcmp(what, "repeat")) {
