@@ -10,7 +10,8 @@
  * thread at each end ends whole; one that only sends after the cut keeps
  * its own TCP_USER_TIMEOUT, not the move's; one moved and then exec'd before
  * its first read has the peer's header stripped by the new image, and one
- * passed with SCM_RIGHTS then by the process it went to.
+ * passed with SCM_RIGHTS then by the process it went to; two processes a
+ * fork made after the move share its one strip.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -46,12 +47,14 @@ enum mode {
 	THREADS_DUPLEX,
 	SEND_ONLY,
 	EXEC_BEFORE_STRIP,
-	PASSED_BEFORE_STRIP
+	PASSED_BEFORE_STRIP,
+	FORKED_BEFORE_STRIP
 };
 static const char *const names[] = { "linkcut_full_ring_send", "linkcut_poll_full_duplex", "linkcut_epoll_edge_idle",
 				      "linkcut_blocked_recv",	"linkcut_idle_exit",	    "linkcut_closed_peer_tail",
 				      "linkcut_forked_holders", "linkcut_threads_duplex",   "linkcut_send_only",
-				      "linkcut_exec_before_strip", "linkcut_passed_before_strip" };
+				      "linkcut_exec_before_strip", "linkcut_passed_before_strip",
+				      "linkcut_forked_before_strip" };
 /* What "repeat" cycles through: the connections that stay open mid-stream. */
 static const enum mode repeated[] = { FULL_SEND, POLL_DUPLEX, EPOLL_EDGE, BLOCKED_RECV, THREADS_DUPLEX };
 
@@ -134,14 +137,14 @@ static int send_stream(int fd, int stream, unsigned pause_us)
 	return send_stream_from(fd, stream, pause_us, 0);
 }
 
-/* Blocking: receive a stream from byte got on, checking every byte:
+/* Blocking: receive a stream's bytes [got, end), checking every byte:
  * STREAM_WHOLE if intact. */
-static int recv_stream_from(int fd, int stream, uint64_t got)
+static int recv_range(int fd, int stream, uint64_t got, uint64_t end)
 {
 	static _Thread_local unsigned char buf[65536];
 
-	while (got < STREAM_BYTES) {
-		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+	while (got < end) {
+		ssize_t r = recv(fd, buf, end - got < sizeof(buf) ? (size_t)(end - got) : sizeof(buf), 0);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -156,6 +159,11 @@ static int recv_stream_from(int fd, int stream, uint64_t got)
 		got += (uint64_t)r;
 	}
 	return STREAM_WHOLE;
+}
+
+static int recv_stream_from(int fd, int stream, uint64_t got)
+{
+	return recv_range(fd, stream, got, STREAM_BYTES);
 }
 
 static int recv_stream(int fd, int stream)
@@ -402,9 +410,10 @@ static int subject(enum mode m, int c, int ready, int go)
 		return moved(c) ? 0 : 13;
 	}
 	case EXEC_BEFORE_STRIP:
-	case PASSED_BEFORE_STRIP: { /* moved by a send after the cut, then exec or passed before any read */
+	case PASSED_BEFORE_STRIP:
+	case FORKED_BEFORE_STRIP: { /* moved by a send after the cut, then exec, passed or forked before any read */
 		char num[16];
-		int sv[2], st = -1;
+		int sv[2], st = -1, half;
 		pid_t k = -1;
 
 		if (m == PASSED_BEFORE_STRIP) {
@@ -447,6 +456,28 @@ static int subject(enum mode m, int c, int ready, int go)
 				return 2;
 			close(c);
 			return waitpid(k, &st, 0) == k && WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+		}
+		if (m == FORKED_BEFORE_STRIP) {
+			/* Both hold it: the child reads the first half of the
+			 * peer's stream (stripping its header), then we read the
+			 * rest and send ours. */
+			if (pipe(sv) < 0 || (k = fork()) < 0)
+				return 2;
+			if (k == 0) {
+				close(open(EXEC_DONE, O_CREAT | O_WRONLY, 0600));
+				st = recv_range(c, 2, EXEC_FIRST, STREAM_BYTES / 2);
+				_exit(st == STREAM_WHOLE && write(sv[1], "h", 1) == 1 ? 0 : st == STREAM_WRONG ? 24 : 25);
+			}
+			close(sv[1]);
+			half = read(sv[0], num, 1) == 1;
+			if (waitpid(k, &st, 0) != k || !WIFEXITED(st))
+				return 2;
+			if (!half || WEXITSTATUS(st))
+				return WEXITSTATUS(st) ? WEXITSTATUS(st) : 2;
+			st = recv_range(c, 2, STREAM_BYTES / 2, STREAM_BYTES);
+			if (st != STREAM_WHOLE)
+				return st == STREAM_WRONG ? 24 : st == STREAM_RESET ? 28 : 25;
+			return send_stream_from(c, 1, 0, EXEC_FIRST) == STREAM_WHOLE ? 0 : 25;
 		}
 		snprintf(num, sizeof(num), "%d", c);
 		execl("/proc/self/exe", "linkcut", "exec-child", num, (char *)NULL);
@@ -527,7 +558,7 @@ static int peer(enum mode m, int l, int cut)
 			;
 		return n == 0 || (n < 0 && errno == ECONNRESET) ? 0 : 4;
 	}
-	if (m == EXEC_BEFORE_STRIP || m == PASSED_BEFORE_STRIP) {
+	if (m == EXEC_BEFORE_STRIP || m == PASSED_BEFORE_STRIP || m == FORKED_BEFORE_STRIP) {
 		static unsigned char first[EXEC_FIRST];
 
 		fill(2, 0, first, sizeof(first));
@@ -539,7 +570,8 @@ static int peer(enum mode m, int l, int cut)
 		return 3;
 	/* Our move (our header) only once the subject's new image runs: its
 	 * old one must not have stripped the header already. */
-	for (int i = 0; (m == EXEC_BEFORE_STRIP || m == PASSED_BEFORE_STRIP) && i < 1000 && access(EXEC_DONE, F_OK) != 0;
+	for (int i = 0; (m == EXEC_BEFORE_STRIP || m == PASSED_BEFORE_STRIP || m == FORKED_BEFORE_STRIP) && i < 1000 &&
+			access(EXEC_DONE, F_OK) != 0;
 	     i++)
 		usleep(10000);
 	if (m == SEND_ONLY)
@@ -548,7 +580,7 @@ static int peer(enum mode m, int l, int cut)
 	if (pthread_create(&th, NULL, stream_sender, &t))
 		return 5;
 	if (m == FULL_SEND || m == POLL_DUPLEX || m == FORKED_HOLDERS || m == THREADS_DUPLEX || m == EXEC_BEFORE_STRIP ||
-	    m == PASSED_BEFORE_STRIP)
+	    m == PASSED_BEFORE_STRIP || m == FORKED_BEFORE_STRIP)
 		in = recv_stream(s, 1);
 	pthread_join(th, NULL);
 	if (m == FORKED_HOLDERS)
@@ -613,7 +645,7 @@ static void run(enum mode m, uint16_t port, const char *name)
 	}
 	usleep(200000);
 	if ((m == IDLE_EXIT || m == CLOSED_TAIL || m == FORKED_HOLDERS || m == EXEC_BEFORE_STRIP ||
-	     m == PASSED_BEFORE_STRIP) &&
+	     m == PASSED_BEFORE_STRIP || m == FORKED_BEFORE_STRIP) &&
 	    write(pg[1], "g", 1) != 1)
 		perror("go");
 	if (write(ps[1], "g", 1) != 1)
@@ -632,7 +664,8 @@ static void run(enum mode m, uint16_t port, const char *name)
 	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
 	       "at the subject's close; 22: the move's user timeout stayed; 24: the image after exec (or the "
 	       "process the connection was passed to) did not read the peer's stream whole; 26: FIONREAD said "
-	       "nothing was there; 27: splice failed or carried wrong bytes), link up again %d",
+	       "nothing was there; 27: splice failed or carried wrong bytes; 28: the second of two forked holders "
+	       "was reset), link up again %d",
 	       WIFSIGNALED(st) ? "killed by signal" : "exit", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
 	       WIFSIGNALED(sst) ? "killed by signal" : "exit", WIFSIGNALED(sst) ? WTERMSIG(sst) : WEXITSTATUS(sst), up);
 	close(l);
@@ -665,7 +698,7 @@ int main(int argc, char **argv)
 		}
 		return failures ? 1 : 0;
 	}
-	for (int m = FULL_SEND; m <= PASSED_BEFORE_STRIP; m++)
+	for (int m = FULL_SEND; m <= FORKED_BEFORE_STRIP; m++)
 		if (!strcmp(what, "all") || strstr(names[m], what))
 			run((enum mode)m, (uint16_t)(7120 + m), names[m]);
 	return failures ? 1 : 0;

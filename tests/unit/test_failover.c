@@ -35,6 +35,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	sl_fail_over_forget(s);
 	close(s->fd);
 	if (peer >= 0)
 		close(peer);
@@ -46,9 +47,7 @@ TestSuite(failover, .init = setup, .fini = teardown);
 /* We had read `read` bytes of the peer's stream when the link went down. */
 static void moved_at(uint64_t read)
 {
-	s->strip_read = read;
-	s->strip_got = 0;
-	atomic_store(&s->strip_pending, true);
+	cr_assert_eq(sl_fail_over_strip_begin(s, read, 0), 0);
 }
 
 static void peer_sends(const void *buf, size_t len)

@@ -10,10 +10,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "conn/agree.h"
@@ -25,6 +27,81 @@
  * waiting for TCP's retransmissions (minutes): our header and re-sent
  * bytes unacknowledged for this long end the connection (ETIMEDOUT). */
 #define FAIL_OVER_USER_TIMEOUT_MS 5000
+
+/* The strip's state, in a page of its own mapped shared: the processes a
+ * fork makes after the move share one strip, so that the first to read
+ * strips the peer's header for all of them (a second strip would take the
+ * program's bytes for a header).  An exec or SCM_RIGHTS hands its text on
+ * (sl_fail_over_describe) into a record of the receiving process. */
+struct sl_strip {
+	pthread_mutex_t lock; /* process-shared and robust: a holder may die mid-strip */
+	bool shared;          /* mapped (else allocated: a fork copies it) */
+	bool pending;
+	unsigned got;         /* bytes of hdr taken */
+	int user_timeout;     /* the socket's TCP_USER_TIMEOUT before the move, restored after it */
+	uint64_t read;        /* our read index of the peer's stream; after the header, the bytes to drop */
+	uint64_t cap;         /* our ring's size, the header's bound */
+	unsigned char hdr[sizeof(struct sl_fail_over_hdr)];
+};
+
+static struct sl_strip *strip_new(void)
+{
+	struct sl_strip *st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pthread_mutexattr_t a;
+	bool shared = st != MAP_FAILED;
+
+	if (!shared && !(st = calloc(1, sizeof(*st))))
+		return NULL;
+	pthread_mutexattr_init(&a);
+	if (shared) {
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	}
+	pthread_mutex_init(&st->lock, &a);
+	pthread_mutexattr_destroy(&a);
+	st->shared = shared;
+	return st;
+}
+
+static void strip_lock(struct sl_strip *st)
+{
+	/* A holder that died mid-strip: what it took is counted in the record. */
+	if (pthread_mutex_lock(&st->lock) == EOWNERDEAD)
+		pthread_mutex_consistent(&st->lock);
+}
+
+static void strip_free(struct sl_strip *st)
+{
+	if (st->shared) {
+		munmap(st, sizeof(*st)); /* ours only: the other processes keep theirs */
+	} else {
+		pthread_mutex_destroy(&st->lock);
+		free(st);
+	}
+}
+
+void sl_fail_over_forget(struct sl_sock *s)
+{
+	struct sl_strip *st = s->strip;
+
+	s->strip = NULL;
+	if (st)
+		strip_free(st);
+}
+
+int sl_fail_over_strip_begin(struct sl_sock *s, uint64_t read, int user_timeout)
+{
+	sl_fail_over_forget(s);
+	s->strip = strip_new();
+	if (!s->strip)
+		return -1;
+	s->strip->read = read;
+	s->strip->cap = s->rx.cap;
+	s->strip->user_timeout = user_timeout;
+	s->strip->pending = true;
+	atomic_store(&s->strip_pending, true);
+	return 0;
+}
 
 const char *sl_fail_over(struct sl_sock *s)
 {
@@ -40,16 +117,15 @@ const char *sl_fail_over(struct sl_sock *s)
 		return "the device link went down and the peer had published an impossible read index";
 	if (sl_sys.getsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, &len) < 0)
 		timeout = 0;
-	s->strip_user_timeout = timeout;
-	if (timeout == 0 || timeout > ours)
-		sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ours, sizeof(ours));
 	/* What we read of the peer's stream: its re-send starts at or before
 	 * it (at the index we last published), and the difference we drop. */
-	s->strip_read = s->rx.read;
-	s->strip_got = 0;
-	atomic_store(&s->strip_pending, true);
+	if (sl_fail_over_strip_begin(s, s->rx.read, timeout) < 0)
+		return "the device link went down and there was no memory to move the connection to kernel TCP";
+	if (timeout == 0 || timeout > ours)
+		sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ours, sizeof(ours));
 	if (!sl_move_resend(s, &h, sizeof(h), s->tx.mirror, from, to)) {
 		if (errno == ETIMEDOUT) {
+			s->strip->pending = false;
 			atomic_store(&s->strip_pending, false);
 			return "the device link went down and the peer does not read the kernel socket the connection "
 			       "moved to";
@@ -78,14 +154,15 @@ int sl_fail_over_seen(struct sl_sock *s)
 	return n == (ssize_t)sizeof(got) ? 1 : -1;
 }
 
+/* With both locks held: the strip ended, for every process sharing it. */
 static void strip_done(struct sl_sock *s)
 {
-	int ours = FAIL_OVER_USER_TIMEOUT_MS;
+	int ours = FAIL_OVER_USER_TIMEOUT_MS, theirs = s->strip->user_timeout;
 
+	s->strip->pending = false;
 	atomic_store(&s->strip_pending, false);
-	if (s->strip_user_timeout == 0 || s->strip_user_timeout > ours)
-		sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &s->strip_user_timeout,
-				  sizeof(s->strip_user_timeout));
+	if (theirs == 0 || theirs > ours)
+		sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &theirs, sizeof(theirs));
 }
 
 /* The stream after the move is not the one the peer's header promised:
@@ -93,6 +170,8 @@ static void strip_done(struct sl_sock *s)
 static int strip_reset(struct sl_sock *s, const char *why)
 {
 	sl_warn("fd %d: connection reset: %s", s->fd, why);
+	if (s->strip)
+		s->strip->pending = false;
 	atomic_store(&s->strip_pending, false);
 	sl_sys_reset_tcp(s->fd);
 	errno = ECONNRESET;
@@ -117,39 +196,47 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 	bool nonblock = (flags & MSG_DONTWAIT) || (sl_sys.fcntl(s->fd, F_GETFL) & O_NONBLOCK);
 	struct pollfd p = { .fd = s->fd, .events = POLLIN };
 	struct sl_fail_over_hdr h;
+	struct sl_strip *st;
 	int r = 0;
 
 	sl_lock(&s->rx_lock);
-	while (atomic_load(&s->strip_pending)) {
+	st = s->strip;
+	if (!st) {
+		atomic_store(&s->strip_pending, false);
+		sl_unlock(&s->rx_lock);
+		return 0;
+	}
+	strip_lock(st);
+	while (st->pending) {
 		ssize_t got;
 
-		if (s->strip_got < sizeof(s->strip_hdr)) {
-			got = take(s, s->strip_hdr + s->strip_got, sizeof(s->strip_hdr) - s->strip_got);
+		if (st->got < sizeof(st->hdr)) {
+			got = take(s, st->hdr + st->got, sizeof(st->hdr) - st->got);
 			if (got > 0) {
-				s->strip_got += (unsigned)got;
-				if (s->strip_got < sizeof(s->strip_hdr))
+				st->got += (unsigned)got;
+				if (st->got < sizeof(st->hdr))
 					continue;
-				memcpy(&h, s->strip_hdr, sizeof(h));
+				memcpy(&h, st->hdr, sizeof(h));
 				/* The peer's re-send starts at the read index we
 				 * published, never beyond what we read, nor more
 				 * than a ring before it. */
 				if (h.magic != SL_FAIL_OVER_MAGIC || h.version != SL_FAIL_OVER_VERSION ||
-				    h.from > s->strip_read || s->strip_read - h.from > s->rx.cap) {
+				    h.from > st->read || st->read - h.from > st->cap) {
 					r = strip_reset(s, "after the device link went down, the peer's kernel stream did "
 							   "not start with a valid fail-over header");
 					break;
 				}
 				sl_debug("fd %d: the peer's stream on kernel TCP starts at its index %llu; we had read "
 					 "%llu: %llu to drop",
-					 s->fd, (unsigned long long)h.from, (unsigned long long)s->strip_read,
-					 (unsigned long long)(s->strip_read - h.from));
-				s->strip_read -= h.from; /* from here on: the bytes still to drop */
+					 s->fd, (unsigned long long)h.from, (unsigned long long)st->read,
+					 (unsigned long long)(st->read - h.from));
+				st->read -= h.from; /* from here on: the bytes still to drop */
 				continue;
 			}
-		} else if (s->strip_read) {
-			got = take(s, NULL, (size_t)s->strip_read);
+		} else if (st->read) {
+			got = take(s, NULL, (size_t)st->read);
 			if (got > 0) {
-				s->strip_read -= (uint64_t)got;
+				st->read -= (uint64_t)got;
 				continue;
 			}
 		} else {
@@ -162,12 +249,20 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 			break;
 		}
 		if (!nonblock && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			/* Waited for without the lock: another thread's receive
-			 * must not spin on it meanwhile. */
+			/* Waited for without the locks: another thread's (or
+			 * process's) receive must not spin on them meanwhile. */
+			pthread_mutex_unlock(&st->lock);
 			sl_unlock(&s->rx_lock);
 			if (sl_sys.poll(&p, 1, -1) < 0 && errno == EINTR)
 				return -1;
 			sl_lock(&s->rx_lock);
+			if (s->strip != st) {
+				/* Another thread of ours ended it meanwhile, and let
+				 * the record go: the kernel stream is the program's. */
+				sl_unlock(&s->rx_lock);
+				return 0;
+			}
+			strip_lock(st);
 			continue;
 		}
 		r = -1; /* EAGAIN, or the connection's error: the program's */
@@ -179,6 +274,12 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 		}
 		break;
 	}
+	/* Ended here or in another process that shares the record. */
+	if (!st->pending)
+		atomic_store(&s->strip_pending, false);
+	pthread_mutex_unlock(&st->lock);
+	if (!atomic_load(&s->strip_pending))
+		sl_fail_over_forget(s);
 	sl_unlock(&s->rx_lock);
 	return r;
 }
@@ -193,10 +294,14 @@ bool sl_fail_over_strip_now(struct sl_sock *s)
 void sl_fail_over_reset_unpassable(struct sl_sock *s)
 {
 	sl_lock(&s->rx_lock);
-	if (atomic_load(&s->strip_pending))
-		strip_reset(s, "passed with SCM_RIGHTS before the peer's fail-over header was stripped, among too many "
-			       "descriptors to say so: the receiving process could not tell the header from the "
-			       "program's bytes");
+	if (s->strip) {
+		strip_lock(s->strip);
+		if (s->strip->pending)
+			strip_reset(s, "passed with SCM_RIGHTS before the peer's fail-over header was stripped, among "
+				       "too many descriptors to say so: the receiving process could not tell the header "
+				       "from the program's bytes");
+		pthread_mutex_unlock(&s->strip->lock);
+	}
 	sl_unlock(&s->rx_lock);
 }
 
@@ -215,17 +320,23 @@ short sl_fail_over_ready(struct sl_sock *s, short events)
 
 bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size)
 {
-	char hex[2 * sizeof(s->strip_hdr) + 1] = "";
+	struct sl_strip *st;
+	char hex[2 * sizeof(st->hdr) + 1] = "";
 	bool ok = false;
 	int n;
 
 	sl_lock(&s->rx_lock);
-	if (atomic_load(&s->strip_pending)) {
-		for (unsigned i = 0; i < s->strip_got && i < sizeof(s->strip_hdr); i++)
-			snprintf(hex + 2 * i, 3, "%02x", s->strip_hdr[i]);
-		n = snprintf(out, size, "%llu:%llu:%u:%d:%s", (unsigned long long)s->strip_read,
-			     (unsigned long long)s->rx.cap, s->strip_got, s->strip_user_timeout, hex);
-		ok = n > 0 && (size_t)n < size;
+	st = s->strip;
+	if (st) {
+		strip_lock(st);
+		if (st->pending) {
+			for (unsigned i = 0; i < st->got && i < sizeof(st->hdr); i++)
+				snprintf(hex + 2 * i, 3, "%02x", st->hdr[i]);
+			n = snprintf(out, size, "%llu:%llu:%u:%d:%s", (unsigned long long)st->read,
+				     (unsigned long long)st->cap, st->got, st->user_timeout, hex);
+			ok = n > 0 && (size_t)n < size;
+		}
+		pthread_mutex_unlock(&st->lock);
 	}
 	sl_unlock(&s->rx_lock);
 	return ok;
@@ -237,7 +348,8 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 	unsigned got, k;
 	int timeout, type = 0, proto = 0, used = 0;
 	socklen_t len = sizeof(int);
-	unsigned char hdr[sizeof(((struct sl_sock *)0)->strip_hdr)];
+	struct sl_strip *st;
+	unsigned char hdr[sizeof(st->hdr)];
 	struct sl_sock *s;
 
 	if (sscanf(desc, "%llu:%llu:%u:%d:%n", &read, &cap, &got, &timeout, &used) != 4 || !used ||
@@ -257,16 +369,21 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 	    (len = sizeof(int), sl_sys.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len)) < 0 ||
 	    proto != IPPROTO_TCP || (domain != AF_INET && domain != AF_INET6))
 		goto invalid;
-	s = sl_sock_new(fd, domain, SL_PLAIN);
+	st = strip_new();
+	s = st ? sl_sock_new(fd, domain, SL_PLAIN) : NULL;
 	if (!s) {
+		if (st)
+			strip_free(st);
 		errno = ENOMEM;
 		return -1;
 	}
-	memcpy(s->strip_hdr, hdr, got);
-	s->strip_got = got;
-	s->strip_read = read;
-	s->rx.cap = cap;
-	s->strip_user_timeout = timeout;
+	memcpy(st->hdr, hdr, got);
+	st->got = got;
+	st->read = read;
+	st->cap = cap;
+	st->user_timeout = timeout;
+	st->pending = true;
+	s->strip = st;
 	sl_agree_mark_plain(s); /* moved: every call past the strip is the kernel's */
 	atomic_store(&s->strip_pending, true);
 	return 0;

@@ -18,7 +18,6 @@ struct sl_fail_over_hdr {
 	uint32_t magic, version;
 	uint64_t from; /* the index of our stream the re-sent bytes start at */
 };
-_Static_assert(sizeof(struct sl_fail_over_hdr) == sizeof(((struct sl_sock *)0)->strip_hdr), "header size");
 
 /* With the three locks held (bypass.c's move): send our header and the
  * bytes [from, write) of our mirror onto the kernel socket, and note what
@@ -64,6 +63,15 @@ bool sl_fail_over_strip_now(struct sl_sock *s);
  * from the program's bytes, so the connection is reset, loudly (an RST both
  * ends see). */
 void sl_fail_over_reset_unpassable(struct sl_sock *s);
+
+/* After the move: the peer's header is to be stripped, we had read `read`
+ * bytes of its stream, and the program's user timeout was user_timeout.
+ * The record is shared with the processes a later fork makes.  -1: no
+ * memory. */
+int sl_fail_over_strip_begin(struct sl_sock *s, uint64_t read, int user_timeout);
+/* Let go of this process's strip record (its last strip ended, or the
+ * socket's slot is reused). */
+void sl_fail_over_forget(struct sl_sock *s);
 
 /* Send head (head_len bytes, may be 0), then re-send ring bytes [from, to)
  * of ring (ours to send: the peer's ring, or our mirror of it) onto the

@@ -4,6 +4,7 @@
  * the table's side of fork.
  */
 #include "socket/sock_state.h"
+#include "conn/failover.h"
 #include "evq/evq_dev.h"
 #include "fabric/fabric.h"
 #include "fabric/shm/seg_pool.h"
@@ -164,8 +165,7 @@ reset:
 	 * to strip. */
 	atomic_store(&s->fail_over_due, false);
 	atomic_store(&s->strip_pending, false);
-	s->strip_got = 0;
-	s->strip_read = 0;
+	sl_fail_over_forget(s);
 	s->dev_link = -1;
 	s->dev_own_slice = s->dev_peer_slice = 0;
 	s->dev_set_map[0] = s->dev_set_map[1] = NULL;

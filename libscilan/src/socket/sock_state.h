@@ -68,6 +68,7 @@ struct sl_counters {
 
 struct sl_lease_lock;
 struct sl_fabric_ops;
+struct sl_strip;
 
 /* A listener's endpoints on the device links (fabric_dev.c), one per link
  * that took its registration: as many as the node has links (a node of an
@@ -209,13 +210,10 @@ struct sl_sock {
 	 * connection worth continuing on; the next guard moves it. */
 	_Atomic bool fail_over_due;
 	/* After the move, the peer's header still to be read from the kernel
-	 * stream (its re-send starts at its `from`), and our read index of its
-	 * stream then: the bytes to drop are strip_read - from. */
+	 * stream: this process's hint (set: look at the record), and the
+	 * record, shared with the processes a fork made (failover.c). */
 	_Atomic bool strip_pending;
-	uint64_t strip_read;
-	unsigned char strip_hdr[16];
-	unsigned strip_got;
-	int strip_user_timeout;  /* the socket's TCP_USER_TIMEOUT before the move, restored after it */
+	struct sl_strip *strip;
 	uint32_t dev_own_slice, dev_peer_slice; /* our slice and the peer's on that link */
 	/* Our epoll sets on the device fabric (evq_dev.c): the peer's sets'
 	 * marks pages (we write) and our window's armed pages (we read),
