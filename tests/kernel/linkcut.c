@@ -10,8 +10,8 @@
  * thread at each end ends whole; one that only sends after the cut keeps
  * its own TCP_USER_TIMEOUT, not the move's; one moved and then exec'd before
  * its first read has the peer's header stripped by the new image, and one
- * passed with SCM_RIGHTS then by the process it went to; two processes a
- * fork made after the move share its one strip.
+ * passed with SCM_RIGHTS then arrives whole or reset, never with the header;
+ * two processes a fork made after the move share its one strip.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -255,8 +255,8 @@ static int receive_fd(int via)
 }
 
 /* The end of EXEC_BEFORE_STRIP's and PASSED_BEFORE_STRIP's streams after
- * the hand-over: every byte both ways (0); a loud reset (EXIT_RESET) or a
- * wrong byte (24) fails. */
+ * the hand-over: every byte both ways (0); passed, a loud reset both ends
+ * see (EXIT_RESET); never a wrong byte (24). */
 static int after_hand_over(int c, enum mode how)
 {
 	static unsigned char buf[4096];
@@ -277,7 +277,6 @@ static int after_hand_over(int c, enum mode how)
 			fprintf(stderr, "linkcut: FIONREAD said %d with the peer's bytes there\n", avail);
 			return 26;
 		}
-	} else {
 		/* The first bytes through a pipe (splice): the kernel's buffers,
 		 * without the peer's header. */
 		if (pipe(p) < 0 || (n = splice(c, NULL, p[1], NULL, sizeof(buf), 0)) <= 0 ||
@@ -291,6 +290,10 @@ static int after_hand_over(int c, enum mode how)
 	}
 	in = recv_stream_from(c, 2, got);
 	out = in == STREAM_WHOLE ? send_stream_from(c, 1, 0, EXEC_FIRST) : in;
+	/* Passed before the peer's header came: the receiver could not strip
+	 * it, so the connection was reset (a loud end both ends see). */
+	if (how == PASSED_BEFORE_STRIP && (in == STREAM_RESET || out == STREAM_RESET) && in != STREAM_WRONG)
+		return EXIT_RESET;
 	if (in == STREAM_WHOLE && out == STREAM_WHOLE)
 		return 0;
 	return in == STREAM_RESET || out == STREAM_RESET ? EXIT_RESET : in == STREAM_WRONG ? 24 : 25;
@@ -587,6 +590,8 @@ static int peer(enum mode m, int l, int cut)
 		return (in == STREAM_RESET || t.ok == STREAM_RESET) && in != STREAM_WRONG
 			       ? access(SUBJECT_GONE, F_OK) == 0 ? 21 : EXIT_RESET
 			       : 6;
+	if (m == PASSED_BEFORE_STRIP && !(in == STREAM_WHOLE && t.ok == STREAM_WHOLE))
+		return (in == STREAM_RESET || t.ok == STREAM_RESET) && in != STREAM_WRONG ? EXIT_RESET : 6;
 	return in == STREAM_WHOLE && t.ok == STREAM_WHOLE ? 0 : 6;
 }
 
@@ -659,7 +664,12 @@ static void run(enum mode m, uint16_t port, const char *name)
 	up = wait_up();
 	/* Two holders: a loud reset at both ends. */
 	both = WIFEXITED(st) && WIFEXITED(sst) && WEXITSTATUS(st) == WEXITSTATUS(sst);
-	result(name, both && WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) && up,
+	/* Passed before its strip: whole, or a reset both ends saw. */
+	result(name,
+	       both &&
+		       (WEXITSTATUS(st) == (m == FORKED_HOLDERS ? EXIT_RESET : 0) ||
+			(m == PASSED_BEFORE_STRIP && WEXITSTATUS(st) == EXIT_RESET)) &&
+		       up,
 	       "subject %s %d, its peer %s %d (0: every byte both ways across the cut, failed over to kernel TCP; "
 	       "1: not accelerated; 13: still on the rings; 20: a reset both ends saw; 21: the peer saw it only "
 	       "at the subject's close; 22: the move's user timeout stayed; 24: the image after exec (or the "

@@ -93,12 +93,18 @@ static bool flush_ring(struct sl_sock *s)
 		sl_sys.shutdown(s->fd, SHUT_RDWR);
 		return true;
 	}
-	/* Closed where no hook saw it (sl_sock_release_stale), with nothing
-	 * written: its kernel socket is gone, and the number names someone
-	 * else's file, so nothing may be sent on it.  With bytes written, the
-	 * offer ended LOST instead (settle_locked). */
-	if (s->fd < 0)
+	/* Closed where no hook saw it (sl_sock_release_stale): its kernel
+	 * socket is gone, and the number names someone else's file, so nothing
+	 * may be sent on it.  Bytes written are lost; where the acceptor reads
+	 * the word they ended LOST before this (settle_locked), here (the
+	 * device fabric, an offer the acceptor refused) only we can say so. */
+	if (s->fd < 0) {
+		if (end)
+			sl_warn("a connection closed where the hook could not see it (a raw system call, io_uring) had "
+				"%llu bytes for the accepting side: they are lost",
+				(unsigned long long)end);
 		return true;
+	}
 	/* A connection the kernel already reset (the listener closed before
 	 * accepting it) takes nothing: a send would consume the error the
 	 * application must see. */
@@ -155,6 +161,13 @@ static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *e
 			return SL_OFFER_ATTACHED;
 		if (w == SL_OFFER_PLAIN)
 			return w;
+		if (w == SL_OFFER_LOST) {
+			/* Another process of ours let it go, its bytes lost: the
+			 * acceptor resets (a holder uncounted, a fork's child). */
+			*lost = "another process holding it closed it where the hook could not see it, and its bytes "
+				"were lost";
+			return SL_OFFER_REVOKED;
+		}
 		if (w == SL_OFFER_REVOKED) {
 			struct timespec one_ms = { 0, 1000000 };
 

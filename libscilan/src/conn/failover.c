@@ -63,12 +63,19 @@ static struct sl_strip *strip_new(void)
 	return st;
 }
 
-static void strip_lock(struct sl_strip *st)
+/* true if a process sharing the record died holding it: what it took off
+ * the stream may not be counted, so the strip cannot go on (the caller
+ * resets). */
+static bool strip_lock(struct sl_strip *st)
 {
-	/* A holder that died mid-strip: what it took is counted in the record. */
-	if (pthread_mutex_lock(&st->lock) == EOWNERDEAD)
-		pthread_mutex_consistent(&st->lock);
+	if (pthread_mutex_lock(&st->lock) != EOWNERDEAD)
+		return false;
+	pthread_mutex_consistent(&st->lock);
+	return true;
 }
+
+#define HOLDER_DIED "a process sharing the connection died in the middle of stripping the peer's fail-over header"
+
 
 static void strip_free(struct sl_strip *st)
 {
@@ -206,7 +213,8 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 		sl_unlock(&s->rx_lock);
 		return 0;
 	}
-	strip_lock(st);
+	if (strip_lock(st) && st->pending)
+		r = strip_reset(s, HOLDER_DIED);
 	while (st->pending) {
 		ssize_t got;
 
@@ -262,7 +270,10 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 				sl_unlock(&s->rx_lock);
 				return 0;
 			}
-			strip_lock(st);
+			if (strip_lock(st) && st->pending) {
+				r = strip_reset(s, HOLDER_DIED);
+				break;
+			}
 			continue;
 		}
 		r = -1; /* EAGAIN, or the connection's error: the program's */
@@ -295,11 +306,10 @@ void sl_fail_over_reset_unpassable(struct sl_sock *s)
 {
 	sl_lock(&s->rx_lock);
 	if (s->strip) {
-		strip_lock(s->strip);
+		(void)strip_lock(s->strip); /* a reset either way */
 		if (s->strip->pending)
-			strip_reset(s, "passed with SCM_RIGHTS before the peer's fail-over header was stripped, among "
-				       "too many descriptors to say so: the receiving process could not tell the header "
-				       "from the program's bytes");
+			strip_reset(s, "passed with SCM_RIGHTS before the peer's fail-over header arrived: the "
+				       "receiving process could not tell the header from the program's bytes");
 		pthread_mutex_unlock(&s->strip->lock);
 	}
 	sl_unlock(&s->rx_lock);
@@ -328,7 +338,8 @@ bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size)
 	sl_lock(&s->rx_lock);
 	st = s->strip;
 	if (st) {
-		strip_lock(st);
+		if (strip_lock(st) && st->pending)
+			strip_reset(s, HOLDER_DIED);
 		if (st->pending) {
 			for (unsigned i = 0; i < st->got && i < sizeof(st->hdr); i++)
 				snprintf(hex + 2 * i, 3, "%02x", st->hdr[i]);

@@ -49,8 +49,7 @@ short sl_fail_over_ready(struct sl_sock *s, short events);
  * out is too small. */
 #define SL_FAIL_OVER_DESC_MAX 96
 bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size);
-/* In the new image (or a process it was passed to with SCM_RIGHTS): take
- * over kernel socket fd as a plain connection with that strip pending (desc
+/* In the new image: take over kernel socket fd as a plain connection with that strip pending (desc
  * as described; nothing in it is trusted).  0, or -1 with errno (EINVAL:
  * not a description, or fd no TCP socket). */
 int sl_fail_over_adopt(int fd, int domain, const char *desc);
@@ -59,9 +58,9 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc);
  * strip completes now if the peer's header is here (never waiting): true if
  * one is still pending, which the receiver must then take over. */
 bool sl_fail_over_strip_now(struct sl_sock *s);
-/* The receiver could not be told (no room): it could not tell the header
- * from the program's bytes, so the connection is reset, loudly (an RST both
- * ends see). */
+/* Still pending then: the receiver could not tell the header from the
+ * program's bytes, so the connection is reset, loudly (an RST both ends
+ * see). */
 void sl_fail_over_reset_unpassable(struct sl_sock *s);
 
 /* After the move: the peer's header is to be stripped, we had read `read`

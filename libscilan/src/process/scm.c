@@ -58,10 +58,8 @@ static int manifest_fd(const struct manifest *m)
 
 struct passing {
 	struct sl_sock *s;
-	int app_fd;  /* the application's descriptor of it */
-	int fds[3]; /* segment, bell_rx, bell_tx copies (SCM_OWN_STRIP: of app_fd) */
+	int fds[3]; /* segment, bell_rx, bell_tx copies */
 };
-_Static_assert(SL_FAIL_OVER_DESC_MAX <= sizeof(((struct manifest_entry *)0)->strip), "a strip's text fits");
 
 static void close_copies(struct passing *p)
 {
@@ -73,19 +71,9 @@ static void close_copies(struct passing *p)
 /* Make s ready to be held by one more process: our read index published (the
  * receiver starts from the shared words), the holder counted now, so a
  * close of ours before the receiver adopts it does not end the connection. */
-static int prepare(struct passing *p, int own)
+static int prepare(struct passing *p)
 {
 	struct sl_sock *s = p->s;
-
-	if (own == SCM_OWN_STRIP) {
-		for (int i = 0; i < 3; i++)
-			p->fds[i] = sl_sys.fcntl(p->app_fd, F_DUPFD_CLOEXEC, 3);
-		if (p->fds[0] < 0 || p->fds[1] < 0 || p->fds[2] < 0) {
-			close_copies(p);
-			return -1;
-		}
-		return 0;
-	}
 
 	if (sl_sock_state(s) == SL_LISTENING) {
 		/* Its rendezvous travels with it: the receiver's accepts then
@@ -153,21 +141,11 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
 			s = sl_sock_connected(pfd);
 			if (s && sl_sock_state(s) == SL_PLAIN) {
-				/* Failed over, its header not yet stripped: stripped
-				 * now if it is here, else the receiver takes the strip
-				 * over, or it would read the header as data. */
-				if (!sl_fail_over_strip_now(s))
-					continue;
-				man->e[n] = (struct manifest_entry){ .index = (int32_t)app_fds, .domain = s->domain,
-								     .own = SCM_OWN_STRIP };
-				if (app_fds + 3 * (n + 1) + 1 > SCM_MAX_FDS ||
-				    !sl_fail_over_describe(s, man->e[n].strip, sizeof(man->e[n].strip))) {
-					if (atomic_load(&s->strip_pending))
-						sl_fail_over_reset_unpassable(s);
-					continue;
-				}
-				pass[n].s = s;
-				pass[n++].app_fd = pfd;
+				/* Failed over, its header not yet stripped: the
+				 * receiver gets a plain socket that must not start
+				 * with it, stripped now, or reset. */
+				if (sl_fail_over_strip_now(s))
+					sl_fail_over_reset_unpassable(s);
 				continue;
 			}
 			if (!s && (s = sl_sock_get(pfd)) &&
@@ -183,8 +161,7 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 				if (app_fds + 3 * (n + 1) + 1 > SCM_MAX_FDS)
 					continue; /* the receiver finds the offer files instead */
 				pass[n].s = s;
-				man->e[n] = (struct manifest_entry){ .index = (int32_t)app_fds, .domain = s->domain,
-								     .own = SCM_OWN_LISTENER };
+				man->e[n] = (struct manifest_entry){ (int32_t)app_fds, s->domain, SCM_OWN_LISTENER };
 				n++;
 				continue;
 			}
@@ -201,21 +178,18 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 				continue;
 			}
 			pass[n].s = s;
-			man->e[n] = (struct manifest_entry){ .index = (int32_t)app_fds, .domain = s->domain,
-							     .own = s->own_area };
+			man->e[n] = (struct manifest_entry){ (int32_t)app_fds, s->domain, s->own_area };
 			n++;
 		}
 	}
 	if (!n)
 		return sl_sys.sendmsg(fd, msg, flags);
 	for (unsigned i = 0; i < n; i++)
-		if (prepare(&pass[i], man->e[i].own) < 0) {
+		if (prepare(&pass[i]) < 0) {
 			/* The receiver gets the kernel socket: moved there first
 			 * with every byte, else reset, never left in rings that
-			 * nobody would read (nor a header it would take for data). */
-			if (man->e[i].own == SCM_OWN_STRIP)
-				sl_fail_over_reset_unpassable(pass[i].s);
-			else if (man->e[i].own != SCM_OWN_LISTENER && !sl_bypass_leave(pass[i].s, SL_FB_HANDOVER))
+			 * nobody would read. */
+			if (man->e[i].own != SCM_OWN_LISTENER && !sl_bypass_leave(pass[i].s, SL_FB_HANDOVER))
 				sl_conn_reset(pass[i].s, "its rings cannot be passed with SCM_RIGHTS");
 			pass[i].s = NULL;
 		}
@@ -260,8 +234,7 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 		r = -2;
 	for (unsigned i = 0; i < n; i++) {
 		close_copies(&pass[i]);
-		/* Not passed: the receiver will never hold it. */
-		if (r < 0 && man->e[i].own != SCM_OWN_LISTENER && man->e[i].own != SCM_OWN_STRIP)
+		if (r < 0 && man->e[i].own != SCM_OWN_LISTENER) /* not passed: the receiver will never hold it */
 			sl_holders_unexpect(pass[i].s);
 	}
 	if (mfd >= 0)
@@ -324,10 +297,8 @@ bool sl_scm_manifest_valid(const struct manifest *m, size_t got, uint32_t nfds)
 		return false;
 	for (uint32_t i = 0; i < m->count; i++)
 		if (m->e[i].index < 0 || (uint32_t)m->e[i].index >= m->app_fds ||
-		    (m->e[i].own != 0 && m->e[i].own != 1 && m->e[i].own != SCM_OWN_LISTENER &&
-		     m->e[i].own != SCM_OWN_STRIP) ||
-		    (m->e[i].domain != AF_INET && m->e[i].domain != AF_INET6) ||
-		    !memchr(m->e[i].strip, '\0', sizeof(m->e[i].strip)))
+		    (m->e[i].own != 0 && m->e[i].own != 1 && m->e[i].own != SCM_OWN_LISTENER) ||
+		    (m->e[i].domain != AF_INET && m->e[i].domain != AF_INET6))
 			return false;
 	return true;
 }
@@ -341,8 +312,7 @@ static bool same_socket(struct sl_sock *s)
 {
 	struct stat st;
 
-	if (((sl_sock_on_rings(s) && s->seg) || sl_sock_strip_pending(s)) && fstat(s->fd, &st) == 0 &&
-	    st.st_ino == same_ino) {
+	if (sl_sock_on_rings(s) && s->seg && fstat(s->fd, &st) == 0 && st.st_ino == same_ino) {
 		same_found = s;
 		return true;
 	}
@@ -395,34 +365,6 @@ static void adopt(int fd, const struct manifest_entry *e, const int copies[3])
 		sl_sys.shutdown(fd, SHUT_RDWR);
 	}
 	sl_sys.close(copies[0]);
-}
-
-/* A connection that failed over before its strip: this process strips the
- * peer's header (the copies only kept the list's layout).  One of ours
- * already (passed to ourselves) keeps its own strip. */
-static void adopt_strip(int fd, const struct manifest_entry *e, const int copies[3])
-{
-	struct stat st;
-
-	for (int i = 0; i < 3; i++)
-		sl_sys.close(copies[i]);
-	same_found = NULL;
-	if (fstat(fd, &st) == 0) {
-		same_ino = st.st_ino;
-		sl_sock_any(same_socket);
-	}
-	if (same_found && sl_sock_strip_pending(same_found)) {
-		sl_sock_alias(fd, same_found);
-		return;
-	}
-	if (!is_tcp_socket(fd, e->domain) || sl_fail_over_adopt(fd, e->domain, e->strip) < 0) {
-		/* Its stream starts with the peer's header: never the
-		 * program's bytes, so an end it sees. */
-		sl_err("fd %d: a connection that moved to kernel TCP, received with SCM_RIGHTS, cannot be taken "
-		       "over (%s); it is shut down",
-		       fd, strerror(errno));
-		sl_sys.shutdown(fd, SHUT_RDWR);
-	}
 }
 
 /* The kernel has just given these numbers out: state still under one is
@@ -574,8 +516,6 @@ ssize_t sl_scm_recvmsg(int fd, struct msghdr *msg, int flags)
 		for (uint32_t i = 0; i < man->count && !(flags & MSG_PEEK); i++) {
 			if (man->e[i].own == SCM_OWN_LISTENER)
 				adopt_listener_rdv(fds[man->e[i].index], fds + man->app_fds + 3 * i);
-			else if (man->e[i].own == SCM_OWN_STRIP)
-				adopt_strip(fds[man->e[i].index], &man->e[i], fds + man->app_fds + 3 * i);
 			else
 				adopt(fds[man->e[i].index], &man->e[i], fds + man->app_fds + 3 * i);
 		}

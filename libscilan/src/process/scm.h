@@ -11,7 +11,7 @@
 #include <sys/types.h>
 
 #define SCM_MAX_FDS 253 /* the kernel's SCM_MAX_FD: more in one message is EINVAL */
-#define MANIFEST_MAGIC "scilan-scm-2"
+#define MANIFEST_MAGIC "scilan-scm-1"
 
 /* One passed connection: the application's descriptor at index `index` of
  * the message's list; its segment and bells follow the application's
@@ -19,14 +19,8 @@
  * own SCM_OWN_LISTENER: a listener, followed by its first three rendezvous
  * sockets (rendezvous.c; the first repeated where it has fewer). */
 #define SCM_OWN_LISTENER 2
-/* own SCM_OWN_STRIP: a connection that failed over to kernel TCP before its
- * strip of the peer's fail-over header (failover.h): strip says where the
- * strip stands, and its three descriptors are copies of the connection
- * itself, which only keep the list's layout. */
-#define SCM_OWN_STRIP 3
 struct manifest_entry {
 	int32_t index, domain, own;
-	char strip[96]; /* SCM_OWN_STRIP: sl_fail_over_describe's text, NUL-terminated */
 };
 
 /* The manifest sent last in the list, in a sealed memfd. */

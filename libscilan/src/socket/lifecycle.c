@@ -611,8 +611,11 @@ void sl_sock_release(int fd)
 			}
 			/* Moved to kernel TCP by a bypass (bypass.c): what we wrote
 			 * into the peer's ring since goes onto the kernel socket
-			 * before the FIN. */
-			if (sl_agree_plain(s, SL_AGREE_POLL)) {
+			 * before the FIN.  Closed where no hook saw it while
+			 * another process holds it: an offer still out is that
+			 * process's to decide (it has the kernel socket). */
+			if ((s->fd >= 0 || !sl_holders_others(s) || !sl_agree_pending(s)) &&
+			    sl_agree_plain(s, SL_AGREE_POLL)) {
 				release_segment(s);
 				break;
 			}

@@ -506,7 +506,7 @@ static void shm_offer_settle(struct sl_sock *s)
 		if (s->offer_path[0])
 			sl_shm_unlink_offer(s->offer_path);
 		s->offer_path[0] = '\0';
-	} else if (w == SL_OFFER_PLAIN) {
+	} else if (w == SL_OFFER_PLAIN || w == SL_OFFER_LOST) {
 		sl_own_fd_close(s->memfd);
 		s->memfd = -1;
 		if (s->offer_path[0])
@@ -600,6 +600,13 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 	/* The commitment: from here the rings carry the connection, unless the
 	 * connecting side revoked first; then its bytes come on the kernel socket. */
 	if (!atomic_compare_exchange_strong(offer_word(base), &offered, SL_OFFER_ATTACHED)) {
+		if (offered == SL_OFFER_LOST) {
+			/* Lost while we looked: a reset, as above. */
+			sl_warn("fd %d: connection reset: %s closed it where its hook could not see it, and the "
+				"bytes it had written were lost",
+				s->fd, who);
+			sl_sys_reset_tcp(s->fd);
+		}
 		sl_debug("offer of %s was withdrawn before this accept; connection uses kernel TCP", who);
 		sl_fb_hint(SL_FB_REVOKED);
 		munmap(base, hdr.total_size);
