@@ -76,7 +76,6 @@ static bool strip_lock(struct sl_strip *st)
 
 #define HOLDER_DIED "a process sharing the connection died in the middle of stripping the peer's fail-over header"
 
-
 static void strip_free(struct sl_strip *st)
 {
 	if (st->shared) {
@@ -357,8 +356,7 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 {
 	unsigned long long read, cap;
 	unsigned got, k;
-	int timeout, type = 0, proto = 0, used = 0;
-	socklen_t len = sizeof(int);
+	int timeout, used = 0;
 	struct sl_strip *st;
 	unsigned char hdr[sizeof(st->hdr)];
 	struct sl_sock *s;
@@ -376,9 +374,7 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 			goto invalid;
 	}
 	/* Only what really is a TCP socket becomes a connection again. */
-	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM ||
-	    (len = sizeof(int), sl_sys.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len)) < 0 ||
-	    proto != IPPROTO_TCP || (domain != AF_INET && domain != AF_INET6))
+	if (!sl_sys_is_tcp(fd, domain))
 		goto invalid;
 	st = strip_new();
 	s = st ? sl_sock_new(fd, domain, SL_PLAIN) : NULL;

@@ -319,24 +319,12 @@ static bool same_socket(struct sl_sock *s)
 	return false;
 }
 
-/* Is fd a stream socket of e's domain?  Asked of the socket, not of a file
- * system: the sender's manifest may name any of its descriptors. */
-static bool is_tcp_socket(int fd, int domain)
-{
-	int d = 0, type = 0;
-	socklen_t len = sizeof(d);
-
-	return sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &d, &len) == 0 && d == domain &&
-	       (len = sizeof(type), sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) == 0 &&
-	       type == SOCK_STREAM;
-}
-
 /* Take over the connection on fd, described by e and the three copies. */
 static void adopt(int fd, const struct manifest_entry *e, const int copies[3])
 {
 	struct stat st;
 
-	if (!is_tcp_socket(fd, e->domain)) {
+	if (!sl_sys_is_tcp(fd, e->domain)) {
 		sl_warn("fd %d: received with SCM_RIGHTS as a scilan connection but not a TCP socket; left as it is",
 			fd);
 		for (int i = 0; i < 3; i++)

@@ -4,6 +4,7 @@
 #include "runtime/sys.h"
 
 #include <dlfcn.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
@@ -58,4 +59,16 @@ void sl_sys_reset_tcp(int fd)
 	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 
 	sl_sys.connect(fd, &unspec, sizeof(unspec));
+}
+
+int sl_sys_is_tcp(int fd, int domain)
+{
+	int d = 0, type = 0, proto = 0;
+	socklen_t len = sizeof(d);
+
+	return sl_sys.getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &d, &len) == 0 && d == domain &&
+	       (len = sizeof(type), sl_sys.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len)) == 0 &&
+	       type == SOCK_STREAM &&
+	       (len = sizeof(proto), sl_sys.getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len)) == 0 &&
+	       proto == IPPROTO_TCP;
 }

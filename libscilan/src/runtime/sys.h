@@ -73,4 +73,8 @@ void sl_sys_use_next(void);
  * next call on it, as a peer's reset would. */
 void sl_sys_reset_tcp(int fd);
 
+/* Is fd a TCP socket of that domain?  Asked of the socket, never of a file
+ * system: a descriptor another process names to us may be anything. */
+int sl_sys_is_tcp(int fd, int domain);
+
 #endif
