@@ -4,13 +4,18 @@
  * program's first byte, a header still on its way is EAGAIN for a call that
  * may not block, and every header the peer could not have sent honestly
  * (beyond what we read, more than a ring before it, garbage, a stream that
- * ends first) resets instead of handing the program a stream with a hole. */
+ * ends first) resets instead of handing the program a stream with a hole.
+ * A reset the strip meets stays the program's, and an exec's description
+ * of the strip names its own socket and nothing else. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -187,4 +192,130 @@ Test(failover, a_stream_that_ends_before_the_dropped_bytes_resets)
 	close(peer);
 	peer = -1;
 	resets();
+}
+
+/* A kernel TCP connection on loopback in place of the socket pair: a
+ * reset (an RST, sk_err) is TCP's. */
+static void on_tcp(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert(l >= 0 && c >= 0);
+	cr_assert_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(l, 1), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+	cr_assert_eq(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	close(s->fd);
+	close(peer);
+	s->fd = c;
+	peer = accept(l, NULL, NULL);
+	cr_assert(peer >= 0);
+	close(l);
+}
+
+/* The peer resets the connection (a close with unread data and linger 0),
+ * and its RST has arrived. */
+static void peer_resets(void)
+{
+	struct linger now = { 1, 0 };
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
+
+	cr_assert_eq(setsockopt(peer, SOL_SOCKET, SO_LINGER, &now, sizeof(now)), 0);
+	close(peer);
+	peer = -1;
+	for (int i = 0; i < 500 && !(p.revents & POLLERR); i++) {
+		cr_assert_eq(poll(&p, 1, 10) >= 0, 1);
+	}
+	cr_assert(p.revents & POLLERR, "the peer's RST arrived");
+}
+
+/* The program's next receive, after the strip ran for a poll, a FIONREAD or
+ * a hand-over, reports the peer's reset as TCP would: once, as ECONNRESET. */
+static void program_reads_the_reset(void)
+{
+	char b;
+
+	errno = 0;
+	cr_assert_eq(recv(s->fd, &b, 1, MSG_DONTWAIT), -1, "the receive after the strip reads the reset");
+	cr_assert_eq(errno, ECONNRESET);
+}
+
+Test(failover, a_reset_a_poll_meets_in_the_strip_is_the_programs)
+{
+	struct sl_fail_over_hdr h = { SL_FAIL_OVER_MAGIC, SL_FAIL_OVER_VERSION, 10 };
+
+	on_tcp();
+	moved_at(10);
+	peer_sends(&h, 5); /* the rest of the header never comes */
+	peer_resets();
+	cr_assert(sl_fail_over_ready(s, POLLIN) & POLLERR);
+	program_reads_the_reset();
+}
+
+Test(failover, a_reset_a_fionread_meets_in_the_strip_is_the_programs)
+{
+	on_tcp();
+	moved_at(10);
+	peer_header(SL_FAIL_OVER_MAGIC, 4);
+	peer_resends(4, 7); /* half of what must be dropped, then the reset */
+	peer_resets();
+	sl_fail_over_strip_now(s);
+	program_reads_the_reset();
+}
+
+Test(failover, a_reset_before_the_header_is_the_programs)
+{
+	on_tcp();
+	moved_at(10);
+	peer_resets();
+	cr_assert_not(sl_fail_over_strip_now(s), "nothing left to strip of a stream that was reset");
+	program_reads_the_reset();
+}
+
+/* An exec's description of the strip, as the new image gets it. */
+static void described(char *desc, size_t size)
+{
+	moved_at(30);
+	cr_assert(sl_fail_over_describe(s, desc, size));
+}
+
+Test(failover, an_exec_description_names_only_its_own_socket)
+{
+	char desc[SL_FAIL_OVER_DESC_MAX];
+	int other[2];
+	char b[4];
+
+	on_tcp();
+	described(desc, sizeof(desc));
+	/* A stale variable: its number now holds another TCP connection,
+	 * whose first bytes are its own program's. */
+	other[0] = dup(s->fd);
+	other[1] = dup(peer);
+	on_tcp();
+	cr_assert_eq(write(peer, "abcd", 4), 4);
+	errno = 0;
+	cr_assert_eq(sl_fail_over_adopt(s->fd, AF_INET, desc), -1, "another socket is not the one described");
+	cr_assert_eq(errno, EINVAL);
+	usleep(10000);
+	cr_assert_eq(recv(s->fd, b, 4, MSG_DONTWAIT), 4, "nothing was stripped of the other connection");
+	cr_assert_eq(memcmp(b, "abcd", 4), 0);
+	close(other[0]);
+	close(other[1]);
+}
+
+Test(failover, a_garbled_description_of_its_own_socket_is_not_ignored)
+{
+	char desc[SL_FAIL_OVER_DESC_MAX];
+	char *rest;
+
+	on_tcp();
+	described(desc, sizeof(desc));
+	rest = strchr(desc, ':');
+	cr_assert_not_null(rest);
+	strcpy(rest + 1, "garbage");
+	errno = 0;
+	cr_assert_eq(sl_fail_over_adopt(s->fd, AF_INET, desc), -1);
+	cr_assert_neq(errno, EINVAL, "the socket is the one described: its header must not be read as data");
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -39,6 +40,8 @@ struct sl_strip {
 	bool pending;
 	unsigned got;         /* bytes of hdr taken */
 	int user_timeout;     /* the socket's TCP_USER_TIMEOUT before the move, restored after it */
+	int error;            /* a reset a strip for a poll or FIONREAD took off the socket: the program's next
+			       * receive reports it */
 	uint64_t read;        /* our read index of the peer's stream; after the header, the bytes to drop */
 	uint64_t cap;         /* our ring's size, the header's bound */
 	unsigned char hdr[sizeof(struct sl_fail_over_hdr)];
@@ -184,20 +187,35 @@ static int strip_reset(struct sl_sock *s, const char *why)
 	return -1;
 }
 
+/* take(): the peer reset the connection and nothing is queued before the
+ * reset, so nothing more of the header or the bytes to drop will come. */
+#define TAKE_RESET (-2)
+
 /* Read up to n bytes into buf (NULL: drop them) without waiting.  The
- * count read, or -1 (errno); 0 at the end of the stream. */
+ * count read; 0 at the end of the stream; -1 (errno); TAKE_RESET.  A
+ * receive that finds the queue empty takes the socket's pending error
+ * (sk_err) with it, which must stay the program's: a strip for a poll or a
+ * FIONREAD would swallow a reset and leave the program a clean EOF.  So an
+ * empty queue with an error pending is not read. */
 static ssize_t take(struct sl_sock *s, void *buf, size_t n)
 {
 	char sink[1024]; /* small: the caller may be on a small thread stack */
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
+	int queued = 0;
 	ssize_t got;
 
+	if (sl_sys.ioctl(s->fd, FIONREAD, &queued) == 0 && queued == 0 && sl_sys.poll(&p, 1, 0) == 1 &&
+	    (p.revents & POLLERR))
+		return TAKE_RESET;
 	do
 		got = sl_sys.recv(s->fd, buf ? buf : sink, buf || n < sizeof(sink) ? n : sizeof(sink), MSG_DONTWAIT);
 	while (got < 0 && errno == EINTR);
 	return got;
 }
 
-int sl_fail_over_strip(struct sl_sock *s, int flags)
+/* probe: the strip runs for a call that does not receive (a poll, FIONREAD,
+ * a hand-over), which must leave a reset it meets to the program. */
+static int strip_run(struct sl_sock *s, int flags, bool probe)
 {
 	bool nonblock = (flags & MSG_DONTWAIT) || (sl_sys.fcntl(s->fd, F_GETFL) & O_NONBLOCK);
 	struct pollfd p = { .fd = s->fd, .events = POLLIN };
@@ -217,6 +235,19 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 	while (st->pending) {
 		ssize_t got;
 
+		if (st->error) {
+			/* Taken by a probe (a reset that came between take()'s
+			 * look and its read): the first receive reports it. */
+			int err = st->error;
+
+			if (!probe) {
+				st->error = 0;
+				strip_done(s);
+			}
+			errno = err;
+			r = -1;
+			break;
+		}
 		if (st->got < sizeof(st->hdr)) {
 			got = take(s, st->hdr + st->got, sizeof(st->hdr) - st->got);
 			if (got > 0) {
@@ -250,6 +281,14 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 			strip_done(s);
 			break;
 		}
+		if (got == TAKE_RESET) {
+			/* Left pending on the socket: the program's next call on
+			 * it reports the reset, as the kernel would. */
+			sl_debug("fd %d: the peer reset the connection before its fail-over header was stripped",
+				 s->fd);
+			strip_done(s);
+			break;
+		}
 		if (got == 0) {
 			r = strip_reset(s, "after the device link went down, the peer's kernel stream ended before the "
 					   "bytes it owed us (it had closed)");
@@ -279,7 +318,10 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			int err = errno;
 
-			strip_done(s); /* the stream ended here: nothing more to strip */
+			if (probe)
+				st->error = err; /* kept for the program's receive */
+			else
+				strip_done(s); /* the stream ended here: nothing more to strip */
 			errno = err;
 		}
 		break;
@@ -294,9 +336,14 @@ int sl_fail_over_strip(struct sl_sock *s, int flags)
 	return r;
 }
 
+int sl_fail_over_strip(struct sl_sock *s, int flags)
+{
+	return strip_run(s, flags, false);
+}
+
 bool sl_fail_over_strip_now(struct sl_sock *s)
 {
-	if (sl_fail_over_strip(s, MSG_DONTWAIT) == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+	if (strip_run(s, MSG_DONTWAIT, true) == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
 		return false; /* stripped, or ended with the connection's own error */
 	return atomic_load(&s->strip_pending);
 }
@@ -318,7 +365,7 @@ short sl_fail_over_ready(struct sl_sock *s, short events)
 {
 	short rev;
 
-	if ((events & (POLLIN | POLLRDNORM)) && sl_fail_over_strip(s, MSG_DONTWAIT) < 0 && errno != EAGAIN &&
+	if ((events & (POLLIN | POLLRDNORM)) && strip_run(s, MSG_DONTWAIT, true) < 0 && errno != EAGAIN &&
 	    errno != EWOULDBLOCK)
 		return (short)(sl_agree_kernel_ready(s, events) | POLLERR); /* the strip took the error */
 	rev = sl_agree_kernel_ready(s, events);
@@ -327,13 +374,28 @@ short sl_fail_over_ready(struct sl_sock *s, short events)
 	return rev;
 }
 
+/* The kernel's name of the socket behind fd (any number, any process),
+ * never reused while the host runs; 0 if it has none. */
+static uint64_t socket_cookie(int fd)
+{
+	uint64_t cookie = 0;
+	socklen_t len = sizeof(cookie);
+
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) < 0 || len != sizeof(cookie))
+		return 0;
+	return cookie;
+}
+
 bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size)
 {
 	struct sl_strip *st;
 	char hex[2 * sizeof(st->hdr) + 1] = "";
+	uint64_t cookie = socket_cookie(s->fd);
 	bool ok = false;
 	int n;
 
+	if (!cookie)
+		return false;
 	sl_lock(&s->rx_lock);
 	st = s->strip;
 	if (st) {
@@ -342,7 +404,8 @@ bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size)
 		if (st->pending) {
 			for (unsigned i = 0; i < st->got && i < sizeof(st->hdr); i++)
 				snprintf(hex + 2 * i, 3, "%02x", st->hdr[i]);
-			n = snprintf(out, size, "%llu:%llu:%u:%d:%s", (unsigned long long)st->read,
+			n = snprintf(out, size, "%llx:%llu:%llu:%u:%d:%s", (unsigned long long)cookie,
+				     (unsigned long long)st->read,
 				     (unsigned long long)st->cap, st->got, st->user_timeout, hex);
 			ok = n > 0 && (size_t)n < size;
 		}
@@ -354,16 +417,27 @@ bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size)
 
 int sl_fail_over_adopt(int fd, int domain, const char *desc)
 {
-	unsigned long long read, cap;
+	unsigned long long cookie, read, cap;
 	unsigned got, k;
 	int timeout, used = 0;
 	struct sl_strip *st;
 	unsigned char hdr[sizeof(st->hdr)];
 	struct sl_sock *s;
 
+	/* The socket described, and no other: a stale variable may name a
+	 * number that now holds another connection, whose bytes are not to be
+	 * stripped.  Asked of the socket itself (its cookie), which its
+	 * holders cannot change. */
+	if (sscanf(desc, "%llx:%n", &cookie, &used) != 1 || !used || !cookie || !sl_sys_is_tcp(fd, domain) ||
+	    socket_cookie(fd) != cookie)
+		goto invalid;
+	desc += used;
+	used = 0;
+	/* It is: its stream starts with the peer's header, which a
+	 * description we cannot read would hand the program as data. */
 	if (sscanf(desc, "%llu:%llu:%u:%d:%n", &read, &cap, &got, &timeout, &used) != 4 || !used ||
 	    got > sizeof(hdr) || timeout < 0 || cap == 0 || cap > (1ull << 40))
-		goto invalid;
+		goto garbled;
 	desc += used;
 	for (k = 0; k < got; k++) {
 		char two[3] = { desc[2 * k], desc[2 * k] ? desc[2 * k + 1] : '\0', '\0' };
@@ -371,11 +445,8 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 
 		hdr[k] = (unsigned char)strtoul(two, &end, 16);
 		if (end != two + 2)
-			goto invalid;
+			goto garbled;
 	}
-	/* Only what really is a TCP socket becomes a connection again. */
-	if (!sl_sys_is_tcp(fd, domain))
-		goto invalid;
 	st = strip_new();
 	s = st ? sl_sock_new(fd, domain, SL_PLAIN) : NULL;
 	if (!s) {
@@ -396,5 +467,8 @@ int sl_fail_over_adopt(int fd, int domain, const char *desc)
 	return 0;
 invalid:
 	errno = EINVAL;
+	return -1;
+garbled:
+	errno = EPROTO;
 	return -1;
 }

@@ -42,16 +42,19 @@ int sl_fail_over_strip(struct sl_sock *s, int flags);
 short sl_fail_over_ready(struct sl_sock *s, short events);
 
 /* Across exec (handover.c): a plain connection whose strip is pending is
- * described as text (out, at most size bytes): what was read of the peer's
- * header, what to drop, the ring size and the program's user timeout, so
- * that the new image strips as this one would have, never reading the
- * header as the program's bytes.  false if no strip is pending any more or
- * out is too small. */
-#define SL_FAIL_OVER_DESC_MAX 96
+ * described as text (out, at most size bytes): the socket's cookie, what
+ * was read of the peer's header, what to drop, the ring size and the
+ * program's user timeout, so that the new image strips as this one would
+ * have, never reading the header as the program's bytes.  false if no
+ * strip is pending any more, or it cannot be described (out too small, no
+ * cookie): the caller then looks at sl_sock_strip_pending. */
+#define SL_FAIL_OVER_DESC_MAX 128
 bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size);
 /* In the new image: take over kernel socket fd as a plain connection with that strip pending (desc
- * as described; nothing in it is trusted).  0, or -1 with errno (EINVAL:
- * not a description, or fd no TCP socket). */
+ * as described; nothing in it is trusted).  0, or -1 with errno: EINVAL,
+ * fd is not the socket described (a stale description: leave it alone);
+ * EPROTO, it is, but the rest cannot be read (its stream starts with the
+ * header: reset it); ENOMEM. */
 int sl_fail_over_adopt(int fd, int domain, const char *desc);
 
 /* Before the connection goes to another process with SCM_RIGHTS: the

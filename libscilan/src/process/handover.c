@@ -169,13 +169,15 @@ static void export_strip(struct export_state *ex, int fd, struct sl_sock *s)
 {
 	char desc[SL_FAIL_OVER_DESC_MAX];
 
-	if (!sl_fail_over_describe(s, desc, sizeof(desc)))
-		return; /* stripped meanwhile: a plain socket like any other */
-	if (append(ex, "%d:%d:%d:0:0:0:%s", fd, s->domain, SL_HANDOVER_STRIP, desc))
+	if (!sl_fail_over_describe(s, desc, sizeof(desc))) {
+		if (!sl_sock_strip_pending(s))
+			return; /* stripped meanwhile: a plain socket like any other */
+	} else if (append(ex, "%d:%d:%d:0:0:0:%s", fd, s->domain, SL_HANDOVER_STRIP, desc)) {
 		return;
+	}
 	/* Never the header as data: an end the program sees. */
 	sl_warn("fd %d: cannot hand over across exec a connection that moved to kernel TCP (too many "
-		"connections); resetting it",
+		"connections, or no socket cookie); resetting it",
 		fd);
 	sl_sys_reset_tcp(fd);
 }
@@ -438,8 +440,8 @@ int sl_handover_adopt(const char *list)
 			if (*e.tail == ':' && sl_fail_over_adopt(fd, domain, e.tail + 1) == 0) {
 				adopted++;
 			} else if (errno == EINVAL) {
-				sl_err("%s names fd %d as a connection that moved to kernel TCP, which it is not; "
-				       "ignored",
+				sl_err("%s names fd %d as a connection that moved to kernel TCP, which it is not (a "
+				       "stale description, or another socket now); ignored",
 				       SL_HANDOVER_ENV, fd);
 			} else {
 				/* Its stream starts with the peer's header: never
