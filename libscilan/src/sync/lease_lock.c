@@ -23,6 +23,7 @@ struct sl_lease_lock {
 	_Atomic uint32_t holder;  /* 0 free, else the pid that took it */
 	_Atomic uint32_t waiters; /* processes in a futex wait on holder */
 	_Atomic uint32_t mark;
+	_Atomic uint32_t broken; /* the holder whose lease was last taken from it, until it gives back */
 };
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
@@ -64,7 +65,8 @@ bool sl_lease_lock_take(struct sl_lease_lock *l, int64_t deadline_ns)
 			 * whatever the word says now: a compare-and-swap would
 			 * wait for it to hold still, which a hostile holder
 			 * that keeps rewriting it need never let happen. */
-			atomic_exchange(&l->holder, me);
+			seen = atomic_exchange(&l->holder, me);
+			atomic_store(&l->broken, seen == me ? 0 : seen);
 			return false;
 		}
 		wait.tv_sec = (time_t)(left / 1000000000);
@@ -82,10 +84,48 @@ void sl_lease_lock_give(struct sl_lease_lock *l)
 {
 	uint32_t me = (uint32_t)sl_self_pid;
 
-	if (!atomic_compare_exchange_strong(&l->holder, &me, 0))
-		return; /* taken from us when our lease was up */
+	if (!atomic_compare_exchange_strong(&l->holder, &me, 0)) {
+		/* Taken from us when our lease was up: its taker may be
+		 * waiting for what we did under it to end. */
+		me = (uint32_t)sl_self_pid;
+		if (atomic_compare_exchange_strong(&l->broken, &me, 0))
+			futex(&l->broken, FUTEX_WAKE, INT32_MAX, NULL);
+		return;
+	}
 	if (atomic_load(&l->waiters))
 		futex(&l->holder, FUTEX_WAKE, 1, NULL);
+}
+
+bool sl_lease_lock_broken(const struct sl_lease_lock *l)
+{
+	return atomic_load(&l->broken) != 0;
+}
+
+bool sl_lease_lock_held(const struct sl_lease_lock *l)
+{
+	return atomic_load(&l->holder) == (uint32_t)sl_self_pid;
+}
+
+int sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns)
+{
+	uint32_t was;
+	int waited = 0;
+
+	while ((was = atomic_load(&l->broken)) != 0) {
+		int64_t left = deadline_ns - sl_mono_ns();
+		struct timespec wait;
+
+		if (left <= 0) {
+			/* Dead, or stopped: one wait is all it costs. */
+			atomic_compare_exchange_strong(&l->broken, &was, 0);
+			return -1;
+		}
+		waited = 1;
+		wait.tv_sec = (time_t)(left / 1000000000);
+		wait.tv_nsec = (long)(left % 1000000000);
+		futex(&l->broken, FUTEX_WAIT, was, &wait);
+	}
+	return waited;
 }
 
 void sl_lease_lock_mark(struct sl_lease_lock *l)

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fabric/shm/rdv_lock.h"
 #include "ring/layout.h"
 #include "runtime/bell_fd.h"
 #include "runtime/endpoint_key.h"
@@ -275,6 +276,11 @@ static void send_back(int l, int e, uint32_t hops)
 		send_back_to(&sun, len, e, hops);
 	else
 		sl_sys.close(e);
+}
+
+void sl_rdv_send_back(int l, int e)
+{
+	send_back(l, e, 0);
 }
 
 /* Entries that are not ours go back to the queue only when the scan ends:
@@ -596,92 +602,13 @@ drop:
 	return 0;
 }
 
-/* Offers in flight.  An acceptor holds the entries it takes from the queue
- * until its scan ends (they go back as carriers then), so an acceptor
- * scanning meanwhile for the connection whose offer another holds found
- * nothing, left its connection plain (`no-offer`), and the client moved to
- * kernel TCP after its 1 s bound (`unconfirmed`): ab against pre-forked
- * gunicorn, nginx or php-fpm workers saw a 1 s stall in every run.  So the
- * acceptors of one queue scan it one at a time: under the queue's lock every
- * entry is in the queue, and the offer for our connection (sent before its
- * TCP connect) is found in one pass.
- *
- * The lock is the queue's gate (sync/lease_lock.c), made with the
- * rendezvous and reaching the processes forked from its maker, which are
- * the acceptors of a pre-forked server: no system call unless contended.
- * A process given the rendezvous any other way (SCM_RIGHTS, scm.c) has no
- * gate; its sender marks the gate first, and from then on every acceptor
- * of the queue also takes a POSIX record lock on the rendezvous socket,
- * which only a process holding that very socket can take (a socket cannot
- * be opened by name) and which the kernel drops when its holder dies.  Both
- * are per process, so threads of one process take scan_mutex first.  Their
- * wait is bounded: a holder stopped mid-scan (SIGSTOP, a debugger) costs
- * the others at most RDV_LOCK_WAIT_MS per accept, after which they scan as
- * before, unlocked, with a second look. */
-#define RDV_LOCK_WAIT_MS SL_LEASE_TERM_MS
-
-static int queue_lock_op(int l, short type)
+/* Before the unlock: the next acceptor must find them in the queue. */
+static void scan_end(struct scan *sc, const int *ls, struct sl_lease_lock *const *gates, int n, uint64_t held)
 {
-	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
-
-	return sl_sys.fcntl(l, F_SETLK, &fl);
-}
-
-static bool record_lock(int l, int64_t deadline)
-{
-	long nap_ns = 10000;
-
-	/* No timed wait for a record lock: short naps, while the holder's
-	 * scan (tens of microseconds) ends. */
-	while (queue_lock_op(l, F_WRLCK) < 0) {
-		struct timespec nap = { .tv_nsec = nap_ns };
-
-		if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || sl_mono_ns() >= deadline)
-			return false;
-		nanosleep(&nap, NULL);
-		if (nap_ns < 250000)
-			nap_ns *= 2;
-	}
-	return true;
-}
-
-/* What this process holds of queue i's locks, two bits per queue. */
-#define HELD_GATE(i) (1ull << (2 * (i)))
-#define HELD_RECORD(i) (2ull << (2 * (i)))
-
-/* Each of ls[0..n) locked, in order, by the deadline, what we took set in
- * *held: true if all were. */
-static bool queues_lock(const int *ls, struct sl_lease_lock *const *gates, int n, int64_t deadline,
-			uint64_t *held)
-{
-	bool all = true;
-
-	*held = 0;
-	for (int i = 0; i < n; i++) {
-		if (ls[i] < 0)
-			continue;
-		if (gates[i]) {
-			/* Ours even when late: a dead holder costs one wait. */
-			all = sl_lease_lock_take(gates[i], deadline) && all;
-			*held |= HELD_GATE(i);
-			if (!sl_lease_lock_marked(gates[i]))
-				continue;
-		}
-		if (!all || !record_lock(ls[i], deadline))
-			return false;
-		*held |= HELD_RECORD(i);
-	}
-	return all;
-}
-
-static void queues_unlock(const int *ls, struct sl_lease_lock *const *gates, int n, uint64_t held)
-{
-	for (int i = 0; i < n; i++) {
-		if (held & HELD_RECORD(i))
-			queue_lock_op(ls[i], F_UNLCK);
-		if (held & HELD_GATE(i))
-			sl_lease_lock_give(gates[i]);
-	}
+	for (int i = 0; i < sc->nlater; i++)
+		send_back(sc->later[i].l, sc->later[i].e, sc->later[i].hops);
+	sc->nlater = 0;
+	sl_rdv_queues_unlock(ls, gates, n, held);
 }
 
 /* locked: no other acceptor holds an entry of these queues. */
@@ -737,7 +664,7 @@ int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tc
 	bool mine, locked;
 	int r;
 
-	_Static_assert(2 * SL_MAX_REG <= sizeof(held) * 8, "two bits of held per queue");
+	_Static_assert(4 * SL_MAX_REG <= sizeof(held) * 8, "four bits of held per queue");
 	if (n > SL_MAX_REG)
 		n = SL_MAX_REG;
 	/* Bounded too (an accept in a signal handler that interrupted ours).
@@ -752,17 +679,31 @@ int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tc
 	until.tv_nsec %= 1000000000;
 	mine = pthread_mutex_timedlock(&scan_mutex, &until) == 0;
 	/* Alone, the process's own threads are all the acceptors there are. */
-	locked = mine && (alone || queues_lock(ls, gates, n, deadline, &held));
+	locked = mine && (alone || sl_rdv_queues_lock(ls, gates, n, deadline, &held));
 	if (!alone) /* shared since it kept some: its other acceptors look there */
 		for (int i = 0; i < n; i++)
 			if (ls[i] >= 0)
 				stash_release(ls[i], true);
+	if (!locked && !alone)
+		sl_rdv_unlocked_scan_say(ls, n, &held);
 	r = scan_queues(&sc, ls, n, locked);
+	if (!r && mine && !alone && sl_rdv_scan_maybe_robbed(ls, gates, n, held, locked)) {
+		/* An acceptor that waited too long for the locks scanned beside
+		 * us and may hold the offer for our connection, which it sends
+		 * back as its scan ends: wait for that, then look again.  With
+		 * nothing held meanwhile (the others' offers we set aside, the
+		 * locks), or the acceptors behind us would lose their terms, and
+		 * their offers, to our wait. */
+		int64_t until = sl_mono_ns() + (int64_t)RDV_STRANDED_WAIT_MS * 1000000;
 
-	/* Before the unlock: the next acceptor must find them in the queue. */
-	for (int i = 0; i < sc.nlater; i++)
-		send_back(sc.later[i].l, sc.later[i].e, sc.later[i].hops);
-	queues_unlock(ls, gates, n, held);
+		scan_end(&sc, ls, gates, n, held);
+		sl_rdv_await_others(ls, gates, n, until);
+		locked = sl_rdv_queues_lock(ls, gates, n, until, &held);
+		if (!locked)
+			sl_rdv_unlocked_scan_say(ls, n, &held);
+		r = scan_queues(&sc, ls, n, locked);
+	}
+	scan_end(&sc, ls, gates, n, held);
 	if (mine)
 		pthread_mutex_unlock(&scan_mutex);
 	return r;

@@ -53,6 +53,9 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
  * queue was passed on), the acceptors take a record lock as well. */
 int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tcp, struct sl_key *local,
 		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone);
+/* An entry e taken from queue l goes back to it, for the acceptor of its
+ * connection (what a scan does at its end with the offers it passed). */
+void sl_rdv_send_back(int l, int e);
 /* The listener's queue l closes: drop what the stash kept from it. */
 void sl_rdv_forget_listener(int l);
 /* fork: the stash goes back to its queues first (a child may accept). */
