@@ -405,82 +405,23 @@ Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
  * (marked) under a record lock on the rendezvous socket as well.  A holder
  * of either that never lets go (a worker stopped mid-scan) holds nobody's
  * accept for good: past the bounded wait the scan goes on and still finds
- * the offer. */
-static void scan_past_a_lock_held_elsewhere(bool record)
-{
-	struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
-	struct sl_lease_lock *gate;
-	int l, rdv, c, s, go[2], status;
-	uint16_t port;
-	pid_t child;
-	char took;
-
-	cr_assert_not_null(tu_isolated_rundir());
-	l = tu_listen(AF_INET, 4, &port);
-	cr_assert_geq(l, 0);
-	rdv = sl_sock_get(l)->rdv_fd[0];
-	gate = sl_sock_get(l)->rdv_gate[0];
-	cr_assert_geq(rdv, 0, "the listener has no rendezvous");
-	cr_assert_not_null(gate, "the listener's rendezvous has no gate");
-	cr_assert_eq(pipe(go), 0);
-	child = fork(); /* from now on the listener may be shared */
-	cr_assert_geq(child, 0);
-	if (child == 0) {
-		/* Gone with the test, also when it times out. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (record) {
-			sl_lease_lock_mark(gate);
-			took = fcntl(rdv, F_SETLK, &lock) == 0 ? 'y' : 'n';
-		} else {
-			took = sl_lease_lock_take(gate, sl_mono_ns() + 1000000000) ? 'y' : 'n';
-		}
-		if (write(go[1], &took, 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	cr_assert_eq(read(go[0], &took, 1), 1);
-	cr_assert_eq(took, 'y', "the child could not take the queue's lock");
-	c = tu_connect(AF_INET, port);
-	s = tu_accept(l);
-	kill(child, SIGKILL);
-	waitpid(child, &status, 0);
-	cr_assert(c >= 0 && s >= 0);
-	cr_assert_eq(tu_accelerated(s), 1, "the offer was not found past a lock held elsewhere");
-	expect_echo(c, s, "past the lock");
-	close(go[0]);
-	close(go[1]);
-	scilan_close(c);
-	scilan_close(s);
-	scilan_close(l);
-}
-
-Test(rendezvous, scan_gate_held_elsewhere_holds_no_accept, .timeout = 30)
-{
-	scan_past_a_lock_held_elsewhere(false);
-}
-
-Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
-{
-	scan_past_a_lock_held_elsewhere(true);
-}
-
-/* An acceptor preempted past the term in the middle of its scan, on a
- * loaded host, holds the offer for our connection out of the queue (set
- * aside until its scan ends) when our wait for its lock runs out: our scan
- * past the lock finds nothing.  Or it is the one whose wait ran out, and it
+ * the offer.
+ * And one preempted past the term in the middle of its scan, on a loaded
+ * host, holds the offer for our connection out of the queue (set aside
+ * until its scan ends) when our wait for its lock runs out: our scan past
+ * the lock finds nothing.  Or it is the one whose wait ran out, and it
  * scans beside our locked scan.  Before, the connection stayed plain
- * (`no-offer`) and its client fell to kernel TCP after its 1 s bound: 1 to
- * 7 connections of 1,208 in 15 of 20 runs of the bursts hook tests on a
- * loaded machine.  Now the scan that found nothing waits for the other to
- * let go (it gives the gate back, its record lock, or the mark of a scan
- * without the lock), and looks again. */
+ * (`no-offer`) and its client fell to kernel TCP after its 1 s bound (the
+ * bursts hook tests on a loaded machine).  Now the scan that found nothing
+ * waits for the other to let go (it gives the gate back, its record lock,
+ * or the mark of a scan without the lock), and looks again. */
 enum other_acceptor { HOLDS_GATE, HOLDS_RECORD_LOCK, SCANS_UNLOCKED };
 
-static void offer_held_by_another_acceptor(enum other_acceptor other)
+static void beside_another_acceptor(enum other_acceptor other, bool it_takes_the_offer)
 {
-	struct flock unlocked_scan = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 1, .l_len = 1 };
 	struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
+	struct flock unlocked_scan = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 1, .l_len = 1 };
+	struct flock *mine = other == HOLDS_RECORD_LOCK ? &lock : &unlocked_scan;
 	struct sl_lease_lock *gate;
 	int l, rdv, c, s, go[2], back[2], status;
 	uint16_t port;
@@ -494,21 +435,25 @@ static void offer_held_by_another_acceptor(enum other_acceptor other)
 	gate = sl_sock_get(l)->rdv_gate[0];
 	cr_assert(rdv >= 0 && gate, "the listener has no rendezvous, or no gate");
 	cr_assert(pipe(go) == 0 && pipe(back) == 0);
-	child = fork(); /* the other acceptor */
+	child = fork(); /* from now on the listener may be shared */
 	cr_assert_geq(child, 0);
 	if (child == 0) {
 		int e = -1;
 
+		/* Gone with the test, also when it times out. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (other == HOLDS_GATE) {
 			took = sl_lease_lock_take(gate, sl_mono_ns() + 1000000000) ? 'y' : 'n';
 		} else {
 			sl_lease_lock_mark(gate);
-			took = fcntl(rdv, F_SETLK, other == HOLDS_RECORD_LOCK ? &lock : &unlocked_scan) == 0 ? 'y'
-													     : 'n';
+			took = fcntl(rdv, F_SETLK, mine) == 0 ? 'y' : 'n';
 		}
+		if (write(back[1], &took, 1) != 1)
+			_exit(1);
+		if (!it_takes_the_offer)
+			pause();
 		/* Its scan takes the offer, then it is preempted. */
-		if (write(back[1], &took, 1) != 1 || read(go[0], &took, 1) != 1)
+		if (read(go[0], &took, 1) != 1)
 			_exit(1);
 		for (int i = 0; i < 1000 && (e = accept4(rdv, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) < 0; i++)
 			usleep(1000);
@@ -520,8 +465,8 @@ static void offer_held_by_another_acceptor(enum other_acceptor other)
 		if (other == HOLDS_GATE) {
 			sl_lease_lock_give(gate);
 		} else {
-			lock.l_type = unlocked_scan.l_type = F_UNLCK;
-			fcntl(rdv, F_SETLK, other == HOLDS_RECORD_LOCK ? &lock : &unlocked_scan);
+			mine->l_type = F_UNLCK;
+			fcntl(rdv, F_SETLK, mine);
 		}
 		_exit(0);
 	}
@@ -529,14 +474,19 @@ static void offer_held_by_another_acceptor(enum other_acceptor other)
 	cr_assert_eq(took, 'y', "the other acceptor could not take the queue's lock, or its mark");
 	c = tu_connect(AF_INET, port); /* its offer in the queue first */
 	cr_assert_geq(c, 0);
-	cr_assert_eq(write(go[1], "g", 1), 1);
-	cr_assert_eq(read(back[0], &took, 1), 1);
-	cr_assert_eq(took, 'h', "the other acceptor found no offer to hold");
+	if (it_takes_the_offer) {
+		cr_assert_eq(write(go[1], "g", 1), 1);
+		cr_assert_eq(read(back[0], &took, 1), 1);
+		cr_assert_eq(took, 'h', "the other acceptor found no offer to hold");
+	}
 	s = tu_accept(l);
 	cr_assert_geq(s, 0);
+	if (!it_takes_the_offer)
+		kill(child, SIGKILL);
 	waitpid(child, &status, 0);
-	cr_assert_eq(tu_accelerated(s), 1, "the offer another acceptor held (%d) was not found", (int)other);
-	expect_echo(c, s, "held past the term");
+	cr_assert_eq(tu_accelerated(s), 1, "the offer was not found beside another acceptor (%d, %s)", (int)other,
+		     it_takes_the_offer ? "holding it" : "holding a lock");
+	expect_echo(c, s, "beside another");
 	close(go[0]);
 	close(go[1]);
 	close(back[0]);
@@ -546,19 +496,29 @@ static void offer_held_by_another_acceptor(enum other_acceptor other)
 	scilan_close(l);
 }
 
+Test(rendezvous, scan_gate_held_elsewhere_holds_no_accept, .timeout = 30)
+{
+	beside_another_acceptor(HOLDS_GATE, false);
+}
+
+Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
+{
+	beside_another_acceptor(HOLDS_RECORD_LOCK, false);
+}
+
 Test(rendezvous, offer_held_past_the_gate_term_is_found, .timeout = 30)
 {
-	offer_held_by_another_acceptor(HOLDS_GATE);
+	beside_another_acceptor(HOLDS_GATE, true);
 }
 
 Test(rendezvous, offer_held_past_the_record_lock_term_is_found, .timeout = 30)
 {
-	offer_held_by_another_acceptor(HOLDS_RECORD_LOCK);
+	beside_another_acceptor(HOLDS_RECORD_LOCK, true);
 }
 
 Test(rendezvous, offer_held_by_a_scan_without_the_lock_is_found, .timeout = 30)
 {
-	offer_held_by_another_acceptor(SCANS_UNLOCKED);
+	beside_another_acceptor(SCANS_UNLOCKED, true);
 }
 
 /* A process that accepts alone finds its offer however many offers for
