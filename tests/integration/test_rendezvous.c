@@ -414,10 +414,16 @@ Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
  * (`no-offer`) and its client fell to kernel TCP after its 1 s bound (the
  * bursts hook tests on a loaded machine).  Now the scan that found nothing
  * waits for the other to let go (it gives the gate back, its record lock,
- * or the mark of a scan without the lock), and looks again. */
+ * or the mark of a scan without the lock), and looks again.
+ * With two take-overs in a row (then_one_more), the one holding the offer
+ * loses its lease to a second acceptor, slow too, which loses it to us: our
+ * scan finds nothing and waits for every holder taken over to give back,
+ * the second and the first, which a record of the last take-over alone
+ * forgot (our second look came after the second's give-back and before the
+ * first's). */
 enum other_acceptor { HOLDS_GATE, HOLDS_RECORD_LOCK, SCANS_UNLOCKED };
 
-static void beside_another_acceptor(enum other_acceptor other, bool it_takes_the_offer)
+static void beside_another_acceptor(enum other_acceptor other, bool it_takes_the_offer, bool then_one_more)
 {
 	struct flock lock = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_len = 1 };
 	struct flock unlocked_scan = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 1, .l_len = 1 };
@@ -425,7 +431,7 @@ static void beside_another_acceptor(enum other_acceptor other, bool it_takes_the
 	struct sl_lease_lock *gate;
 	int l, rdv, c, s, go[2], back[2], status;
 	uint16_t port;
-	pid_t child;
+	pid_t child, second = -1;
 	char took;
 
 	cr_assert_not_null(tu_isolated_rundir());
@@ -460,7 +466,7 @@ static void beside_another_acceptor(enum other_acceptor other, bool it_takes_the
 		took = e >= 0 ? 'h' : 'n';
 		if (write(back[1], &took, 1) != 1)
 			_exit(1);
-		usleep(250000);
+		usleep(then_one_more ? 420000 : 250000);
 		sl_rdv_send_back(rdv, e);
 		if (other == HOLDS_GATE) {
 			sl_lease_lock_give(gate);
@@ -479,11 +485,27 @@ static void beside_another_acceptor(enum other_acceptor other, bool it_takes_the
 		cr_assert_eq(read(back[0], &took, 1), 1);
 		cr_assert_eq(took, 'h', "the other acceptor found no offer to hold");
 	}
+	if (then_one_more && (second = fork()) == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		took = sl_lease_lock_take(gate, sl_mono_ns() + 100000000) ? 'n' : 'b';
+		if (write(back[1], &took, 1) != 1)
+			_exit(1);
+		usleep(250000);
+		sl_lease_lock_give(gate);
+		_exit(0);
+	}
+	if (then_one_more) {
+		cr_assert_geq(second, 0);
+		cr_assert_eq(read(back[0], &took, 1), 1);
+		cr_assert_eq(took, 'b', "the second acceptor did not take the first one's lease over");
+	}
 	s = tu_accept(l);
 	cr_assert_geq(s, 0);
 	if (!it_takes_the_offer)
 		kill(child, SIGKILL);
 	waitpid(child, &status, 0);
+	if (then_one_more)
+		waitpid(second, &status, 0);
 	cr_assert_eq(tu_accelerated(s), 1, "the offer was not found beside another acceptor (%d, %s)", (int)other,
 		     it_takes_the_offer ? "holding it" : "holding a lock");
 	expect_echo(c, s, "beside another");
@@ -498,27 +520,32 @@ static void beside_another_acceptor(enum other_acceptor other, bool it_takes_the
 
 Test(rendezvous, scan_gate_held_elsewhere_holds_no_accept, .timeout = 30)
 {
-	beside_another_acceptor(HOLDS_GATE, false);
+	beside_another_acceptor(HOLDS_GATE, false, false);
 }
 
 Test(rendezvous, scan_lock_held_elsewhere_holds_no_accept, .timeout = 30)
 {
-	beside_another_acceptor(HOLDS_RECORD_LOCK, false);
+	beside_another_acceptor(HOLDS_RECORD_LOCK, false, false);
 }
 
 Test(rendezvous, offer_held_past_the_gate_term_is_found, .timeout = 30)
 {
-	beside_another_acceptor(HOLDS_GATE, true);
+	beside_another_acceptor(HOLDS_GATE, true, false);
 }
 
 Test(rendezvous, offer_held_past_the_record_lock_term_is_found, .timeout = 30)
 {
-	beside_another_acceptor(HOLDS_RECORD_LOCK, true);
+	beside_another_acceptor(HOLDS_RECORD_LOCK, true, false);
 }
 
 Test(rendezvous, offer_held_by_a_scan_without_the_lock_is_found, .timeout = 30)
 {
-	beside_another_acceptor(SCANS_UNLOCKED, true);
+	beside_another_acceptor(SCANS_UNLOCKED, true, false);
+}
+
+Test(rendezvous, offer_held_across_two_take_overs_is_found, .timeout = 30)
+{
+	beside_another_acceptor(HOLDS_GATE, true, true);
 }
 
 /* A process that accepts alone finds its offer however many offers for

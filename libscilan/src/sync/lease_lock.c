@@ -19,11 +19,17 @@
  * writes what it likes into the page: so no pointer in it (a robust pthread
  * mutex links its holder's robust list through the mutex itself, which a
  * hostile holder could aim anywhere in ours), only numbers we compare. */
+#define BROKEN_SLOTS 8
 struct sl_lease_lock {
 	_Atomic uint32_t holder;  /* 0 free, else the pid that took it */
 	_Atomic uint32_t waiters; /* processes in a futex wait on holder */
 	_Atomic uint32_t mark;
-	_Atomic uint32_t broken; /* the holder whose lease was last taken from it, until it gives back */
+	/* The holders whose leases were taken from them, each until it gives
+	 * back (a second take-over while the first holder still scans must not
+	 * hide it); given_back counts those give-backs, the word their waiters
+	 * sleep on. */
+	_Atomic uint32_t broken[BROKEN_SLOTS];
+	_Atomic uint32_t given_back;
 };
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
@@ -46,6 +52,19 @@ void sl_lease_lock_free(struct sl_lease_lock *l)
 		munmap(l, (size_t)sysconf(_SC_PAGESIZE));
 }
 
+/* pid's lease was taken from it: in a free slot, else over the first
+ * (which only costs a waiter the look it would have had for that one). */
+static void note_broken(struct sl_lease_lock *l, uint32_t pid)
+{
+	for (int i = 0; i < BROKEN_SLOTS; i++) {
+		uint32_t free = 0;
+
+		if (atomic_compare_exchange_strong(&l->broken[i], &free, pid))
+			return;
+	}
+	atomic_store(&l->broken[0], pid);
+}
+
 bool sl_lease_lock_take(struct sl_lease_lock *l, int64_t deadline_ns)
 {
 	uint32_t me = (uint32_t)sl_self_pid;
@@ -66,7 +85,8 @@ bool sl_lease_lock_take(struct sl_lease_lock *l, int64_t deadline_ns)
 			 * wait for it to hold still, which a hostile holder
 			 * that keeps rewriting it need never let happen. */
 			seen = atomic_exchange(&l->holder, me);
-			atomic_store(&l->broken, seen == me ? 0 : seen);
+			if (seen && seen != me)
+				note_broken(l, seen);
 			return false;
 		}
 		wait.tv_sec = (time_t)(left / 1000000000);
@@ -85,11 +105,19 @@ void sl_lease_lock_give(struct sl_lease_lock *l)
 	uint32_t me = (uint32_t)sl_self_pid;
 
 	if (!atomic_compare_exchange_strong(&l->holder, &me, 0)) {
-		/* Taken from us when our lease was up: its taker may be
-		 * waiting for what we did under it to end. */
-		me = (uint32_t)sl_self_pid;
-		if (atomic_compare_exchange_strong(&l->broken, &me, 0))
-			futex(&l->broken, FUTEX_WAKE, INT32_MAX, NULL);
+		/* Taken from us when our lease was up: its taker, and any
+		 * acceptor that found nothing since, may be waiting for what we
+		 * did under it to end. */
+		bool was_noted = false;
+
+		for (int i = 0; i < BROKEN_SLOTS; i++) {
+			me = (uint32_t)sl_self_pid;
+			was_noted = atomic_compare_exchange_strong(&l->broken[i], &me, 0) || was_noted;
+		}
+		if (was_noted) {
+			atomic_fetch_add(&l->given_back, 1);
+			futex(&l->given_back, FUTEX_WAKE, INT32_MAX, NULL);
+		}
 		return;
 	}
 	if (atomic_load(&l->waiters))
@@ -98,7 +126,10 @@ void sl_lease_lock_give(struct sl_lease_lock *l)
 
 bool sl_lease_lock_broken(const struct sl_lease_lock *l)
 {
-	return atomic_load(&l->broken) != 0;
+	for (int i = 0; i < BROKEN_SLOTS; i++)
+		if (atomic_load(&l->broken[i]))
+			return true;
+	return false;
 }
 
 bool sl_lease_lock_held(const struct sl_lease_lock *l)
@@ -108,24 +139,37 @@ bool sl_lease_lock_held(const struct sl_lease_lock *l)
 
 int sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns)
 {
-	uint32_t was;
+	uint32_t first[BROKEN_SLOTS];
 	int waited = 0;
 
-	while ((was = atomic_load(&l->broken)) != 0) {
-		int64_t left = deadline_ns - sl_mono_ns();
+	for (int i = 0; i < BROKEN_SLOTS; i++)
+		first[i] = atomic_load(&l->broken[i]);
+	for (;;) {
+		/* Before the look: a give-back after it changes the word, and
+		 * the wait returns at once. */
+		uint32_t gen = atomic_load(&l->given_back);
+		int64_t left;
 		struct timespec wait;
 
+		if (!sl_lease_lock_broken(l))
+			return waited;
+		left = deadline_ns - sl_mono_ns();
 		if (left <= 0) {
-			/* Dead, or stopped: one wait is all it costs. */
-			atomic_compare_exchange_strong(&l->broken, &was, 0);
+			/* Dead, or stopped: one wait is all it costs (those
+			 * noted since are the next waiter's). */
+			for (int i = 0; i < BROKEN_SLOTS; i++) {
+				uint32_t was = first[i];
+
+				if (was)
+					atomic_compare_exchange_strong(&l->broken[i], &was, 0);
+			}
 			return -1;
 		}
 		waited = 1;
 		wait.tv_sec = (time_t)(left / 1000000000);
 		wait.tv_nsec = (long)(left % 1000000000);
-		futex(&l->broken, FUTEX_WAIT, was, &wait);
+		futex(&l->given_back, FUTEX_WAIT, gen, &wait);
 	}
-	return waited;
 }
 
 void sl_lease_lock_mark(struct sl_lease_lock *l)

@@ -25,15 +25,17 @@ void sl_lease_lock_free(struct sl_lease_lock *l);
  * long, but whatever that holder does meanwhile is not excluded. */
 bool sl_lease_lock_take(struct sl_lease_lock *l, int64_t deadline_ns);
 void sl_lease_lock_give(struct sl_lease_lock *l);
-/* Was a holder's lease taken over, and has it not given back yet? */
+/* Was a holder's lease taken over, and has it not given back yet (any of
+ * the last few)? */
 bool sl_lease_lock_broken(const struct sl_lease_lock *l);
 /* Does this process still hold it (its lease was not taken over)? */
 bool sl_lease_lock_held(const struct sl_lease_lock *l);
-/* Wait until the last holder whose lease was taken over (by any process)
+/* Wait until every holder whose lease was taken over (by any process)
  * has given back, so that what it did under the lock it no longer held is
- * over, or until deadline_ns.  0: none was pending; 1: it gave back; -1 the
- * deadline passed (it is dead, stopped, or lies: the word is only numbers
- * it may write), and it is no longer waited for. */
+ * over, or until deadline_ns.  0: none was pending; 1: they gave back; -1
+ * the deadline passed (one is dead, stopped, or lies: the words are only
+ * numbers it may write), and those pending at the start are no longer
+ * waited for. */
 int sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns);
 
 /* A flag the holders of the page keep beside the lock, set under it (taken

@@ -168,7 +168,6 @@ static void await_taken_over(struct sl_lease_lock *const *gates, int n, int64_t 
 			sl_lease_lock_await_broken(gates[i], deadline);
 }
 
-
 void sl_rdv_await_others(const int *ls, struct sl_lease_lock *const *gates, int n, int64_t deadline)
 {
 	await_taken_over(gates, n, deadline);
