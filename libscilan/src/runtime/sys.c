@@ -4,8 +4,8 @@
 #include "runtime/sys.h"
 
 #include <dlfcn.h>
-#include <netinet/in.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <unistd.h>

@@ -137,10 +137,9 @@ bool sl_lease_lock_held(const struct sl_lease_lock *l)
 	return atomic_load(&l->holder) == (uint32_t)sl_self_pid;
 }
 
-int sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns)
+void sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns)
 {
 	uint32_t first[BROKEN_SLOTS];
-	int waited = 0;
 
 	for (int i = 0; i < BROKEN_SLOTS; i++)
 		first[i] = atomic_load(&l->broken[i]);
@@ -152,7 +151,7 @@ int sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns)
 		struct timespec wait;
 
 		if (!sl_lease_lock_broken(l))
-			return waited;
+			return;
 		left = deadline_ns - sl_mono_ns();
 		if (left <= 0) {
 			/* Dead, or stopped: one wait is all it costs (those
@@ -163,9 +162,8 @@ int sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns)
 				if (was)
 					atomic_compare_exchange_strong(&l->broken[i], &was, 0);
 			}
-			return -1;
+			return;
 		}
-		waited = 1;
 		wait.tv_sec = (time_t)(left / 1000000000);
 		wait.tv_nsec = (long)(left % 1000000000);
 		futex(&l->given_back, FUTEX_WAIT, gen, &wait);

@@ -32,11 +32,10 @@ bool sl_lease_lock_broken(const struct sl_lease_lock *l);
 bool sl_lease_lock_held(const struct sl_lease_lock *l);
 /* Wait until every holder whose lease was taken over (by any process)
  * has given back, so that what it did under the lock it no longer held is
- * over, or until deadline_ns.  0: none was pending; 1: they gave back; -1
- * the deadline passed (one is dead, stopped, or lies: the words are only
- * numbers it may write), and those pending at the start are no longer
- * waited for. */
-int sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns);
+ * over, or until deadline_ns.  Past it (one is dead, stopped, or lies: the
+ * words are only numbers it may write) those pending at the start are no
+ * longer waited for. */
+void sl_lease_lock_await_broken(struct sl_lease_lock *l, int64_t deadline_ns);
 
 /* A flag the holders of the page keep beside the lock, set under it (taken
  * within SL_LEASE_TERM_MS) and read by its holder: once set, never cleared.
