@@ -1,0 +1,61 @@
+/* seam.h — where a live kernel TCP stream hands over to a ring (promotion,
+ * issue 26): each end's switch point counted by its kernel socket, the
+ * marker byte written there, and a receive that reads the kernel stream up
+ * to the peer's switch point and never hands the program the marker or a
+ * byte after it (seam.c; the protocol is tests/model/promote.pml).
+ */
+#ifndef SCILAN_SEAM_H
+#define SCILAN_SEAM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* The byte an end writes on its kernel stream at its switch point: the last
+ * one it ever sends there.  It wakes a peer asleep in the kernel, and a
+ * receiver that finds another byte at the switch point resets. */
+#define SL_SEAM_MARKER 0x5a
+
+/* A published switch point while the end has not published one. */
+#define SL_SEAM_UNKNOWN UINT64_MAX
+
+/* Bytes ever given to our kernel socket to send (by anyone holding it: the
+ * kernel's count, not ours): acknowledged plus still queued.  0, or -1 with
+ * errno. */
+int sl_seam_sent_total(int fd, uint64_t *total);
+/* Bytes of the peer's stream our kernel socket has handed to readers:
+ * received minus still queued.  0, or -1 with errno. */
+int sl_seam_read_total(int fd, uint64_t *total);
+
+/* Can our kernel socket take the marker now without blocking (POLLOUT)?
+ * Asked before our switch point is published: once it is, the marker must
+ * follow. */
+bool sl_seam_room(int fd);
+/* Write the marker (after our switch point was published, with no other
+ * call of ours sending on fd).  0, or -1 with errno: the caller resets, as
+ * the peer would wait at our switch point for ever. */
+int sl_seam_mark(int fd);
+
+/* The receiving half: how far we read the peer's kernel stream. */
+struct sl_seam_rx {
+	uint64_t read;  /* bytes of the peer's kernel stream read so far */
+	bool crossed;   /* its marker was read: the rest comes from the ring */
+};
+
+/* Start at the kernel's own count (no read of ours may be under way).
+ * 0, or -1 with errno. */
+int sl_seam_rx_start(int fd, struct sl_seam_rx *rx);
+
+/* A receive of the peer's kernel stream (recvmsg's flags) that stops at its
+ * switch point *x (published before its marker; SL_SEAM_UNKNOWN until
+ * then).  Bytes before it: their count.  At it: the marker is consumed,
+ * rx->crossed set, and 0 returned with nothing delivered: the caller reads
+ * the ring.  -1 with errno: the kernel's error, or EPROTO when what follows
+ * the switch point is not the marker alone (a writer past the hook, a
+ * hostile peer): the caller resets. */
+ssize_t sl_seam_recv(int fd, struct sl_seam_rx *rx, const _Atomic uint64_t *x, const struct iovec *iov, int cnt,
+		     int flags);
+
+#endif
