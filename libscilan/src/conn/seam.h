@@ -21,6 +21,8 @@
 /* A published switch point while the end has not published one. */
 #define SL_SEAM_UNKNOWN UINT64_MAX
 
+/* Both counts hold before either end's FIN, which the kernel counts as one
+ * more byte: a connection one end shut down does not move. */
 /* Bytes ever given to our kernel socket to send (by anyone holding it: the
  * kernel's count, not ours): acknowledged plus still queued.  0, or -1 with
  * errno. */
