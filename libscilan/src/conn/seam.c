@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "conn/seam.h"
+#include "ring/layout.h"
 #include "runtime/sys.h"
 
 /* A kernel count that moves as segments arrive (acknowledged, received),
@@ -48,9 +49,22 @@ static int stable_total(int fd, int queue_req, bool sent, uint64_t *total)
 	return -1;
 }
 
-int sl_seam_sent_total(int fd, uint64_t *total)
+int sl_seam_sent_total(int fd, bool connector, uint64_t *total)
 {
-	return stable_total(fd, SIOCOUTQ, true, total);
+	if (stable_total(fd, SIOCOUTQ, true, total) < 0)
+		return -1;
+	/* tcp_ack() moves snd_una over the SYN of an active open through
+	 * tcp_snd_una_update(), which counts it; the passive side sets snd_una
+	 * at its handshake's end without counting, and neither side counts a
+	 * SYN in bytes_received. */
+	if (connector) {
+		if (*total == 0) {
+			errno = EPROTO; /* not an active open's count (a Fast Open one?) */
+			return -1;
+		}
+		(*total)--;
+	}
+	return 0;
 }
 
 int sl_seam_read_total(int fd, uint64_t *total)
@@ -166,12 +180,19 @@ static void seam_read_done(struct seam_read *r)
 	free(r->scratch);
 }
 
-ssize_t sl_seam_recv(int fd, struct sl_seam_rx *rx, const _Atomic uint64_t *x, const struct iovec *iov, int cnt,
-		     int flags)
+static uint64_t point_now(const struct sl_seam_point *p)
+{
+	if (p->word && !sl_offer_agreed(atomic_load_explicit(p->word, memory_order_acquire)))
+		return SL_SEAM_UNKNOWN;
+	return atomic_load_explicit(p->x, memory_order_acquire);
+}
+
+ssize_t sl_seam_recv(int fd, struct sl_seam_rx *rx, const struct sl_seam_point *point, const struct iovec *iov,
+		     int cnt, int flags)
 {
 	struct seam_read r;
 	struct msghdr msg = { 0 };
-	uint64_t at = atomic_load_explicit(x, memory_order_acquire), room = UINT64_MAX, got, before;
+	uint64_t at = point_now(point), room = UINT64_MAX, got, before;
 	ssize_t n;
 	bool bad;
 
@@ -199,7 +220,7 @@ ssize_t sl_seam_recv(int fd, struct sl_seam_rx *rx, const _Atomic uint64_t *x, c
 	/* The peer publishes its point before it writes the marker, so a read
 	 * that reached the marker sees the point now. */
 	if (n > 0 && at == SL_SEAM_UNKNOWN)
-		at = atomic_load_explicit(x, memory_order_acquire);
+		at = point_now(point);
 	if (n <= 0 || at == SL_SEAM_UNKNOWN || rx->read + got <= at) {
 		seam_read_done(&r);
 		if (n > 0 && !(flags & MSG_PEEK))

@@ -24,9 +24,11 @@
 /* Both counts hold before either end's FIN, which the kernel counts as one
  * more byte: a connection one end shut down does not move. */
 /* Bytes ever given to our kernel socket to send (by anyone holding it: the
- * kernel's count, not ours): acknowledged plus still queued.  0, or -1 with
- * errno. */
-int sl_seam_sent_total(int fd, uint64_t *total);
+ * kernel's count, not ours): acknowledged plus still queued.  The end that
+ * connected (the active opener) says so: its kernel counts the
+ * acknowledgement of its SYN as a byte acknowledged, and the acceptor's
+ * count of what it read does not.  0, or -1 with errno. */
+int sl_seam_sent_total(int fd, bool connector, uint64_t *total);
 /* Bytes of the peer's stream our kernel socket has handed to readers:
  * received minus still queued.  0, or -1 with errno. */
 int sl_seam_read_total(int fd, uint64_t *total);
@@ -50,14 +52,23 @@ struct sl_seam_rx {
  * 0, or -1 with errno. */
 int sl_seam_rx_start(int fd, struct sl_seam_rx *rx);
 
+/* Where the peer's switch point is: *x, once published; and, when word is
+ * not NULL (the connector reading the acceptor's point), only once that
+ * offer word says agreed: the acceptor publishes its point before its
+ * claim, and a claim it lost leaves a point that never counts. */
+struct sl_seam_point {
+	const _Atomic uint64_t *x;
+	const _Atomic uint32_t *word;
+};
+
 /* A receive of the peer's kernel stream (recvmsg's flags) that stops at its
- * switch point *x (published before its marker; SL_SEAM_UNKNOWN until
- * then).  Bytes before it: their count.  At it: the marker is consumed,
+ * switch point (SL_SEAM_UNKNOWN until published, before its marker).
+ * Bytes before it: their count.  At it: the marker is consumed,
  * rx->crossed set, and 0 returned with nothing delivered: the caller reads
  * the ring.  -1 with errno: the kernel's error, or EPROTO when what follows
  * the switch point is not the marker alone (a writer past the hook, a
  * hostile peer): the caller resets. */
-ssize_t sl_seam_recv(int fd, struct sl_seam_rx *rx, const _Atomic uint64_t *x, const struct iovec *iov, int cnt,
-		     int flags);
+ssize_t sl_seam_recv(int fd, struct sl_seam_rx *rx, const struct sl_seam_point *point, const struct iovec *iov,
+		     int cnt, int flags);
 
 #endif

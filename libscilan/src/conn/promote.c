@@ -1,0 +1,45 @@
+/* promote.c — each end's switch from its kernel stream to its ring when a
+ * live connection is promoted: the point published, the acceptor's claim,
+ * the marker (promote.h; tests/model/promote.pml is the argument).
+ */
+#include <errno.h>
+
+#include "conn/promote.h"
+#include "conn/seam.h"
+
+void sl_promote_seam_init(void *seg)
+{
+	struct sl_seg_seam *seam = sl_promote_seam(seg);
+
+	atomic_store_explicit(&seam->x[0], SL_SEAM_UNKNOWN, memory_order_relaxed);
+	atomic_store_explicit(&seam->x[1], SL_SEAM_UNKNOWN, memory_order_relaxed);
+	atomic_store_explicit(&seam->late, SL_PROMOTE_LATE, memory_order_release);
+}
+
+int sl_promote_switch(int fd, struct sl_seg_seam *seam, int side, bool (*claim)(void *arg), void *arg)
+{
+	uint64_t x;
+
+	/* Room first: once the point is public the marker must follow, and
+	 * with our send lock held nobody else fills the socket meanwhile. */
+	if (!sl_seam_room(fd)) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (sl_seam_sent_total(fd, side == 0, &x) < 0)
+		return -1;
+	/* The point before the claim: the connector reads it once it sees the
+	 * claim.  The marker after it: written before, a revoke could beat the
+	 * claim and the connector would deliver the marker as data (the
+	 * model's mutant MARK_BEFORE_TAKE). */
+	atomic_store_explicit(&seam->x[side], x, memory_order_release);
+	if (claim && !claim(arg)) {
+		atomic_store_explicit(&seam->x[side], SL_SEAM_UNKNOWN, memory_order_relaxed);
+		return 1;
+	}
+	if (sl_seam_mark(fd) == 0)
+		return 0;
+	if (errno == EAGAIN)
+		errno = ENOBUFS; /* not "try again": the point is public */
+	return -1;
+}

@@ -1,0 +1,48 @@
+/* promote.h — the switch of a live kernel TCP connection onto the rings
+ * (issue 26 part 3): a late offer's words in its segment's header page, and
+ * each end's switch, the acceptor's with its claim in the middle
+ * (promote.c; the reads across the seam are seam.c's).
+ */
+#ifndef SCILAN_PROMOTE_H
+#define SCILAN_PROMOTE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring/layout.h"
+
+/* In the header page, after the offer word: each side's switch point
+ * (0 the connector's, 1 the acceptor's), SL_SEAM_UNKNOWN until that side
+ * publishes it, and written by that side only; `late` is SL_PROMOTE_LATE
+ * when the creator offered a live connection (it stays on kernel TCP until
+ * the acceptor's claim).  The peer's words: the seam checks them. */
+#define SL_SEG_SEAM_OFF 1088
+#define SL_PROMOTE_LATE 0x4c415445u /* "LATE" */
+struct sl_seg_seam {
+	_Atomic uint64_t x[2];
+	_Atomic uint32_t late;
+};
+_Static_assert(SL_SEG_OFFER_OFF + sizeof(uint32_t) <= SL_SEG_SEAM_OFF, "seam words after the offer word");
+_Static_assert(SL_SEG_SEAM_OFF + sizeof(struct sl_seg_seam) <= SL_SEG_HOLDERS_OFF, "holders after the seam words");
+
+static inline struct sl_seg_seam *sl_promote_seam(void *seg)
+{
+	return (struct sl_seg_seam *)((unsigned char *)seg + SL_SEG_SEAM_OFF);
+}
+
+/* The creator of a late offer's segment, before it is published. */
+void sl_promote_seam_init(void *seg);
+
+/* One end's switch on kernel socket fd (no other call of ours in flight on
+ * it, our send lock held): publish our point in seam->x[side], then, for
+ * the acceptor, claim(arg) (the offer word's compare-and-swap), then the
+ * marker.  0: switched, our sends go to the ring from now on.  1: the claim
+ * was lost (the connector revoked first): nothing was sent, and the
+ * connection stays on kernel TCP.  -1 with errno: EAGAIN, the kernel
+ * socket has no room for the marker now, nothing published (try again at a
+ * later call); any other, the marker could not follow a public point (or
+ * the point could not be counted): the caller resets. */
+int sl_promote_switch(int fd, struct sl_seg_seam *seam, int side, bool (*claim)(void *arg), void *arg);
+
+#endif
