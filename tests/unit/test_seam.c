@@ -254,36 +254,40 @@ Test(seam, a_byte_after_the_marker_in_the_crossing_read_is_a_reset)
 	cr_assert_eq(c.err, EPROTO);
 }
 
-Test(seam, another_byte_at_the_point_is_a_reset)
+/* The peer sends text and publishes its point just after it. */
+static void peer_sends_then_publishes(const char *text)
 {
-	char buf[64];
 	uint64_t x;
 
-	peer_sends("ab");
+	peer_sends(text);
 	cr_assert_eq(sl_seam_sent_total(peer, false, &x), 0);
 	atomic_store(&peer_x, x);
-	peer_sends("Q"); /* not the marker */
+}
+
+/* A first read of `first` bytes, then the reset. */
+static void reads_then_resets(ssize_t first)
+{
+	char buf[64];
+
 	settle();
-	cr_assert_eq(seam_read(buf, sizeof(buf), 0), 2);
+	cr_assert_eq(seam_read(buf, sizeof(buf), 0), first);
 	errno = 0;
 	cr_assert_eq(seam_read(buf, sizeof(buf), 0), -1);
 	cr_assert_eq(errno, EPROTO);
 }
 
+Test(seam, another_byte_at_the_point_is_a_reset)
+{
+	peer_sends_then_publishes("ab");
+	peer_sends("Q"); /* not the marker */
+	reads_then_resets(2);
+}
+
 Test(seam, an_end_before_the_marker_is_a_reset)
 {
-	char buf[64];
-	uint64_t x;
-
-	peer_sends("ab");
-	cr_assert_eq(sl_seam_sent_total(peer, false, &x), 0);
-	atomic_store(&peer_x, x);
+	peer_sends_then_publishes("ab");
 	shutdown(peer, SHUT_WR);
-	settle();
-	cr_assert_eq(seam_read(buf, sizeof(buf), 0), 2);
-	errno = 0;
-	cr_assert_eq(seam_read(buf, sizeof(buf), 0), -1);
-	cr_assert_eq(errno, EPROTO);
+	reads_then_resets(2);
 }
 
 Test(seam, a_point_behind_what_was_read_is_a_reset)
