@@ -3,6 +3,7 @@
  * protocol, and resets when the peer breaks the protocol or dies.
  */
 #include "conn/conn.h"
+#include "conn/promotion.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -123,6 +124,14 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	int64_t avail, readable, space;
 	bool peer_fin, shut_wr;
 
+	/* Promoted, the peer's kernel bytes still before its switch point
+	 * (promotion.c): the kernel's readiness for them. */
+	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire)) {
+		short seam = sl_promote_ready(s, events);
+
+		if (seam >= 0)
+			return seam;
+	}
 	/* Our offer out and undecided, or the peer's bytes on the kernel
 	 * socket: a poll or epoll wait is where a program that never calls
 	 * recv learns that the connection is kernel TCP now. */

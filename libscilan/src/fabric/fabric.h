@@ -29,6 +29,18 @@ struct sl_fabric_ops {
 	 * publish the offer keyed by the 4-tuple (dst, src), or by our socket
 	 * when src.port is 0 (offer_by_socket).  0, or -1 with errno. */
 	int (*offer)(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring);
+	/* Optional (promotion, conn/promotion.c): connecting side of a live
+	 * plain connection, after lookup: make and publish an offer flagged late,
+	 * without starting the agreement (the connection stays on kernel TCP
+	 * until the acceptor claims it; s->offer_word says when).  0, or -1
+	 * with errno. */
+	int (*offer_late)(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring);
+	/* Optional: accepting side of a live plain connection from listener:
+	 * take a late offer for it if one waits, our switch its commitment
+	 * (promote.h).  1 taken (s bound as the accepting side, our sends on
+	 * the ring from now on), 0 none (still kernel TCP), -1 with errno: the
+	 * switch failed half-way, the connection is reset. */
+	int (*take_late)(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
 	/* The connect failed: remove the offer and the segment. */
 	void (*offer_withdraw)(struct sl_sock *s);
 	/* Optional: connecting side, before it takes an undecided offer back

@@ -174,6 +174,10 @@ reset:
 		atomic_store(&s->dev_reg[k], NULL);
 		atomic_store(&s->dev_wanted[k], 0);
 	}
+	atomic_store(&s->late_offer, false);
+	atomic_store(&s->seam_pending, false);
+	memset(&s->seam_rx, 0, sizeof(s->seam_rx));
+	memset(&s->seam_point, 0, sizeof(s->seam_point));
 	atomic_store(&s->counting_turns, false);
 	atomic_store(&s->sent_unanswered, false);
 	atomic_store(&s->turns, 0);

@@ -9,6 +9,7 @@
 
 #include "conn/agree.h"
 #include "conn/conn.h"
+#include "conn/promotion.h"
 #include "fabric/fabric.h"
 #include "process/scm.h"
 #include "ring/ring.h"
@@ -104,7 +105,10 @@ static inline __attribute__((always_inline)) ssize_t recv_fast(struct sl_sock *s
 	if ((flags & ~(MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC)) || len == 0)
 		return DECLINED;
 	sl_lock(&s->rx_lock);
-	if (sl_fell_back(s) || !s->seg || atomic_load(&s->reset))
+	/* seam_pending: the peer's kernel bytes before its switch point come
+	 * first (promotion.c). */
+	if (sl_fell_back(s) || !s->seg || atomic_load(&s->reset) ||
+	    atomic_load_explicit(&s->seam_pending, memory_order_relaxed))
 		goto declined;
 	sl_claim_rx(s);
 	avail = sl_ring_rx_avail(&s->rx);
@@ -245,9 +249,13 @@ static struct sl_sock *connecting(struct sl_sock *s)
 {
 	if (sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
+	/* A late offer out (promotion): the connector follows a claim before
+	 * the call, and until then its reads cross the seam through us. */
+	if (sl_sock_promoting(s))
+		sl_promote_poll(s);
 	/* Failed over to kernel TCP, with the peer's header and re-sent bytes
 	 * still to strip from the stream (failover.c): reads go through us
 	 * until then, everything else is the kernel's. */
-	return sl_sock_on_rings(s) || sl_sock_strip_pending(s) ? s : NULL;
+	return sl_sock_on_rings(s) || sl_sock_strip_pending(s) || sl_sock_promoting(s) ? s : NULL;
 }
 

@@ -14,6 +14,7 @@
 
 #include "conn/agree.h"
 #include "conn/conn.h"
+#include "conn/promotion.h"
 #include "conn/failover.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
@@ -665,6 +666,13 @@ ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 		return io_fail(EOPNOTSUPP);
 	if (flags & MSG_OOB)
 		return recv_urgent(s, iov, cnt, len, flags);
+	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire)) {
+		bool handled;
+
+		r = sl_promote_recv(s, iov, cnt, flags, &handled);
+		if (handled)
+			return r;
+	}
 	if (len == 0) {
 		/* TCP's low-water mark is at least one byte even for a zero-length
 		 * read: it waits for data (EAGAIN when non-blocking), then returns 0. */

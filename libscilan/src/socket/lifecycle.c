@@ -15,6 +15,7 @@
 #include "runtime/config.h"
 #include "runtime/endpoint_key.h"
 #include "conn/conn.h"
+#include "conn/promotion.h"
 #include "fabric/fabric.h"
 #include "runtime/stats_file.h"
 #include "runtime/log.h"
@@ -597,6 +598,8 @@ void sl_sock_release(int fd)
 			pthread_mutex_unlock(&s->ctl_lock);
 			break;
 		case SL_CONNECTED:
+			/* Promoted, the peer's marker maybe still unread. */
+			sl_promote_before_close(s);
 			/* Before anything reads the connection's memory: the
 			 * device fabric swaps out the mappings of a link that
 			 * went down (and may mark the connection for fail-over,
@@ -634,6 +637,14 @@ void sl_sock_release(int fd)
 			close_connected(s);
 			break;
 		case SL_PLAIN:
+			/* A late offer still out (promotion): revoked, or, claimed
+			 * already, followed, so that the acceptor meets our marker
+			 * before our FIN, and closed as a ring connection. */
+			if (sl_sock_promoting(s) && sl_promote_settle(s)) {
+				sl_promote_before_close(s);
+				close_connected(s);
+				break;
+			}
 			/* Fell back (agree.c): the segment stayed mapped for threads
 			 * racing the fall-back, gone once we hold the locks. */
 			if (s->seg)

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "conn/seam.h"
 #include "runtime/fallback.h"
 #include "sync/ring_lock.h"
 #include "ring/ring.h"
@@ -225,6 +226,16 @@ struct sl_sock {
 	/* What we last stored into want byte k of the peer's evq_want while the
 	 * peer has not consumed it (0: store it again at the next look). */
 	_Atomic uint8_t dev_wanted[4];
+
+	/* Promotion (conn/promotion.c): a live plain connection moving onto
+	 * the rings.  late_offer: our (the connector's) late offer is out in
+	 * offer_word while the connection stays on kernel TCP; seam_pending:
+	 * our receive side reads the kernel stream up to the peer's switch
+	 * point (seam_rx, under rx_lock, against seam_point) before the ring. */
+	_Atomic bool late_offer;
+	_Atomic bool seam_pending;
+	struct sl_seam_rx seam_rx;
+	struct sl_seam_point seam_point;
 
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 	struct sl_urg urg;          /* urgent data we received */
@@ -453,6 +464,13 @@ static inline bool sl_sock_strip_pending(const struct sl_sock *s)
 	       atomic_load_explicit(&s->strip_pending, memory_order_relaxed);
 }
 
+/* A plain connection with a late offer out (promotion): its reads go
+ * through the seam and its calls look at the offer word (conn/promotion.c). */
+static inline bool sl_sock_promoting(const struct sl_sock *s)
+{
+	return sl_sock_state(s) == SL_PLAIN && atomic_load_explicit(&s->late_offer, memory_order_relaxed);
+}
+
 /* A ring connection, one a pending connect may yet make, or one whose strip
  * is pending: readiness the kernel cannot see (it would report the peer's
  * header as the program's bytes), so poll and epoll emulate it. */
@@ -460,7 +478,7 @@ static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
 {
 	enum sl_state st = sl_sock_state(s);
 
-	return st == SL_CONNECTED || st == SL_CONNECTING || sl_sock_strip_pending(s);
+	return st == SL_CONNECTED || st == SL_CONNECTING || sl_sock_strip_pending(s) || sl_sock_promoting(s);
 }
 
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */

@@ -18,6 +18,7 @@
 
 #include "conn/agree.h"
 #include "conn/conn.h"
+#include "conn/promote.h"
 #include "process/holders.h"
 #include "sync/barrier.h"
 #include "sync/fence_policy.h"
@@ -308,7 +309,11 @@ static void unlink_own_bells(struct sl_sock *s)
 	errno = err;
 }
 
-static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
+/* late: a live connection's offer (promotion): its segment says so, and
+ * the agreement does not start, as the connection stays on kernel TCP until
+ * the acceptor's claim (conn/promotion.c). */
+static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring,
+		      bool late)
 {
 	struct sl_seg_header hdr;
 	struct offer offer = { .magic = OFFER_MAGIC, .pid = sl_self_pid };
@@ -342,6 +347,10 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		goto fail_path;
 	fd = made.fd;
 	base = made.base;
+	/* Before anything publishes the segment: an acceptor tells a late
+	 * offer from a connect's by it, and takes each only where it fits. */
+	if (late)
+		sl_promote_seam_init(base);
 	s->bell_rx = made.bell_rx;
 	s->bell_tx = made.bell_tx;
 	offer.memfd = fd;
@@ -395,7 +404,10 @@ static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 		sl_registry_note_file_only(dst);
 	s->memfd = fd;
 	sl_segment_bind(s, base, hdr.total_size, 0, &hdr);
-	sl_agree_start(s, sl_shm_offer_word(base));
+	if (late)
+		s->offer_word = sl_shm_offer_word(base);
+	else
+		sl_agree_start(s, sl_shm_offer_word(base));
 	sl_shm_publish_unfenced(s, 0);
 	sl_seg_pool_note_offer(&hdr, !named);
 	return 0;
@@ -412,6 +424,16 @@ fail_path:
 		sl_warn("cannot offer a shared segment (%s); connection uses kernel TCP", strerror(errno));
 	s->offer_path[0] = '\0';
 	return -1;
+}
+
+static int shm_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
+{
+	return make_offer(s, dst, src, peer_ring, false);
+}
+
+static int shm_offer_late(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
+{
+	return make_offer(s, dst, src, peer_ring, true);
 }
 
 static void forget_segment(struct sl_sock *s)
@@ -524,6 +546,8 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.lookup = shm_lookup,
 	.offer_by_socket = shm_offer_by_socket,
 	.offer = shm_offer,
+	.offer_late = shm_offer_late,
+	.take_late = sl_shm_take_late,
 	.offer_withdraw = shm_offer_withdraw,
 	.offer_settle = shm_offer_settle,
 	.attach = sl_shm_attach,

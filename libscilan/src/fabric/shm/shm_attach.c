@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conn/promote.h"
 #include "evq/evq.h"
 #include "fabric/shm/bells.h"
 #include "fabric/shm/offer.h"
@@ -52,10 +53,19 @@ static int open_offered_memfd(const struct offer *offer, struct stat *st)
 	return fd;
 }
 
+static bool claim_offer(void *base)
+{
+	uint32_t offered = SL_OFFER_OFFERED;
+
+	return atomic_compare_exchange_strong(sl_shm_offer_word(base), &offered, SL_OFFER_ATTACHED);
+}
+
 /* The offered segment fd (closed here), checked by check_segment_fd, with
  * the bells already in s: validate the header, map, and commit.  1 if the
- * rings carry the connection; 0 if it stays kernel TCP. */
-static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, const char *who)
+ * rings carry the connection; 0 if it stays kernel TCP.  late: a live
+ * connection's offer (promotion), whose commitment is our switch
+ * (promote.h), -1 with errno when it failed half-way (reset). */
+static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, const char *who, bool late)
 {
 	struct sl_seg_header hdr;
 	uint32_t offered = SL_OFFER_OFFERED, word = 0;
@@ -101,6 +111,19 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 		sl_shm_close_bells(s);
 		return 0;
 	}
+	/* A connect's offer taken for a live connection would have the peer
+	 * write into a ring we never read, and the reverse would have us read
+	 * the marker as data: each kind only where it belongs. */
+	if ((atomic_load_explicit(&sl_promote_seam(base)->late, memory_order_acquire) == SL_PROMOTE_LATE) != late) {
+		sl_warn("fd %d: %s offered the wrong kind of segment (%s); connection stays on kernel TCP", s->fd, who,
+			late ? "a connect's for a live connection" : "a live connection's at a connect");
+		sl_fb_hint(SL_FB_BAD_OFFER);
+		munmap(base, hdr.total_size);
+		sl_segment_refuse(fd, s->bell_tx);
+		sl_sys.close(fd);
+		sl_shm_close_bells(s);
+		return 0;
+	}
 	/* Kept only where nothing else could hand the segment on. */
 	if (sl_segment_reopenable()) {
 		sl_sys.close(fd);
@@ -111,7 +134,34 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 	sl_evq_publish_marker((struct sl_area_ctl *)((unsigned char *)base + hdr.area_off[0]));
 	/* The commitment: from here the rings carry the connection, unless the
 	 * connecting side revoked first; then its bytes come on the kernel socket. */
-	if (!atomic_compare_exchange_strong(sl_shm_offer_word(base), &offered, SL_OFFER_ATTACHED)) {
+	if (late) {
+		int r = sl_promote_switch(s->fd, sl_promote_seam(base), 1, claim_offer, base);
+
+		if (r < 0 && errno != EAGAIN) {
+			/* Claimed, our point public, and no marker: the connector
+			 * would wait at our point for ever. */
+			int err = errno;
+
+			sl_warn("fd %d: connection reset: its promotion could not send its marker (%s)", s->fd,
+				strerror(err));
+			sl_sys_reset_tcp(s->fd);
+			munmap(base, hdr.total_size);
+			if (fd >= 0)
+				sl_sys.close(fd);
+			sl_shm_close_bells(s);
+			errno = err;
+			return -1;
+		}
+		if (r < 0) {
+			/* No room for the marker now: nothing was published;
+			 * refused (the connector reads the word at its next
+			 * call), it stays on kernel TCP and may offer again. */
+			atomic_compare_exchange_strong(sl_shm_offer_word(base), &offered, SL_OFFER_REFUSED);
+		}
+		offered = r == 0 ? SL_OFFER_OFFERED : SL_OFFER_REVOKED; /* r == 1: the connector revoked first */
+	}
+	if (late ? offered != SL_OFFER_OFFERED
+		 : !atomic_compare_exchange_strong(sl_shm_offer_word(base), &offered, SL_OFFER_ATTACHED)) {
 		if (offered == SL_OFFER_LOST) {
 			/* Lost while we looked: a reset, as above. */
 			sl_warn("fd %d: connection reset: %s closed it where its hook could not see it, and the "
@@ -140,7 +190,7 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
  * connector's bell and ours.  They came from another process, maybe another
  * user: the bells were made ours there (pipes, through descriptions only we
  * hold; -1 if they were not pipes), and the segment must be one. */
-static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
+static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS], bool late)
 {
 	struct stat st;
 
@@ -155,7 +205,7 @@ static int attach_passed(struct sl_sock *s, int fds[SL_RDV_FDS])
 		sl_shm_close_bells(s);
 		return 0;
 	}
-	return attach_segment(s, fds[0], &st, "the connector");
+	return attach_segment(s, fds[0], &st, "the connector", late);
 }
 
 /* Give up the segment the rendezvous gave us without its bells (EMFILE):
@@ -318,7 +368,7 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 		 * needed any more; another user's are not ours to see. */
 		if (named && sl_shm_offer_path(local, peer, 0, path, sizeof(path)) == 0)
 			sl_shm_unlink_offer(path);
-		return attach_passed(s, passed);
+		return attach_passed(s, passed, false);
 	}
 	if (took == SL_RDV_PARTIAL) {
 		/* Out of descriptors (EMFILE) for its bells: the offer file of
@@ -391,5 +441,28 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 		return 0;
 	}
 	snprintf(who, sizeof(who), "pid %d", (int)offer.pid);
-	return attach_segment(s, fd, &st, who);
+	return attach_segment(s, fd, &st, who, false);
+}
+
+int sl_shm_take_late(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
+{
+	int passed[SL_RDV_FDS], took;
+	char path[SL_OFFER_PATH_SIZE];
+	bool named = true;
+
+	took = sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed, &named,
+			   !sl_sock_maybe_shared(listener));
+	if (took == SL_RDV_PARTIAL)
+		refuse_held(&passed[0], &passed[1]);
+	if (took != 1)
+		return 0;
+	if (!sl_own_fd_room(s->fd)) {
+		sl_segment_refuse(passed[0], passed[1]);
+		for (int i = 0; i < SL_RDV_FDS; i++)
+			sl_own_fd_close(passed[i]);
+		return 0;
+	}
+	if (named && sl_shm_offer_path(local, peer, 0, path, sizeof(path)) == 0)
+		sl_shm_unlink_offer(path);
+	return attach_passed(s, passed, true);
 }

@@ -21,4 +21,8 @@ void sl_shm_close_bells(struct sl_sock *s);
 /* sl_fabric_ops.attach of the shared-memory fabric. */
 int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
 
+/* sl_fabric_ops.take_late: a late offer for the live connection s from
+ * listener, taken with our switch (promote.h). */
+int sl_shm_take_late(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
+
 #endif

@@ -1,0 +1,51 @@
+/* promotion.h — a live plain connection moving onto the rings, as the
+ * socket layer drives it (promotion.c): the connector's late offer and its
+ * follow, the acceptor's look and take, and the reads and readiness across
+ * the seam while one end's receive side still reads its kernel stream.
+ */
+#ifndef SCILAN_PROMOTION_H
+#define SCILAN_PROMOTION_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "socket/sock_state.h"
+
+/* An acceptor has this long to take a late offer; then the connector
+ * revokes it (nothing moved: it never left kernel TCP). */
+#define SL_PROMOTE_WAIT_MS 2000
+
+/* Connector, a plain connection with no call of ours in flight on it:
+ * look up the listener and offer the rings late.  0: offered (our sends
+ * stay on kernel TCP, our reads go across the seam, until the acceptor's
+ * claim); -1 with errno: nothing changed. */
+int sl_promote_offer(struct sl_sock *s);
+/* Connector, at each call while the offer is out: follow a claim (our
+ * point, our marker, our sends on the ring), or revoke an offer past its
+ * time, or drop a refused one.  true when the rings carry our sends now. */
+bool sl_promote_poll(struct sl_sock *s);
+/* The same where the caller cannot go on undecided (it closes, or read the
+ * acceptor's marker): an offer still out is revoked now, a claim followed
+ * (waiting a bounded while for room for our marker).  true: on the rings. */
+bool sl_promote_settle(struct sl_sock *s);
+/* Acceptor, a plain connection accepted from listener, no call of ours in
+ * flight on it: take a late offer for it if one waits.  1 taken (our
+ * sends on the ring, our reads across the seam), 0 none, -1 with errno:
+ * reset. */
+int sl_promote_look(struct sl_sock *s, struct sl_sock *listener);
+/* A receive while s->seam_pending: the peer's kernel bytes up to its
+ * point (*handled, their count; 0 at the end of its stream), or, past it
+ * (*handled false), the caller reads the ring.  -1 with errno: the
+ * kernel's, or ECONNRESET when the seam was broken (both ends reset). */
+ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags, bool *handled);
+/* Before the kernel close of a connection whose seam is pending: the
+ * peer's marker, when it is the next byte, is read first (waiting a bounded
+ * while for it), so that the close is a FIN, not an RST. */
+void sl_promote_before_close(struct sl_sock *s);
+/* poll's readiness while s->seam_pending: the kernel's, but the peer's
+ * marker is taken (never waiting) rather than reported; -1 when the seam is
+ * crossed and the ring's readiness is the answer. */
+short sl_promote_ready(struct sl_sock *s, short events);
+
+#endif

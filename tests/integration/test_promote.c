@@ -1,0 +1,256 @@
+/* test_promote.c — promotion in the library's own data path (issue 26 part
+ * 3): a connection the offer policy kept on kernel TCP (short) moves onto
+ * the rings mid-stream when its connector offers late and its acceptor
+ * looks, with data in flight both ways; every byte arrives once and in
+ * order, both ends end on the rings, and an offer nobody takes leaves the
+ * connection on kernel TCP, whole.  The triggers are called directly here
+ * (the hook's come later). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn/promote.h"
+#include "conn/promotion.h"
+#include "socket/offer_policy.h"
+#include "socket/sock_state.h"
+#include "testutil.h"
+
+TestSuite(promote, .timeout = 60);
+
+static int listener(uint16_t *port)
+{
+	int l;
+
+	cr_assert_not_null(tu_isolated_rundir());
+	l = tu_listen(AF_INET, 16, port);
+	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
+	return l;
+}
+
+/* Short connections until the offer policy keeps the next one plain; that
+ * one, open, as *c and *a (both ends scilan sockets on kernel TCP). */
+static void plain_pair(int l, uint16_t port, int *c, int *a)
+{
+	for (int i = 0; i < 4 * SL_OFFER_SHORT_RUN; i++) {
+		char b = 'x';
+
+		*c = tu_connect(AF_INET, port);
+		cr_assert_geq(*c, 0);
+		*a = tu_accept(l);
+		cr_assert_geq(*a, 0);
+		if (!tu_accelerated(*c) && !tu_accelerated(*a) && i >= SL_OFFER_SHORT_RUN)
+			return;
+		cr_assert_eq(tu_send_all(*c, &b, 1, 0), 1);
+		cr_assert_eq(tu_recv_all(*a, &b, 1), 1);
+		scilan_close(*c);
+		scilan_close(*a);
+	}
+	cr_assert_fail("the offer policy never kept a connection plain");
+}
+
+/* The connector's late offer; the acceptor's look (1 taken, 0 none). */
+static void offer(int c)
+{
+	cr_assert_eq(sl_promote_offer(sl_sock_get(c)), 0, "offer: %s", strerror(errno));
+}
+
+static int look(int a, int l)
+{
+	return sl_promote_look(sl_sock_get(a), sl_sock_get(l));
+}
+
+static void exchange(int from, int to, uint64_t seed, uint64_t off, size_t n)
+{
+	char *out = malloc(n), *in = malloc(n);
+
+	cr_assert(out && in);
+	tu_stream_fill(seed, off, out, n);
+	cr_assert_eq(tu_send_all(from, out, n, 0), (ssize_t)n);
+	cr_assert_eq(tu_recv_all(to, in, n), (ssize_t)n, "recv: %s", strerror(errno));
+	cr_assert_eq(tu_stream_check(seed, off, in, n), -1, "bytes changed at %llu", (unsigned long long)off);
+	free(out);
+	free(in);
+}
+
+Test(promote, a_request_response_connection_moves_onto_the_rings)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+
+	plain_pair(l, port, &c, &a);
+	exchange(c, a, 1, 0, 100);
+	exchange(a, c, 2, 0, 100);
+	offer(c);
+	/* Bytes of the connector's on TCP before the acceptor looks. */
+	exchange(c, a, 1, 100, 300);
+	cr_assert_eq(look(a, l), 1, "look: %s", strerror(errno));
+	cr_assert(tu_accelerated(a), "the acceptor is on the rings");
+	/* The acceptor's bytes go into the connector's ring now; the
+	 * connector reads its TCP bytes first, then follows. */
+	exchange(a, c, 2, 100, 5000);
+	cr_assert(tu_accelerated(c), "the connector followed");
+	exchange(c, a, 1, 400, 70000);
+	exchange(a, c, 2, 5100, 70000);
+	for (int t = 0; t < 100; t++) {
+		exchange(c, a, 3, (uint64_t)t * 64, 64);
+		exchange(a, c, 4, (uint64_t)t * 64, 64);
+	}
+	cr_assert(tu_accelerated(c) && tu_accelerated(a));
+	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
+
+/* The connector's sends reach the acceptor's kernel socket after the
+ * claim, before it follows: the acceptor reads them across the seam. */
+Test(promote, the_connectors_bytes_in_flight_at_the_claim_arrive_first)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+	char *big = malloc(200000), *in = malloc(200000);
+
+	cr_assert(big && in);
+	plain_pair(l, port, &c, &a);
+	offer(c);
+	tu_stream_fill(9, 0, big, 200000);
+	cr_assert_eq(tu_send_all(c, big, 100000, 0), 100000); /* on TCP: not claimed yet */
+	cr_assert_eq(look(a, l), 1);
+	cr_assert_eq(tu_recv_all(a, in, 50000), 50000);
+	/* The connector's next send follows the claim: its marker after the
+	 * first 100000 bytes, the rest on the ring. */
+	cr_assert_eq(tu_send_all(c, big + 100000, 100000, 0), 100000);
+	cr_assert(tu_accelerated(c));
+	cr_assert_eq(tu_recv_all(a, in + 50000, 150000), 150000);
+	cr_assert_eq(tu_stream_check(9, 0, in, 200000), -1);
+	free(big);
+	free(in);
+	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
+
+/* Nobody looks: past its time the offer is revoked at the connector's
+ * next call, and the connection stays on kernel TCP, whole. */
+Test(promote, an_offer_nobody_takes_keeps_kernel_tcp)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+
+	plain_pair(l, port, &c, &a);
+	offer(c);
+	exchange(c, a, 5, 0, 1000);
+	exchange(a, c, 6, 0, 1000);
+	usleep((SL_PROMOTE_WAIT_MS + 100) * 1000);
+	exchange(c, a, 5, 1000, 1000);
+	exchange(a, c, 6, 1000, 1000);
+	cr_assert_not(tu_accelerated(c));
+	cr_assert_not(tu_accelerated(a));
+	cr_assert_not(sl_sock_get(c)->seg, "the late offer's segment is gone");
+	/* A look after the revoke finds nothing to take. */
+	cr_assert_eq(look(a, l), 0);
+	exchange(a, c, 6, 2000, 1000);
+	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
+
+/* The connector closes with its offer out: revoked, the acceptor reads
+ * every byte then EOF on kernel TCP. */
+Test(promote, a_close_with_the_offer_out_is_a_clean_end)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+	char b;
+
+	plain_pair(l, port, &c, &a);
+	offer(c);
+	exchange(c, a, 7, 0, 500);
+	cr_assert_eq(tu_send_all(c, "end", 3, 0), 3);
+	scilan_close(c);
+	cr_assert_eq(tu_recv_all(a, &b, 1), 1);
+	cr_assert_eq(b, 'e');
+	cr_assert_eq(look(a, l), 0);
+	cr_assert_eq(tu_recv_all(a, &b, 1), 1);
+	cr_assert_eq(tu_recv_all(a, &b, 1), 1);
+	cr_assert_eq(scilan_recv(a, &b, 1, 0), 0, "then EOF");
+	scilan_close(a);
+	scilan_close(l);
+}
+
+/* The connector closes after the claim, before it followed: it follows at
+ * its close, so that the acceptor reads its marker, then a clean EOF. */
+Test(promote, a_close_after_the_claim_is_a_clean_end)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+	char b[8];
+
+	plain_pair(l, port, &c, &a);
+	offer(c);
+	cr_assert_eq(tu_send_all(c, "abc", 3, 0), 3);
+	cr_assert_eq(look(a, l), 1);
+	scilan_close(c);
+	cr_assert_eq(tu_recv_all(a, b, 3), 3);
+	cr_assert_eq(memcmp(b, "abc", 3), 0);
+	cr_assert_eq(scilan_recv(a, b, 1, 0), 0, "then EOF");
+	scilan_close(a);
+	scilan_close(l);
+}
+
+/* The acceptor claims, sends, and closes before the connector followed:
+ * the connector reads the acceptor's bytes (kernel, then ring) and a clean
+ * EOF, never a reset. */
+Test(promote, the_acceptor_closing_before_the_follow_is_a_clean_end)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+	char b[16];
+
+	plain_pair(l, port, &c, &a);
+	cr_assert_eq(tu_send_all(a, "tcp", 3, 0), 3);
+	offer(c);
+	cr_assert_eq(look(a, l), 1);
+	cr_assert_eq(tu_send_all(a, "ring", 4, 0), 4);
+	scilan_close(a);
+	cr_assert_eq(tu_recv_all(c, b, 7), 7);
+	cr_assert_eq(memcmp(b, "tcpring", 7), 0, "got %.7s", b);
+	cr_assert_eq(scilan_recv(c, b, 1, 0), 0, "then EOF: %s", strerror(errno));
+	scilan_close(c);
+	scilan_close(l);
+}
+
+/* A segment flagged late at a connect (a hostile or confused connector):
+ * the acceptor refuses it, and the connection is kernel TCP with every
+ * byte, never a ring the connector writes into and nobody reads. */
+Test(promote, an_accept_refuses_a_segment_flagged_late)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+	char got[5];
+
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0);
+	cr_assert_not_null(sl_sock_get(c)->seg, "the connect made an offer");
+	sl_promote_seam_init(sl_sock_get(c)->seg);
+	cr_assert_eq(tu_send_all(c, "hello", 5, 0), 5);
+	a = tu_accept(l);
+	cr_assert_geq(a, 0);
+	cr_assert_not(tu_accelerated(a));
+	/* The connector's next call sees the refusal and moves what its ring
+	 * held onto the kernel socket, ahead of what it sends now. */
+	cr_assert_eq(tu_send_all(c, "world", 5, 0), 5);
+	cr_assert_not(tu_accelerated(c));
+	cr_assert_eq(tu_recv_all(a, got, 5), 5);
+	cr_assert_eq(memcmp(got, "hello", 5), 0);
+	cr_assert_eq(tu_recv_all(a, got, 5), 5);
+	cr_assert_eq(memcmp(got, "world", 5), 0);
+	exchange(a, c, 8, 0, 1000);
+	exchange(c, a, 9, 0, 1000);
+	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
