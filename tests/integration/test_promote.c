@@ -7,6 +7,7 @@
  * (the hook's come later). */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,43 @@ Test(promote, an_accept_refuses_a_segment_flagged_late)
 	cr_assert_eq(memcmp(got, "world", 5), 0);
 	exchange(a, c, 8, 0, 1000);
 	exchange(c, a, 9, 0, 1000);
+	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
+
+/* poll across the seam: the connector's kernel bytes before its point are
+ * readable; its marker alone is not (poll takes it, and the ring's bytes
+ * behind it are what it reports). */
+Test(promote, poll_reports_the_program_s_bytes_never_the_marker)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+	struct pollfd p;
+	char b;
+
+	plain_pair(l, port, &c, &a);
+	offer(c);
+	cr_assert_eq(tu_send_all(c, "k", 1, 0), 1); /* kernel TCP: not claimed yet */
+	cr_assert_eq(look(a, l), 1);
+	p = (struct pollfd){ .fd = a, .events = POLLIN };
+	cr_assert_eq(scilan_poll(&p, 1, 1000), 1);
+	cr_assert_eq(scilan_recv(a, &b, 1, 0), 1);
+	cr_assert_eq(b, 'k');
+	p.revents = 0;
+	cr_assert_eq(scilan_poll(&p, 1, 0), 0, "nothing for the program");
+	/* The connector's next call follows (its marker), then sends on the
+	 * ring. */
+	cr_assert_eq(tu_send_all(c, "r", 1, 0), 1);
+	cr_assert(tu_accelerated(c));
+	usleep(20000); /* the marker's way through loopback */
+	p.revents = 0;
+	cr_assert_eq(scilan_poll(&p, 1, 1000), 1);
+	cr_assert(p.revents & POLLIN);
+	cr_assert_eq(scilan_recv(a, &b, 1, MSG_DONTWAIT), 1, "recv: %s", strerror(errno));
+	cr_assert_eq(b, 'r');
+	p.revents = 0;
+	cr_assert_eq(scilan_poll(&p, 1, 0), 0);
 	scilan_close(c);
 	scilan_close(a);
 	scilan_close(l);
