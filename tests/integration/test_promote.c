@@ -16,6 +16,7 @@
 
 #include "conn/promote.h"
 #include "conn/promotion.h"
+#include "runtime/sys.h"
 #include "socket/offer_policy.h"
 #include "socket/sock_state.h"
 #include "testutil.h"
@@ -289,6 +290,24 @@ Test(promote, poll_reports_the_program_s_bytes_never_the_marker)
 	p.revents = 0;
 	cr_assert_eq(scilan_poll(&p, 1, 0), 0);
 	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
+
+/* The acceptor's kernel connection reset after its claim: the connector's
+ * close cannot write its marker, and ends loudly, at once, instead of
+ * waiting for room that never comes. */
+Test(promote, a_connector_closing_after_a_reset_does_not_wait_for_room)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+
+	plain_pair(l, port, &c, &a);
+	offer(c);
+	cr_assert_eq(look(a, l), 1);
+	sl_sys_reset_tcp(a); /* an RST to the connector, its state left as it was */
+	usleep(20000);
+	cr_assert_eq(scilan_close(c), 0);
 	scilan_close(a);
 	scilan_close(l);
 }

@@ -290,6 +290,15 @@ Test(seam, an_end_before_the_marker_is_a_reset)
 	reads_then_resets(2);
 }
 
+/* The peer published a point beyond what it ever sent before its FIN. */
+Test(seam, an_end_short_of_a_published_point_is_a_reset)
+{
+	peer_sends("ab");
+	atomic_store(&peer_x, 5);
+	shutdown(peer, SHUT_WR);
+	reads_then_resets(2);
+}
+
 Test(seam, a_point_behind_what_was_read_is_a_reset)
 {
 	char buf[64];

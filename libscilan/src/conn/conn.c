@@ -125,13 +125,9 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	bool peer_fin, shut_wr;
 
 	/* Promoted, the peer's kernel bytes still before its switch point
-	 * (promotion.c): the kernel's readiness for them. */
-	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire)) {
-		short seam = sl_promote_ready(s, events);
+	 * (promotion.c): the reading side is the kernel's (-1: not any more). */
+	short seam_in = atomic_load_explicit(&s->seam_pending, memory_order_acquire) ? sl_promote_ready(s, events) : -1;
 
-		if (seam >= 0)
-			return seam;
-	}
 	/* Our offer out and undecided, or the peer's bytes on the kernel
 	 * socket: a poll or epoll wait is where a program that never calls
 	 * recv learns that the connection is kernel TCP now. */
@@ -182,6 +178,8 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	}
 	if ((peer_fin || atomic_load(&s->shut_rd)) && shut_wr)
 		rev |= POLLHUP;
+	if (seam_in >= 0)
+		rev = (short)((rev & ~(POLLIN | POLLRDNORM | POLLRDHUP)) | seam_in);
 	return (short)(rev & (events | POLLHUP | POLLERR));
 }
 

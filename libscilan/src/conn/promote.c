@@ -24,10 +24,10 @@ int sl_promote_switch(int fd, struct sl_seg_seam *seam, int side, bool (*claim)(
 	 * with our send lock held nobody else fills the socket meanwhile. */
 	if (!sl_seam_room(fd)) {
 		errno = EAGAIN;
-		return -1;
+		return 2;
 	}
 	if (sl_seam_sent_total(fd, side == 0, &x) < 0)
-		return -1;
+		return 2;
 	/* The point before the claim: the connector reads it once it sees the
 	 * claim.  The marker after it: written before, a revoke could beat the
 	 * claim and the connector would deliver the marker as data (the

@@ -38,11 +38,11 @@ void sl_promote_seam_init(void *seg);
  * it, our send lock held): publish our point in seam->x[side], then, for
  * the acceptor, claim(arg) (the offer word's compare-and-swap), then the
  * marker.  0: switched, our sends go to the ring from now on.  1: the claim
- * was lost (the connector revoked first): nothing was sent, and the
- * connection stays on kernel TCP.  -1 with errno: EAGAIN, the kernel
- * socket has no room for the marker now, nothing published (try again at a
- * later call); any other, the marker could not follow a public point (or
- * the point could not be counted): the caller resets. */
+ * was lost (the connector revoked first), nothing sent.  2: nothing was
+ * published, with errno: EAGAIN, the kernel socket has no room for the
+ * marker now (try again later); else the kernel cannot count (then it
+ * never will).  -1 with errno: the point is public but the marker could not
+ * follow: the caller resets. */
 int sl_promote_switch(int fd, struct sl_seg_seam *seam, int side, bool (*claim)(void *arg), void *arg);
 
 #endif

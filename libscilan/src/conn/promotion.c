@@ -19,6 +19,7 @@
 #include "runtime/sys.h"
 #include "conn/promotion.h"
 #include "sync/clock.h"
+#include "sync/conn_spin.h"
 
 /* The rings carry the connection from here: as a connect that agreed. */
 static void promoted(struct sl_sock *s, const char *role)
@@ -33,15 +34,132 @@ static void promoted(struct sl_sock *s, const char *role)
 	sl_debug("fd %d: promoted onto the rings (%s)", s->fd, role);
 }
 
-/* The connector's late offer is over without a claim: the segment goes,
- * and the connection stays on kernel TCP, whole (nothing of ours went into
- * a ring). */
+/* The connector's late offer is over without a claim (all three locks
+ * held): the segment goes, and the connection stays on kernel TCP, whole
+ * (nothing of ours went into a ring).  SL_AGREE_PLAIN stays: a call of
+ * ours already inside the library finishes on the kernel socket. */
 static void withdrawn(struct sl_sock *s)
 {
 	atomic_store(&s->late_offer, false);
 	atomic_store(&s->seam_pending, false);
+	s->seam_point.x = NULL;
+	s->seam_point.word = NULL;
 	s->fabric->offer_withdraw(s);
+}
+
+/* Loud at both ends: a promotion that cannot complete once claimed.  With
+ * none of our locks held (a reset takes ctl_lock).  The segment stays
+ * mapped until the close; nothing tries again. */
+static void promotion_failed(struct sl_sock *s, const char *why)
+{
+	sl_warn("fd %d: connection reset: its promotion %s", s->fd, why);
+	atomic_store(&s->late_offer, false);
+	atomic_store(&s->seam_pending, false);
+	sl_conn_reset(s, "promotion failed half-way");
+	sl_sys_reset_tcp(s->fd);
+}
+
+/* The connector follows the acceptor's claim (all three locks held): its
+ * point, its marker, its sends on the ring.  0 switched; 2 not now (no room
+ * for the marker; nothing published); -1 it cannot (*why), for the caller
+ * to reset once it let go of the locks. */
+static int follow_locked(struct sl_sock *s, const char **why)
+{
+	int r;
+
+	/* Nothing reads our kernel stream any more (the acceptor closed after
+	 * its claim), or we have none (closed where no hook saw it): no
+	 * marker, which would only earn an RST; the ring holds what the
+	 * acceptor sent, read as from any closed peer. */
+	if (s->fd < 0 || (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_CLOSED))
+		goto switched;
+	r = sl_promote_switch(s->fd, sl_promote_seam(s->seg), 0, NULL, NULL);
+	if (r == 2 && errno == EAGAIN)
+		return 2;
+	if (r != 0) {
+		/* The acceptor sends on its ring already and waits at our point
+		 * for our marker. */
+		*why = r == 2 ? "cannot count the kernel's bytes" : "could not send its marker";
+		return -1;
+	}
+switched:
+	atomic_store(&s->late_offer, false);
 	atomic_fetch_and(&s->agree, ~SL_AGREE_PLAIN);
+	s->fabric->offer_settle(s);
+	promoted(s, "connector");
+	return 0;
+}
+
+/* The connector's look at its offer (must: the caller cannot go on
+ * undecided, as it read the acceptor's marker or closes: an offer still out
+ * is revoked now, and a claim is followed, waiting a bounded while, outside
+ * the locks, for room for our marker).  The word is read under the locks:
+ * a withdraw unmaps it. */
+static bool decide(struct sl_sock *s, bool must)
+{
+	int64_t until = sl_mono_ns() + (int64_t)SL_PROMOTE_WAIT_MS * 1000000;
+
+	for (;;) {
+		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
+		bool on_rings = false, wait_room = false;
+		uint32_t w, offered = SL_OFFER_OFFERED;
+		const char *failed = NULL;
+		int left;
+
+		if (!sl_sock_promoting(s))
+			return sl_sock_on_rings(s);
+		sl_lock(&s->tx_lock);
+		sl_lock(&s->rx_lock);
+		pthread_mutex_lock(&s->ctl_lock);
+		if (!sl_sock_promoting(s)) {
+			on_rings = sl_sock_on_rings(s);
+		} else if ((w = atomic_load_explicit(s->offer_word, memory_order_acquire)) == SL_OFFER_OFFERED &&
+			   !must && sl_mono_ns() < s->agree_deadline_ns) {
+			on_rings = false;
+		} else if (w == SL_OFFER_OFFERED &&
+			   atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED)) {
+			sl_debug("fd %d: late offer not taken; connection stays on kernel TCP", s->fd);
+			withdrawn(s);
+		} else if (sl_offer_agreed(atomic_load_explicit(s->offer_word, memory_order_acquire))) {
+			/* Claimed, and maybe moved on since (the acceptor led the
+			 * connection back to kernel TCP after its claim: a close
+			 * with its bytes untaken, a bypass): we follow first, and
+			 * the move is followed after the seam, as on any agreed
+			 * connection. */
+			int r = follow_locked(s, &failed);
+
+			on_rings = r == 0;
+			wait_room = r == 2 && must;
+		} else {
+			/* Refused (no room for the acceptor's marker), or not ours
+			 * to read any more: kernel TCP, nothing moved. */
+			withdrawn(s);
+		}
+		pthread_mutex_unlock(&s->ctl_lock);
+		sl_unlock(&s->rx_lock);
+		sl_unlock(&s->tx_lock);
+		if (failed) {
+			promotion_failed(s, failed);
+			return false;
+		}
+		if (!wait_room)
+			return on_rings;
+		left = (int)((until - sl_mono_ns()) / 1000000);
+		if (left <= 0 || sl_sys.poll(&p, 1, left) != 1 || (p.revents & (POLLERR | POLLHUP))) {
+			promotion_failed(s, "found no room for its marker");
+			return false;
+		}
+	}
+}
+
+bool sl_promote_poll(struct sl_sock *s)
+{
+	return decide(s, false);
+}
+
+bool sl_promote_settle(struct sl_sock *s)
+{
+	return decide(s, true);
 }
 
 int sl_promote_offer(struct sl_sock *s)
@@ -58,7 +176,7 @@ int sl_promote_offer(struct sl_sock *s)
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
 	if (sl_sock_state(s) != SL_PLAIN || atomic_load(&s->late_offer) || s->seg || sl_sock_maybe_shared(s) ||
-	    atomic_load(&s->shut_rd) || atomic_load(&s->shut_wr)) {
+	    !sl_seam_established(s->fd)) {
 		err = EALREADY;
 		goto out;
 	}
@@ -96,95 +214,6 @@ out:
 	return err ? -1 : 0;
 }
 
-/* The connector follows the acceptor's claim: its point, its marker, and
- * its sends on the ring; with tx_lock held.  false: not now (no room for
- * the marker) or reset. */
-static bool follow_locked(struct sl_sock *s, bool must)
-{
-	int r;
-
-	/* No room for our marker: the acceptor reads its kernel stream, so
-	 * room comes; a call that cannot go on without following (we read
-	 * its marker, we close) waits for it, a bounded while. */
-	/* The acceptor closed after its claim: nothing reads our kernel
-	 * stream any more, and a marker there would only earn an RST; the
-	 * ring holds what it sent, which we read as from any closed peer. */
-	if (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_CLOSED) {
-		r = 0;
-		goto switched;
-	}
-	while ((r = sl_promote_switch(s->fd, sl_promote_seam(s->seg), 0, NULL, NULL)) < 0 && errno == EAGAIN && must) {
-		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
-
-		if (sl_sys.poll(&p, 1, SL_PROMOTE_WAIT_MS) != 1) {
-			errno = ETIMEDOUT;
-			break;
-		}
-	}
-	if (r < 0) {
-		if (errno == EAGAIN)
-			return false;
-		/* The acceptor sends on its ring already and waits at our point
-		 * for our marker: loud at both ends. */
-		sl_warn("fd %d: connection reset: its promotion could not send its marker (%m)", s->fd);
-		sl_conn_reset(s, "promotion failed half-way");
-		sl_sys_reset_tcp(s->fd);
-		return false;
-	}
-switched:
-	atomic_store(&s->late_offer, false);
-	atomic_fetch_and(&s->agree, ~SL_AGREE_PLAIN);
-	s->fabric->offer_settle(s);
-	promoted(s, "connector");
-	return true;
-}
-
-/* must: the caller cannot go on without a decision (it read the
- * acceptor's marker, or closes): an offer still out is revoked at once. */
-static bool decide(struct sl_sock *s, bool must)
-{
-	uint32_t w, offered = SL_OFFER_OFFERED;
-	bool on_rings = false;
-
-	if (!sl_sock_promoting(s))
-		return sl_sock_on_rings(s);
-	w = atomic_load_explicit(s->offer_word, memory_order_acquire);
-	if (w == SL_OFFER_OFFERED && !must && sl_mono_ns() < s->agree_deadline_ns)
-		return false;
-	sl_lock(&s->tx_lock);
-	pthread_mutex_lock(&s->ctl_lock);
-	if (!sl_sock_promoting(s)) {
-		on_rings = sl_sock_on_rings(s);
-	} else if (w == SL_OFFER_OFFERED &&
-		   atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED)) {
-		sl_debug("fd %d: late offer not taken in time; connection stays on kernel TCP", s->fd);
-		withdrawn(s);
-	} else if (sl_offer_agreed(w = atomic_load_explicit(s->offer_word, memory_order_acquire))) {
-		/* Claimed, and maybe moved on since (the acceptor led the
-		 * connection back to kernel TCP after its claim: a close with
-		 * its bytes untaken, a bypass): we follow first, and the move is
-		 * then followed as on any agreed connection, after the seam. */
-		on_rings = follow_locked(s, must);
-	} else if (w != SL_OFFER_OFFERED) {
-		/* Refused (no room for the acceptor's marker), or not ours to
-		 * read any more: kernel TCP, nothing moved. */
-		withdrawn(s);
-	}
-	pthread_mutex_unlock(&s->ctl_lock);
-	sl_unlock(&s->tx_lock);
-	return on_rings;
-}
-
-bool sl_promote_poll(struct sl_sock *s)
-{
-	return decide(s, false);
-}
-
-bool sl_promote_settle(struct sl_sock *s)
-{
-	return decide(s, true);
-}
-
 int sl_promote_look(struct sl_sock *s, struct sl_sock *listener)
 {
 	struct sl_key local = s->known_local, peer = s->known_peer;
@@ -195,8 +224,7 @@ int sl_promote_look(struct sl_sock *s, struct sl_sock *listener)
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
-	if (sl_sock_state(s) != SL_PLAIN || s->seg || sl_sock_maybe_shared(s) || atomic_load(&s->shut_rd) ||
-	    atomic_load(&s->shut_wr))
+	if (sl_sock_state(s) != SL_PLAIN || s->seg || sl_sock_maybe_shared(s) || !sl_seam_established(s->fd))
 		goto out;
 	/* Where our reads of the connector's stream stand, before our claim
 	 * lets it write its marker. */
@@ -233,26 +261,62 @@ static void seam_broken(struct sl_sock *s)
 	errno = ECONNRESET;
 }
 
-ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags, bool *handled)
+/* One look across the seam, never waiting: rx_lock is a spinlock, and a
+ * call that may block waits for the kernel socket outside it. */
+static ssize_t seam_look(struct sl_sock *s, const struct iovec *iov, int cnt, int flags, bool *crossed)
 {
 	ssize_t r;
-	bool crossed;
 
-	*handled = true;
-	/* The connector follows a claim it can see before it reads: the
-	 * acceptor's ring bytes wait behind its marker anyway. */
-	sl_promote_poll(s);
 	sl_lock(&s->rx_lock);
 	if (!atomic_load(&s->seam_pending)) {
 		sl_unlock(&s->rx_lock);
-		*handled = false;
+		*crossed = true;
 		return 0;
 	}
-	r = sl_seam_recv(s->fd, &s->seam_rx, &s->seam_point, iov, cnt, flags);
-	crossed = s->seam_rx.crossed;
-	if (crossed)
+	r = sl_seam_recv(s->fd, &s->seam_rx, &s->seam_point, iov, cnt, flags | MSG_DONTWAIT);
+	*crossed = s->seam_rx.crossed;
+	if (*crossed)
 		atomic_store(&s->seam_pending, false);
 	sl_unlock(&s->rx_lock);
+	return r;
+}
+
+/* A blocking receive's wait for the kernel socket, with its SO_RCVTIMEO:
+ * 0 readable, -1 with errno (EAGAIN when the timeout ran out, as the
+ * kernel's recv says). */
+static int wait_kernel(struct sl_sock *s)
+{
+	struct timeval tv = { 0 };
+	socklen_t len = sizeof(tv);
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
+	int ms = -1, n;
+
+	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
+		ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+	n = sl_sys.poll(&p, 1, ms);
+	if (n == 0)
+		errno = EAGAIN;
+	return n == 1 ? 0 : -1;
+}
+
+ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags, bool *handled)
+{
+	bool may_block = !sl_io_nonblocking(s, flags), crossed;
+	ssize_t r;
+
+	*handled = true;
+	for (;;) {
+		/* The connector follows a claim it can see before it reads:
+		 * the acceptor's ring bytes wait behind its marker anyway. */
+		sl_promote_poll(s);
+		r = seam_look(s, iov, cnt, flags, &crossed);
+		if (r < 0 && errno == EAGAIN && may_block && !crossed) {
+			if (wait_kernel(s) < 0)
+				return -1;
+			continue;
+		}
+		break;
+	}
 	if (r < 0) {
 		if (errno == EPROTO)
 			seam_broken(s);
@@ -268,56 +332,78 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
 	return 0;
 }
 
+/* The peer's point is known and our reads reached it: its marker is the
+ * next byte (rx_lock held). */
+static bool marker_due(const struct sl_sock *s)
+{
+	const struct sl_seam_point *p = &s->seam_point;
+
+	return atomic_load(&s->seam_pending) && p->x && !(p->word && !sl_offer_agreed(atomic_load(p->word))) &&
+	       atomic_load(p->x) == s->seam_rx.read;
+}
+
+/* Take the marker if it is due and here, never waiting (rx_lock held):
+ * false only when what is there is not the marker. */
+static bool take_due_marker(struct sl_sock *s)
+{
+	struct iovec none = { NULL, 0 };
+
+	if (!marker_due(s))
+		return true;
+	if (sl_seam_recv(s->fd, &s->seam_rx, &s->seam_point, &none, 1, MSG_DONTWAIT) < 0 && errno == EPROTO)
+		return false;
+	if (s->seam_rx.crossed)
+		atomic_store(&s->seam_pending, false);
+	return true;
+}
+
 short sl_promote_ready(struct sl_sock *s, short events)
 {
-	struct pollfd p = { .fd = s->fd, .events = events };
-	char none;
-	struct iovec iov = { &none, 0 };
-	bool crossed = false;
+	struct pollfd p = { .fd = s->fd, .events = events & (POLLIN | POLLRDNORM | POLLRDHUP) };
+	bool whole;
 
 	sl_promote_poll(s);
-	sl_lock(&s->rx_lock);
 	/* At the peer's point the kernel reports its marker readable: it is
-	 * taken now, never waiting, and the ring's readiness counts. */
-	if (atomic_load(&s->seam_pending) && !(s->seam_point.word && !sl_offer_agreed(atomic_load(s->seam_point.word))) &&
-	    s->seam_point.x && atomic_load(s->seam_point.x) == s->seam_rx.read &&
-	    sl_seam_recv(s->fd, &s->seam_rx, &s->seam_point, &iov, 1, MSG_DONTWAIT) == 0 && s->seam_rx.crossed) {
-		atomic_store(&s->seam_pending, false);
-		crossed = true;
-	}
+	 * taken now, and the ring's readiness counts. */
+	sl_lock(&s->rx_lock);
+	whole = take_due_marker(s);
 	sl_unlock(&s->rx_lock);
-	if (crossed && sl_sock_promoting(s))
+	if (!whole) {
+		seam_broken(s);
+		return -1; /* reset: the connection's readiness says so */
+	}
+	if (sl_sock_promoting(s) && !atomic_load(&s->seam_pending))
 		sl_promote_settle(s);
 	if (!atomic_load(&s->seam_pending))
 		return -1; /* the ring's, as any ring connection's */
-	return sl_sys.poll(&p, 1, 0) == 1 ? p.revents : 0;
+	/* Only the reading side is the kernel's: our sends go to the ring. */
+	if (sl_sys.poll(&p, 1, 0) != 1)
+		return 0;
+	return (short)(p.revents & (POLLIN | POLLRDNORM | POLLRDHUP | POLLHUP | POLLERR));
 }
 
 void sl_promote_before_close(struct sl_sock *s)
 {
-	struct iovec none = { NULL, 0 };
 	int64_t until = sl_mono_ns() + (int64_t)SL_PROMOTE_WAIT_MS * 1000000;
 
-	if (!atomic_load(&s->seam_pending))
+	if (!atomic_load(&s->seam_pending) || s->fd < 0)
 		return;
-	sl_lock(&s->rx_lock);
 	/* The peer's marker, due and unread, would make our close an RST (the
 	 * kernel's answer to a close with unread bytes), which the peer would
 	 * take for a reset of the stream it had sent whole.  Bytes of the
-	 * program's still unread make it one anyway, as on TCP. */
-	while (atomic_load(&s->seam_pending) && s->seam_point.x &&
-	       !(s->seam_point.word && !sl_offer_agreed(atomic_load(s->seam_point.word))) &&
-	       atomic_load(s->seam_point.x) == s->seam_rx.read && sl_mono_ns() < until) {
+	 * program's still unread make it one anyway, as on TCP.  Waited for
+	 * outside rx_lock. */
+	for (;;) {
 		struct pollfd p = { .fd = s->fd, .events = POLLIN };
-		ssize_t r;
+		bool due;
+		int left;
 
-		if (sl_sys.poll(&p, 1, (int)((until - sl_mono_ns()) / 1000000) + 1) != 1)
-			break;
-		r = sl_seam_recv(s->fd, &s->seam_rx, &s->seam_point, &none, 1, MSG_DONTWAIT);
-		if (s->seam_rx.crossed || (r < 0 && errno != EAGAIN))
-			break;
+		sl_lock(&s->rx_lock);
+		take_due_marker(s);
+		due = marker_due(s);
+		sl_unlock(&s->rx_lock);
+		left = (int)((until - sl_mono_ns()) / 1000000);
+		if (!due || left <= 0 || sl_sys.poll(&p, 1, left) != 1)
+			return;
 	}
-	if (s->seam_rx.crossed)
-		atomic_store(&s->seam_pending, false);
-	sl_unlock(&s->rx_lock);
 }

@@ -72,6 +72,18 @@ int sl_seam_read_total(int fd, uint64_t *total)
 	return stable_total(fd, SIOCINQ, false, total);
 }
 
+/* TCP_ESTABLISHED of the kernel's tcp_states.h, which linux/tcp.h (the
+ * header with tcpi_bytes_acked) does not bring. */
+#define SEAM_TCP_ESTABLISHED 1
+
+bool sl_seam_established(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	return sl_sys.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == SEAM_TCP_ESTABLISHED;
+}
+
 bool sl_seam_room(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
@@ -140,6 +152,7 @@ static ssize_t take_marker(int fd, struct sl_seam_rx *rx, uint64_t at, int flags
 struct seam_read {
 	struct iovec stack[8], *use;
 	int used;
+	uint64_t asked; /* bytes the read may take */
 	void *scratch;
 };
 
@@ -160,6 +173,7 @@ static int seam_read_plan(struct seam_read *r, const struct iovec *iov, int cnt,
 			return fail(ENOMEM);
 		r->stack[0] = (struct iovec){ r->scratch, total };
 		r->used = 1;
+		r->asked = total;
 		return 0;
 	}
 	if (cnt > (int)(sizeof(r->stack) / sizeof(r->stack[0])) && !(r->use = malloc(sizeof(*r->use) * (size_t)cnt)))
@@ -170,6 +184,7 @@ static int seam_read_plan(struct seam_read *r, const struct iovec *iov, int cnt,
 			r->use[r->used].iov_len = left;
 		left -= r->use[r->used].iov_len;
 	}
+	r->asked = room - left;
 	return 0;
 }
 
@@ -221,6 +236,12 @@ ssize_t sl_seam_recv(int fd, struct sl_seam_rx *rx, const struct sl_seam_point *
 	 * that reached the marker sees the point now. */
 	if (n > 0 && at == SL_SEAM_UNKNOWN)
 		at = point_now(point);
+	/* The end of the stream before a point the peer published: it never
+	 * reached its own point (it died between the two, or lies). */
+	if (n == 0 && at != SL_SEAM_UNKNOWN && r.asked) {
+		seam_read_done(&r);
+		return fail(EPROTO);
+	}
 	if (n <= 0 || at == SL_SEAM_UNKNOWN || rx->read + got <= at) {
 		seam_read_done(&r);
 		if (n > 0 && !(flags & MSG_PEEK))

@@ -33,6 +33,10 @@ int sl_seam_sent_total(int fd, bool connector, uint64_t *total);
  * received minus still queued.  0, or -1 with errno. */
 int sl_seam_read_total(int fd, uint64_t *total);
 
+/* Is the connection established, neither end's FIN sent or seen (the
+ * counts hold only then)? */
+bool sl_seam_established(int fd);
+
 /* Can our kernel socket take the marker now without blocking (POLLOUT)?
  * Asked before our switch point is published: once it is, the marker must
  * follow. */

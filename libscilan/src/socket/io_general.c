@@ -669,6 +669,9 @@ ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire)) {
 		bool handled;
 
+		/* A zero-length read across the seam does not wait for data. */
+		if (len == 0)
+			return 0;
 		r = sl_promote_recv(s, iov, cnt, flags, &handled);
 		if (handled)
 			return r;

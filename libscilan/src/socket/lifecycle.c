@@ -498,6 +498,10 @@ int scilan_shutdown(int fd, int how)
 
 	if (s && sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
+	/* A late offer out: decided first (a FIN on the kernel stream would
+	 * break the seam's counts), then shut down where the connection is. */
+	if (s && sl_sock_promoting(s))
+		sl_promote_settle(s);
 	if (!s || !sl_sock_on_rings(s))
 		return sl_sys.shutdown(fd, how);
 	/* Our offer out and the kernel socket stirred (a plain acceptor spoke,
@@ -639,8 +643,9 @@ void sl_sock_release(int fd)
 		case SL_PLAIN:
 			/* A late offer still out (promotion): revoked, or, claimed
 			 * already, followed, so that the acceptor meets our marker
-			 * before our FIN, and closed as a ring connection. */
-			if (sl_sock_promoting(s) && sl_promote_settle(s)) {
+			 * before our FIN, and closed as a ring connection.  Not
+			 * where another process holds the socket: it decides. */
+			if (sl_sock_promoting(s) && !sl_sock_maybe_shared(s) && sl_promote_settle(s)) {
 				sl_promote_before_close(s);
 				close_connected(s);
 				break;

@@ -137,7 +137,7 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 	if (late) {
 		int r = sl_promote_switch(s->fd, sl_promote_seam(base), 1, claim_offer, base);
 
-		if (r < 0 && errno != EAGAIN) {
+		if (r < 0) {
 			/* Claimed, our point public, and no marker: the connector
 			 * would wait at our point for ever. */
 			int err = errno;
@@ -152,10 +152,10 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 			errno = err;
 			return -1;
 		}
-		if (r < 0) {
-			/* No room for the marker now: nothing was published;
-			 * refused (the connector reads the word at its next
-			 * call), it stays on kernel TCP and may offer again. */
+		if (r == 2) {
+			/* No room for the marker now, or no count: nothing was
+			 * published; refused (the connector reads the word at its
+			 * next call), it stays on kernel TCP and may offer again. */
 			atomic_compare_exchange_strong(sl_shm_offer_word(base), &offered, SL_OFFER_REFUSED);
 		}
 		offered = r == 0 ? SL_OFFER_OFFERED : SL_OFFER_REVOKED; /* r == 1: the connector revoked first */
