@@ -65,6 +65,14 @@ static int look(int a, int l)
 	return sl_promote_look(sl_sock_get(a), sl_sock_get(l));
 }
 
+/* The end of every test: both ends and the listener closed. */
+static void close_all(int c, int a, int l)
+{
+	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
+
 static void exchange(int from, int to, uint64_t seed, uint64_t off, size_t n)
 {
 	char *out = malloc(n), *in = malloc(n);
@@ -102,9 +110,7 @@ Test(promote, a_request_response_connection_moves_onto_the_rings)
 		exchange(a, c, 4, (uint64_t)t * 64, 64);
 	}
 	cr_assert(tu_accelerated(c) && tu_accelerated(a));
-	scilan_close(c);
-	scilan_close(a);
-	scilan_close(l);
+	close_all(c, a, l);
 }
 
 /* The connector's sends reach the acceptor's kernel socket after the
@@ -130,9 +136,7 @@ Test(promote, the_connectors_bytes_in_flight_at_the_claim_arrive_first)
 	cr_assert_eq(tu_stream_check(9, 0, in, 200000), -1);
 	free(big);
 	free(in);
-	scilan_close(c);
-	scilan_close(a);
-	scilan_close(l);
+	close_all(c, a, l);
 }
 
 /* Nobody looks: past its time the offer is revoked at the connector's
@@ -155,9 +159,7 @@ Test(promote, an_offer_nobody_takes_keeps_kernel_tcp)
 	/* A look after the revoke finds nothing to take. */
 	cr_assert_eq(look(a, l), 0);
 	exchange(a, c, 6, 2000, 1000);
-	scilan_close(c);
-	scilan_close(a);
-	scilan_close(l);
+	close_all(c, a, l);
 }
 
 /* The connector closes with its offer out: revoked, the acceptor reads
@@ -252,9 +254,7 @@ Test(promote, an_accept_refuses_a_segment_flagged_late)
 	cr_assert_eq(memcmp(got, "world", 5), 0);
 	exchange(a, c, 8, 0, 1000);
 	exchange(c, a, 9, 0, 1000);
-	scilan_close(c);
-	scilan_close(a);
-	scilan_close(l);
+	close_all(c, a, l);
 }
 
 /* poll across the seam: the connector's kernel bytes before its point are
@@ -289,9 +289,7 @@ Test(promote, poll_reports_the_program_s_bytes_never_the_marker)
 	cr_assert_eq(b, 'r');
 	p.revents = 0;
 	cr_assert_eq(scilan_poll(&p, 1, 0), 0);
-	scilan_close(c);
-	scilan_close(a);
-	scilan_close(l);
+	close_all(c, a, l);
 }
 
 /* The acceptor's kernel connection reset after its claim: the connector's

@@ -6,7 +6,11 @@
 #include "conn/promotion.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +19,7 @@
 #include "evq/evq.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
+#include "runtime/stats_file.h"
 #include "ring/segment.h"
 #include "runtime/sys.h"
 #include "ring/urgent.h"
@@ -353,4 +358,42 @@ bool sl_conn_kernel_woke(struct sl_sock *s)
 		return false;
 	}
 	return sl_conn_check_peer(s);
+}
+
+int sl_conn_timeout_ms(struct sl_sock *s, short events)
+{
+	struct timeval tv;
+	socklen_t len = sizeof(tv);
+	int dir = (events & POLLOUT) ? 1 : 0, opt = dir ? SO_SNDTIMEO : SO_RCVTIMEO, ms;
+
+	/* The kernel keeps SO_RCVTIMEO/SO_SNDTIMEO for us; asked when we block,
+	 * unless what it said last is still exact: every setsockopt of this
+	 * process goes through the hook (sl_nonblock_changes_seen), none
+	 * since, no fork since, and no other process holds the socket (as the
+	 * O_NONBLOCK hint, conn_spin.c).  A sleep in interrupt mode then costs
+	 * no getsockopt. */
+	if (sl_sock_still_exact(s, atomic_load_explicit(&s->timeo_exact_at[dir], memory_order_acquire)))
+		return atomic_load_explicit(&s->timeo_ms[dir], memory_order_relaxed);
+	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0)
+		return -1;
+	if (tv.tv_sec == 0 && tv.tv_usec == 0)
+		ms = -1;
+	else if (tv.tv_sec >= INT_MAX / 1000 - 1)
+		ms = INT_MAX; /* ~24 days: as good as forever, and no overflow */
+	else
+		ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
+	atomic_store_explicit(&s->timeo_ms[dir], ms, memory_order_relaxed);
+	atomic_store_explicit(&s->timeo_exact_at[dir], sl_sock_exact_stamp(s), memory_order_release);
+	return ms;
+}
+
+void sl_conn_became_connected(struct sl_sock *s)
+{
+	int one = 1;
+
+	sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	sl_stats_conn_open(s);
+	atomic_store_explicit(&s->state, (int)SL_CONNECTED, memory_order_release);
+	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+	sl_debug("fd %d: connected over the %s fabric", s->fd, s->fabric->name);
 }

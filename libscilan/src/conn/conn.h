@@ -101,4 +101,12 @@ static inline void sl_stat_add(_Atomic uint64_t *counter, uint64_t n)
 			      memory_order_relaxed);
 }
 
+/* The ms a blocking call waiting for events (POLLOUT: sending) may wait:
+ * the socket's SO_SNDTIMEO or SO_RCVTIMEO, -1 for none. */
+int sl_conn_timeout_ms(struct sl_sock *s, short events);
+/* The rings carry s from now on (a connect agreed, or a promotion): the
+ * kernel socket carries only wake-up bytes, which must not wait for
+ * Nagle; counted and in the statistics file. */
+void sl_conn_became_connected(struct sl_sock *s);
+
 #endif

@@ -24,13 +24,8 @@
 /* The rings carry the connection from here: as a connect that agreed. */
 static void promoted(struct sl_sock *s, const char *role)
 {
-	int one = 1;
-
-	sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	s->fb_reason = SL_FB_NONE;
-	sl_stats_conn_open(s);
-	atomic_store_explicit(&s->state, (int)SL_CONNECTED, memory_order_release);
-	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
+	sl_conn_became_connected(s);
 	sl_debug("fd %d: promoted onto the rings (%s)", s->fd, role);
 }
 
@@ -286,14 +281,9 @@ static ssize_t seam_look(struct sl_sock *s, const struct iovec *iov, int cnt, in
  * kernel's recv says). */
 static int wait_kernel(struct sl_sock *s)
 {
-	struct timeval tv = { 0 };
-	socklen_t len = sizeof(tv);
 	struct pollfd p = { .fd = s->fd, .events = POLLIN };
-	int ms = -1, n;
+	int n = sl_sys.poll(&p, 1, sl_conn_timeout_ms(s, POLLIN));
 
-	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len) == 0 && (tv.tv_sec || tv.tv_usec))
-		ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
-	n = sl_sys.poll(&p, 1, ms);
 	if (n == 0)
 		errno = EAGAIN;
 	return n == 1 ? 0 : -1;

@@ -33,18 +33,6 @@ static void set_state(struct sl_sock *s, enum sl_state state)
 	atomic_store_explicit(&s->state, (int)state, memory_order_release);
 }
 
-/* The kernel socket now only carries wake-up bytes: they must not wait for Nagle. */
-static void become_connected(struct sl_sock *s)
-{
-	int one = 1;
-
-	sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	sl_stats_conn_open(s);
-	set_state(s, SL_CONNECTED);
-	atomic_fetch_add_explicit(&sl_totals.accelerated, 1, memory_order_relaxed);
-	sl_debug("fd %d: connected over the %s fabric", s->fd, s->fabric->name);
-}
-
 /* reason: unless a fabric said better (sl_fb_hint). */
 static void become_plain(struct sl_sock *s, enum sl_fb reason, enum sl_fb_side side)
 {
@@ -225,7 +213,7 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	ns->known_peer = peer;
 	r = sl_fabric_attach(ns, s, &ns->known_local, &ns->known_peer);
 	if (r > 0) {
-		become_connected(ns);
+		sl_conn_became_connected(ns);
 		return nfd;
 	}
 	if (r == 0) {
@@ -461,7 +449,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	r = sl_sys.connect(fd, addr, len);
 	err = errno;
 	if (r == 0)
-		become_connected(s);
+		sl_conn_became_connected(s);
 	else if (err == EINPROGRESS || err == EINTR)
 		set_state(s, SL_CONNECTING);
 	else
@@ -482,7 +470,7 @@ void sl_connect_progress(struct sl_sock *s)
 	if (sl_sock_state(s) == SL_CONNECTING && sl_sys.poll(&pfd, 1, 0) == 1) {
 		/* getpeername, unlike SO_ERROR, leaves the error for the application. */
 		if (sl_sys.getpeername(s->fd, (struct sockaddr *)&ss, &len) == 0) {
-			become_connected(s);
+			sl_conn_became_connected(s);
 		} else {
 			s->fabric->offer_withdraw(s);
 			set_state(s, SL_FRESH);

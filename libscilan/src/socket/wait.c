@@ -560,33 +560,6 @@ int sl_poll_sigmask(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t
 	return r;
 }
 
-static int timeout_for(struct sl_sock *s, short events)
-{
-	struct timeval tv;
-	socklen_t len = sizeof(tv);
-	int dir = (events & POLLOUT) ? 1 : 0, opt = dir ? SO_SNDTIMEO : SO_RCVTIMEO, ms;
-
-	/* The kernel keeps SO_RCVTIMEO/SO_SNDTIMEO for us; asked when we block,
-	 * unless what it said last is still exact: every setsockopt of this
-	 * process goes through the hook (sl_nonblock_changes_seen), none
-	 * since, no fork since, and no other process holds the socket (as the
-	 * O_NONBLOCK hint, conn_spin.c).  A sleep in interrupt mode then costs
-	 * no getsockopt. */
-	if (sl_sock_still_exact(s, atomic_load_explicit(&s->timeo_exact_at[dir], memory_order_acquire)))
-		return atomic_load_explicit(&s->timeo_ms[dir], memory_order_relaxed);
-	if (sl_sys.getsockopt(s->fd, SOL_SOCKET, opt, &tv, &len) < 0)
-		return -1;
-	if (tv.tv_sec == 0 && tv.tv_usec == 0)
-		ms = -1;
-	else if (tv.tv_sec >= INT_MAX / 1000 - 1)
-		ms = INT_MAX; /* ~24 days: as good as forever, and no overflow */
-	else
-		ms = (int)(tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000);
-	atomic_store_explicit(&s->timeo_ms[dir], ms, memory_order_relaxed);
-	atomic_store_explicit(&s->timeo_exact_at[dir], sl_sock_exact_stamp(s), memory_order_release);
-	return ms;
-}
-
 /* Did every signal handler ask for SA_RESTART?  We cannot tell which signal
  * interrupted poll(2), so restart only if any of them would have. */
 static bool handlers_restart(void)
@@ -616,7 +589,7 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 
 	/* Threads of this process that wait on s in the same direction take
 	 * turns: each arm would otherwise race the others' drains. */
-	timeout = timeout_for(s, events);
+	timeout = sl_conn_timeout_ms(s, events);
 	deadline = timeout < 0 ? -1 : sl_mono_ns() + (int64_t)timeout * 1000000;
 	held[0] = hold(s, dirs_of(events), true, deadline);
 	if (held[0] != dirs_of(events)) {
