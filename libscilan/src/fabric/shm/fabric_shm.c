@@ -331,7 +331,9 @@ static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct 
 	uint64_t cookie = 0;
 	socklen_t cookie_len = sizeof(cookie);
 	bool via_rdv = false;
-	bool named = !(s->rdv_conn >= 0 && s->rdv_only) &&
+	/* A late offer travels through the rendezvous alone: the acceptor's
+	 * look reads nothing else. */
+	bool named = !late && !(s->rdv_conn >= 0 && s->rdv_only) &&
 		     (src->port || sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_len) == 0) &&
 		     sl_shm_offer_path(dst, src, cookie, s->offer_path, sizeof(s->offer_path)) == 0;
 
@@ -382,7 +384,10 @@ static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct 
 		 * could clear O_NONBLOCK on ours. */
 		int fds[SL_RDV_FDS] = { fd, sl_bell_reopen(s->bell_rx, SL_BELL_OUR_USER),
 					sl_bell_reopen(s->bell_tx, SL_BELL_OUR_USER) };
-		int sent = fds[1] >= 0 && fds[2] >= 0 ? sl_rdv_send(s->rdv_conn, s->fd, dst, src, fds, named) : -1;
+		int sent = fds[1] >= 0 && fds[2] >= 0 ? sl_rdv_send(s->rdv_conn, s->fd, dst, src, fds,
+										  (named ? SL_RDV_NAMED : 0) |
+										      (late ? SL_RDV_LATE : 0))
+								    : -1;
 
 		err = errno;
 		for (int i = 1; i < SL_RDV_FDS; i++)

@@ -49,6 +49,16 @@ enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
  * does too once it sees the offer taken, and sweeps take a dead one's).
  * The connector's word: it can only spare or cost itself the tidying. */
 #define RDV_NAMED 0x80000000u
+/* Also in its hops: a live connection's late offer (promotion), which only
+ * a look for that connection takes; an accept's scan never takes one for
+ * the connection it accepted (rendezvous.h).  The flag is the connector's
+ * word too, and checked where it counts: the segment itself must say late
+ * to a look and not to an accept (shm_attach.c). */
+#define RDV_LATE 0x40000000u
+#define RDV_FLAGS (RDV_NAMED | RDV_LATE)
+/* A late offer another connection's look kept (the stash) is dropped after
+ * this: its connector revokes it after SL_PROMOTE_WAIT_MS (2 s). */
+#define RDV_LATE_KEEP_NS (4 * 1000000000LL)
 
 /* An offer: dst and src as the connector sees its connection, and the
  * connector's TCP socket (its SO_COOKIE), with the SL_RDV_FDS descriptors.
@@ -153,9 +163,12 @@ static ssize_t send_with_fds(int conn, const struct rdv_msg *m, const int *fds, 
 }
 
 int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
-		bool named)
+		unsigned flags)
 {
-	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_OFFER, .hops = named ? RDV_NAMED : 0, .dst = *dst,
+	struct rdv_msg m = { .magic = RDV_MAGIC,
+			     .kind = RDV_OFFER,
+			     .hops = ((flags & SL_RDV_NAMED) ? RDV_NAMED : 0) | ((flags & SL_RDV_LATE) ? RDV_LATE : 0),
+			     .dst = *dst,
 			     .src = *src };
 	struct ucred listener;
 	socklen_t len = sizeof(listener), cookie_len = sizeof(m.cookie);
@@ -298,6 +311,7 @@ void sl_rdv_send_back(int l, int e)
 
 struct scan {
 	bool keep; /* others' offers go to the stash, not back to the queue */
+	bool late; /* a look for a late offer (promotion), not an accept */
 	int tcp;
 	/* The accepted connection's keys, read from tcp when an offer is
 	 * first compared (sl_conn_keys): a plain client's costs none. */
@@ -358,6 +372,8 @@ static bool for_us(struct scan *sc, const struct sl_key *dst, const struct sl_ke
 struct stashed {
 	int e;                  /* the offer's Unix connection (one of ours) */
 	uint32_t hops;
+	bool late;              /* a late offer: for a look, never an accept */
+	int64_t expires_ns;     /* a late one's: dropped after (CLOCK_MONOTONIC) */
 	uint64_t seq;           /* age: the oldest gives way */
 	struct sl_key dst, src; /* as its message says */
 	uint64_t cookie;
@@ -383,7 +399,14 @@ static void stash_drop_locked(int i)
 /* Keep e (an offer for another connection of queue l); false if it cannot. */
 static bool stash_put(int l, int e, uint32_t hops, const struct rdv_msg *m)
 {
-	struct stashed st = { .hops = hops, .dst = m->dst, .src = m->src, .cookie = m->cookie, .at_len = sizeof(st.at) };
+	bool late = (m->hops & RDV_LATE) != 0;
+	struct stashed st = { .hops = hops,
+			      .late = late,
+			      .expires_ns = late ? sl_mono_ns() + RDV_LATE_KEEP_NS : 0,
+			      .dst = m->dst,
+			      .src = m->src,
+			      .cookie = m->cookie,
+			      .at_len = sizeof(st.at) };
 
 	if (sl_sys.getsockname(l, (struct sockaddr *)&st.at, &st.at_len) < 0)
 		return false;
@@ -409,17 +432,40 @@ static bool stash_put(int l, int e, uint32_t hops, const struct rdv_msg *m)
 	return true;
 }
 
-/* The kept offer for our connection, or -1. */
+/* Does a kept offer of our kind name its connector's socket alone (so that
+ * matching it needs the kernel's word on our other end)?  Late ones whose
+ * time is over are dropped on the way. */
+static bool stash_needs_end(const struct scan *sc)
+{
+	int64_t now = sl_mono_ns();
+	bool needs = false;
+
+	pthread_mutex_lock(&stash_lock);
+	for (int i = 0; i < nstash;) {
+		if (stash[i].late && now > stash[i].expires_ns) {
+			stash_drop_locked(i);
+			continue;
+		}
+		needs |= stash[i].late == sc->late && !stash[i].src.port;
+		i++;
+	}
+	pthread_mutex_unlock(&stash_lock);
+	return needs;
+}
+
+/* The kept offer of our kind for our connection, or -1. */
 static int stash_take(struct scan *sc, uint32_t *hops)
 {
 	int e = -1;
 
-	/* Asked outside the lock: a kept offer that names its socket needs it. */
-	if (atomic_load_explicit(&nstash, memory_order_relaxed))
+	/* Asked outside the lock: a kept offer that names its socket needs
+	 * it.  Only then: a late offer kept for another connection must not
+	 * cost every later accept a question to sock_diag. */
+	if (atomic_load_explicit(&nstash, memory_order_relaxed) && stash_needs_end(sc))
 		other_end(sc);
 	pthread_mutex_lock(&stash_lock);
 	for (int i = 0; i < nstash; i++)
-		if (for_us(sc, &stash[i].dst, &stash[i].src, stash[i].cookie)) {
+		if (stash[i].late == sc->late && for_us(sc, &stash[i].dst, &stash[i].src, stash[i].cookie)) {
 			e = stash[i].e;
 			*hops = stash[i].hops;
 			stash[i] = stash[--nstash];
@@ -515,6 +561,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	struct ucred who;
 	socklen_t len = sizeof(who);
 	int inner, r;
+	bool ours;
 	enum sl_bell_from from;
 	ssize_t got = sl_sys.recv(e, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
 
@@ -537,7 +584,13 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	}
 	if (m.kind != RDV_OFFER)
 		goto drop;
-	if (!for_us(sc, &m.dst, &m.src, m.cookie)) {
+	/* The other kind for our connection: a late offer at its accept (the
+	 * connection is not live yet), or a connect's offer at a look (its
+	 * accept took or refused it): never ours to take, and no one else's. */
+	ours = for_us(sc, &m.dst, &m.src, m.cookie);
+	if (ours && ((m.hops & RDV_LATE) != 0) != sc->late)
+		goto drop;
+	if (!ours) {
 		if (hops >= RDV_MAX_HOPS)
 			goto drop;
 		if (sc->keep && stash_put(l, e, hops, &m))
@@ -655,9 +708,11 @@ static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 }
 
 int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tcp, struct sl_key *local,
-		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone)
+		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone, bool late)
 {
-	struct scan sc = { .keep = alone, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named };
+	struct scan sc = {
+		.keep = alone, .late = late, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named
+	};
 	int64_t deadline = sl_mono_ns() + (int64_t)RDV_LOCK_WAIT_MS * 1000000;
 	struct timespec until;
 	uint64_t held = 0;

@@ -25,10 +25,11 @@ int sl_rdv_connect(const struct sl_key *dst);
  * socket tcp to.  src is our end, or has port 0 when the kernel's connect
  * is to pick our port: the offer names tcp itself (its SO_COOKIE) either way;
  * the acceptor matches it by port when it has one, else by socket;
- * named: the offer also has names in our runtime directory.  0, or -1 with
- * errno (EPERM: it does not). */
+ * flags: SL_RDV_*.  0, or -1 with errno (EPERM: it does not). */
+#define SL_RDV_NAMED 1u /* the offer also has names in our runtime directory */
+#define SL_RDV_LATE 2u  /* a live connection's offer (promotion): only a look takes it */
 int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
-		bool named);
+		unsigned flags);
 
 /* Accepting side, after the kernel accept of (local, peer), each read from
  * tcp when first needed if still of family 0 (a scan that finds no offer
@@ -51,8 +52,10 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
  * processes forked from its maker), or NULL in a process given the queue
  * another way; then, and once the gate is marked (sl_lease_lock_mark: the
  * queue was passed on), the acceptors take a record lock as well. */
+/* late: the look for a late offer (promotion) for the live connection tcp;
+ * an accept takes only offers made at connect, a look only late ones. */
 int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tcp, struct sl_key *local,
-		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone);
+		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone, bool late);
 /* An entry e taken from queue l goes back to it, for the acceptor of its
  * connection (what a scan does at its end with the offers it passed). */
 void sl_rdv_send_back(int l, int e);

@@ -352,7 +352,7 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 	ssize_t got;
 
 	took = sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed, &named,
-			   !sl_sock_maybe_shared(listener));
+			   !sl_sock_maybe_shared(listener), false);
 	if (took == 1 && !sl_own_fd_room(s->fd)) {
 		/* Our descriptors would crowd the program's: refused at once,
 		 * the client continues on kernel TCP (lifecycle.c's connect, the
@@ -451,7 +451,7 @@ int sl_shm_take_late(struct sl_sock *s, struct sl_sock *listener, struct sl_key 
 	bool named = true;
 
 	took = sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed, &named,
-			   !sl_sock_maybe_shared(listener));
+			   !sl_sock_maybe_shared(listener), true);
 	if (took == SL_RDV_PARTIAL)
 		refuse_held(&passed[0], &passed[1]);
 	if (took != 1)
