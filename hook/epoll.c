@@ -328,6 +328,10 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	int r = 0;
 
 	hk_enter();
+	/* A kernel member cannot follow its connection onto the rings yet
+	 * (ARCHITECTURE.md, "Promotion"): a plain one in any set stays plain. */
+	if (op != EPOLL_CTL_DEL)
+		hk_promote_forbid_fd(fd);
 	set = hk_ep_set_of(epfd);
 	if (!set || epfd == fd)
 		return sl_sys.epoll_ctl(epfd, op, fd, ev);

@@ -20,38 +20,38 @@
 
 HK_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
-	return s ? sl_recv(s, buf, len, 0) : sl_sys.read(fd, buf, len);
+	s = sl_sock_route(fd, &k);
+	return s ? sl_recv(s, buf, len, 0) : SL_KERNEL_CALL(k, sl_sys.read(fd, buf, len));
 }
 
 HK_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
-	return s ? sl_send(s, buf, len, 0) : sl_sys.write(fd, buf, len);
+	s = sl_sock_route(fd, &k);
+	return s ? sl_send(s, buf, len, 0) : SL_KERNEL_CALL(k, sl_sys.write(fd, buf, len));
 }
 
 HK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
-	return s ? sl_recvv(s, iov, cnt, 0) : sl_sys.readv(fd, iov, cnt);
+	s = sl_sock_route(fd, &k);
+	return s ? sl_recvv(s, iov, cnt, 0) : SL_KERNEL_CALL(k, sl_sys.readv(fd, iov, cnt));
 }
 
 HK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
-	return s ? sl_sendv(s, iov, cnt, 0) : sl_sys.writev(fd, iov, cnt);
+	s = sl_sock_route(fd, &k);
+	return s ? sl_sendv(s, iov, cnt, 0) : SL_KERNEL_CALL(k, sl_sys.writev(fd, iov, cnt));
 }
 
 HK_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
@@ -68,23 +68,30 @@ HK_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 
 HK_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to, socklen_t tolen)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
+	s = sl_sock_route(fd, &k);
 	/* TCP ignores the address on a connected socket. */
-	return s ? sl_send(s, buf, len, flags) : sl_sys.sendto(fd, buf, len, flags, to, tolen);
+	if (s)
+		return sl_send(s, buf, len, flags);
+	if (k && (flags & MSG_OOB))
+		sl_promote_forbid(k);
+	return SL_KERNEL_CALL(k, sl_sys.sendto(fd, buf, len, flags, to, tolen));
 }
 
 HK_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from, socklen_t *fromlen)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 	ssize_t n;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
-	if (!s)
-		return sl_sys.recvfrom(fd, buf, len, flags, from, fromlen);
+	s = sl_sock_route(fd, &k);
+	if (!s) {
+		if (k && (flags & MSG_OOB))
+			sl_promote_forbid(k);
+		return SL_KERNEL_CALL(k, sl_sys.recvfrom(fd, buf, len, flags, from, fromlen));
+	}
 	n = sl_recv(s, buf, len, flags);
 	if (n >= 0 && from && fromlen)
 		*fromlen = 0; /* TCP reports no source address */
@@ -220,13 +227,13 @@ static ssize_t sendfile_copied(struct sl_sock *s, int in_fd, off_t *offset, size
 
 HK_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 	struct stat st;
 
 	hk_enter();
-	s = sl_sock_connected(out_fd);
+	s = sl_sock_route(out_fd, &k);
 	if (!s)
-		return sl_sys.sendfile(out_fd, in_fd, offset, count);
+		return SL_KERNEL_CALL(k, sl_sys.sendfile(out_fd, in_fd, offset, count));
 	if (count > 0x7ffff000)
 		count = 0x7ffff000; /* the kernel's cap on one transfer */
 	if (fstat(in_fd, &st) < 0)
@@ -267,13 +274,13 @@ HK_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, i
 /* The batch forms: TCP takes each message as a stream write or read. */
 HK_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 	unsigned int i;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
+	s = sl_sock_route(fd, &k);
 	if (!s)
-		return HK_NEXT(sendmmsg)(fd, vec, n, flags);
+		return SL_KERNEL_CALL(k, HK_NEXT(sendmmsg)(fd, vec, n, flags));
 	if (n > UIO_MAXIOV)
 		n = UIO_MAXIOV;
 	for (i = 0; i < n; i++) {
@@ -288,13 +295,13 @@ HK_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags)
 
 HK_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n, int flags, struct timespec *timeout)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 	unsigned int i;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
+	s = sl_sock_route(fd, &k);
 	if (!s)
-		return HK_NEXT(recvmmsg)(fd, vec, n, flags, timeout);
+		return SL_KERNEL_CALL(k, HK_NEXT(recvmmsg)(fd, vec, n, flags, timeout));
 	for (i = 0; i < n; i++) {
 		/* After the first message, take only what is already there, as
 		 * the kernel's MSG_WAITFORONE does for a stream. */
@@ -322,14 +329,20 @@ HK_EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_
 	struct sl_sock *from, *to;
 
 	hk_enter();
+	/* Kernel buffers moved past the hook: a plain connection spliced never
+	 * moves onto the rings. */
+	hk_promote_forbid_fd(in);
+	hk_promote_forbid_fd(out);
 	from = sl_sock_connected(in);
 	to = sl_sock_connected(out);
-	if (from && !sl_sock_on_rings(from)) {
+	/* A connection moving onto the rings (promotion) is refused as well:
+	 * its stream carries the peer's switch marker. */
+	if (from && !sl_sock_on_rings(from) && !sl_sock_promoting(from)) {
 		if (sl_fail_over_strip(from, flags & SPLICE_F_NONBLOCK ? MSG_DONTWAIT : 0) < 0)
 			return -1;
 		from = NULL;
 	}
-	if (to && !sl_sock_on_rings(to))
+	if (to && !sl_sock_on_rings(to) && !sl_sock_promoting(to))
 		to = NULL;
 	if (from || to) {
 		errno = EINVAL;

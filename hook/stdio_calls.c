@@ -93,18 +93,18 @@ static int cookie_forget(struct cookie *c)
 static ssize_t cookie_read(void *cookie, char *buf, size_t len)
 {
 	int fd = ((struct cookie *)cookie)->fd;
-	struct sl_sock *s = sl_sock_connected(fd);
+	struct sl_sock *k, *s = sl_sock_route(fd, &k);
 	struct iovec iov = { buf, len };
 
-	return s ? sl_recvv(s, &iov, 1, 0) : sl_sys.read(fd, buf, len);
+	return s ? sl_recvv(s, &iov, 1, 0) : SL_KERNEL_CALL(k, sl_sys.read(fd, buf, len));
 }
 
 static ssize_t cookie_write(void *cookie, const char *buf, size_t len)
 {
 	int fd = ((struct cookie *)cookie)->fd;
-	struct sl_sock *s = sl_sock_connected(fd);
+	struct sl_sock *k, *s = sl_sock_route(fd, &k);
 	struct iovec iov = { (void *)buf, len };
-	ssize_t n = s ? sl_sendv(s, &iov, 1, 0) : sl_sys.write(fd, buf, len);
+	ssize_t n = s ? sl_sendv(s, &iov, 1, 0) : SL_KERNEL_CALL(k, sl_sys.write(fd, buf, len));
 
 	return n < 0 ? 0 : n; /* stdio takes 0 as the error */
 }
@@ -174,8 +174,12 @@ HK_EXPORT FILE *fdopen(int fd, const char *mode)
 	cookie_io_functions_t io = { .read = cookie_read, .write = cookie_write, .close = cookie_close };
 
 	hk_enter();
-	if (!sl_sock_connected(fd))
+	if (!sl_sock_connected(fd)) {
+		/* glibc reads ahead into the stream's buffer where no hook sees
+		 * it: a plain connection read that way never moves. */
+		hk_promote_forbid_fd(fd);
 		return HK_NEXT(fdopen)(fd, mode);
+	}
 	/* Mode and descriptor errors as the real fdopen reports them. */
 	if (sl_sys.fcntl(fd, F_GETFL) < 0)
 		return NULL;
@@ -230,11 +234,11 @@ static int vdprintf_ring(struct sl_sock *s, const char *fmt, va_list ap)
 
 HK_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
-	return s ? vdprintf_ring(s, fmt, ap) : HK_NEXT(vdprintf)(fd, fmt, ap);
+	s = sl_sock_route(fd, &k);
+	return s ? vdprintf_ring(s, fmt, ap) : SL_KERNEL_CALL(k, HK_NEXT(vdprintf)(fd, fmt, ap));
 }
 
 HK_EXPORT int dprintf(int fd, const char *fmt, ...)
@@ -254,11 +258,11 @@ int __dprintf_chk(int fd, int flag, const char *fmt, ...);
 
 HK_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
 {
-	struct sl_sock *s;
+	struct sl_sock *s, *k;
 
 	hk_enter();
-	s = sl_sock_connected(fd);
-	return s ? vdprintf_ring(s, fmt, ap) : HK_NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
+	s = sl_sock_route(fd, &k);
+	return s ? vdprintf_ring(s, fmt, ap) : SL_KERNEL_CALL(k, HK_NEXT(__vdprintf_chk)(fd, flag, fmt, ap));
 }
 
 HK_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)

@@ -2,7 +2,9 @@
  * of libc's wrappers: the descriptor-closing calls go through the hook (libuv,
  * so every Node.js program, closes each descriptor with syscall(SYS_close)),
  * and so do fcntl and ioctl, which set O_NONBLOCK, and setsockopt, which sets
- * the timeouts a sleep trusts; every other number goes to libc unchanged.
+ * the timeouts a sleep trusts; the data calls go to libc unchanged, but keep
+ * a plain connection off promotion; every other number goes to libc
+ * unchanged.
  */
 #include <fcntl.h>
 #include <linux/seccomp.h>
@@ -53,6 +55,29 @@ HK_EXPORT long syscall(long number, ...)
 	case SYS_setsockopt:
 		/* SO_RCVTIMEO and SO_SNDTIMEO, which a sleep trusts (wait.c). */
 		return setsockopt((int)a[0], (int)a[1], (int)a[2], (const void *)a[3], (socklen_t)a[4]);
+	case SYS_read:
+	case SYS_write:
+	case SYS_readv:
+	case SYS_writev:
+	case SYS_recvfrom:
+	case SYS_sendto:
+	case SYS_recvmsg:
+	case SYS_sendmsg:
+	case SYS_recvmmsg:
+	case SYS_sendmmsg:
+	case SYS_sendfile:
+	case SYS_splice:
+		/* Past the hook, as before; but a plain connection used this way
+		 * never moves onto the rings (promotion): its calls would not be
+		 * counted, nor cross the seam. */
+		hk_promote_forbid_fd((int)a[0]);
+		if (number == SYS_splice)
+			hk_promote_forbid_fd((int)a[2]);
+		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+	case SYS_epoll_ctl:
+		if (a[1] != EPOLL_CTL_DEL)
+			hk_promote_forbid_fd((int)a[2]);
+		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	default:
 		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	}

@@ -4,7 +4,7 @@
  * looks, with data in flight both ways; every byte arrives once and in
  * order, both ends end on the rings, and an offer nobody takes leaves the
  * connection on kernel TCP, whole.  The triggers are called directly here
- * (the hook's come later). */
+ * (SCILAN_PROMOTE=off: test_promote_trigger.c has the library's). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
@@ -19,39 +19,17 @@
 #include "runtime/sys.h"
 #include "socket/offer_policy.h"
 #include "socket/sock_state.h"
+#include "promote_helpers.h"
 #include "testutil.h"
 
 TestSuite(promote, .timeout = 60);
 
 static int listener(uint16_t *port)
 {
-	int l;
-
-	cr_assert_not_null(tu_isolated_rundir());
-	l = tu_listen(AF_INET, 16, port);
-	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
-	return l;
-}
-
-/* Short connections until the offer policy keeps the next one plain; that
- * one, open, as *c and *a (both ends scilan sockets on kernel TCP). */
-static void plain_pair(int l, uint16_t port, int *c, int *a)
-{
-	for (int i = 0; i < 4 * SL_OFFER_SHORT_RUN; i++) {
-		char b = 'x';
-
-		*c = tu_connect(AF_INET, port);
-		cr_assert_geq(*c, 0);
-		*a = tu_accept(l);
-		cr_assert_geq(*a, 0);
-		if (!tu_accelerated(*c) && !tu_accelerated(*a) && i >= SL_OFFER_SHORT_RUN)
-			return;
-		cr_assert_eq(tu_send_all(*c, &b, 1, 0), 1);
-		cr_assert_eq(tu_recv_all(*a, &b, 1), 1);
-		scilan_close(*c);
-		scilan_close(*a);
-	}
-	cr_assert_fail("the offer policy never kept a connection plain");
+	/* The triggers are the tests' own here (test_promote_trigger.c has the
+	 * library's). */
+	setenv("SCILAN_PROMOTE", "off", 1);
+	return tu_promote_listener(port);
 }
 
 /* The connector's late offer; the acceptor's look (1 taken, 0 none). */
@@ -91,7 +69,7 @@ Test(promote, a_request_response_connection_moves_onto_the_rings)
 	uint16_t port;
 	int l = listener(&port), c, a;
 
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	exchange(c, a, 1, 0, 100);
 	exchange(a, c, 2, 0, 100);
 	offer(c);
@@ -122,7 +100,7 @@ Test(promote, the_connectors_bytes_in_flight_at_the_claim_arrive_first)
 	char *big = malloc(200000), *in = malloc(200000);
 
 	cr_assert(big && in);
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	offer(c);
 	tu_stream_fill(9, 0, big, 200000);
 	cr_assert_eq(tu_send_all(c, big, 100000, 0), 100000); /* on TCP: not claimed yet */
@@ -146,7 +124,7 @@ Test(promote, an_offer_nobody_takes_keeps_kernel_tcp)
 	uint16_t port;
 	int l = listener(&port), c, a;
 
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	offer(c);
 	exchange(c, a, 5, 0, 1000);
 	exchange(a, c, 6, 0, 1000);
@@ -170,7 +148,7 @@ Test(promote, a_close_with_the_offer_out_is_a_clean_end)
 	int l = listener(&port), c, a;
 	char b;
 
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	offer(c);
 	exchange(c, a, 7, 0, 500);
 	cr_assert_eq(tu_send_all(c, "end", 3, 0), 3);
@@ -193,7 +171,7 @@ Test(promote, a_close_after_the_claim_is_a_clean_end)
 	int l = listener(&port), c, a;
 	char b[8];
 
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	offer(c);
 	cr_assert_eq(tu_send_all(c, "abc", 3, 0), 3);
 	cr_assert_eq(look(a, l), 1);
@@ -214,7 +192,7 @@ Test(promote, the_acceptor_closing_before_the_follow_is_a_clean_end)
 	int l = listener(&port), c, a;
 	char b[16];
 
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	cr_assert_eq(tu_send_all(a, "tcp", 3, 0), 3);
 	offer(c);
 	cr_assert_eq(look(a, l), 1);
@@ -267,7 +245,7 @@ Test(promote, poll_reports_the_program_s_bytes_never_the_marker)
 	struct pollfd p;
 	char b;
 
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	offer(c);
 	cr_assert_eq(tu_send_all(c, "k", 1, 0), 1); /* kernel TCP: not claimed yet */
 	cr_assert_eq(look(a, l), 1);
@@ -300,7 +278,7 @@ Test(promote, a_connector_closing_after_a_reset_does_not_wait_for_room)
 	uint16_t port;
 	int l = listener(&port), c, a;
 
-	plain_pair(l, port, &c, &a);
+	tu_plain_pair(l, port, &c, &a);
 	offer(c);
 	cr_assert_eq(look(a, l), 1);
 	sl_sys_reset_tcp(a); /* an RST to the connector, its state left as it was */

@@ -297,6 +297,11 @@ static const char *decide_locked(struct sl_sock *s, bool *plain, bool leaving, e
 			}
 			*fb = (ps & SL_PEER_PLAIN_AT_CLOSE) ? SL_FB_CLOSED_UNREAD : SL_FB_PEER_MOVED;
 			why = follow(s);
+		} else if (!leaving && atomic_load(&s->seam_pending)) {
+			/* Promoted, the peer's bytes before its switch point are
+			 * still to be read from the kernel socket: the seam's,
+			 * not a bypass (promotion.c reads them). */
+			return NULL;
 		} else if (kernel_bytes(s)) {
 			/* A device peer whose link went down before ours did
 			 * fails over first: its header starts its kernel stream. */

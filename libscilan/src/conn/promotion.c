@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdlib.h>
 
 #include "conn/agree.h"
 #include "conn/conn.h"
@@ -18,6 +19,7 @@
 #include "runtime/stats_file.h"
 #include "runtime/sys.h"
 #include "conn/promotion.h"
+#include "conn/promotion_trigger.h"
 #include "sync/clock.h"
 #include "sync/conn_spin.h"
 
@@ -25,6 +27,7 @@
 static void promoted(struct sl_sock *s, const char *role)
 {
 	s->fb_reason = SL_FB_NONE;
+	atomic_fetch_add(&sl_totals.promoted, 1);
 	sl_conn_became_connected(s);
 	sl_debug("fd %d: promoted onto the rings (%s)", s->fd, role);
 }
@@ -33,13 +36,14 @@ static void promoted(struct sl_sock *s, const char *role)
  * held): the segment goes, and the connection stays on kernel TCP, whole
  * (nothing of ours went into a ring).  SL_AGREE_PLAIN stays: a call of
  * ours already inside the library finishes on the kernel socket. */
-static void withdrawn(struct sl_sock *s)
+static void withdrawn(struct sl_sock *s, bool refused)
 {
 	atomic_store(&s->late_offer, false);
 	atomic_store(&s->seam_pending, false);
 	s->seam_point.x = NULL;
 	s->seam_point.word = NULL;
 	s->fabric->offer_withdraw(s);
+	sl_promote_back_off(s, refused);
 }
 
 /* Loud at both ends: a promotion that cannot complete once claimed.  With
@@ -114,7 +118,7 @@ static bool decide(struct sl_sock *s, bool must)
 		} else if (w == SL_OFFER_OFFERED &&
 			   atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED)) {
 			sl_debug("fd %d: late offer not taken; connection stays on kernel TCP", s->fd);
-			withdrawn(s);
+			withdrawn(s, false);
 		} else if (sl_offer_agreed(atomic_load_explicit(s->offer_word, memory_order_acquire))) {
 			/* Claimed, and maybe moved on since (the acceptor led the
 			 * connection back to kernel TCP after its claim: a close
@@ -128,7 +132,7 @@ static bool decide(struct sl_sock *s, bool must)
 		} else {
 			/* Refused (no room for the acceptor's marker), or not ours
 			 * to read any more: kernel TCP, nothing moved. */
-			withdrawn(s);
+			withdrawn(s, w == SL_OFFER_REFUSED);
 		}
 		pthread_mutex_unlock(&s->ctl_lock);
 		sl_unlock(&s->rx_lock);
@@ -319,6 +323,77 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
 	if (r > 0 || !crossed)
 		return r;
 	*handled = false;
+	return 0;
+}
+
+/* A blocking send's wait for room while the late offer is out, a slice at a
+ * time. */
+#define SEND_ROOM_SLICE_MS 10
+
+/* The bytes of iov from offset off, as the kernel's sendmsg takes them:
+ * rest[] (stack's room, else allocated) and their count, or -1. */
+static int iov_rest(const struct iovec *iov, int cnt, size_t off, struct iovec *stack, int room, struct iovec **rest)
+{
+	int i = 0, n = 0;
+
+	while (i < cnt && off >= iov[i].iov_len)
+		off -= iov[i++].iov_len;
+	*rest = stack;
+	if (cnt - i > room && !(*rest = malloc(sizeof(**rest) * (size_t)(cnt - i))))
+		return -1;
+	for (; i < cnt; i++, n++, off = 0) {
+		(*rest)[n].iov_base = (char *)iov[i].iov_base + off;
+		(*rest)[n].iov_len = iov[i].iov_len - off;
+	}
+	return n;
+}
+
+int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags, size_t *done)
+{
+	bool may_block = !sl_io_nonblocking(s, flags);
+
+	*done = 0;
+	while (*done < len) {
+		struct iovec stack[8], *rest;
+		int n = iov_rest(iov, cnt, *done, stack, 8, &rest), err;
+		ssize_t r = -1;
+		bool out;
+
+		if (n < 0)
+			return *done ? 0 : (errno = ENOMEM, -1);
+		/* Under tx_lock, never waiting: the connector's follow takes its
+		 * point under the same lock, so no byte of ours can land in the
+		 * kernel between its point and its marker. */
+		sl_lock(&s->tx_lock);
+		out = sl_sock_promoting(s);
+		if (out)
+			r = sl_sys.sendmsg(s->fd, &(struct msghdr){ .msg_iov = rest, .msg_iovlen = (size_t)n },
+					   flags | MSG_DONTWAIT);
+		err = errno;
+		sl_unlock(&s->tx_lock);
+		if (rest != stack)
+			free(rest);
+		if (!out)
+			return 1; /* decided meanwhile: the rest the usual way */
+		if (r > 0) {
+			*done += (size_t)r;
+			if (!may_block)
+				return 0;
+			continue;
+		}
+		if ((err != EAGAIN && err != EWOULDBLOCK) || !may_block)
+			return *done ? 0 : (errno = err, -1);
+		/* Full (a stream at speed): room is waited for outside the lock,
+		 * a slice at a time, the offer decided at each (followed once
+		 * claimed, revoked at its deadline).  A send timeout the offer's
+		 * window would stretch: decided now instead. */
+		if (sl_conn_timeout_ms(s, POLLOUT) >= 0) {
+			sl_promote_settle(s);
+			return 1;
+		}
+		sl_sys.poll(&(struct pollfd){ .fd = s->fd, .events = POLLOUT }, 1, SEND_ROOM_SLICE_MS);
+		sl_promote_poll(s);
+	}
 	return 0;
 }
 

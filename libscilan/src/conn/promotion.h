@@ -29,6 +29,13 @@ bool sl_promote_poll(struct sl_sock *s);
  * acceptor's marker): an offer still out is revoked now, a claim followed
  * (waiting a bounded while for room for our marker).  true: on the rings. */
 bool sl_promote_settle(struct sl_sock *s);
+/* Connector, a send while its late offer is out: the kernel's, under
+ * tx_lock and never waiting, so that none lands between the follow's point
+ * and its marker.  0: the call is over, *done bytes sent; 1: *done sent and
+ * the offer decided meanwhile (or, for a blocking call that found the
+ * kernel socket full, now): the rest goes the usual way; -1 with errno,
+ * nothing sent. */
+int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags, size_t *done);
 /* Acceptor, a plain connection accepted from listener, no call of ours in
  * flight on it: take a late offer for it if one waits.  1 taken (our
  * sends on the ring, our reads across the seam), 0 none, -1 with errno:

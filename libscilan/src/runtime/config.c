@@ -134,6 +134,9 @@ static void load_config(void)
 	 * goes down resets its connections; sends skip the mirror's copy). */
 	config.learn_short_conns = read_choice("SCILAN_SHORT_CONNS", "learn", "accelerate");
 	config.fail_over = read_choice("SCILAN_FAIL_OVER", "on", "off");
+	/* SCILAN_PROMOTE: on (default) or off (a connection that started on
+	 * kernel TCP stays there). */
+	config.promote = read_choice("SCILAN_PROMOTE", "on", "off");
 	if (sl_rundir_prepare(config.rundir, sizeof(config.rundir)) < 0)
 		config.rundir[0] = '\0';
 	load_map();

@@ -29,6 +29,8 @@ struct sl_config {
 	uint64_t ring_bytes;     /* default receive ring capacity */
 	bool learn_short_conns;  /* SCILAN_SHORT_CONNS=learn (default): destinations whose
 				  * connections are too short to pay get kernel TCP (offer_policy.h) */
+	bool promote;            /* SCILAN_PROMOTE=on (default): a live kernel TCP connection between
+				  * hooked ends moves onto the rings (conn/promotion_trigger.c) */
 	bool fail_over;          /* SCILAN_FAIL_OVER=on (default): device connections keep a mirror of
 				  * what they send, and fail over to kernel TCP at link down (failover.c) */
 	char rundir[SL_PATH_SIZE];      /* per-user runtime directory ("" = none usable) */

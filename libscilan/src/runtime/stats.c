@@ -32,6 +32,7 @@ void sl_stats_read(struct sl_stats *out)
 	out->rx_bytes = atomic_load(&sl_totals.rx_bytes);
 	out->sleeps = atomic_load(&sl_totals.sleeps);
 	out->wakeups = atomic_load(&sl_totals.wakeups);
+	out->promoted = atomic_load(&sl_totals.promoted);
 	for (int i = 0; i < SL_FB_COUNT; i++)
 		out->fb[i] = atomic_load(&sl_totals.fb[i]);
 	summing = out;
@@ -56,6 +57,7 @@ void sl_stats_reset_in_child(void)
 	atomic_store(&sl_totals.rx_bytes, 0);
 	atomic_store(&sl_totals.sleeps, 0);
 	atomic_store(&sl_totals.wakeups, 0);
+	atomic_store(&sl_totals.promoted, 0);
 	for (int i = 0; i < SL_FB_COUNT; i++)
 		atomic_store(&sl_totals.fb[i], 0);
 	sl_sock_any(zero_live);
@@ -75,6 +77,12 @@ void sl_stats_print(int fd)
 		     (int)getpid(), (unsigned long long)st.accelerated, (unsigned long long)st.fallback,
 		     (unsigned long long)st.tx_bytes, (unsigned long long)st.rx_bytes, (unsigned long long)st.sleeps,
 		     (unsigned long long)st.wakeups);
+	/* "..., wakeups 9, promoted 4": of the fallbacks, those
+	 * moved onto the rings later, which count as accelerated as well. */
+	if (st.promoted && n > 0 && n < (int)sizeof(line) - 64) {
+		n--; /* over the newline */
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ", promoted %llu\n", (unsigned long long)st.promoted);
+	}
 	/* Why the fallbacks: "; fallback reasons: no-listener 2, bypass 1". */
 	for (int i = 1, first = 1; i < SL_FB_COUNT && n > 0 && n < (int)sizeof(line) - 64; i++) {
 		if (!st.fb[i])

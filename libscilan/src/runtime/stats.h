@@ -10,6 +10,7 @@
 
 struct sl_stats {
 	uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
+	uint64_t promoted; /* of the fallbacks, moved onto the rings later (counted accelerated too) */
 	uint64_t fb[SL_FB_COUNT]; /* fallbacks per reason (fallback.h) */
 };
 

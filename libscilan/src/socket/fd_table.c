@@ -178,6 +178,14 @@ reset:
 	atomic_store(&s->seam_pending, false);
 	memset(&s->seam_rx, 0, sizeof(s->seam_rx));
 	memset(&s->seam_point, 0, sizeof(s->seam_point));
+	atomic_store(&s->promote_role, 0);
+	atomic_store(&s->promote_at_ns, 0);
+	atomic_store(&s->promote_gap_ms, 0);
+	atomic_store(&s->promote_gate, 0);
+	atomic_store(&s->promote_no_room, false);
+	atomic_store(&s->promote_refusals, 0);
+	s->promote_listener = NULL;
+	atomic_fetch_add(&s->listen_gen, 1); /* acceptors of the listener that lived here stop looking */
 	atomic_store(&s->counting_turns, false);
 	atomic_store(&s->sent_unanswered, false);
 	atomic_store(&s->turns, 0);

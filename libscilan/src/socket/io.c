@@ -10,6 +10,7 @@
 #include "conn/agree.h"
 #include "conn/conn.h"
 #include "conn/promotion.h"
+#include "conn/promotion_trigger.h"
 #include "fabric/fabric.h"
 #include "process/scm.h"
 #include "ring/ring.h"
@@ -181,29 +182,63 @@ struct sl_sock *sl_sock_connected(int fd)
 	return connected(fd);
 }
 
+struct sl_sock *sl_sock_route(int fd, struct sl_sock **kernel)
+{
+	struct sl_sock *s = sl_sock_get(fd), *lib;
+
+	*kernel = NULL;
+	if (!s || sl_sock_on_rings(s))
+		return s;
+	if ((lib = connecting(s)))
+		return lib;
+	if (!sl_promote_armed(atomic_load_explicit(&s->promote_role, memory_order_relaxed)))
+		return NULL;
+	if (!sl_promote_kernel_enter(s))
+		return connecting(s); /* it started moving meanwhile */
+	*kernel = s;
+	return NULL;
+}
+
+#define KERNEL SL_KERNEL_CALL
+
+/* Urgent data on a plain connection: TCP's urgent pointer has no place in
+ * the seam's counts, so the connection never moves. */
+static inline void plain_flags(struct sl_sock *k, int flags)
+{
+	if (k && (flags & MSG_OOB))
+		sl_promote_forbid(k);
+}
+
 ssize_t scilan_send(int fd, const void *buf, size_t len, int flags)
 {
-	struct sl_sock *s = connected(fd);
+	struct sl_sock *k, *s = sl_sock_route(fd, &k);
 
-	return s ? sl_send(s, buf, len, flags) : sl_sys.send(fd, buf, len, flags);
+	if (s)
+		return sl_send(s, buf, len, flags);
+	plain_flags(k, flags);
+	return KERNEL(k, sl_sys.send(fd, buf, len, flags));
 }
 
 ssize_t scilan_recv(int fd, void *buf, size_t len, int flags)
 {
-	struct sl_sock *s = connected(fd);
+	struct sl_sock *k, *s = sl_sock_route(fd, &k);
 
-	return s ? sl_recv(s, buf, len, flags) : sl_sys.recv(fd, buf, len, flags);
+	if (s)
+		return sl_recv(s, buf, len, flags);
+	plain_flags(k, flags);
+	return KERNEL(k, sl_sys.recv(fd, buf, len, flags));
 }
 
 ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	struct sl_sock *s = connected(fd);
+	struct sl_sock *k, *s = sl_sock_route(fd, &k);
 
 	if (!s) {
+		plain_flags(k, flags);
 		/* Descriptors passed may be ring connections (scm.c). */
 		if (msg && msg->msg_control && msg->msg_controllen >= sizeof(struct cmsghdr))
-			return sl_scm_sendmsg(fd, msg, flags);
-		return sl_sys.sendmsg(fd, msg, flags);
+			return KERNEL(k, sl_scm_sendmsg(fd, msg, flags));
+		return KERNEL(k, sl_sys.sendmsg(fd, msg, flags));
 	}
 	if (!msg)
 		return io_fail(EFAULT);
@@ -216,14 +251,15 @@ ssize_t scilan_sendmsg(int fd, const struct msghdr *msg, int flags)
 
 ssize_t scilan_recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	struct sl_sock *s = connected(fd);
+	struct sl_sock *k, *s = sl_sock_route(fd, &k);
 	ssize_t n;
 
 	if (!s) {
+		plain_flags(k, flags);
 		/* Ring connections may arrive with their rings (scm.c). */
 		if (msg && msg->msg_control && msg->msg_controllen)
-			return sl_scm_recvmsg(fd, msg, flags);
-		return sl_sys.recvmsg(fd, msg, flags);
+			return KERNEL(k, sl_scm_recvmsg(fd, msg, flags));
+		return KERNEL(k, sl_sys.recvmsg(fd, msg, flags));
 	}
 	if (!msg)
 		return io_fail(EFAULT);
@@ -249,6 +285,8 @@ static struct sl_sock *connecting(struct sl_sock *s)
 {
 	if (sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
+	/* A plain connection whose offer or look is due (promotion_trigger.c). */
+	sl_promote_maybe(s);
 	/* A late offer out (promotion): the connector follows a claim before
 	 * the call, and until then its reads cross the seam through us. */
 	if (sl_sock_promoting(s))
@@ -256,6 +294,12 @@ static struct sl_sock *connecting(struct sl_sock *s)
 	/* Failed over to kernel TCP, with the peer's header and re-sent bytes
 	 * still to strip from the stream (failover.c): reads go through us
 	 * until then, everything else is the kernel's. */
-	return sl_sock_on_rings(s) || sl_sock_strip_pending(s) || sl_sock_promoting(s) ? s : NULL;
+	/* Moved back to kernel TCP before its seam was crossed (a stall, a
+	 * bypass, a close with bytes unread, while the peer's marker was still
+	 * ahead): reads cross the seam through us first. */
+	return sl_sock_on_rings(s) || sl_sock_strip_pending(s) || sl_sock_promoting(s) ||
+			       atomic_load_explicit(&s->seam_pending, memory_order_relaxed)
+		       ? s
+		       : NULL;
 }
 

@@ -649,6 +649,17 @@ ssize_t sl_send_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 
 	if ((flags & MSG_ZEROCOPY) && moved_for_zerocopy(s))
 		return finish_plain(s, &cur, 0, flags, true);
+	if (sl_sock_promoting(s)) {
+		size_t done;
+		int how = sl_promote_send(s, iov, cnt, len, flags, &done);
+
+		if (how <= 0)
+			return how < 0 ? -1 : (ssize_t)done;
+		cursor_advance(&cur, done);
+		r = send_accelerated(s, &cur, len - done, flags, &plain);
+		r = plain ? finish_plain(s, &cur, r, flags, true) : r;
+		return r < 0 ? (done ? (ssize_t)done : -1) : (ssize_t)done + r;
+	}
 	r = send_accelerated(s, &cur, len, flags, &plain);
 	return plain ? finish_plain(s, &cur, r, flags, true) : r;
 }
@@ -703,6 +714,10 @@ ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
 
 	if (len > (size_t)SSIZE_MAX)
 		len = (size_t)SSIZE_MAX;
+	/* A late offer out (promotion): decided first, as the caller's kernel
+	 * send, if it comes to that, is not one the switch can wait for. */
+	if (sl_sock_promoting(s))
+		sl_promote_settle(s);
 	r = send_accelerated(s, &cur, len, flags, &plain);
 	/* Kernel TCP now, before anything was copied: a fill source cannot go
 	 * through finish_plain, so the caller sends through the kernel.  After

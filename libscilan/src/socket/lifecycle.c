@@ -16,6 +16,7 @@
 #include "runtime/endpoint_key.h"
 #include "conn/conn.h"
 #include "conn/promotion.h"
+#include "conn/promotion_trigger.h"
 #include "fabric/fabric.h"
 #include "runtime/stats_file.h"
 #include "runtime/log.h"
@@ -218,6 +219,8 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	}
 	if (r == 0) {
 		become_plain(ns, SL_FB_NO_OFFER, SL_FB_ACCEPTOR);
+		/* Its connector may offer later (promotion_trigger.c). */
+		sl_promote_arm_acceptor(ns, s, SL_OFFER_LIFE_PAID_NS);
 		return nfd;
 	}
 	/* The peer offered something we cannot use: reset it rather than leave
@@ -368,6 +371,10 @@ static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen
 		int err = errno;
 
 		become_plain(s, reason, SL_FB_CONNECTOR);
+		/* Kept off the rings for being like the short ones before it:
+		 * it offers late if it lives longer (promotion_trigger.c). */
+		if (reason == SL_FB_SHORT)
+			sl_promote_arm_connector(s, SL_OFFER_LIFE_PAID_NS);
 		errno = err;
 	} else {
 		sl_fb_take_hint(SL_FB_NONE); /* no connection, nothing fell back */
@@ -582,7 +589,13 @@ void sl_sock_release(int fd)
 	if (s) {
 		switch (sl_sock_state(s)) {
 		case SL_LISTENING:
+			/* Under ctl_lock, with a new generation: an accepted
+			 * connection's look (promotion_trigger.c) holds it while it
+			 * scans the queues this closes. */
+			pthread_mutex_lock(&s->ctl_lock);
+			atomic_fetch_add(&s->listen_gen, 1);
 			sl_fabric_listen_unregister(s);
+			pthread_mutex_unlock(&s->ctl_lock);
 			break;
 		case SL_CONNECTING:
 			pthread_mutex_lock(&s->ctl_lock);

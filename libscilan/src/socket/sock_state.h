@@ -236,6 +236,25 @@ struct sl_sock {
 	_Atomic bool seam_pending;
 	struct sl_seam_rx seam_rx;
 	struct sl_seam_point seam_point;
+	/* When a plain connection tries (promotion_trigger.c): promote_role
+	 * says which end it is (SL_PROMOTE_*, 0: it never tries), promote_at_ns
+	 * when its next offer or look is due, promote_gap_ms the back-off after
+	 * that.  kcalls: threads of ours inside a kernel call that reads or
+	 * writes the socket (kept across a reuse of the slot: a thread may
+	 * still be in a call on the descriptor that lived here);
+	 * promote_gate: an offer or look is being made, and calls wait for it
+	 * to end rather than enter the kernel.  The acceptor's listener, and
+	 * its listen_gen then (a listener's close or reuse changes it). */
+	_Atomic uint8_t promote_role;
+	_Atomic int64_t promote_at_ns;
+	_Atomic uint32_t promote_gap_ms;
+	_Atomic int kcalls;
+	_Atomic uintptr_t promote_gate; /* 0, or which thread holds it (promotion_trigger.c) */
+	_Atomic bool promote_no_room;   /* acceptor: its last take found no room for its marker */
+	_Atomic uint8_t promote_refusals; /* connector: its late offers refused so far */
+	struct sl_sock *promote_listener;
+	uint32_t promote_listener_gen;
+	_Atomic uint32_t listen_gen;
 
 	_Atomic uint32_t tx_blocked; /* sends that found the ring full (edge-triggered EPOLLOUT re-arms on it) */
 	struct sl_urg urg;          /* urgent data we received */
@@ -278,6 +297,11 @@ ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
 		     size_t (*fill)(const struct sl_ring_tx *tx, size_t n, void *arg), void *arg);
 /* The state of fd if its data goes through rings, else NULL. */
 struct sl_sock *sl_sock_connected(int fd);
+/* The same for a call that reads or writes fd, which goes to the kernel when
+ * this is NULL: then *kernel, if not NULL, is the socket that call was
+ * counted on (a plain connection that may yet move onto the rings), for
+ * sl_promote_kernel_leave after the kernel's call (promotion_trigger.h). */
+struct sl_sock *sl_sock_route(int fd, struct sl_sock **kernel);
 /* A non-blocking connect with an offer out: move to SL_CONNECTED once the
  * kernel connection is up, or back to SL_FRESH if it failed (lifecycle.c). */
 void sl_connect_progress(struct sl_sock *s);
@@ -484,6 +508,8 @@ static inline bool sl_sock_rings_or_deciding(const struct sl_sock *s)
 /* Process-wide counters for SCILAN_STATS and scilan_ctl. */
 struct sl_totals {
 	_Atomic uint64_t accelerated, fallback, tx_bytes, rx_bytes, sleeps, wakeups;
+	_Atomic uint64_t promoted; /* connections that started on kernel TCP, counted as fallbacks, then moved
+				    * onto the rings (and counted as accelerated too) */
 	_Atomic uint64_t fb[SL_FB_COUNT]; /* fallbacks per reason */
 };
 extern struct sl_totals sl_totals;

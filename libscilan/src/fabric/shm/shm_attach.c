@@ -157,6 +157,9 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 			 * published; refused (the connector reads the word at its
 			 * next call), it stays on kernel TCP and may offer again. */
 			atomic_compare_exchange_strong(sl_shm_offer_word(base), &offered, SL_OFFER_REFUSED);
+			/* Its next look waits for room first (promotion_trigger.c). */
+			if (errno == EAGAIN)
+				atomic_store(&s->promote_no_room, true);
 		}
 		offered = r == 0 ? SL_OFFER_OFFERED : SL_OFFER_REVOKED; /* r == 1: the connector revoked first */
 	}

@@ -1,0 +1,218 @@
+/* promotion_trigger.c — when a live plain connection tries promotion: the
+ * connector offers once the connection outlived the short-connection
+ * policy's bound, the acceptor looks for the offer now and then at its
+ * calls, and neither starts while a thread of ours is inside a kernel call
+ * on the socket (ARCHITECTURE.md, "Promotion").
+ */
+#include "conn/promotion_trigger.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <time.h>
+
+#include "conn/promotion.h"
+#include "fabric/fabric.h"
+#include "runtime/config.h"
+#include "runtime/io_uring_seen.h"
+#include "runtime/log.h"
+#include "runtime/sys.h"
+
+/* The connector's back-off after an offer nobody took: from 1 s, doubling
+ * to a minute (a hooked server whose sockets cannot move, an epoll one,
+ * costs a segment and a two-second window now and then). */
+#define CONNECTOR_GAP_FIRST_MS 1000
+#define CONNECTOR_GAP_MAX_MS 64000
+/* After an acceptor's refusal (no room for its marker): the next offer,
+ * so soon only so many times (an acceptor that refuses every offer costs us
+ * a segment each time). */
+#define REFUSED_RETRY_MS 100
+#define REFUSED_RETRIES 4
+/* The acceptor's looks: the first when its connector may first offer, then
+ * 25 ms later, doubling to half a second, so that an offer (out for
+ * SL_PROMOTE_WAIT_MS) meets a look at the acceptor's next calls.  A look
+ * that finds nothing is one accept4 on the rendezvous queue. */
+#define ACCEPTOR_GAP_FIRST_MS 25
+#define ACCEPTOR_GAP_MAX_MS 500
+/* A try waits this long for the kernel calls in flight to end (the calls
+ * that come meanwhile wait at the gate): a full-duplex stream's reader and
+ * writer are in the kernel most of the time, and each call returns as soon
+ * as the peer reads or writes.  Then it comes again this soon. */
+#define DRAIN_WAIT_NS (20 * 1000000LL)
+#define BUSY_RETRY_MS 10
+/* The acceptor's wait for room for its marker before it takes an offer. */
+#define ROOM_WAIT_MS 50
+
+/* Which thread holds a socket's gate: the address of a thread-local. */
+static _Thread_local char this_thread;
+
+static int64_t ms_from_now(uint32_t ms)
+{
+	return sl_mono_ns() + (int64_t)ms * 1000000;
+}
+
+void sl_promote_arm_connector(struct sl_sock *s, int64_t after_ns)
+{
+	if (!sl_config()->promote || !s->fabric->offer_late || atomic_load(&s->promote_role) == SL_PROMOTE_NEVER)
+		return;
+	atomic_store(&s->promote_gap_ms, CONNECTOR_GAP_FIRST_MS);
+	atomic_store(&s->promote_role, SL_PROMOTE_CONNECTOR);
+	atomic_store(&s->promote_at_ns, sl_mono_ns() + after_ns);
+}
+
+void sl_promote_arm_acceptor(struct sl_sock *s, struct sl_sock *listener, int64_t after_ns)
+{
+	bool queue = false;
+
+	for (int i = 0; i < SL_MAX_REG; i++)
+		queue |= listener->rdv_fd[i] >= 0;
+	/* A late offer comes through the listener's rendezvous alone. */
+	if (!sl_config()->promote || !s->fabric->take_late || !queue ||
+	    atomic_load(&s->promote_role) == SL_PROMOTE_NEVER)
+		return;
+	s->promote_listener = listener;
+	s->promote_listener_gen = atomic_load(&listener->listen_gen);
+	atomic_store(&s->promote_gap_ms, ACCEPTOR_GAP_FIRST_MS);
+	atomic_store(&s->promote_role, SL_PROMOTE_ACCEPTOR);
+	atomic_store(&s->promote_at_ns, sl_mono_ns() + after_ns);
+}
+
+void sl_promote_forbid(struct sl_sock *s)
+{
+	if (atomic_load_explicit(&s->promote_role, memory_order_relaxed) == SL_PROMOTE_NEVER)
+		return;
+	atomic_store(&s->promote_role, SL_PROMOTE_NEVER);
+	atomic_store(&s->promote_at_ns, 0);
+}
+
+void sl_promote_back_off(struct sl_sock *s, bool refused)
+{
+	uint32_t gap = atomic_load(&s->promote_gap_ms);
+
+	if (!sl_promote_armed(atomic_load(&s->promote_role)))
+		return;
+	/* The acceptor looked and found no room for its marker: it waits for
+	 * room at its next look, which this offer, made soon, meets. */
+	if (refused && atomic_fetch_add(&s->promote_refusals, 1) < REFUSED_RETRIES) {
+		atomic_store(&s->promote_at_ns, ms_from_now(REFUSED_RETRY_MS));
+		return;
+	}
+
+	atomic_store(&s->promote_at_ns, ms_from_now(gap));
+	if (gap < CONNECTOR_GAP_MAX_MS)
+		atomic_store(&s->promote_gap_ms, gap * 2);
+}
+
+/* The acceptor's look, under its listener's ctl_lock: a listener closed
+ * since (its slot maybe reused) bumped its generation under that lock, and
+ * its rendezvous queues are gone; then this connection never looks again. */
+static void look(struct sl_sock *s)
+{
+	struct sl_sock *l = s->promote_listener;
+	int r = 0;
+
+	/* The take needs room for our marker, and refuses without it (the
+	 * connector offers again a second later).  A stream at speed keeps
+	 * our socket full: after such a refusal the next look waits for room
+	 * first, here, outside the locks the take holds; with the gate held
+	 * our writers add nothing while the peer's reader drains it.  Not
+	 * before every look: a socket full because its plain peer reads
+	 * slowly would stall its calls for nothing. */
+	if (atomic_exchange(&s->promote_no_room, false))
+		sl_sys.poll(&(struct pollfd){ .fd = s->fd, .events = POLLOUT }, 1, ROOM_WAIT_MS);
+	pthread_mutex_lock(&l->ctl_lock);
+	if (atomic_load(&l->listen_gen) != s->promote_listener_gen || sl_sock_state(l) != SL_LISTENING) {
+		pthread_mutex_unlock(&l->ctl_lock);
+		sl_promote_forbid(s);
+		return;
+	}
+	r = sl_promote_look(s, l);
+	pthread_mutex_unlock(&l->ctl_lock);
+	if (r != 0) /* taken, or reset: either way nothing more to look for */
+		sl_promote_forbid(s);
+}
+
+/* No kernel call of ours on s any more (the gate held: none starts). */
+static bool drained(struct sl_sock *s)
+{
+	int64_t until = sl_mono_ns() + DRAIN_WAIT_NS;
+
+	while (atomic_load(&s->kcalls) != 0) {
+		if (sl_mono_ns() > until)
+			return false;
+		nanosleep(&(struct timespec){ .tv_nsec = 50000 }, NULL);
+	}
+	return true;
+}
+
+void sl_promote_try(struct sl_sock *s)
+{
+	uintptr_t none = 0, me = (uintptr_t)&this_thread;
+	int role = atomic_load(&s->promote_role);
+	int64_t at;
+
+	if (!sl_promote_armed(role) || sl_sock_state(s) != SL_PLAIN || sl_sock_promoting(s))
+		return;
+	/* One try at a time; the calls of other threads wait at the gate. */
+	if (!atomic_compare_exchange_strong(&s->promote_gate, &none, me))
+		return;
+	at = atomic_load(&s->promote_at_ns);
+	if (!at || sl_mono_ns() < at || sl_sock_state(s) != SL_PLAIN || sl_sock_promoting(s))
+		goto out;
+	/* Both sequentially consistent: a call stores its count, then loads
+	 * the gate; we stored the gate, then load the count.  One of us sees
+	 * the other.  A thread inside a kernel read now would take the peer's
+	 * marker for data, a write would land past our switch point. */
+	/* Past the hook: io_uring's reads would take the peer's marker for
+	 * data, and a forked or passed socket's other holders count nothing
+	 * here.  Either way the connection stays as it is, for good. */
+	if (sl_io_uring_seen() || sl_sock_maybe_shared(s)) {
+		sl_promote_forbid(s);
+		goto out;
+	}
+	if (!drained(s)) {
+		atomic_store(&s->promote_at_ns, ms_from_now(BUSY_RETRY_MS));
+		goto out;
+	}
+	if (role == SL_PROMOTE_CONNECTOR) {
+		if (sl_promote_offer(s) == 0) {
+			/* Out: the offer's decision (promotion.c) backs off if
+			 * nobody takes it. */
+			atomic_store(&s->promote_at_ns, 0);
+		} else {
+			sl_debug("fd %d: no late offer (%m)", s->fd);
+			sl_promote_back_off(s, false);
+		}
+	} else {
+		uint32_t gap = atomic_load(&s->promote_gap_ms);
+
+		atomic_store(&s->promote_at_ns, ms_from_now(gap));
+		if (gap < ACCEPTOR_GAP_MAX_MS)
+			atomic_store(&s->promote_gap_ms, gap * 2);
+		look(s);
+	}
+out:
+	atomic_store(&s->promote_gate, 0);
+}
+
+bool sl_promote_kernel_enter(struct sl_sock *s)
+{
+	uintptr_t me = (uintptr_t)&this_thread, holder;
+
+	for (;;) {
+		atomic_fetch_add(&s->kcalls, 1);
+		holder = atomic_load(&s->promote_gate);
+		/* Held by this very thread: a signal handler's call interrupted
+		 * our own try, which cannot go on until the handler returns
+		 * (the library's locks give a handler the same rule). */
+		if (!holder || holder == me)
+			break;
+		atomic_fetch_sub(&s->kcalls, 1);
+		while (atomic_load(&s->promote_gate))
+			sched_yield();
+	}
+	if (sl_sock_state(s) != SL_PLAIN || sl_sock_promoting(s) || sl_sock_strip_pending(s)) {
+		atomic_fetch_sub(&s->kcalls, 1);
+		return false;
+	}
+	return true;
+}
