@@ -1,6 +1,7 @@
 /* test_kill9.c — a bounded SIGKILL campaign (either end killed while streaming, idle,
- * on a full ring, in connect; polling and interrupt mode): the survivor ends with
- * EOF/ECONNRESET/EPIPE within 5 s, every byte right; and the half-open case it found. */
+ * on a full ring, in connect, while a stream moves from kernel TCP onto the rings;
+ * polling and interrupt mode): the survivor ends with EOF/ECONNRESET/EPIPE within
+ * 5 s, every byte right; and the half-open case it found. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "socket/offer_policy.h"
 #include "testutil.h"
 
 #define HANG_SECS 5       /* a survivor not back by then counts as a hang */
@@ -28,12 +30,15 @@ enum scenario {
 	FULL_KILL_SENDER,     /* the peer blocked on our full ring; survivor drains after the kill */
 	CONNECT_KILL_CLIENT,  /* client killed 0-2 ms into its connect; survivor = server */
 	CONNECT_KILL_SERVER,  /* server killed 0-2 ms after the client starts; survivor = client */
+	MOVE_KILL_SENDER,     /* a stream on kernel TCP (short policy) promoted onto the rings: */
+	MOVE_KILL_RECEIVER,   /* either end killed 0-400 ms in, before, during or after the move */
 	N_SCENARIOS
 };
 
 static const char *const names[N_SCENARIOS] = {
 	"stream-kill-sender", "stream-kill-receiver", "idle-blocked-recv", "idle-then-send",
 	"full-kill-receiver", "full-kill-sender",     "connect-kill-client", "connect-kill-server",
+	"move-kill-sender",   "move-kill-receiver",
 };
 
 enum act { ACT_SEND, ACT_RECV, ACT_IDLE, ACT_RECV_AFTER_KILL, ACT_SEND_AFTER_KILL };
@@ -50,7 +55,61 @@ struct run {
 	_Atomic int end_errno;       /* how the survivor's stream ended (0: EOF) */
 	_Atomic bool connected;      /* the survivor had a connection at all */
 	bool interrupt;
+	bool move;                   /* short connections first: the stream starts on kernel TCP */
+	_Atomic bool moved;          /* ... and the survivor saw it on the rings */
 };
+
+/* A move scenario's survivor notes the stream on the rings (after a call,
+ * so the move, once made, is seen at the next one). */
+static void note_moved(int fd, struct run *r)
+{
+	if (r->move && !atomic_load_explicit(&r->moved, memory_order_relaxed) && tu_accelerated(fd) == 1)
+		atomic_store(&r->moved, true);
+}
+
+/* Client, a move scenario: connections of one round trip each until the
+ * offer policy keeps the next one on kernel TCP; the server takes them as
+ * they come, and knows the stream's by the byte it starts with. */
+#define MOVE_SHORTS (4 * SL_OFFER_SHORT_RUN)
+#define STREAM_START 'R'
+#define SHORT_ONE 'S'
+
+static int move_client_conn(uint16_t port)
+{
+	for (int i = 0; i < MOVE_SHORTS; i++) {
+		int fd = tu_connect_rcvbuf(AF_INET, port, RING);
+		char start = STREAM_START, one = SHORT_ONE;
+
+		if (fd < 0)
+			return -1;
+		if (i >= SL_OFFER_SHORT_RUN && tu_accelerated(fd) == 0)
+			return scilan_send(fd, &start, 1, 0) == 1 ? fd : -1;
+		if (scilan_send(fd, &one, 1, 0) != 1 || scilan_recv(fd, &one, 1, 0) != 1) {
+			scilan_close(fd);
+			return -1;
+		}
+		scilan_close(fd);
+	}
+	return -1;
+}
+
+static int move_server_conn(int l)
+{
+	for (int i = 0; i <= MOVE_SHORTS; i++) {
+		struct pollfd pfd = { .fd = l, .events = POLLIN };
+		char start;
+		int fd;
+
+		if (scilan_poll(&pfd, 1, 2000) != 1 || (fd = scilan_accept(l, NULL, NULL)) < 0)
+			return -2;
+		if (scilan_recv(fd, &start, 1, 0) == 1 && start == STREAM_START)
+			return fd; /* the listener stays: the acceptor's look needs it */
+		if (start == SHORT_ONE)
+			scilan_send(fd, &start, 1, MSG_NOSIGNAL);
+		scilan_close(fd);
+	}
+	return -2;
+}
 
 struct end_arg {
 	struct run *run;
@@ -80,6 +139,8 @@ static int end_conn(struct end_arg *a)
 			scilan_close(l);
 			return -2;
 		}
+		if (r->move)
+			return move_server_conn(l);
 		fd = scilan_accept(l, NULL, NULL);
 		scilan_close(l);
 	} else {
@@ -88,7 +149,8 @@ static int end_conn(struct end_arg *a)
 				return -1;
 			tu_sleep_ms(1);
 		}
-		fd = tu_connect_rcvbuf(AF_INET, atomic_load(&r->port), RING);
+		fd = r->move ? move_client_conn(atomic_load(&r->port))
+			     : tu_connect_rcvbuf(AF_INET, atomic_load(&r->port), RING);
 	}
 	if (fd >= 0 && r->interrupt && tu_accelerated(fd) == 1 && tu_set_poll_us(fd, 0) < 0)
 		return -1;
@@ -112,6 +174,7 @@ static int send_stream(int fd, struct run *r)
 		}
 		off += (uint64_t)n;
 		atomic_store(&r->bytes, off);
+		note_moved(fd, r);
 	}
 }
 
@@ -135,6 +198,7 @@ static int recv_stream(int fd, struct run *r)
 			bad += buf[i] != want[i];
 		off += (uint64_t)n;
 		atomic_store(&r->bytes, off);
+		note_moved(fd, r);
 	}
 }
 
@@ -201,7 +265,7 @@ static bool exited(struct tu_child *c)
 }
 
 struct tally {
-	int runs, hangs, errors, no_conn;
+	int runs, hangs, errors, no_conn, move_runs, moved;
 	uint64_t corrupt, bytes;
 	double slowest;
 	enum scenario slowest_sc;
@@ -219,6 +283,7 @@ static void one_run(enum scenario sc, bool interrupt, struct tally *t)
 
 	memset(r, 0, sizeof(*r));
 	r->interrupt = interrupt;
+	r->move = sc == MOVE_KILL_SENDER || sc == MOVE_KILL_RECEIVER;
 	if (sc == CONNECT_KILL_CLIENT)
 		victim_server = false;
 	if (sc == CONNECT_KILL_SERVER)
@@ -228,11 +293,13 @@ static void one_run(enum scenario sc, bool interrupt, struct tally *t)
 	switch (sc) {
 	case STREAM_KILL_SENDER:
 	case CONNECT_KILL_CLIENT:
+	case MOVE_KILL_SENDER:
 		va.act = ACT_SEND;
 		sa.act = ACT_RECV;
 		break;
 	case STREAM_KILL_RECEIVER:
 	case CONNECT_KILL_SERVER:
+	case MOVE_KILL_RECEIVER:
 		va.act = ACT_RECV;
 		sa.act = ACT_SEND;
 		break;
@@ -274,7 +341,8 @@ static void one_run(enum scenario sc, bool interrupt, struct tally *t)
 			cr_assert_fail("%s: the ends did not connect\nvictim:\n%s\nsurvivor:\n%s", names[sc],
 				       victim.output, survivor.output);
 		}
-		tu_sleep_ms((unsigned)(rand() % 60));
+		/* A move starts 100 ms after the connect and takes a few. */
+		tu_sleep_ms((unsigned)(rand() % (r->move ? 400 : 60)));
 	}
 	tu_kill(&victim);
 	tu_reap(&victim);
@@ -301,6 +369,8 @@ static void one_run(enum scenario sc, bool interrupt, struct tally *t)
 		t->slowest_sc = sc;
 	}
 	t->corrupt += atomic_load(&r->corrupt);
+	t->move_runs += r->move;
+	t->moved += atomic_load(&r->moved);
 	t->bytes += atomic_load(&r->bytes);
 	if (!atomic_load(&r->connected))
 		t->no_conn++;
@@ -335,13 +405,18 @@ static void campaign(bool interrupt)
 				one_run((enum scenario)sc, interrupt, &t);
 	fprintf(stderr,
 		"kill9 (%s): runs %d, hangs %d, corrupt bytes %llu, errors %d, slowest survivor %.0f ms (%s), "
-		"%d runs killed before a connection, %.1f MB moved by survivors, %.1f s\n",
+		"%d runs killed before a connection, %.1f MB moved by survivors, %d of %d move runs on the rings "
+		"before the kill, %.1f s\n",
 		interrupt ? "interrupt, SCILAN_POLL_US=0" : "polling", t.runs, t.hangs, (unsigned long long)t.corrupt,
-		t.errors, t.slowest * 1e3, names[t.slowest_sc], t.no_conn, (double)t.bytes / 1e6, now_s() - start);
+		t.errors, t.slowest * 1e3, names[t.slowest_sc], t.no_conn, (double)t.bytes / 1e6, t.moved, t.move_runs,
+		now_s() - start);
 	cr_assert_gt(t.runs, 0);
 	cr_assert_eq(t.hangs, 0, "%d survivors hung", t.hangs);
 	cr_assert_eq(t.corrupt, 0, "%llu corrupt bytes", (unsigned long long)t.corrupt);
 	cr_assert_eq(t.errors, 0, "%d survivors ended wrongly", t.errors);
+	/* The kill falls before, during and after the move: some after. */
+	if (t.move_runs >= 8)
+		cr_assert_gt(t.moved, 0, "no move run's stream reached the rings before its kill");
 }
 
 Test(kill9, polling, .timeout = 600)
