@@ -158,7 +158,7 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 		}
 		if (req == FIONREAD) {
 			sl_lock(&s->rx_lock);
-			n = s->seg ? sl_rx_waiting(s) : 0;
+			n = s->seg ? sl_promote_rx_waiting(s) : 0;
 			sl_unlock(&s->rx_lock);
 		} else {
 			/* Nothing waits in a send queue: what a send wrote sits in

@@ -11,6 +11,7 @@
 #include "conn/agree.h"
 #include "conn/conn.h"
 #include "conn/failover.h"
+#include "conn/promotion.h"
 #include "conn/promotion_trigger.h"
 #include "conn/stall.h"
 #include "evq/evq.h"

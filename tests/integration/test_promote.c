@@ -43,6 +43,18 @@ static int look(int a, int l)
 	return sl_promote_look(sl_sock_get(a), sl_sock_get(l));
 }
 
+/* FIONREAD's count (the hook's and TCP_INQ's). */
+static int64_t waiting(int fd)
+{
+	struct sl_sock *s = sl_sock_get(fd);
+	int64_t n;
+
+	sl_lock(&s->rx_lock);
+	n = sl_promote_rx_waiting(s);
+	sl_unlock(&s->rx_lock);
+	return n;
+}
+
 /* The end of every test: both ends and the listener closed. */
 static void close_all(int c, int a, int l)
 {
@@ -106,10 +118,16 @@ Test(promote, the_connectors_bytes_in_flight_at_the_claim_arrive_first)
 	cr_assert_eq(tu_send_all(c, big, 100000, 0), 100000); /* on TCP: not claimed yet */
 	cr_assert_eq(look(a, l), 1);
 	cr_assert_eq(tu_recv_all(a, in, 50000), 50000);
+	/* FIONREAD and TCP_INQ count the kernel's bytes before the point:
+	 * 0 there would read as the end of the stream to some programs. */
+	cr_assert_eq(waiting(a), 50000, "what a read could take now: %lld", (long long)waiting(a));
 	/* The connector's next send follows the claim: its marker after the
 	 * first 100000 bytes, the rest on the ring. */
 	cr_assert_eq(tu_send_all(c, big + 100000, 100000, 0), 100000);
 	cr_assert(tu_accelerated(c));
+	for (int i = 0; i < 500 && waiting(a) < 150000; i++)
+		tu_sleep_ms(2);
+	cr_assert_eq(waiting(a), 150000, "the rest, the marker skipped: %lld", (long long)waiting(a));
 	cr_assert_eq(tu_recv_all(a, in + 50000, 150000), 150000);
 	cr_assert_eq(tu_stream_check(9, 0, in, 200000), -1);
 	free(big);

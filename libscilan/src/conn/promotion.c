@@ -8,12 +8,15 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 #include "conn/agree.h"
 #include "conn/conn.h"
 #include "conn/promote.h"
 #include "conn/seam.h"
 #include "fabric/fabric.h"
+#include "ring/segment.h"
 #include "runtime/endpoint_key.h"
 #include "runtime/log.h"
 #include "runtime/stats_file.h"
@@ -420,6 +423,28 @@ static bool take_due_marker(struct sl_sock *s)
 	if (s->seam_rx.crossed)
 		atomic_store(&s->seam_pending, false);
 	return true;
+}
+
+int64_t sl_promote_rx_waiting(struct sl_sock *s)
+{
+	const struct sl_seam_point *p = &s->seam_point;
+	uint64_t x, before;
+	int inq = 0;
+
+	if (!atomic_load(&s->seam_pending))
+		return sl_rx_waiting(s);
+	if (sl_sys.ioctl(s->fd, SIOCINQ, &inq) < 0 || inq < 0)
+		inq = 0;
+	/* No point yet, or not one to trust yet (the connector's view before
+	 * the claim): the marker is not here, and every kernel byte is data. */
+	x = p->x && !(p->word && !sl_offer_agreed(atomic_load(p->word))) ? atomic_load(p->x) : SL_SEAM_UNKNOWN;
+	if (x == SL_SEAM_UNKNOWN || x < s->seam_rx.read)
+		return inq;
+	before = x - s->seam_rx.read;
+	if ((uint64_t)inq <= before)
+		return inq;
+	/* The marker is here: the ring's bytes are next, without a wait. */
+	return (int64_t)before + (s->seg ? sl_rx_waiting(s) : 0);
 }
 
 short sl_promote_ready(struct sl_sock *s, short events)

@@ -50,6 +50,10 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
  * peer's marker, when it is the next byte, is read first (waiting a bounded
  * while for it), so that the close is a FIN, not an RST. */
 void sl_promote_before_close(struct sl_sock *s);
+/* What a read could take now without waiting (FIONREAD, TCP_INQ; rx_lock
+ * held): the ring's, or while the seam is pending the kernel's bytes before
+ * the peer's point, and the ring's too once its marker is here. */
+int64_t sl_promote_rx_waiting(struct sl_sock *s);
 /* poll's readiness while s->seam_pending: the kernel's, but the peer's
  * marker is taken (never waiting) rather than reported; -1 when the seam is
  * crossed and the ring's readiness is the answer. */

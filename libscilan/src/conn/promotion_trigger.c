@@ -8,11 +8,13 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <string.h>
 #include <time.h>
 
 #include "conn/promotion.h"
 #include "fabric/fabric.h"
 #include "runtime/config.h"
+#include "runtime/endpoint_key.h"
 #include "runtime/io_uring_seen.h"
 #include "runtime/log.h"
 #include "runtime/sys.h"
@@ -39,6 +41,7 @@
  * as the peer reads or writes.  Then it comes again this soon. */
 #define DRAIN_WAIT_NS (20 * 1000000LL)
 #define BUSY_RETRY_MS 10
+#define BUSY_RETRY_MAX_MS 2000
 /* The acceptor's wait for room for its marker before it takes an offer. */
 #define ROOM_WAIT_MS 50
 
@@ -59,15 +62,31 @@ void sl_promote_arm_connector(struct sl_sock *s, int64_t after_ns)
 	atomic_store(&s->promote_at_ns, sl_mono_ns() + after_ns);
 }
 
+/* Could the peer be a process of ours that reached the listener's
+ * rendezvous (its abstract socket is this network namespace's)?  Its
+ * address is then loopback, or our end's own. */
+static bool peer_here(struct sl_sock *s)
+{
+	static const unsigned char v6_loopback[16] = { [15] = 1 };
+	struct sl_key local, peer = s->known_peer;
+
+	if (peer.family == AF_INET && peer.addr[0] == 127)
+		return true;
+	if (peer.family == AF_INET6 && memcmp(peer.addr, v6_loopback, 16) == 0)
+		return true;
+	return sl_conn_keys(s->fd, &local, &peer) == 0 && sl_key_same_addr(&local, &peer);
+}
+
 void sl_promote_arm_acceptor(struct sl_sock *s, struct sl_sock *listener, int64_t after_ns)
 {
 	bool queue = false;
 
 	for (int i = 0; i < SL_MAX_REG; i++)
 		queue |= listener->rdv_fd[i] >= 0;
-	/* A late offer comes through the listener's rendezvous alone. */
+	/* A late offer comes through the listener's rendezvous alone, from a
+	 * process of this network namespace. */
 	if (!sl_config()->promote || !s->fabric->take_late || !queue ||
-	    atomic_load(&s->promote_role) == SL_PROMOTE_NEVER)
+	    atomic_load(&s->promote_role) == SL_PROMOTE_NEVER || !peer_here(s))
 		return;
 	s->promote_listener = listener;
 	s->promote_listener_gen = atomic_load(&listener->listen_gen);
@@ -110,6 +129,9 @@ static void look(struct sl_sock *s)
 	struct sl_sock *l = s->promote_listener;
 	int r = 0;
 
+	if (!l) /* closed, and its slot reused, while we tried */
+		return;
+
 	/* The take needs room for our marker, and refuses without it (the
 	 * connector offers again a second later).  A stream at speed keeps
 	 * our socket full: after such a refusal the next look waits for room
@@ -147,14 +169,16 @@ static bool drained(struct sl_sock *s)
 void sl_promote_try(struct sl_sock *s)
 {
 	uintptr_t none = 0, me = (uintptr_t)&this_thread;
-	int role = atomic_load(&s->promote_role);
+	int role = atomic_load(&s->promote_role), cancel;
 	int64_t at;
 
 	if (!sl_promote_armed(role) || sl_sock_state(s) != SL_PLAIN || sl_sock_promoting(s))
 		return;
-	/* One try at a time; the calls of other threads wait at the gate. */
+	/* One try at a time; the calls of other threads wait at the gate,
+	 * which a cancelled thread would leave held for good. */
 	if (!atomic_compare_exchange_strong(&s->promote_gate, &none, me))
 		return;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	at = atomic_load(&s->promote_at_ns);
 	if (!at || sl_mono_ns() < at || sl_sock_state(s) != SL_PLAIN || sl_sock_promoting(s))
 		goto out;
@@ -169,10 +193,18 @@ void sl_promote_try(struct sl_sock *s)
 		sl_promote_forbid(s);
 		goto out;
 	}
+	/* Busy again and again (a reader blocked on a quiet direction): the
+	 * wait for it doubles, or our calls would spend most of their time
+	 * here. */
 	if (!drained(s)) {
-		atomic_store(&s->promote_at_ns, ms_from_now(BUSY_RETRY_MS));
+		uint32_t busy = atomic_load(&s->promote_busy_ms);
+
+		busy = busy < BUSY_RETRY_MS ? BUSY_RETRY_MS : busy * 2 > BUSY_RETRY_MAX_MS ? BUSY_RETRY_MAX_MS : busy * 2;
+		atomic_store(&s->promote_busy_ms, busy);
+		atomic_store(&s->promote_at_ns, ms_from_now(busy));
 		goto out;
 	}
+	atomic_store(&s->promote_busy_ms, 0);
 	if (role == SL_PROMOTE_CONNECTOR) {
 		if (sl_promote_offer(s) == 0) {
 			/* Out: the offer's decision (promotion.c) backs off if
@@ -192,6 +224,7 @@ void sl_promote_try(struct sl_sock *s)
 	}
 out:
 	atomic_store(&s->promote_gate, 0);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 bool sl_promote_kernel_enter(struct sl_sock *s)

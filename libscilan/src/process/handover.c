@@ -22,6 +22,7 @@
 #include "runtime/config.h"
 #include "fabric/fabric.h"
 #include "conn/agree.h"
+#include "conn/promotion.h"
 #include "conn/conn.h"
 #include "conn/failover.h"
 #include "process/holders.h"
@@ -189,9 +190,12 @@ static bool export_one(int fd, struct sl_sock *s)
 	int fdflags;
 
 	/* An offer still out is decided now (revoked unless the acceptor
-	 * attached): the new image could not tell which transport it holds. */
+	 * attached): the new image could not tell which transport it holds.
+	 * A late one (promotion) too: revoked, or followed. */
 	if (sl_agree_pending(s) && sl_agree_decide(s, SL_AGREE_FORCE))
 		return false;
+	if (sl_sock_promoting(s))
+		sl_promote_settle(s);
 	if ((!sl_sock_on_rings(s) && sl_sock_state(s) != SL_LISTENING && !sl_sock_strip_pending(s)) ||
 	    atomic_load(&s->reset))
 		return false;

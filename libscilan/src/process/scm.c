@@ -18,6 +18,8 @@
 #include "conn/agree.h"
 #include "conn/conn.h"
 #include "conn/failover.h"
+#include "conn/promotion.h"
+#include "conn/promotion_trigger.h"
 #include "process/handover.h"
 #include "process/holders.h"
 #include "runtime/bell_fd.h"
@@ -139,6 +141,14 @@ static ssize_t send_passing(int fd, const struct msghdr *msg, int flags, struct 
 			struct sl_sock *s;
 
 			memcpy(&pfd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			/* Passed on, a plain connection never moves onto the
+			 * rings (the receiver's calls are not counted here), and
+			 * a late offer out is decided before it goes. */
+			if ((s = sl_sock_get(pfd))) {
+				sl_promote_forbid(s);
+				if (sl_sock_promoting(s))
+					sl_promote_settle(s);
+			}
 			s = sl_sock_connected(pfd);
 			if (s && sl_sock_state(s) == SL_PLAIN) {
 				/* Failed over, its header not yet stripped: the

@@ -5,6 +5,8 @@
  */
 #include "socket/sock_state.h"
 #include "conn/failover.h"
+#include "conn/promotion.h"
+#include "conn/promotion_trigger.h"
 #include "evq/evq_dev.h"
 #include "fabric/fabric.h"
 #include "fabric/shm/seg_pool.h"
@@ -184,6 +186,7 @@ reset:
 	atomic_store(&s->promote_gate, 0);
 	atomic_store(&s->promote_no_room, false);
 	atomic_store(&s->promote_refusals, 0);
+	atomic_store(&s->promote_busy_ms, 0);
 	s->promote_listener = NULL;
 	atomic_fetch_add(&s->listen_gen, 1); /* acceptors of the listener that lived here stop looking */
 	atomic_store(&s->counting_turns, false);
@@ -271,6 +274,12 @@ static void reset_in_child(struct sl_sock *s)
 	pthread_mutex_init(&s->sleep_lock[1], NULL);
 	atomic_store(&s->sleepers[0], 0);
 	atomic_store(&s->sleepers[1], 0);
+	/* A try or a kernel call of a parent's thread does not exist here;
+	 * and a socket two processes hold never moves (promotion_trigger.c:
+	 * the other's calls are not counted here). */
+	atomic_store(&s->promote_gate, 0);
+	atomic_store(&s->kcalls, 0);
+	sl_promote_forbid(s);
 	/* The parent's device registrations are the parent's (the child's
 	 * copies of its sets scan; evq_dev.c). */
 	atomic_store(&s->dev_claims, 0);
@@ -350,8 +359,18 @@ bool sl_sock_any_fd(bool (*fn)(int fd, struct sl_sock *s))
 	return false;
 }
 
+static bool settle_promoting(struct sl_sock *s)
+{
+	if (sl_sock_promoting(s))
+		sl_promote_settle(s);
+	return false;
+}
+
 void sl_sock_count_fork(void)
 {
+	/* A late offer out is decided first (revoked, or followed): the
+	 * child's reads and ours could not both cross its seam. */
+	sl_sock_any(settle_promoting);
 	/* In the parent before fork, so that a parent that closes at once
 	 * cannot close the connection under the child. */
 	sl_holders_before_fork();

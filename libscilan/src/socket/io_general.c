@@ -15,6 +15,7 @@
 #include "conn/agree.h"
 #include "conn/conn.h"
 #include "conn/promotion.h"
+#include "conn/promotion_trigger.h"
 #include "conn/failover.h"
 #include "evq/evq.h"
 #include "fabric/fabric.h"
@@ -544,6 +545,24 @@ static ssize_t recv_accelerated(struct sl_sock *s, struct iov_cursor *cur, size_
 	return (ssize_t)got;
 }
 
+/* finish_plain's kernel call, counted for a connection that may yet move
+ * onto the rings (promotion_trigger.h); -2 when it started moving since
+ * the call chose the kernel: the caller goes the library's way. */
+static ssize_t kernel_msg(struct sl_sock *s, struct msghdr *msg, int flags, bool sending)
+{
+	struct sl_sock *k = NULL;
+	ssize_t r;
+
+	if (sl_promote_armed(atomic_load_explicit(&s->promote_role, memory_order_relaxed))) {
+		if (!sl_promote_kernel_enter(s))
+			return -2;
+		k = s;
+	}
+	r = sending ? sl_sys.sendmsg(s->fd, msg, flags) : sl_sys.recvmsg(s->fd, msg, flags);
+	sl_promote_kernel_leave(k);
+	return r;
+}
+
 /* The rest of a call on the kernel socket, after the connection fell back
  * (agree.c); done bytes went through the ring (and were moved on).  Cold,
  * like the other rare ends of a call: inlined, its iovec array would widen
@@ -553,6 +572,7 @@ static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t d
 {
 	struct iovec stack[8], *rest = stack;
 	struct msghdr msg = { 0 };
+	size_t left = 0;
 	int n = 0;
 	ssize_t r;
 
@@ -567,6 +587,7 @@ static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t d
 
 		rest[n].iov_base = (char *)cur->iov[i].iov_base + off;
 		rest[n].iov_len = cur->iov[i].iov_len - off;
+		left += rest[n].iov_len;
 	}
 	msg.msg_iov = rest;
 	msg.msg_iovlen = (size_t)n;
@@ -580,14 +601,16 @@ static ssize_t finish_plain(struct sl_sock *s, struct iov_cursor *cur, ssize_t d
 		    errno != EWOULDBLOCK)
 			r = -1; /* the connection's error, which the strip's read took: the program's */
 		else
-			r = n ? sl_sys.sendmsg(s->fd, &msg, flags) : 0;
+			r = n ? kernel_msg(s, &msg, flags, true) : 0;
 	}
 	else if (done && (!(flags & MSG_WAITALL) || (flags & MSG_PEEK)))
 		r = 0;
 	else if (atomic_load(&s->strip_pending) && sl_fail_over_strip(s, flags) < 0)
 		r = -1; /* the peer's fail-over header and re-sent bytes come first */
 	else
-		r = sl_sys.recvmsg(s->fd, &msg, flags);
+		r = kernel_msg(s, &msg, flags, false);
+	if (r == -2) /* it started moving onto the rings since (promotion) */
+		r = sending ? sl_send_general(s, rest, n, left, flags) : sl_recv_general(s, rest, n, left, flags);
 	if (rest != stack)
 		free(rest);
 	if (r < 0)
@@ -727,53 +750,4 @@ ssize_t sl_send_fill(struct sl_sock *s, size_t len, int flags,
 		return -1;
 	}
 	return r;
-}
-
-/* Whether the socket asks for TCP_INQ: known since socket() or its
- * setsockopt, else (a socket from another process, an accepted one) asked
- * of the kernel once. */
-static bool inq_wanted(struct sl_sock *s)
-{
-	int on = atomic_load_explicit(&s->tcp_inq, memory_order_relaxed);
-	socklen_t len = sizeof(on);
-
-	if (on < 0) {
-		if (sl_sys.getsockopt(s->fd, IPPROTO_TCP, TCP_INQ, &on, &len) < 0)
-			on = 0;
-		on = on != 0;
-		atomic_store_explicit(&s->tcp_inq, on, memory_order_relaxed);
-	}
-	return on;
-}
-
-void sl_recvmsg_control(struct sl_sock *s, struct msghdr *msg)
-{
-	size_t room = msg->msg_control ? msg->msg_controllen : 0;
-	struct cmsghdr *cm;
-	int64_t waiting;
-	uint32_t ps;
-	int inq;
-
-	msg->msg_controllen = 0;
-	if (!inq_wanted(s))
-		return;
-	if (room < CMSG_SPACE(sizeof(inq))) {
-		msg->msg_flags |= MSG_CTRUNC;
-		return;
-	}
-	ps = atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire);
-	sl_lock(&s->rx_lock);
-	waiting = s->seg ? sl_rx_waiting(s) : 0;
-	sl_unlock(&s->rx_lock);
-	inq = waiting <= 0 ? 0 : waiting > INT_MAX ? INT_MAX : (int)waiting;
-	/* As tcp_inq_hint: after the peer's FIN, a reader is told to go on
-	 * reading, to see it. */
-	if (!inq && ((ps & (SL_PEER_SHUT_WR | SL_PEER_CLOSED | SL_PEER_RESET)) || atomic_load(&s->peer_gone)))
-		inq = 1;
-	cm = (struct cmsghdr *)msg->msg_control;
-	cm->cmsg_level = IPPROTO_TCP;
-	cm->cmsg_type = TCP_CM_INQ;
-	cm->cmsg_len = CMSG_LEN(sizeof(inq));
-	memcpy(CMSG_DATA(cm), &inq, sizeof(inq));
-	msg->msg_controllen = CMSG_SPACE(sizeof(inq));
 }
