@@ -163,8 +163,19 @@ static ssize_t sendfile_direct(struct sl_sock *s, int in_fd, off_t *offset, size
 		return -1;
 	}
 	n = sl_send_fill(s, count, 0, fill_from_file, &f);
-	if (n < 0 && errno == EXDEV) /* the connection moved to kernel TCP */
-		return sl_sys.sendfile(s->fd, in_fd, offset, count);
+	if (n < 0 && errno == EXDEV) { /* the connection moved to kernel TCP */
+		struct sl_sock *k = NULL;
+
+		/* Counted, as the hook's other kernel calls on a connection that
+		 * may move onto the rings (promotion): if it started to, the
+		 * call goes the library's way again. */
+		if (sl_promote_armed(atomic_load(&s->promote_role))) {
+			if (!sl_promote_kernel_enter(s))
+				return sendfile_direct(s, in_fd, offset, count);
+			k = s;
+		}
+		return SL_KERNEL_CALL(k, sl_sys.sendfile(s->fd, in_fd, offset, count));
+	}
 	if (n == 0 && f.err) {
 		errno = f.err;
 		return -1;
