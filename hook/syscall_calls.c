@@ -2,11 +2,14 @@
  * of libc's wrappers: the descriptor-closing calls go through the hook (libuv,
  * so every Node.js program, closes each descriptor with syscall(SYS_close)),
  * and so do fcntl and ioctl, which set O_NONBLOCK, and setsockopt, which sets
- * the timeouts a sleep trusts; the data calls go to libc unchanged, but keep
- * a plain connection off promotion; every other number goes to libc
- * unchanged.
+ * the timeouts a sleep trusts; the data calls on a socket of ours go
+ * through the hook's functions; every other number goes to libc unchanged.
  */
 #include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
@@ -14,6 +17,54 @@
 #include <unistd.h>
 
 #include "hook.h"
+
+/* Does data call `number` name a descriptor of ours (a socket the library
+ * keeps state for, or an epoll set the hook emulates)? */
+static bool data_call_on_ours(long number, const long a[6])
+{
+	if (number == SYS_epoll_ctl)
+		return sl_sock_get((int)a[2]) || hk_epoll_known((int)a[0]);
+	if (number == SYS_splice && sl_sock_get((int)a[2]))
+		return true;
+	return sl_sock_get((int)a[0]) != NULL;
+}
+
+/* The hook's own function for data call `number`, with syscall(2)'s
+ * arguments. */
+static long data_call(long number, const long a[6])
+{
+	switch (number) {
+	case SYS_read:
+		return read((int)a[0], (void *)a[1], (size_t)a[2]);
+	case SYS_write:
+		return write((int)a[0], (const void *)a[1], (size_t)a[2]);
+	case SYS_readv:
+		return readv((int)a[0], (const struct iovec *)a[1], (int)a[2]);
+	case SYS_writev:
+		return writev((int)a[0], (const struct iovec *)a[1], (int)a[2]);
+	case SYS_recvfrom:
+		return recvfrom((int)a[0], (void *)a[1], (size_t)a[2], (int)a[3], (struct sockaddr *)a[4],
+				(socklen_t *)a[5]);
+	case SYS_sendto:
+		return sendto((int)a[0], (const void *)a[1], (size_t)a[2], (int)a[3], (const struct sockaddr *)a[4],
+			      (socklen_t)a[5]);
+	case SYS_recvmsg:
+		return recvmsg((int)a[0], (struct msghdr *)a[1], (int)a[2]);
+	case SYS_sendmsg:
+		return sendmsg((int)a[0], (const struct msghdr *)a[1], (int)a[2]);
+	case SYS_recvmmsg:
+		return recvmmsg((int)a[0], (struct mmsghdr *)a[1], (unsigned int)a[2], (int)a[3],
+				(struct timespec *)a[4]);
+	case SYS_sendmmsg:
+		return sendmmsg((int)a[0], (struct mmsghdr *)a[1], (unsigned int)a[2], (int)a[3]);
+	case SYS_sendfile:
+		return sendfile((int)a[0], (int)a[1], (off_t *)a[2], (size_t)a[3]);
+	case SYS_splice:
+		return splice((int)a[0], (loff_t *)a[1], (int)a[2], (loff_t *)a[3], (size_t)a[4], (unsigned int)a[5]);
+	default: /* SYS_epoll_ctl */
+		return epoll_ctl((int)a[0], (int)a[1], (int)a[2], (struct epoll_event *)a[3]);
+	}
+}
 
 HK_EXPORT long syscall(long number, ...)
 {
@@ -67,17 +118,13 @@ HK_EXPORT long syscall(long number, ...)
 	case SYS_sendmmsg:
 	case SYS_sendfile:
 	case SYS_splice:
-		/* Past the hook, as before; but a plain connection used this way
-		 * never moves onto the rings (promotion): its calls would not be
-		 * counted, nor cross the seam. */
-		hk_promote_forbid_fd((int)a[0]);
-		if (number == SYS_splice)
-			hk_promote_forbid_fd((int)a[2]);
-		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	case SYS_epoll_ctl:
-		if (a[1] != EPOLL_CTL_DEL)
-			hk_promote_forbid_fd((int)a[2]);
-		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+		/* On a socket of ours, through the hook: a ring connection's
+		 * bytes are in its rings, and a plain one's reads must not take
+		 * the peer's switch marker (promotion) for data. */
+		if (!data_call_on_ours(number, a))
+			return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+		return data_call(number, a);
 	default:
 		return HK_NEXT(syscall)(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 	}

@@ -76,3 +76,11 @@ Test(promotion, an_io_uring_server_keeps_kernel_tcp_and_every_byte, .timeout = 1
 {
 	expect_promoted("uring", 0);
 }
+
+/* A server that reads and writes through syscall(2): the hook takes those
+ * calls on its sockets, so the pool moves as with libc's calls, and no
+ * read hands the connector's switch marker to the program. */
+Test(promotion, a_server_calling_syscall_moves_with_every_byte, .timeout = 120)
+{
+	expect_promoted("raw", 2 * 4);
+}

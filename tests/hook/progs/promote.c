@@ -12,6 +12,8 @@
  *           request (a kernel member of a set: the hook keeps it plain)
  *   uring   the pool of one connection, served by io_uring (reads the hook
  *           never sees: its process's connections stay plain)
+ *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
+ *           the hook sees those, so the connections move
  */
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +71,37 @@ static void *serve_one(void *arg)
 	return NULL;
 }
 
+/* All of len through syscall(2), as send_all and recv_all do through libc. */
+static bool raw_all(long nr, int c, void *buf, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		long n = syscall(nr, c, (char *)buf + done, len - done, 0, NULL, nr == SYS_recvfrom ? NULL : 0);
+
+		if (n <= 0)
+			return false;
+		done += (size_t)n;
+	}
+	return true;
+}
+
+static void *serve_one_raw(void *arg)
+{
+	static _Thread_local unsigned char buf[MAX_MSG];
+	int c = (int)(intptr_t)arg;
+	struct hdr h;
+
+	while (raw_all(SYS_recvfrom, c, &h, sizeof(h))) {
+		if (h.len > MAX_MSG || !raw_all(SYS_recvfrom, c, buf, h.len))
+			fatal("server: short request %u", h.len);
+		for (uint32_t i = 0; i < h.len; i++)
+			buf[i] ^= (unsigned char)h.seq;
+		if (!raw_all(SYS_sendto, c, &h, sizeof(h)) || !raw_all(SYS_sendto, c, buf, h.len))
+			fatal("server: reply");
+	}
+	close(c);
+	return NULL;
+}
+
 /* serve_one, waiting in an epoll set of the thread's own before each
  * request. */
 static void *serve_one_epoll(void *arg)
@@ -104,7 +138,7 @@ static void serve_by_uring(int c)
 	close(c);
 }
 
-enum { BY_THREADS, BY_EPOLL, BY_URING };
+enum { BY_THREADS, BY_EPOLL, BY_URING, BY_RAW };
 
 /* Accepts `count` connections, a thread each (detached: short ones end at
  * once; BY_URING: the last one served here, by io_uring), then waits for
@@ -123,7 +157,9 @@ static int server(void *arg)
 			serve_by_uring(c);
 			break;
 		}
-		if (pthread_create(&t, NULL, how == BY_EPOLL ? serve_one_epoll : serve_one, (void *)(intptr_t)c))
+		if (pthread_create(&t, NULL,
+				   how == BY_EPOLL ? serve_one_epoll : how == BY_RAW ? serve_one_raw : serve_one,
+				   (void *)(intptr_t)c))
 			fatal("pthread_create");
 		pthread_detach(t);
 	}
@@ -209,6 +245,11 @@ static int sc_epoll(void)
 static int sc_uring(void)
 {
 	return pool_of(1, BY_URING);
+}
+
+static int sc_raw(void)
+{
+	return pool_of(POOL, BY_RAW);
 }
 
 /* ---- duplex ---- */
@@ -332,6 +373,7 @@ int main(int argc, char **argv)
 		{ "duplex", sc_duplex },
 		{ "epoll", sc_epoll },
 		{ "uring", sc_uring },
+		{ "raw", sc_raw },
 		{ NULL, NULL },
 	};
 
