@@ -36,13 +36,14 @@ static inline void hk_enter(void)
 
 /* A plain connection given to something the hook cannot follow across a
  * move onto the rings (a kernel epoll set, a stdio stream, splice): it
- * stays on kernel TCP (promotion_trigger.h). */
+ * stays on kernel TCP, and a late offer of its already out is decided
+ * first (promotion.h). */
 static inline void hk_promote_forbid_fd(int fd)
 {
 	struct sl_sock *s = sl_sock_get(fd);
 
 	if (s)
-		sl_promote_forbid(s);
+		sl_promote_stop(s);
 }
 
 /* socket_calls.c: close(2) as the hook does it, for syscall(SYS_close) too. */

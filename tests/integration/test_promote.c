@@ -16,6 +16,7 @@
 
 #include "conn/promote.h"
 #include "conn/promotion.h"
+#include "conn/promotion_trigger.h"
 #include "runtime/sys.h"
 #include "socket/offer_policy.h"
 #include "socket/sock_state.h"
@@ -132,6 +133,30 @@ Test(promote, the_connectors_bytes_in_flight_at_the_claim_arrive_first)
 	cr_assert_eq(tu_stream_check(9, 0, in, 200000), -1);
 	free(big);
 	free(in);
+	close_all(c, a, l);
+}
+
+/* Urgent data sent with the offer out: the offer is decided first (revoked:
+ * nobody claimed it), the byte goes as TCP's urgent byte, and the
+ * connection never offers again. */
+Test(promote, urgent_data_with_the_offer_out_keeps_kernel_tcp)
+{
+	uint16_t port;
+	int l = listener(&port), c, a;
+	char b = 0;
+
+	tu_plain_pair(l, port, &c, &a);
+	offer(c);
+	cr_assert(sl_sock_promoting(sl_sock_get(c)));
+	cr_assert_eq(scilan_send(c, "u", 1, MSG_OOB), 1, "send: %s", strerror(errno));
+	cr_assert_not(sl_sock_promoting(sl_sock_get(c)), "the offer was decided");
+	cr_assert_eq(atomic_load(&sl_sock_get(c)->promote_role), SL_PROMOTE_NEVER);
+	for (int i = 0; i < 200 && scilan_recv(a, &b, 1, MSG_OOB | MSG_DONTWAIT) != 1; i++)
+		tu_sleep_ms(5);
+	cr_assert_eq(b, 'u', "the acceptor's urgent byte");
+	exchange(c, a, 5, 0, 10000);
+	exchange(a, c, 6, 0, 10000);
+	cr_assert_not(tu_accelerated(c) || tu_accelerated(a));
 	close_all(c, a, l);
 }
 

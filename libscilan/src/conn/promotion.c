@@ -425,6 +425,16 @@ static bool take_due_marker(struct sl_sock *s)
 	return true;
 }
 
+bool sl_promote_stop(struct sl_sock *s)
+{
+	bool was = sl_sock_promoting(s);
+
+	sl_promote_forbid(s);
+	if (was)
+		sl_promote_settle(s);
+	return was;
+}
+
 int64_t sl_promote_rx_waiting(struct sl_sock *s)
 {
 	const struct sl_seam_point *p = &s->seam_point;

@@ -50,6 +50,11 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
  * peer's marker, when it is the next byte, is read first (waiting a bounded
  * while for it), so that the close is a FIN, not an RST. */
 void sl_promote_before_close(struct sl_sock *s);
+/* A use the switch cannot follow (urgent data, a kernel epoll set, a stdio
+ * stream): the connection never offers or looks again, and a late offer
+ * out is decided now (revoked, or followed if claimed).  true when one was
+ * out. */
+bool sl_promote_stop(struct sl_sock *s);
 /* What a read could take now without waiting (FIONREAD, TCP_INQ; rx_lock
  * held): the ring's, or while the seam is pending the kernel's bytes before
  * the peer's point, and the ring's too once its marker is here. */

@@ -672,6 +672,10 @@ ssize_t sl_send_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 
 	if ((flags & MSG_ZEROCOPY) && moved_for_zerocopy(s))
 		return finish_plain(s, &cur, 0, flags, true);
+	/* Urgent data has no place in the seam's counts: a late offer out is
+	 * decided first, and the connection never offers again. */
+	if ((flags & MSG_OOB) && sl_promote_stop(s) && !sl_sock_on_rings(s))
+		return finish_plain(s, &cur, 0, flags, true);
 	if (sl_sock_promoting(s)) {
 		size_t done;
 		int how = sl_promote_send(s, iov, cnt, len, flags, &done);
@@ -698,8 +702,14 @@ ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 				      flags);
 	if (flags & ~(MSG_OOB | MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC))
 		return io_fail(EOPNOTSUPP);
-	if (flags & MSG_OOB)
+	if (flags & MSG_OOB) {
+		/* A plain connection's urgent byte is its kernel socket's
+		 * (with a late offer out, decided first). */
+		if (sl_promote_stop(s) && !sl_sock_on_rings(s))
+			return sl_sys.recvmsg(s->fd, &(struct msghdr){ .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt },
+					      flags);
 		return recv_urgent(s, iov, cnt, len, flags);
+	}
 	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire)) {
 		bool handled;
 
