@@ -8,7 +8,6 @@
 
 #include <poll.h>
 #include <sched.h>
-#include <string.h>
 #include <time.h>
 
 #include "conn/promotion.h"
@@ -67,12 +66,9 @@ void sl_promote_arm_connector(struct sl_sock *s, int64_t after_ns)
  * address is then loopback, or our end's own. */
 static bool peer_here(struct sl_sock *s)
 {
-	static const unsigned char v6_loopback[16] = { [15] = 1 };
 	struct sl_key local, peer = s->known_peer;
 
-	if (peer.family == AF_INET && peer.addr[0] == 127)
-		return true;
-	if (peer.family == AF_INET6 && memcmp(peer.addr, v6_loopback, 16) == 0)
+	if (sl_key_is_loopback(&peer))
 		return true;
 	return sl_conn_keys(s->fd, &local, &peer) == 0 && sl_key_same_addr(&local, &peer);
 }
@@ -133,7 +129,7 @@ static void look(struct sl_sock *s)
 		return;
 
 	/* The take needs room for our marker, and refuses without it (the
-	 * connector offers again a second later).  A stream at speed keeps
+	 * connector offers again 100 ms later).  A stream at speed keeps
 	 * our socket full: after such a refusal the next look waits for room
 	 * first, here, outside the locks the take holds; with the gate held
 	 * our writers add nothing while the peer's reader drains it.  Not

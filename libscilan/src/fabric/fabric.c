@@ -4,6 +4,7 @@
  * tries first the fabric its client's address points to.
  */
 #include "fabric/fabric.h"
+#include "runtime/endpoint_key.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
@@ -80,19 +81,12 @@ static void find_dev_here(void)
 	freeifaddrs(ifs);
 }
 
-static bool is_loopback(const struct sl_key *k)
-{
-	static const unsigned char v6_loopback[16] = { [15] = 1 };
-
-	return k->family == AF_INET ? k->addr[0] == 127 : memcmp(k->addr, v6_loopback, 16) == 0;
-}
-
 /* e: addr's map entry, a dev one. */
 static bool dev_entry_here(const struct sl_map_entry *e, const struct sl_key *addr)
 {
 	const struct sl_cluster_map *map = &sl_config()->map;
 
-	if (is_loopback(addr))
+	if (sl_key_is_loopback(addr))
 		return true;
 	pthread_once(&here_once, find_dev_here);
 	return dev_here && e >= map->entries && e < map->entries + map->count && dev_here[e - map->entries];
@@ -102,7 +96,7 @@ bool sl_fabric_addr_here(const struct sl_key *addr)
 {
 	const struct sl_map_entry *e = sl_cluster_map_find(&sl_config()->map, addr);
 
-	return is_loopback(addr) || (e && e->fabric == SL_MAP_DEV && dev_entry_here(e, addr));
+	return sl_key_is_loopback(addr) || (e && e->fabric == SL_MAP_DEV && dev_entry_here(e, addr));
 }
 
 /* A dev node's address other than our own. */

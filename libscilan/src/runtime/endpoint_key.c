@@ -92,6 +92,13 @@ bool sl_key_same_addr(const struct sl_key *a, const struct sl_key *b)
 	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
 }
 
+bool sl_key_is_loopback(const struct sl_key *k)
+{
+	static const unsigned char v6_loopback[16] = { [15] = 1 };
+
+	return k->family == AF_INET ? k->addr[0] == 127 : k->family == AF_INET6 && memcmp(k->addr, v6_loopback, 16) == 0;
+}
+
 bool sl_key_same(const struct sl_key *a, const struct sl_key *b)
 {
 	return a->port == b->port && sl_key_same_addr(a, b);

@@ -27,6 +27,8 @@ int sl_conn_keys(int fd, struct sl_key *local, struct sl_key *peer);
 void sl_key_scope_from_fd(int fd, struct sl_key *key);
 /* The same address (family, address, scope), ports aside. */
 bool sl_key_same_addr(const struct sl_key *a, const struct sl_key *b);
+/* 127.0.0.0/8 or ::1. */
+bool sl_key_is_loopback(const struct sl_key *k);
 /* The same endpoint: the same address and port. */
 bool sl_key_same(const struct sl_key *a, const struct sl_key *b);
 

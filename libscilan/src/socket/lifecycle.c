@@ -273,10 +273,9 @@ static int route_source(int domain, const struct sockaddr *dst, socklen_t len, s
  * (a custom local route) reads as not ours: plain TCP, the safe side. */
 static bool address_is_local(int domain, const struct sockaddr *addr, socklen_t len, const struct sl_key *dst)
 {
-	static const unsigned char v6_loopback[16] = { [15] = 1 };
 	struct sl_key src;
 
-	if (dst->family == AF_INET ? dst->addr[0] == 127 : memcmp(dst->addr, v6_loopback, 16) == 0)
+	if (sl_key_is_loopback(dst))
 		return true;
 	return route_source(domain, addr, len, &src) == 0 && sl_key_same_addr(&src, dst);
 }
