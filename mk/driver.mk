@@ -83,13 +83,20 @@ test-fabric: driver $(CTL_BIN) $(HOOK_SO)
 
 # test-moves: the tests of connections that change transport, alone: the
 # link cut under a program in each way of waiting (the one-guest suite's
-# linkcut group: fail-over to kernel TCP), and the two-guest suite (the
-# device fabric's agreement: raw and io_uring acceptors on the peer node);
-# one line at the end.  Part of test-kernel.
-test-moves: driver $(CTL_BIN) $(HOOK_SO)
+# linkcut group: fail-over to kernel TCP), the two-guest suite (the device
+# fabric's agreement: raw and io_uring acceptors on the peer node), and the
+# shm fabric's promotion (the seam, the switch, the connection's part, its
+# triggers, kill -9 during moves, unmodified programs under the hook); one
+# line at the end.  The guest suites are part of test-kernel, the others of
+# test-native and test-hook.
+MOVES_SHM := ^(unit/test_(seam|promote_switch)|integration/test_(promote|promote_trigger|kill9))$$
+test-moves: driver $(CTL_BIN) $(HOOK_SO) tests hooktests
 	@SCILAN_GUEST_ONLY=linkcut tests/kernel/run.sh $(BUILD) || true
 	@tests/kernel/run-two.sh $(BUILD) || true
-	@cat $(BUILD)/results/kernel.txt $(BUILD)/results/kernel-two.txt 2>/dev/null | \
+	@scripts/run-tests.sh $(BUILD)/tests moves-shm $(BUILD)/results '$(MOVES_SHM)'
+	@scripts/run-tests.sh $(HOOKTEST_DIR) moves-hook $(BUILD)/results '^test_promotion$$'
+	@cat $(BUILD)/results/kernel.txt $(BUILD)/results/kernel-two.txt \
+		$(BUILD)/results/moves-shm.txt $(BUILD)/results/moves-hook.txt 2>/dev/null | \
 		awk '{ p += $$3; f += $$4 } $$4 > 0 { print "FAILED: " $$2 } END { printf "moves: %d passed, %d failed\n", p, f; exit (f > 0 || p == 0) }'
 
 # scilan (polling, interrupt) against kernel TCP over virtio-net between the

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# run-tests.sh DIR LABEL RESULTS — runs every Criterion binary under DIR, one
-# at a time (the 2-vCPU machine has no room for parallel spinning peers), and
-# records each binary's pass/fail counts in RESULTS/LABEL.txt.
+# run-tests.sh DIR LABEL RESULTS [PATTERN] — runs every Criterion binary under
+# DIR (those whose path under DIR matches the extended regular expression
+# PATTERN, if given), one at a time (the 2-vCPU machine has no room for
+# parallel spinning peers), and records each binary's pass/fail counts in
+# RESULTS/LABEL.txt.
 set -u
-dir=$1 label=$2 results=$3
+dir=$1 label=$2 results=$3 pattern=${4:-}
 mkdir -p "$results"
 out="$results/$label.txt"
 : >"$out"
@@ -13,6 +15,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
 for t in $(find "$dir" -type f -perm -u+x | sort); do
 	name=${t#"$dir"/}
+	if [ -n "$pattern" ] && ! [[ "$name" =~ $pattern ]]; then continue; fi
 	case "$t" in */threads/*) name=threads/${t##*/} ;; esac
 	echo "== [$label] $name"
 	log=$(mktemp)

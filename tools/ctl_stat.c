@@ -39,6 +39,7 @@ struct conn_row {
 	unsigned reason, side; /* fallback.h: SL_FB_NONE accelerated */
 	unsigned fabric;       /* stats_file.h: SL_STATS_TCP, _SHM, _DEV */
 	int link;              /* SL_STATS_DEV: N of its /dev/scilanN, -1 not known */
+	bool promoted;         /* began on kernel TCP, moved onto the rings */
 	char comm[16], local[64], peer[64];
 	uint64_t tx, rx, sleeps, wakeups;
 	long peer_port;        /* SL_STATS_DEV: its link's peer fabric port, -1 unknown */
@@ -120,6 +121,7 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 		r.side = s->side;
 		r.fabric = s->fabric;
 		r.link = s->link;
+		r.promoted = (s->flags & SL_STATS_PROMOTED) != 0;
 		if (r.reason != SL_FB_NONE && !all)
 			continue;
 		memcpy(r.comm, m->hdr.comm, sizeof(r.comm) - 1);
@@ -191,15 +193,18 @@ static const char *fabric_name(const struct conn_row *r)
 	return r->fabric == SL_STATS_SHM ? "shm" : r->fabric == SL_STATS_DEV ? "dev" : "tcp";
 }
 
-/* The FABRIC column: the device connection's link by its name. */
+/* The FABRIC column: the device connection's link by its name, and
+ * whether the connection moved there from kernel TCP. */
 static const char *fabric_column(const struct conn_row *r, char *buf, size_t size)
 {
+	const char *moved = r->promoted ? ", promoted" : "";
+
 	if (r->fabric == SL_STATS_DEV && r->link >= 0 && r->peer_port >= 0)
-		snprintf(buf, size, "scilan%d (port %ld)", r->link, r->peer_port);
+		snprintf(buf, size, "scilan%d (port %ld)%s", r->link, r->peer_port, moved);
 	else if (r->fabric == SL_STATS_DEV && r->link >= 0)
-		snprintf(buf, size, "scilan%d", r->link);
+		snprintf(buf, size, "scilan%d%s", r->link, moved);
 	else
-		snprintf(buf, size, "%s", fabric_name(r));
+		snprintf(buf, size, "%s%s", fabric_name(r), moved);
 	return buf;
 }
 
@@ -220,7 +225,7 @@ static void print_json(const struct table *t)
 		printf(",\"accelerated\":%s,\"reason\":\"%s\",\"downgraded\":%s,\"side\":\"%s\"",
 		       r->reason == SL_FB_NONE ? "true" : "false", r->reason == SL_FB_NONE ? "" : sl_fb_name(r->reason),
 		       sl_fb_downgrade(r->reason) ? "true" : "false", r->side ? "accept" : "connect");
-		printf(",\"fabric\":\"%s\"", fabric_name(r));
+		printf(",\"fabric\":\"%s\",\"promoted\":%s", fabric_name(r), r->promoted ? "true" : "false");
 		if (r->fabric == SL_STATS_DEV && r->link >= 0)
 			printf(",\"link\":\"scilan%d\"", r->link);
 		if (r->peer_port >= 0)

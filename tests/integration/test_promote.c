@@ -10,13 +10,18 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "conn/promote.h"
 #include "conn/promotion.h"
 #include "conn/promotion_trigger.h"
+#include "runtime/config.h"
+#include "runtime/stats_file.h"
 #include "runtime/sys.h"
 #include "socket/offer_policy.h"
 #include "socket/sock_state.h"
@@ -328,5 +333,61 @@ Test(promote, a_connector_closing_after_a_reset_does_not_wait_for_room)
 	usleep(20000);
 	cr_assert_eq(scilan_close(c), 0);
 	scilan_close(a);
+	scilan_close(l);
+}
+
+/* The rows scilan_ctl stat shows for fd in this process's statistics file:
+ * how many slots list it, and the flags of the last one. */
+static int stat_rows(int fd, uint32_t *flags)
+{
+	char path[PATH_MAX + 32];
+	struct sl_stats_map *m;
+	int f, rows = 0;
+
+	snprintf(path, sizeof(path), "%s/stats/%d", sl_config()->rundir, (int)getpid());
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(f, 0, "%s: %s", path, strerror(errno));
+	m = mmap(NULL, sizeof(*m), PROT_READ, MAP_SHARED, f, 0);
+	close(f);
+	cr_assert_neq(m, MAP_FAILED);
+	for (int i = 0; i < SL_STATS_SLOTS; i++)
+		if (atomic_load(&m->slot[i].in_use) && m->slot[i].fd == fd) {
+			rows++;
+			*flags = m->slot[i].flags;
+			cr_expect_eq(m->slot[i].reason, SL_FB_NONE, "fd %d listed as kernel TCP (%u)", fd,
+				     m->slot[i].reason);
+		}
+	munmap(m, sizeof(*m));
+	return rows;
+}
+
+/* scilan_ctl stat lists a promoted connection once, as accelerated and
+ * promoted (its kernel TCP row gone with the move), and not after its
+ * close. */
+Test(promote, stat_lists_a_promoted_connection_once_and_says_so)
+{
+	uint16_t port;
+	int l, c, a;
+	uint32_t flags = 0;
+
+	l = listener(&port);
+	tu_plain_pair(l, port, &c, &a);
+	exchange(c, a, 1, 0, 100);
+	offer(c);
+	cr_assert_eq(look(a, l), 1, "look: %s", strerror(errno));
+	exchange(a, c, 2, 0, 1000);
+	exchange(c, a, 1, 100, 1000);
+	cr_assert(tu_accelerated(c) && tu_accelerated(a));
+	/* The first files are made at a process's first wait (young.h). */
+	sl_stats_publish_idle();
+	cr_expect_eq(stat_rows(c, &flags), 1, "rows for the connector");
+	cr_expect(flags & SL_STATS_PROMOTED, "the connector's row does not say promoted");
+	flags = 0;
+	cr_expect_eq(stat_rows(a, &flags), 1, "rows for the acceptor");
+	cr_expect(flags & SL_STATS_PROMOTED, "the acceptor's row does not say promoted");
+	scilan_close(c);
+	scilan_close(a);
+	cr_expect_eq(stat_rows(c, &flags), 0, "the connector still listed after its close");
+	cr_expect_eq(stat_rows(a, &flags), 0, "the acceptor still listed after its close");
 	scilan_close(l);
 }

@@ -31,6 +31,7 @@ static void promoted(struct sl_sock *s, const char *role)
 {
 	s->fb_reason = SL_FB_NONE;
 	atomic_fetch_add(&sl_totals.promoted, 1);
+	atomic_store(&s->was_promoted, true);
 	sl_conn_became_connected(s);
 	sl_debug("fd %d: promoted onto the rings (%s)", s->fd, role);
 }

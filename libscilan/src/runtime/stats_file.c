@@ -191,6 +191,8 @@ static void fill_slot(struct sl_stats_map *m, struct sl_sock *s, bool accelerate
 		/* A device connection is the one with the link's slices mapped. */
 		slot->fabric = !accelerated ? SL_STATS_TCP : s->dev_map[0] ? SL_STATS_DEV : SL_STATS_SHM;
 		slot->link = s->dev_map[0] ? s->dev_link : -1;
+		slot->flags = accelerated && atomic_load_explicit(&s->was_promoted, memory_order_relaxed) ? SL_STATS_PROMOTED
+													   : 0;
 		/* A kernel TCP connection's unknown end stays unknown (shown as
 		 * such; ss(8) has it): asking would cost its connect or accept
 		 * a system call more than without us. */
@@ -244,9 +246,32 @@ static void publish(void)
 		sl_sock_any(publish_wanted_one);
 }
 
+/* Under map_lock: s's slot is free again, its counts back in the socket
+ * (another thread counting meanwhile counts there from its next count). */
+static void give_back_slot(struct sl_sock *s)
+{
+	struct sl_counters *c = sl_ctr(s);
+
+	if (s->stats_slot < 0)
+		return;
+	if (c != &s->own_ctr) {
+		atomic_fetch_add(&s->own_ctr.tx_bytes, atomic_load(&c->tx_bytes));
+		atomic_fetch_add(&s->own_ctr.rx_bytes, atomic_load(&c->rx_bytes));
+		atomic_fetch_add(&s->own_ctr.sleeps, atomic_load(&c->sleeps));
+		atomic_fetch_add(&s->own_ctr.wakeups, atomic_load(&c->wakeups));
+		atomic_store_explicit(&s->ctr, &s->own_ctr, memory_order_release);
+	}
+	if (map)
+		atomic_store_explicit(&map->slot[s->stats_slot].in_use, 0, memory_order_release);
+	s->stats_slot = -1;
+}
+
 static void take_slot(struct sl_sock *s, bool accelerated)
 {
 	pthread_mutex_lock(&map_lock);
+	/* Promoted: its kernel TCP row goes, the accelerated one replaces it. */
+	if (accelerated)
+		give_back_slot(s);
 	/* Fell back before its slot: listed as what it is now. */
 	if (!accelerated)
 		atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);

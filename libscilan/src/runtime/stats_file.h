@@ -10,11 +10,14 @@
 
 #include "socket/sock_state.h"
 
-#define SL_STATS_MAGIC 0x3554535320434c53ull /* "SLC SST5": reasons numbered as fallback.h says, keys with a scope,
-					      * each connection's fabric */
+#define SL_STATS_MAGIC 0x3654535320434c53ull /* "SLC SST6": reasons numbered as fallback.h says, keys with a scope,
+					      * each connection's fabric and flags */
 #define SL_STATS_SLOTS 1024
 
 enum sl_stats_fabric { SL_STATS_TCP = 0, SL_STATS_SHM = 1, SL_STATS_DEV = 2 };
+/* A slot's flags: the connection began on kernel TCP and moved onto the
+ * rings (promotion). */
+#define SL_STATS_PROMOTED 1u
 
 struct sl_stats_slot {
 	_Atomic uint32_t in_use;
@@ -23,6 +26,7 @@ struct sl_stats_slot {
 	uint32_t side;   /* enum sl_fb_side */
 	uint32_t fabric; /* enum sl_stats_fabric: what carries it */
 	int32_t link;    /* SL_STATS_DEV: N of the /dev/scilanN it rides (-1 not known) */
+	uint32_t flags;  /* SL_STATS_PROMOTED */
 	struct sl_key local, peer;
 	struct sl_counters ctr;
 };

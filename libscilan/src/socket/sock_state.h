@@ -253,6 +253,7 @@ struct sl_sock {
 	_Atomic bool promote_no_room;   /* acceptor: its last take found no room for its marker */
 	_Atomic uint8_t promote_refusals; /* connector: its late offers refused so far */
 	_Atomic uint32_t promote_busy_ms; /* the wait after a try that met calls in flight */
+	_Atomic bool was_promoted;        /* began on kernel TCP, moved onto the rings (scilan_ctl stat) */
 	struct sl_sock *promote_listener;
 	uint32_t promote_listener_gen;
 	_Atomic uint32_t listen_gen;
