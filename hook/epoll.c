@@ -50,9 +50,31 @@ struct sl_sock *hk_ep_ring_socket(int fd)
 	return s && sl_sock_rings_or_deciding(s) ? s : NULL;
 }
 
-static bool wants_emulation(int fd)
+/* A member whose readiness the kernel set cannot give.  A connection moving
+ * onto the rings (promotion: an offer out, a seam pending) is emulated
+ * when level-triggered: the kernel would report the peer's switch marker as
+ * data, and a blocking read after it could wait for nothing.  An
+ * edge-triggered member keeps the kernel's edges until the seam is crossed:
+ * an edge for the marker alone costs a nonblocking read its EAGAIN, while a
+ * scan cannot tell edges on a kernel stream (it would report EPOLLOUT at
+ * every wait). */
+static bool wants_emulation(int fd, uint32_t events)
 {
-	return hk_ep_ring_socket(fd) || hk_ep_set_of(fd);
+	struct sl_sock *s;
+
+	if (hk_ep_set_of(fd))
+		return true;
+	s = hk_ep_ring_socket(fd);
+	return s && !((events & EPOLLET) && sl_promote_window(s));
+}
+
+/* Can a plain connection in this set follow its connection onto the rings?
+ * Only where the hook sees every wait (a set it emulates, not a forked
+ * child's copy), and neither EPOLLONESHOT (a kernel member's disarming is
+ * the kernel's, unseen) nor EPOLLEXCLUSIVE. */
+static bool promotable_in(const struct epset *set, const struct epoll_event *ev)
+{
+	return set && !set->forked && ev && !(ev->events & (EPOLLONESHOT | EPOLLEXCLUSIVE));
 }
 
 /* Should the hook remember fd as a member at all?  Sockets libscilan knows
@@ -96,13 +118,26 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 {
 	int scanned = 0;
 	bool settled = !set->forked, unseen = false;
+	unsigned epoch = sl_promote_epoch_now();
 
+	/* A connection of ours moved (promotion): any member may be it. */
+	if (epoch != set->promote_epoch) {
+		set->promote_epoch = epoch;
+		hk_ep_unsettle(set);
+	}
 	if (set->settled)
 		return set->nscan;
 	for (int i = 0; i < set->n; i++) {
 		struct member *m = &set->m[i];
 		struct sl_sock *s;
-		bool emulate = wants_emulation(m->fd);
+		bool emulate = wants_emulation(m->fd, m->events);
+
+		/* Moving onto the rings: the seam's end (another thread's read
+		 * may cross it) says nothing the kernel set hears. */
+		if ((s = sl_sock_get(m->fd)) && sl_promote_window(s)) {
+			settled = false;
+			unseen = true;
+		}
 
 		if (m->q >= 0 && set->forked) {
 			scanned += !m->disarmed; /* its other process's queue: scan it */
@@ -110,6 +145,8 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 		}
 		if (m->q >= 0 && emulate && !m->q_stale)
 			continue;
+		if (m->in_kernel && emulate)
+			m->et_reported = 0; /* its kernel edges were not ours to mark */
 		hk_evq_unqueue(epfd, set, m);
 		if (emulate && !hk_ep_set_of(m->fd) && hk_evq_queue(epfd, set, i))
 			continue;
@@ -127,6 +164,32 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 	set->settled = settled;
 	set->unseen_connect = unseen;
 	return scanned;
+}
+
+int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since)
+{
+	int kept = 0;
+
+	if (sl_promote_epoch_now() == since)
+		return n;
+	for (int i = 0; i < n; i++) {
+		struct member *only = NULL;
+		int matches = 0;
+
+		/* The kernel says which member only by its data: one that
+		 * another member shares is kept (at worst a spurious event). */
+		for (int k = 0; k < set->n && matches < 2; k++)
+			if (set->m[k].data.u64 == evs[i].data.u64) {
+				only = &set->m[k];
+				matches++;
+			}
+		if (matches == 1 && hk_ep_ring_socket(only->fd) && wants_emulation(only->fd, only->events)) {
+			hk_ep_unsettle(set);
+			continue;
+		}
+		evs[kept++] = evs[i];
+	}
+	return kept;
 }
 
 /* Our wake-up descriptor moved: the program dup2'ed onto its number. */
@@ -309,7 +372,7 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 	}
 	m = &set->m[set->n];
 	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data, .q = -1 };
-	if (!wants_emulation(fd)) {
+	if (!wants_emulation(fd, ev->events)) {
 		struct epoll_event kev = *ev;
 
 		if (sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &kev) < 0)
@@ -328,11 +391,12 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	int r = 0;
 
 	hk_enter();
-	/* A kernel member cannot follow its connection onto the rings yet
-	 * (ARCHITECTURE.md, "Promotion"): a plain one in any set stays plain. */
-	if (op != EPOLL_CTL_DEL)
-		hk_promote_forbid_fd(fd);
 	set = hk_ep_set_of(epfd);
+	/* A kernel member follows its connection onto the rings only in a set
+	 * whose waits the hook sees (hk_ep_reconcile moves it); elsewhere a
+	 * plain connection stays plain (ARCHITECTURE.md, "Promotion"). */
+	if (op != EPOLL_CTL_DEL && (epfd == fd || !promotable_in(set, ev)))
+		hk_promote_forbid_fd(fd);
 	if (!set || epfd == fd)
 		return sl_sys.epoll_ctl(epfd, op, fd, ev);
 	pthread_mutex_lock(&set->lock);

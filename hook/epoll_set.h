@@ -71,7 +71,9 @@ struct epset {
 	bool bell_in_kernel;  /* its bell is in the current kernel set */
 	bool forked;
 	bool settled;         /* no member can change mode before an epoll_ctl: reconcile skips */
-	bool unseen_connect;  /* a kernel member may connect onto the rings unseen: sleeps are short */
+	bool unseen_connect;  /* a kernel member may connect onto the rings unseen (or is moving onto
+			       * them: promotion): sleeps are short */
+	unsigned promote_epoch; /* sl_promote_epoch at the last reconcile */
 	unsigned unsettled;   /* bumped by every change that unsettles the set after a reconcile */
 	int nscan;            /* scanned emulated members, at the last reconcile */
 	int *slot_member;     /* [bit]: index into m, or -1 */
@@ -144,6 +146,11 @@ struct epset *hk_ep_set_of(int fd);
 /* Members moved to where their state now belongs; the scanned members
  * armed (epoll.c). */
 int hk_ep_reconcile(int epfd, struct epset *set);
+/* After a kernel wait that began at promotion epoch `since`: the kernel's
+ * events for members whose connection moved meanwhile (their readiness is
+ * emulated now: the event may be the peer's switch marker) are dropped;
+ * the events kept (set->lock held). */
+int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since);
 short hk_ep_wanted(struct member *m, struct sl_sock *s);
 void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents);
 #define HK_EP_EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)

@@ -251,10 +251,12 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 
 	for (;;) {
 		int got, left = sl_left_ms(deadline), emulated, sleep_ms, armed = -1;
-		unsigned reconciled;
+		unsigned reconciled, epoch;
 		bool woken = false;
 
 		pthread_mutex_lock(&set->lock);
+		/* Before the reconcile: a move after it shows as a new epoch. */
+		epoch = sl_promote_epoch_now();
 		emulated = hk_ep_reconcile(epfd, set);
 		reconciled = set->unsettled;
 		got = hk_evq_collect(set, evs, max, sl_mono_ms());
@@ -295,7 +297,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (r >= 0) {
 				bool looked = got > 0; /* a member is reported once per wait */
 
-				got += hk_evq_strip(set, evs + got, r, &woken);
+				got += hk_ep_drop_moved(set, evs + got, hk_evq_strip(set, evs + got, r, &woken), epoch);
 				if (!looked && got < max)
 					got += hk_evq_collect(set, evs + got, max - got, sl_mono_ms());
 			}
@@ -324,7 +326,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 				if ((p.pfds[0].revents & POLLIN) && got < max) {
 					r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
 					if (r > 0)
-						got += hk_evq_strip(set, evs + got, r, &woken);
+						got += hk_ep_drop_moved(set, evs + got,
+									hk_evq_strip(set, evs + got, r, &woken), epoch);
 				}
 			}
 		}

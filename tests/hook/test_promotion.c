@@ -60,14 +60,30 @@ Test(promotion, a_full_duplex_stream_moves_with_every_byte, .timeout = 120)
 	expect_promoted("duplex", 2);
 }
 
-/* The acceptor's threads wait in epoll sets: a kernel member cannot follow
- * its connection onto the rings yet, so the hook keeps those plain; the
- * client's late offers go untaken (each a two-second window in which its
- * reads cross the seam and its sends stay on kernel TCP), and every reply
- * is still right. */
-Test(promotion, a_server_in_epoll_keeps_kernel_tcp_and_every_byte, .timeout = 120)
+/* The acceptor's threads wait in epoll sets (level-triggered, blocking
+ * reads): each kernel member follows its connection onto the rings (the
+ * sets reconcile at their next wait, and the client's switch marker is
+ * never reported as a request). */
+Test(promotion, a_server_in_epoll_moves_with_every_byte, .timeout = 120)
 {
-	expect_promoted("epoll", 0);
+	expect_promoted("epoll", 2 * 4);
+}
+
+/* One edge-triggered event loop serves the pool (nonblocking, the way
+ * nginx registers connections), and the client waits for each reply in a
+ * level-triggered set: both sets follow, no edge is lost across the
+ * switch, and no reply is wrong. */
+Test(promotion, an_edge_triggered_event_loop_moves_with_every_byte, .timeout = 120)
+{
+	expect_promoted("evloop", 2 * 4);
+}
+
+/* EPOLLONESHOT, re-armed by the server after each request: the kernel
+ * disarms such a member unseen, so the hook keeps those connections on
+ * kernel TCP, and every reply is still right. */
+Test(promotion, a_server_re_arming_epolloneshot_keeps_kernel_tcp_and_every_byte, .timeout = 120)
+{
+	expect_promoted("oneshot", 0);
 }
 
 /* A server that reads its connection through io_uring, which the hook never

@@ -26,6 +26,13 @@
 #include "sync/clock.h"
 #include "sync/conn_spin.h"
 
+_Atomic unsigned sl_promote_epoch;
+
+static void moved_on(void)
+{
+	atomic_fetch_add(&sl_promote_epoch, 1);
+}
+
 /* The rings carry the connection from here: as a connect that agreed. */
 static void promoted(struct sl_sock *s, const char *role)
 {
@@ -33,7 +40,15 @@ static void promoted(struct sl_sock *s, const char *role)
 	atomic_fetch_add(&sl_totals.promoted, 1);
 	atomic_store(&s->was_promoted, true);
 	sl_conn_became_connected(s);
+	moved_on();
 	sl_debug("fd %d: promoted onto the rings (%s)", s->fd, role);
+}
+
+/* The peer's marker is read: the kernel socket carries nothing more. */
+static void seam_crossed(struct sl_sock *s)
+{
+	atomic_store(&s->seam_pending, false);
+	moved_on();
 }
 
 /* The connector's late offer is over without a claim (all three locks
@@ -47,6 +62,7 @@ static void withdrawn(struct sl_sock *s, bool refused)
 	s->seam_point.x = NULL;
 	s->seam_point.word = NULL;
 	s->fabric->offer_withdraw(s);
+	moved_on();
 	sl_promote_back_off(s, refused);
 }
 
@@ -58,6 +74,7 @@ static void promotion_failed(struct sl_sock *s, const char *why)
 	sl_warn("fd %d: connection reset: its promotion %s", s->fd, why);
 	atomic_store(&s->late_offer, false);
 	atomic_store(&s->seam_pending, false);
+	moved_on();
 	sl_conn_reset(s, "promotion failed half-way");
 	sl_sys_reset_tcp(s->fd);
 }
@@ -209,6 +226,7 @@ int sl_promote_offer(struct sl_sock *s)
 	atomic_fetch_or(&s->agree, SL_AGREE_PLAIN);
 	atomic_store(&s->seam_pending, true);
 	atomic_store(&s->late_offer, true);
+	moved_on();
 out:
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_unlock(&s->rx_lock);
@@ -279,7 +297,7 @@ static ssize_t seam_look(struct sl_sock *s, const struct iovec *iov, int cnt, in
 	r = sl_seam_recv(s->fd, &s->seam_rx, &s->seam_point, iov, cnt, flags | MSG_DONTWAIT);
 	*crossed = s->seam_rx.crossed;
 	if (*crossed)
-		atomic_store(&s->seam_pending, false);
+		seam_crossed(s);
 	sl_unlock(&s->rx_lock);
 	return r;
 }
@@ -422,7 +440,7 @@ static bool take_due_marker(struct sl_sock *s)
 	if (sl_seam_recv(s->fd, &s->seam_rx, &s->seam_point, &none, 1, MSG_DONTWAIT) < 0 && errno == EPROTO)
 		return false;
 	if (s->seam_rx.crossed)
-		atomic_store(&s->seam_pending, false);
+		seam_crossed(s);
 	return true;
 }
 

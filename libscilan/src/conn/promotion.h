@@ -12,6 +12,24 @@
 
 #include "socket/sock_state.h"
 
+/* Bumped (after the change) whenever a promotion changes what carries a
+ * connection or where its readiness lives: an offer out or withdrawn, a
+ * take, a follow, a seam crossed, a failure.  The hook's epoll sets compare
+ * it at each wait: a kernel member may have to move to the emulated side,
+ * or back, and a kernel event for it may be the peer's marker. */
+extern _Atomic unsigned sl_promote_epoch;
+static inline unsigned sl_promote_epoch_now(void)
+{
+	return atomic_load_explicit(&sl_promote_epoch, memory_order_acquire);
+}
+
+/* Between kernel TCP and the rings: a late offer out, or a seam not yet
+ * crossed (the kernel socket still carries bytes or the peer's marker). */
+static inline bool sl_promote_window(const struct sl_sock *s)
+{
+	return atomic_load_explicit(&s->seam_pending, memory_order_acquire) || sl_sock_promoting(s);
+}
+
 /* An acceptor has this long to take a late offer; then the connector
  * revokes it (nothing moved: it never left kernel TCP). */
 #define SL_PROMOTE_WAIT_MS 2000

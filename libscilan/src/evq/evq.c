@@ -155,8 +155,11 @@ bool sl_evq_eligible(struct sl_sock *s)
 	/* A peer that does not say it marks (an older library), or cannot, or
 	 * forged a registration of ours (evq_refused), has its connections
 	 * scanned.  The device fabric's peer is on another
-	 * node and marks the set's page in our window (evq_dev.c). */
+	 * node and marks the set's page in our window (evq_dev.c).  A
+	 * promoted connection whose seam is pending still has bytes, or the
+	 * peer's marker, to come on its kernel socket, which no mark tells. */
 	if (!sl_sock_on_rings(s) || !s->seg || sl_agree_pending(s) || sl_fell_back(s) ||
+	    atomic_load_explicit(&s->seam_pending, memory_order_acquire) ||
 	    !(atomic_load_explicit(&s->own_ctl->peer_state, memory_order_relaxed) & SL_PEER_EVQ) ||
 	    atomic_load_explicit(&s->evq_refused, memory_order_relaxed))
 		return false;

@@ -9,12 +9,21 @@
  *   duplex  20 short ones, then one connection streaming both ways at once
  *           for 3 s, a reader and a writer thread at each end
  *   epoll   the pool, with a server whose threads wait in epoll before each
- *           request (a kernel member of a set: the hook keeps it plain)
+ *           request (level-triggered, blocking reads: a kernel member of a
+ *           set follows its connection onto the rings)
+ *   evloop  the pool, served by one edge-triggered event loop (nonblocking,
+ *           EPOLLIN|EPOLLOUT|EPOLLRDHUP|EPOLLET, as nginx registers them),
+ *           the client waiting in a level-triggered set of its own before
+ *           each reply: both ends' sets follow the move
+ *   oneshot the pool, with server threads re-arming EPOLLONESHOT (a
+ *           disarming the hook cannot see: it keeps those plain)
  *   uring   the pool of one connection, served by io_uring (reads the hook
  *           never sees: its process's connections stay plain)
  *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
  *           the hook sees those, so the connections move
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <stdio.h>
@@ -118,6 +127,126 @@ static void *serve_one_epoll(void *arg)
 	return NULL;
 }
 
+/* serve_one_epoll with EPOLLONESHOT, re-armed after each request. */
+static void *serve_one_oneshot(void *arg)
+{
+	int c = (int)(intptr_t)arg, ep = MUST(epoll_create1(EPOLL_CLOEXEC));
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT };
+	struct hdr h;
+
+	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	while (epoll_wait(ep, &ev, 1, -1) == 1 && recv_all(c, &h, sizeof(h)) == (ssize_t)sizeof(h)) {
+		serve_request(c, &h);
+		ev.events = EPOLLIN | EPOLLONESHOT;
+		MUST(epoll_ctl(ep, EPOLL_CTL_MOD, c, &ev));
+	}
+	close(ep);
+	close(c);
+	return NULL;
+}
+
+/* ---- one edge-triggered event loop serving every connection ---- */
+
+#define EV_FDS 4096
+
+struct ev_conn {
+	unsigned char in[sizeof(struct hdr) + MAX_MSG], out[sizeof(struct hdr) + MAX_MSG];
+	size_t have, out_len, out_off;
+};
+
+/* Sends what is pending until done or EAGAIN (the next EPOLLOUT edge). */
+static void ev_flush(int fd, struct ev_conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0)
+			fatal("server: send: %s", n < 0 ? strerror(errno) : "0");
+		c->out_off += (size_t)n;
+	}
+}
+
+/* Reads until EAGAIN, answering each whole request; false at the end of
+ * the stream. */
+static bool ev_read(int fd, struct ev_conn *c)
+{
+	for (;;) {
+		ssize_t n = recv(fd, c->in + c->have, sizeof(c->in) - c->have, 0);
+		struct hdr h;
+
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n < 0)
+			fatal("server: recv: %s", strerror(errno));
+		if (n == 0)
+			return false;
+		c->have += (size_t)n;
+		if (c->have < sizeof(h))
+			continue;
+		memcpy(&h, c->in, sizeof(h));
+		if (h.len > MAX_MSG || c->out_off < c->out_len)
+			fatal("server: request of %u bytes, or one before its reply went", h.len);
+		if (c->have < sizeof(h) + h.len)
+			continue;
+		if (c->have > sizeof(h) + h.len)
+			fatal("server: bytes past the request");
+		memcpy(c->out, &h, sizeof(h));
+		for (uint32_t i = 0; i < h.len; i++)
+			c->out[sizeof(h) + i] = c->in[sizeof(h) + i] ^ (unsigned char)h.seq;
+		c->out_len = sizeof(h) + h.len;
+		c->out_off = 0;
+		c->have = 0;
+		ev_flush(fd, c);
+	}
+}
+
+/* Accepts `count` connections and serves them all from this thread until
+ * each has ended. */
+static void serve_evloop(int l, int count)
+{
+	static struct ev_conn *conns[EV_FDS];
+	int ep = MUST(epoll_create1(EPOLL_CLOEXEC)), accepted = 0, open = 0;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = l }, evs[64];
+
+	MUST(fcntl(l, F_SETFL, O_NONBLOCK));
+	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev));
+	while (accepted < count || open > 0) {
+		int n = epoll_wait(ep, evs, 64, 1000);
+
+		if (n < 0 && errno != EINTR)
+			fatal("server: epoll_wait: %s", strerror(errno));
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd, c;
+
+			if (fd == l) {
+				while ((c = accept4(l, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+					if (c >= EV_FDS || !(conns[c] = calloc(1, sizeof(*conns[c]))))
+						fatal("server: fd %d", c);
+					ev = (struct epoll_event){ .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+								   .data.fd = c };
+					MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+					accepted++;
+					open++;
+				}
+				continue;
+			}
+			if (!conns[fd])
+				continue;
+			if ((evs[i].events & EPOLLOUT) && conns[fd]->out_off < conns[fd]->out_len)
+				ev_flush(fd, conns[fd]);
+			if ((evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !ev_read(fd, conns[fd])) {
+				free(conns[fd]);
+				conns[fd] = NULL;
+				close(fd);
+				open--;
+			}
+		}
+	}
+	close(ep);
+}
+
 /* serve_one by io_uring, in the calling thread (the ring is the process's),
  * each request first waited for by a peek through libc, which the hook
  * sees: a program mixing both. */
@@ -138,7 +267,7 @@ static void serve_by_uring(int c)
 	close(c);
 }
 
-enum { BY_THREADS, BY_EPOLL, BY_URING, BY_RAW };
+enum { BY_THREADS, BY_EPOLL, BY_ONESHOT, BY_EVLOOP, BY_URING, BY_RAW };
 
 /* Accepts `count` connections, a thread each (detached: short ones end at
  * once; BY_URING: the last one served here, by io_uring), then waits for
@@ -149,7 +278,9 @@ static int server(void *arg)
 
 	if (how == BY_URING)
 		uring_init();
-	for (int i = 0; i < count; i++) {
+	if (how == BY_EVLOOP)
+		serve_evloop(l, count);
+	for (int i = 0; i < count && how != BY_EVLOOP; i++) {
 		pthread_t t;
 		int c = MUST(accept(l, NULL, NULL));
 
@@ -158,13 +289,30 @@ static int server(void *arg)
 			break;
 		}
 		if (pthread_create(&t, NULL,
-				   how == BY_EPOLL ? serve_one_epoll : how == BY_RAW ? serve_one_raw : serve_one,
+				   how == BY_EPOLL     ? serve_one_epoll
+				   : how == BY_ONESHOT ? serve_one_oneshot
+				   : how == BY_RAW     ? serve_one_raw
+						       : serve_one,
 				   (void *)(intptr_t)c))
 			fatal("pthread_create");
 		pthread_detach(t);
 	}
 	chan_get(chan); /* the client is done */
 	return 0;
+}
+
+/* The client's set (evloop): it waits there for each reply. */
+static int client_ep = -1;
+
+/* Until c is readable in client_ep (level-triggered). */
+static void await_reply(int c)
+{
+	struct epoll_event ev;
+
+	if (client_ep < 0)
+		return;
+	if (epoll_wait(client_ep, &ev, 1, 10000) != 1 || ev.data.fd != c || !(ev.events & EPOLLIN))
+		fatal("client: no reply on fd %d in its epoll set", c);
 }
 
 /* One request-response of n bytes on c; true if the reply is right. */
@@ -176,6 +324,7 @@ static bool round_trip(int c, uint32_t seq, uint32_t n)
 	stream_fill(seq, 0, out, n);
 	if (send_all(c, &h, sizeof(h)) != (ssize_t)sizeof(h) || send_all(c, out, n) != (ssize_t)n)
 		return false;
+	await_reply(c);
 	if (recv_all(c, &r, sizeof(r)) != (ssize_t)sizeof(r) || r.len != n || r.seq != seq ||
 	    recv_all(c, in, n) != (ssize_t)n)
 		return false;
@@ -215,6 +364,14 @@ static int pool_of(int size, int how)
 	shorts(port, 500, &seq);
 	for (int i = 0; i < size; i++)
 		pool[i] = tcp_connect(port);
+	if (how == BY_EVLOOP) {
+		client_ep = MUST(epoll_create1(EPOLL_CLOEXEC));
+		for (int i = 0; i < size; i++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.fd = pool[i] };
+
+			MUST(epoll_ctl(client_ep, EPOLL_CTL_ADD, pool[i], &ev));
+		}
+	}
 	for (end = now_ns() + RUN_NS; now_ns() < end; rounds++) {
 		unsigned char pick;
 
@@ -240,6 +397,16 @@ static int sc_pool(void)
 static int sc_epoll(void)
 {
 	return pool_of(POOL, BY_EPOLL);
+}
+
+static int sc_oneshot(void)
+{
+	return pool_of(POOL, BY_ONESHOT);
+}
+
+static int sc_evloop(void)
+{
+	return pool_of(POOL, BY_EVLOOP);
 }
 
 static int sc_uring(void)
@@ -372,6 +539,8 @@ int main(int argc, char **argv)
 		{ "pool", sc_pool },
 		{ "duplex", sc_duplex },
 		{ "epoll", sc_epoll },
+		{ "evloop", sc_evloop },
+		{ "oneshot", sc_oneshot },
 		{ "uring", sc_uring },
 		{ "raw", sc_raw },
 		{ NULL, NULL },
