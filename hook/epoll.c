@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #include "preload_api.h"
@@ -50,22 +51,64 @@ struct sl_sock *hk_ep_ring_socket(int fd)
 	return s && sl_sock_rings_or_deciding(s) ? s : NULL;
 }
 
-/* A member whose readiness the kernel set cannot give.  A connection moving
- * onto the rings (promotion: an offer out, a seam pending) is emulated
- * when level-triggered: the kernel would report the peer's switch marker as
- * data, and a blocking read after it could wait for nothing.  An
- * edge-triggered member keeps the kernel's edges until the seam is crossed:
- * an edge for the marker alone costs a nonblocking read its EAGAIN, while a
- * scan cannot tell edges on a kernel stream (it would report EPOLLOUT at
- * every wait). */
-static bool wants_emulation(int fd, uint32_t events)
+/* A member whose readiness the kernel set cannot give.  A connector whose
+ * late offer is out stays a kernel member (its bytes are the kernel's until
+ * it follows; the acceptor's marker is the one exception, which the waits
+ * take care of: hk_ep_decide, hk_ep_drop_moved); from its follow, or an
+ * acceptor from its take, the connection is emulated, its seam crossed
+ * through the library's poll. */
+static bool wants_emulation(int fd)
 {
 	struct sl_sock *s;
 
 	if (hk_ep_set_of(fd))
 		return true;
 	s = hk_ep_ring_socket(fd);
-	return s && !((events & EPOLLET) && sl_promote_window(s));
+	return s && !sl_sock_promoting(s);
+}
+
+/* The promotion bell: an eventfd in the kernel set of every set with a
+ * member that may move (edge-triggered: each ring is one edge per set, and
+ * nobody drains it), rung after every change of promotion state.  A thread
+ * asleep in the kernel on a set whose member another thread moved onto the
+ * rings would otherwise sleep on: the kernel socket says nothing more. */
+static _Atomic int promo_bell = -1;
+static pthread_mutex_t promo_bell_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ring_promo_bell(void)
+{
+	uint64_t one = 1;
+	int fd = atomic_load(&promo_bell);
+
+	if (fd >= 0 && sl_sys.write(fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: the count is full, and the edge already pending. */
+	}
+}
+
+static void add_promo_bell(int epfd, struct epset *set)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = PROMO_TAG };
+	int fd = atomic_load(&promo_bell);
+
+	if (fd < 0) {
+		pthread_mutex_lock(&promo_bell_lock);
+		fd = atomic_load(&promo_bell);
+		if (fd < 0 && (fd = sl_own_fd_lasting(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC))) >= 0) {
+			atomic_store(&promo_bell, fd);
+			sl_promote_on_move(ring_promo_bell);
+		}
+		pthread_mutex_unlock(&promo_bell_lock);
+	}
+	/* Without it, a set's sleep is capped as for a move in progress. */
+	if (fd >= 0 && (sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST))
+		set->promo_bell_in = true;
+}
+
+/* A plain connection that may move onto the rings: armed, or offering. */
+static bool may_move(struct sl_sock *s)
+{
+	return sl_sock_state(s) == SL_PLAIN &&
+	       (sl_promote_armed(atomic_load_explicit(&s->promote_role, memory_order_relaxed)) || sl_sock_promoting(s));
 }
 
 /* Can a plain connection in this set follow its connection onto the rings?
@@ -119,6 +162,7 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 	int scanned = 0;
 	bool settled = !set->forked, unseen = false;
 	unsigned epoch = sl_promote_epoch_now();
+	int promoting = 0;
 
 	/* A connection of ours moved (promotion): any member may be it. */
 	if (epoch != set->promote_epoch) {
@@ -130,14 +174,17 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 	for (int i = 0; i < set->n; i++) {
 		struct member *m = &set->m[i];
 		struct sl_sock *s;
-		bool emulate = wants_emulation(m->fd, m->events);
+		bool emulate = wants_emulation(m->fd);
 
 		/* Moving onto the rings: the seam's end (another thread's read
 		 * may cross it) says nothing the kernel set hears. */
 		if ((s = sl_sock_get(m->fd)) && sl_promote_window(s)) {
 			settled = false;
-			unseen = true;
+			unseen |= !set->promo_bell_in;
+			promoting += sl_sock_promoting(s);
 		}
+		if (s && !set->promo_bell_in && !set->forked && may_move(s))
+			add_promo_bell(epfd, set);
 
 		if (m->q >= 0 && set->forked) {
 			scanned += !m->disarmed; /* its other process's queue: scan it */
@@ -163,7 +210,31 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 	set->nscan = scanned;
 	set->settled = settled;
 	set->unseen_connect = unseen;
+	set->npromoting = promoting;
 	return scanned;
+}
+
+int hk_ep_promoting(struct epset *set, int *fds, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < set->n && n < max && set->npromoting; i++) {
+		struct sl_sock *s;
+
+		if (set->m[i].in_kernel && (s = sl_sock_get(set->m[i].fd)) && sl_sock_promoting(s))
+			fds[n++] = set->m[i].fd;
+	}
+	return n;
+}
+
+void hk_ep_decide(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct sl_sock *s = sl_sock_get(fds[i]);
+
+		if (s && sl_sock_promoting(s))
+			sl_promote_poll(s);
+	}
 }
 
 int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since)
@@ -183,7 +254,7 @@ int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned
 				only = &set->m[k];
 				matches++;
 			}
-		if (matches == 1 && hk_ep_ring_socket(only->fd) && wants_emulation(only->fd, only->events)) {
+		if (matches == 1 && hk_ep_ring_socket(only->fd) && wants_emulation(only->fd)) {
 			hk_ep_unsettle(set);
 			continue;
 		}
@@ -195,6 +266,9 @@ int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned
 /* Our wake-up descriptor moved: the program dup2'ed onto its number. */
 static void wake_fd_moved(int from, int to)
 {
+	int bell = from;
+
+	atomic_compare_exchange_strong(&promo_bell, &bell, to);
 	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
 		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
 
@@ -280,7 +354,8 @@ static struct epset *open_set(int fd)
 	set->n = 0;
 	set->sleeping = set->stale = 0;
 	set->signaled = false;
-	set->forked = set->settled = set->bell_in_kernel = set->unseen_connect = false;
+	set->forked = set->settled = set->bell_in_kernel = set->unseen_connect = set->promo_bell_in = false;
+	set->npromoting = 0;
 	set->nscan = 0;
 	set->private_fd = -1;
 	set->open = true;
@@ -372,7 +447,7 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 	}
 	m = &set->m[set->n];
 	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data, .q = -1 };
-	if (!wants_emulation(fd, ev->events)) {
+	if (!wants_emulation(fd)) {
 		struct epoll_event kev = *ev;
 
 		if (sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &kev) < 0)

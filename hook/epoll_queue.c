@@ -328,7 +328,7 @@ int hk_evq_strip(struct epset *set, struct epoll_event *evs, int n, bool *woken)
 	for (int i = 0; i < n; i++) {
 		uint64_t tag = evs[i].data.u64;
 
-		if (tag == WAKE_TAG) {
+		if (tag == WAKE_TAG || tag == PROMO_TAG) {
 			*woken = true;
 			continue;
 		}

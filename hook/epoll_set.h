@@ -23,6 +23,9 @@
 #define EVQ_TAG_MASK 0xffffffff00000000ull
 #define EVQ_TAG 0xfffe5c1200000000ull
 #define EVQ_BELL_TAG (EVQ_TAG | 0xffffffffull)
+/* The process's promotion bell (epoll.c): a connection moved between kernel
+ * TCP and its rings. */
+#define PROMO_TAG 0xfffe5c13b0110000ull
 
 struct member {
 	int fd;
@@ -74,6 +77,8 @@ struct epset {
 	bool unseen_connect;  /* a kernel member may connect onto the rings unseen (or is moving onto
 			       * them: promotion): sleeps are short */
 	unsigned promote_epoch; /* sl_promote_epoch at the last reconcile */
+	bool promo_bell_in;     /* the promotion bell is in the kernel set */
+	int npromoting;         /* kernel members whose connection's late offer is out, at the last reconcile */
 	unsigned unsettled;   /* bumped by every change that unsettles the set after a reconcile */
 	int nscan;            /* scanned emulated members, at the last reconcile */
 	int *slot_member;     /* [bit]: index into m, or -1 */
@@ -151,6 +156,12 @@ int hk_ep_reconcile(int epfd, struct epset *set);
  * emulated now: the event may be the peer's switch marker) are dropped;
  * the events kept (set->lock held). */
 int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since);
+/* The kernel members whose connection's late offer is out (up to max of
+ * their fds, set->lock held), and their decision, made without the lock
+ * (the connector follows a claim, or revokes an offer past its time):
+ * the acceptor's marker on such a kernel socket is not data. */
+int hk_ep_promoting(struct epset *set, int *fds, int max);
+void hk_ep_decide(const int *fds, int n);
 short hk_ep_wanted(struct member *m, struct sl_sock *s);
 void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents);
 #define HK_EP_EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)

@@ -16,6 +16,9 @@
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
 /* The longest sleep of a set with a kernel member that may yet connect. */
 #define UNSEEN_CONNECT_MS 10
+/* Kernel members whose late offer is out that one wait decides after its
+ * kernel wait (the others at a later one, their events kept meanwhile). */
+#define PROMOTING_MAX 32
 
 /* Poll events to ask for member m: under EPOLLET, an event already reported
  * is asked again only after its edge (new data, a send that found the ring
@@ -34,8 +37,13 @@ short hk_ep_wanted(struct member *m, struct sl_sock *s)
 	if (m->et_reported & (EPOLLHUP | EPOLLERR))
 		return -1; /* nothing more can happen on this connection */
 	/* Data left unread since the report is no new edge; an empty ring is
-	 * asked for, as the next arrival is one. */
+	 * asked for, as the next arrival is one.  Promoted with the peer's
+	 * bytes still on the kernel socket (its seam pending), whose arrivals
+	 * no ring index shows: asked for while readable, as level-triggered
+	 * (an edge-triggered reader drains it anyway). */
 	written = sl_rx_written(s);
+	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire))
+		written = m->et_rx_mark + 1; /* no mark matches */
 	if ((m->et_reported & EPOLLIN) && written == m->et_rx_mark && sl_rx_unread(s, written))
 		ev &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
 	/* A pending urgent byte is an edge again only when more data arrives. */
@@ -250,7 +258,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 	int r;
 
 	for (;;) {
-		int got, left = sl_left_ms(deadline), emulated, sleep_ms, armed = -1;
+		int got, left = sl_left_ms(deadline), emulated, sleep_ms, armed = -1, promoting[PROMOTING_MAX], np;
 		unsigned reconciled, epoch;
 		bool woken = false;
 
@@ -282,11 +290,13 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			hk_epoll_sleep_begin(set, &t);
 			armed = hk_evq_sleep_arm(set, &sleep_ms);
 		}
+		np = hk_ep_promoting(set, promoting, PROMOTING_MAX);
 		if (!emulated) {
 			r = 0;
 			if (got < max) {
 				pthread_mutex_unlock(&set->lock);
 				r = sl_sys.epoll_pwait(epfd, evs + got, max - got, sleep_ms, mask);
+				hk_ep_decide(promoting, np);
 				pthread_mutex_lock(&set->lock);
 			}
 			if (armed >= 0)
@@ -310,6 +320,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 				r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, sleep_ms, mask);
 			else
 				errno = ENOMEM;
+			hk_ep_decide(promoting, np);
 			plan_awake(&p);
 			pthread_mutex_lock(&set->lock);
 			if (armed >= 0)

@@ -38,6 +38,11 @@ static int alias_result(int fd, int newfd)
 		errno = EMFILE;
 		return -1;
 	}
+	/* A plain connection with two numbers stays plain: an epoll set holds
+	 * it by the number it was added with, which may be the one closed
+	 * before the move, and would never see it move (epoll.c). */
+	if (s)
+		sl_promote_stop(s);
 	return newfd;
 }
 

@@ -78,6 +78,23 @@ Test(promotion, an_edge_triggered_event_loop_moves_with_every_byte, .timeout = 1
 	expect_promoted("evloop", 2 * 4);
 }
 
+/* The event loop's thread hands each ready connection to a worker and
+ * sleeps in epoll_wait meanwhile: the worker's calls move the connections,
+ * and the sleeper still wakes for the requests that then come on the
+ * rings (a move another thread made rings the sets' promotion bell). */
+Test(promotion, an_event_loop_with_a_worker_thread_moves_with_every_byte, .timeout = 120)
+{
+	expect_promoted("mtloop", 2 * 4);
+}
+
+/* An edge-triggered writer that never reads again streams 256 MiB through
+ * the move: its seam stays pending, and its EPOLLOUT edges come from its
+ * ring from the take on (the kernel socket's went quiet). */
+Test(promotion, an_edge_triggered_writer_keeps_its_edges_across_the_move, .timeout = 120)
+{
+	expect_promoted("etwriter", 2);
+}
+
 /* EPOLLONESHOT, re-armed by the server after each request: the kernel
  * disarms such a member unseen, so the hook keeps those connections on
  * kernel TCP, and every reply is still right. */

@@ -27,10 +27,20 @@
 #include "sync/conn_spin.h"
 
 _Atomic unsigned sl_promote_epoch;
+static _Atomic(void (*)(void)) notify_moved;
+
+void sl_promote_on_move(void (*notify)(void))
+{
+	atomic_store(&notify_moved, notify);
+}
 
 static void moved_on(void)
 {
+	void (*notify)(void) = atomic_load(&notify_moved);
+
 	atomic_fetch_add(&sl_promote_epoch, 1);
+	if (notify)
+		notify();
 }
 
 /* The rings carry the connection from here: as a connect that agreed. */
@@ -103,10 +113,12 @@ static int follow_locked(struct sl_sock *s, const char **why)
 		return -1;
 	}
 switched:
-	atomic_store(&s->late_offer, false);
 	atomic_fetch_and(&s->agree, ~SL_AGREE_PLAIN);
 	s->fabric->offer_settle(s);
 	promoted(s, "connector");
+	/* After the state: never plain without its offer in between, which
+	 * an epoll set would take for a kernel member's (hook/epoll.c). */
+	atomic_store(&s->late_offer, false);
 	return 0;
 }
 

@@ -22,6 +22,10 @@ static inline unsigned sl_promote_epoch_now(void)
 {
 	return atomic_load_explicit(&sl_promote_epoch, memory_order_acquire);
 }
+/* Called after each bump (socket locks may be held: it must take none):
+ * the hook rings the bell its epoll sets hold, so that a thread asleep in
+ * one learns of a move another thread made (hook/epoll.c). */
+void sl_promote_on_move(void (*notify)(void));
 
 /* Between kernel TCP and the rings: a late offer out, or a seam not yet
  * crossed (the kernel socket still carries bytes or the peer's marker). */

@@ -17,6 +17,14 @@
  *           each reply: both ends' sets follow the move
  *   oneshot the pool, with server threads re-arming EPOLLONESHOT (a
  *           disarming the hook cannot see: it keeps those plain)
+ *   mtloop  evloop with the I/O done by a worker thread while the loop's
+ *           thread sleeps in epoll_wait: a move made by the worker must
+ *           still wake the sleeper for the bytes that come on the rings
+ *   etwriter one connection, the server streaming 256 MiB into it from an
+ *           edge-triggered loop that waits for EPOLLOUT and never reads
+ *           again (its seam stays pending), the client reading only from
+ *           300 ms on: the move must not cost the server the edges of its
+ *           ring
  *   uring   the pool of one connection, served by io_uring (reads the hook
  *           never sees: its process's connections stay plain)
  *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
@@ -202,14 +210,54 @@ static bool ev_read(int fd, struct ev_conn *c)
 	}
 }
 
-/* Accepts `count` connections and serves them all from this thread until
- * each has ended. */
-static void serve_evloop(int l, int count)
-{
-	static struct ev_conn *conns[EV_FDS];
-	int ep = MUST(epoll_create1(EPOLL_CLOEXEC)), accepted = 0, open = 0;
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = l }, evs[64];
+static struct ev_conn *conns[EV_FDS];
 
+/* The worker of mtloop: serves each fd the loop passes it (-1: done).  It
+ * alone touches a connection's state after the loop made it; the loop
+ * learns of an end through the channel back. */
+static void *ev_worker(void *arg)
+{
+	int *ch = arg, fd;
+
+	while (recv_all(ch[0], &fd, sizeof(fd)) == (ssize_t)sizeof(fd) && fd >= 0) {
+		int ended = -1;
+
+		if (!conns[fd])
+			continue;
+		if (conns[fd]->out_off < conns[fd]->out_len)
+			ev_flush(fd, conns[fd]);
+		if (!ev_read(fd, conns[fd])) {
+			free(conns[fd]);
+			conns[fd] = NULL;
+			close(fd);
+			ended = fd;
+		}
+		if (send_all(ch[1], &ended, sizeof(ended)) != (ssize_t)sizeof(ended))
+			fatal("worker: channel");
+	}
+	return NULL;
+}
+
+/* Accepts `count` connections and serves them all until each has ended:
+ * from this thread, or (worker) from a worker thread it passes each ready
+ * connection to, going back to epoll_wait meanwhile. */
+static void serve_evloop(int l, int count, bool worker)
+{
+	int ep = MUST(epoll_create1(EPOLL_CLOEXEC)), accepted = 0, open = 0, to_w[2], from_w[2], ch[2];
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = l }, evs[64];
+	pthread_t w;
+
+	if (worker) {
+		MUST(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_w));
+		MUST(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, from_w));
+		ch[0] = to_w[1];
+		ch[1] = from_w[1];
+		if (pthread_create(&w, NULL, ev_worker, ch))
+			fatal("pthread_create");
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = from_w[0] };
+		MUST(epoll_ctl(ep, EPOLL_CTL_ADD, from_w[0], &ev));
+		ev = (struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.fd = l };
+	}
 	MUST(fcntl(l, F_SETFL, O_NONBLOCK));
 	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev));
 	while (accepted < count || open > 0) {
@@ -232,6 +280,19 @@ static void serve_evloop(int l, int count)
 				}
 				continue;
 			}
+			if (worker && fd == from_w[0]) {
+				int ended;
+
+				if (recv_all(from_w[0], &ended, sizeof(ended)) != (ssize_t)sizeof(ended))
+					fatal("server: channel");
+				open -= ended >= 0;
+				continue;
+			}
+			if (worker) {
+				if (send_all(to_w[0], &fd, sizeof(fd)) != (ssize_t)sizeof(fd))
+					fatal("server: channel");
+				continue;
+			}
 			if (!conns[fd])
 				continue;
 			if ((evs[i].events & EPOLLOUT) && conns[fd]->out_off < conns[fd]->out_len)
@@ -243,6 +304,12 @@ static void serve_evloop(int l, int count)
 				open--;
 			}
 		}
+	}
+	if (worker) {
+		int done = -1;
+
+		if (send_all(to_w[0], &done, sizeof(done)) != (ssize_t)sizeof(done) || pthread_join(w, NULL))
+			fatal("server: worker");
 	}
 	close(ep);
 }
@@ -267,7 +334,7 @@ static void serve_by_uring(int c)
 	close(c);
 }
 
-enum { BY_THREADS, BY_EPOLL, BY_ONESHOT, BY_EVLOOP, BY_URING, BY_RAW };
+enum { BY_THREADS, BY_EPOLL, BY_ONESHOT, BY_EVLOOP, BY_MTLOOP, BY_URING, BY_RAW };
 
 /* Accepts `count` connections, a thread each (detached: short ones end at
  * once; BY_URING: the last one served here, by io_uring), then waits for
@@ -278,9 +345,9 @@ static int server(void *arg)
 
 	if (how == BY_URING)
 		uring_init();
-	if (how == BY_EVLOOP)
-		serve_evloop(l, count);
-	for (int i = 0; i < count && how != BY_EVLOOP; i++) {
+	if (how == BY_EVLOOP || how == BY_MTLOOP)
+		serve_evloop(l, count, how == BY_MTLOOP);
+	for (int i = 0; i < count && how != BY_EVLOOP && how != BY_MTLOOP; i++) {
 		pthread_t t;
 		int c = MUST(accept(l, NULL, NULL));
 
@@ -304,15 +371,19 @@ static int server(void *arg)
 /* The client's set (evloop): it waits there for each reply. */
 static int client_ep = -1;
 
-/* Until c is readable in client_ep (level-triggered). */
+/* Until c is readable in client_ep (level-triggered); readable means a
+ * byte of the reply is there (never the peer's switch marker alone). */
 static void await_reply(int c)
 {
 	struct epoll_event ev;
+	char b;
 
 	if (client_ep < 0)
 		return;
 	if (epoll_wait(client_ep, &ev, 1, 10000) != 1 || ev.data.fd != c || !(ev.events & EPOLLIN))
 		fatal("client: no reply on fd %d in its epoll set", c);
+	if (recv(c, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+		fatal("client: fd %d reported readable, nothing to read (%s)", c, strerror(errno));
 }
 
 /* One request-response of n bytes on c; true if the reply is right. */
@@ -364,7 +435,7 @@ static int pool_of(int size, int how)
 	shorts(port, 500, &seq);
 	for (int i = 0; i < size; i++)
 		pool[i] = tcp_connect(port);
-	if (how == BY_EVLOOP) {
+	if (how == BY_EVLOOP || how == BY_MTLOOP) {
 		client_ep = MUST(epoll_create1(EPOLL_CLOEXEC));
 		for (int i = 0; i < size; i++) {
 			struct epoll_event ev = { .events = EPOLLIN, .data.fd = pool[i] };
@@ -407,6 +478,11 @@ static int sc_oneshot(void)
 static int sc_evloop(void)
 {
 	return pool_of(POOL, BY_EVLOOP);
+}
+
+static int sc_mtloop(void)
+{
+	return pool_of(POOL, BY_MTLOOP);
 }
 
 static int sc_uring(void)
@@ -533,6 +609,93 @@ static int sc_duplex(void)
 	return kid_join(&k);
 }
 
+/* ---- etwriter ---- */
+
+#define ETW_BYTES (256ull << 20)
+
+/* The server: reads the 8-byte request, then streams ETW_BYTES of stream
+ * 7 from an edge-triggered loop (nonblocking, EPOLLOUT|EPOLLET only), then
+ * closes. */
+static int etw_server(void *arg)
+{
+	int *p = arg, l = p[0], count = p[1], ep = MUST(epoll_create1(EPOLL_CLOEXEC)), c = -1;
+	static unsigned char buf[1 << 16];
+	uint64_t off = 0, want;
+	struct epoll_event ev;
+
+	for (int i = 0; i < count; i++) {
+		struct hdr h;
+
+		c = MUST(accept(l, NULL, NULL));
+		if (i < count - 1) { /* the short ones: one request each */
+			if (recv_all(c, &h, sizeof(h)) == (ssize_t)sizeof(h))
+				serve_request(c, &h);
+			close(c);
+		}
+	}
+	if (recv_all(c, &want, sizeof(want)) != (ssize_t)sizeof(want) || want != ETW_BYTES)
+		fatal("server: request");
+	MUST(fcntl(c, F_SETFL, O_NONBLOCK));
+	ev = (struct epoll_event){ .events = EPOLLOUT | EPOLLET, .data.fd = c };
+	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	while (off < want) {
+		size_t n = sizeof(buf) < want - off ? sizeof(buf) : (size_t)(want - off);
+		ssize_t k;
+
+		stream_fill(7, off, buf, n);
+		k = send(c, buf, n, MSG_NOSIGNAL);
+		if (k > 0) {
+			off += (uint64_t)k;
+			continue;
+		}
+		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			fatal("server: send: %s", strerror(errno));
+		/* Full: the next EPOLLOUT edge, however long (a lost one hangs). */
+		if (epoll_wait(ep, &ev, 1, -1) != 1 || !(ev.events & EPOLLOUT))
+			fatal("server: epoll_wait");
+	}
+	close(ep);
+	close(c);
+	return 0;
+}
+
+static int sc_etwriter(void)
+{
+	static unsigned char buf[1 << 16], want[1 << 16];
+	uint16_t port;
+	int l = tcp_listener(&port), args[4], c;
+	uint64_t ask = ETW_BYTES, got = 0;
+	uint32_t seq = 1;
+	struct kid k;
+
+	args[0] = l;
+	args[1] = 20 + 1;
+	kid_start(&k, "server", etw_server, args);
+	close(l);
+	shorts(port, 20, &seq);
+	c = tcp_connect(port);
+	if (send_all(c, &ask, sizeof(ask)) != (ssize_t)sizeof(ask))
+		fatal("client: request");
+	/* The server fills the kernel's buffers and waits for EPOLLOUT; the
+	 * connection is due to move by the time this end reads. */
+	usleep(300000);
+	while (got < ask) {
+		ssize_t n = recv(c, buf, sizeof(buf), 0);
+
+		if (n <= 0)
+			fatal("client: stream ended at %llu of %llu", (unsigned long long)got, (unsigned long long)ask);
+		stream_fill(7, got, want, (size_t)n);
+		if (memcmp(buf, want, (size_t)n))
+			fatal("client: stream wrong near byte %llu", (unsigned long long)got);
+		got += (uint64_t)n;
+	}
+	say("%llu bytes streamed, every byte right", (unsigned long long)got);
+	if (recv(c, buf, 1, 0) != 0)
+		fatal("client: bytes past the stream");
+	close(c);
+	return kid_join(&k);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct scenario table[] = {
@@ -541,6 +704,8 @@ int main(int argc, char **argv)
 		{ "epoll", sc_epoll },
 		{ "evloop", sc_evloop },
 		{ "oneshot", sc_oneshot },
+		{ "mtloop", sc_mtloop },
+		{ "etwriter", sc_etwriter },
 		{ "uring", sc_uring },
 		{ "raw", sc_raw },
 		{ NULL, NULL },
