@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "preload_api.h"
@@ -54,7 +56,7 @@ struct sl_sock *hk_ep_ring_socket(int fd)
 /* A member whose readiness the kernel set cannot give.  A connector whose
  * late offer is out stays a kernel member (its bytes are the kernel's until
  * it follows; the acceptor's marker is the one exception, which the waits
- * take care of: hk_ep_decide, hk_ep_drop_moved); from its follow, or an
+ * take care of: hk_ep_drop_moved); from its follow, or an
  * acceptor from its take, the connection is emulated, its seam crossed
  * through the library's poll. */
 static bool wants_emulation(int fd)
@@ -73,31 +75,39 @@ static bool wants_emulation(int fd)
  * asleep in the kernel on a set whose member another thread moved onto the
  * rings would otherwise sleep on: the kernel socket says nothing more. */
 static _Atomic int promo_bell = -1;
+/* Held from the load of the bell's number to the write, and by its move:
+ * a ring never writes into a file of the program's that took the old
+ * number.  A leaf: nothing else is taken under it. */
 static pthread_mutex_t promo_bell_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void ring_promo_bell(void)
 {
 	uint64_t one = 1;
-	int fd = atomic_load(&promo_bell);
+	int fd;
 
-	if (fd >= 0 && sl_sys.write(fd, &one, sizeof(one)) < 0) {
-		/* EAGAIN: the count is full, and the edge already pending. */
-	}
+	pthread_mutex_lock(&promo_bell_lock);
+	fd = atomic_load(&promo_bell);
+	/* The raw call: libc's write is a cancellation point, and socket
+	 * locks may be held here.  EAGAIN (a full count) leaves an edge
+	 * pending anyway. */
+	if (fd >= 0)
+		(void)syscall(SYS_write, fd, &one, sizeof(one));
+	pthread_mutex_unlock(&promo_bell_lock);
 }
 
 static void add_promo_bell(int epfd, struct epset *set)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = PROMO_TAG };
-	int fd = atomic_load(&promo_bell);
+	int fd = atomic_load(&promo_bell), none = -1;
 
-	if (fd < 0) {
+	if (fd < 0 && (fd = sl_own_fd_lasting(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC))) >= 0) {
 		pthread_mutex_lock(&promo_bell_lock);
-		fd = atomic_load(&promo_bell);
-		if (fd < 0 && (fd = sl_own_fd_lasting(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC))) >= 0) {
-			atomic_store(&promo_bell, fd);
-			sl_promote_on_move(ring_promo_bell);
+		if (!atomic_compare_exchange_strong(&promo_bell, &none, fd)) {
+			sl_own_fd_close(fd);
+			fd = none;
 		}
 		pthread_mutex_unlock(&promo_bell_lock);
+		sl_promote_on_move(ring_promo_bell);
 	}
 	/* Without it, a set's sleep is capped as for a move in progress. */
 	if (fd >= 0 && (sl_sys.epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 || errno == EEXIST))
@@ -180,11 +190,13 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 		 * may cross it) says nothing the kernel set hears. */
 		if ((s = sl_sock_get(m->fd)) && sl_promote_window(s)) {
 			settled = false;
-			unseen |= !set->promo_bell_in;
 			promoting += sl_sock_promoting(s);
 		}
 		if (s && !set->promo_bell_in && !set->forked && may_move(s))
 			add_promo_bell(epfd, set);
+		/* No bell: a move another thread makes is looked for soon. */
+		if (s && !set->promo_bell_in && (may_move(s) || sl_promote_window(s)))
+			unseen = true;
 
 		if (m->q >= 0 && set->forked) {
 			scanned += !m->disarmed; /* its other process's queue: scan it */
@@ -214,37 +226,15 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 	return scanned;
 }
 
-int hk_ep_promoting(struct epset *set, int *fds, int max)
-{
-	int n = 0;
-
-	for (int i = 0; i < set->n && n < max && set->npromoting; i++) {
-		struct sl_sock *s;
-
-		if (set->m[i].in_kernel && (s = sl_sock_get(set->m[i].fd)) && sl_sock_promoting(s))
-			fds[n++] = set->m[i].fd;
-	}
-	return n;
-}
-
-void hk_ep_decide(const int *fds, int n)
-{
-	for (int i = 0; i < n; i++) {
-		struct sl_sock *s = sl_sock_get(fds[i]);
-
-		if (s && sl_sock_promoting(s))
-			sl_promote_poll(s);
-	}
-}
-
-int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since)
+int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since, bool *dropped)
 {
 	int kept = 0;
 
-	if (sl_promote_epoch_now() == since)
+	if (sl_promote_epoch_now() == since && !set->npromoting)
 		return n;
 	for (int i = 0; i < n; i++) {
 		struct member *only = NULL;
+		struct sl_sock *s;
 		int matches = 0;
 
 		/* The kernel says which member only by its data: one that
@@ -254,8 +244,17 @@ int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned
 				only = &set->m[k];
 				matches++;
 			}
-		if (matches == 1 && hk_ep_ring_socket(only->fd) && wants_emulation(only->fd)) {
+		if (matches != 1 || !only->in_kernel || !(s = sl_sock_get(only->fd))) {
+			evs[kept++] = evs[i];
+			continue;
+		}
+		/* Never waits: a follow with no room for its marker is left
+		 * for a later call (its event kept: at worst a spurious one). */
+		if (sl_sock_promoting(s))
+			sl_promote_poll(s);
+		if (hk_ep_ring_socket(only->fd) && wants_emulation(only->fd)) {
 			hk_ep_unsettle(set);
+			*dropped = true;
 			continue;
 		}
 		evs[kept++] = evs[i];
@@ -268,7 +267,9 @@ static void wake_fd_moved(int from, int to)
 {
 	int bell = from;
 
+	pthread_mutex_lock(&promo_bell_lock);
 	atomic_compare_exchange_strong(&promo_bell, &bell, to);
+	pthread_mutex_unlock(&promo_bell_lock);
 	for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
 		struct epset *set = atomic_load_explicit(&sets[e], memory_order_acquire);
 
@@ -419,6 +420,7 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 {
 	struct member *m;
 	struct epset *inner;
+	struct sl_sock *s;
 
 	if (find(set, fd)) {
 		errno = EEXIST;
@@ -447,6 +449,9 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 	}
 	m = &set->m[set->n];
 	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data, .q = -1 };
+	/* Before a thread asleep on the set could miss the member's move. */
+	if ((s = sl_sock_get(fd)) && !set->promo_bell_in && !set->forked && may_move(s))
+		add_promo_bell(epfd, set);
 	if (!wants_emulation(fd)) {
 		struct epoll_event kev = *ev;
 

@@ -38,6 +38,7 @@ struct member {
 	uint64_t et_rx_mark;
 	uint32_t et_tx_mark;
 	uint32_t et_state_mark;
+	uint64_t et_kernel_mark; /* its seam pending: the kernel bytes arrived by then (promotion) */
 	/* In the set's event queue (epoll_queue.c): its bit, or -1 (kernel or
 	 * scanned member); the registration in the connection's peer area. */
 	int q;
@@ -151,17 +152,13 @@ struct epset *hk_ep_set_of(int fd);
 /* Members moved to where their state now belongs; the scanned members
  * armed (epoll.c). */
 int hk_ep_reconcile(int epfd, struct epset *set);
-/* After a kernel wait that began at promotion epoch `since`: the kernel's
- * events for members whose connection moved meanwhile (their readiness is
- * emulated now: the event may be the peer's switch marker) are dropped;
- * the events kept (set->lock held). */
-int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since);
-/* The kernel members whose connection's late offer is out (up to max of
- * their fds, set->lock held), and their decision, made without the lock
- * (the connector follows a claim, or revokes an offer past its time):
- * the acceptor's marker on such a kernel socket is not data. */
-int hk_ep_promoting(struct epset *set, int *fds, int max);
-void hk_ep_decide(const int *fds, int n);
+/* After a kernel wait that began at promotion epoch `since`: the members
+ * whose late offer is out are decided first (a claim followed, an offer
+ * past its time revoked: the acceptor's marker on a kernel socket is not
+ * data), then the kernel's events for members that moved meanwhile (their
+ * readiness is emulated now) are dropped (*dropped set); the events kept
+ * (set->lock held). */
+int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned since, bool *dropped);
 short hk_ep_wanted(struct member *m, struct sl_sock *s);
 void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents);
 #define HK_EP_EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)

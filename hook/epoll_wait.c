@@ -16,13 +16,21 @@
 #define EVENT_BITS (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP)
 /* The longest sleep of a set with a kernel member that may yet connect. */
 #define UNSEEN_CONNECT_MS 10
-/* Kernel members whose late offer is out that one wait decides after its
- * kernel wait (the others at a later one, their events kept meanwhile). */
-#define PROMOTING_MAX 32
 
 /* Poll events to ask for member m: under EPOLLET, an event already reported
  * is asked again only after its edge (new data, a send that found the ring
  * full, a state change).  -1 means nothing to wait for. */
+/* Promoted with its seam pending: the peer's kernel bytes arrived so far. */
+static uint64_t kernel_arrived(struct sl_sock *s)
+{
+	uint64_t n;
+
+	sl_lock(&s->rx_lock);
+	n = sl_promote_kernel_arrived(s);
+	sl_unlock(&s->rx_lock);
+	return n;
+}
+
 short hk_ep_wanted(struct member *m, struct sl_sock *s)
 {
 	uint32_t ev = m->events & EVENT_BITS;
@@ -42,9 +50,10 @@ short hk_ep_wanted(struct member *m, struct sl_sock *s)
 	 * no ring index shows: asked for while readable, as level-triggered
 	 * (an edge-triggered reader drains it anyway). */
 	written = sl_rx_written(s);
-	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire))
-		written = m->et_rx_mark + 1; /* no mark matches */
-	if ((m->et_reported & EPOLLIN) && written == m->et_rx_mark && sl_rx_unread(s, written))
+	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire) && kernel_arrived(s) != m->et_kernel_mark)
+		written = m->et_rx_mark + 1; /* a new arrival on the kernel socket: an edge */
+	if ((m->et_reported & EPOLLIN) && written == m->et_rx_mark &&
+	    (sl_rx_unread(s, written) || atomic_load_explicit(&s->seam_pending, memory_order_acquire)))
 		ev &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
 	/* A pending urgent byte is an edge again only when more data arrives. */
 	if ((m->et_reported & EPOLLPRI) && written == m->et_rx_mark)
@@ -66,6 +75,8 @@ void hk_ep_mark_reported(struct member *m, struct sl_sock *s, uint32_t revents)
 	m->et_rx_mark = sl_rx_written(s);
 	m->et_tx_mark = sl_tx_blocked_count(s);
 	m->et_state_mark = sl_edge_state(s);
+	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire))
+		m->et_kernel_mark = kernel_arrived(s);
 }
 
 /* What one wait polls: the set's own kernel fd first, then per emulated
@@ -258,7 +269,7 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 	int r;
 
 	for (;;) {
-		int got, left = sl_left_ms(deadline), emulated, sleep_ms, armed = -1, promoting[PROMOTING_MAX], np;
+		int got, left = sl_left_ms(deadline), emulated, sleep_ms, armed = -1;
 		unsigned reconciled, epoch;
 		bool woken = false;
 
@@ -290,13 +301,11 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			hk_epoll_sleep_begin(set, &t);
 			armed = hk_evq_sleep_arm(set, &sleep_ms);
 		}
-		np = hk_ep_promoting(set, promoting, PROMOTING_MAX);
 		if (!emulated) {
 			r = 0;
 			if (got < max) {
 				pthread_mutex_unlock(&set->lock);
 				r = sl_sys.epoll_pwait(epfd, evs + got, max - got, sleep_ms, mask);
-				hk_ep_decide(promoting, np);
 				pthread_mutex_lock(&set->lock);
 			}
 			if (armed >= 0)
@@ -307,7 +316,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 			if (r >= 0) {
 				bool looked = got > 0; /* a member is reported once per wait */
 
-				got += hk_ep_drop_moved(set, evs + got, hk_evq_strip(set, evs + got, r, &woken), epoch);
+				got += hk_ep_drop_moved(set, evs + got, hk_evq_strip(set, evs + got, r, &woken), epoch,
+							&woken);
 				if (!looked && got < max)
 					got += hk_evq_collect(set, evs + got, max - got, sl_mono_ms());
 			}
@@ -320,7 +330,6 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 				r = sl_poll_sigmask(p.pfds, (nfds_t)p.n, sleep_ms, mask);
 			else
 				errno = ENOMEM;
-			hk_ep_decide(promoting, np);
 			plan_awake(&p);
 			pthread_mutex_lock(&set->lock);
 			if (armed >= 0)
@@ -338,7 +347,8 @@ static int wait_set(int epfd, struct epset *set, struct epoll_event *evs, int ma
 					r = sl_sys.epoll_wait(epfd, evs + got, max - got, 0);
 					if (r > 0)
 						got += hk_ep_drop_moved(set, evs + got,
-									hk_evq_strip(set, evs + got, r, &woken), epoch);
+									hk_evq_strip(set, evs + got, r, &woken), epoch,
+									&woken);
 				}
 			}
 		}

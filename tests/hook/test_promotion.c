@@ -95,6 +95,17 @@ Test(promotion, an_edge_triggered_writer_keeps_its_edges_across_the_move, .timeo
 	expect_promoted("etwriter", 2);
 }
 
+/* Moved while the client's bytes wait unread on the server's kernel socket,
+ * the server then waiting a second in an edge-triggered set without
+ * reading them: its waits return once (the move), not again and again
+ * (they did, some 150,000 times, while an edge-triggered member whose seam
+ * was pending was asked for EPOLLIN whenever its kernel socket was
+ * readable). */
+Test(promotion, an_edge_triggered_reader_that_holds_back_is_not_woken_again_and_again, .timeout = 120)
+{
+	expect_promoted("etidle", 2);
+}
+
 /* EPOLLONESHOT, re-armed by the server after each request: the kernel
  * disarms such a member unseen, so the hook keeps those connections on
  * kernel TCP, and every reply is still right. */

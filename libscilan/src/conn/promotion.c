@@ -488,6 +488,15 @@ int64_t sl_promote_rx_waiting(struct sl_sock *s)
 	return (int64_t)before + (s->seg ? sl_rx_waiting(s) : 0);
 }
 
+uint64_t sl_promote_kernel_arrived(struct sl_sock *s)
+{
+	int inq = 0;
+
+	if (sl_sys.ioctl(s->fd, SIOCINQ, &inq) < 0 || inq < 0)
+		inq = 0;
+	return s->seam_rx.read + (uint64_t)inq;
+}
+
 short sl_promote_ready(struct sl_sock *s, short events)
 {
 	struct pollfd p = { .fd = s->fd, .events = events & (POLLIN | POLLRDNORM | POLLRDHUP) };

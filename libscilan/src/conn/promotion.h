@@ -81,6 +81,10 @@ bool sl_promote_stop(struct sl_sock *s);
  * held): the ring's, or while the seam is pending the kernel's bytes before
  * the peer's point, and the ring's too once its marker is here. */
 int64_t sl_promote_rx_waiting(struct sl_sock *s);
+/* While s->seam_pending: the peer's kernel bytes that arrived so far (read
+ * or waiting), which grows with each arrival (an edge-triggered epoll
+ * member's edge, where no ring index moves).  rx_lock held. */
+uint64_t sl_promote_kernel_arrived(struct sl_sock *s);
 /* poll's readiness while s->seam_pending: the kernel's, but the peer's
  * marker is taken (never waiting) rather than reported; -1 when the seam is
  * crossed and the ring's readiness is the answer. */

@@ -25,6 +25,10 @@
  *           again (its seam stays pending), the client reading only from
  *           300 ms on: the move must not cost the server the edges of its
  *           ring
+ *   etidle  one connection moved while the client's bytes wait unread on
+ *           the server's kernel socket, the server then waiting a second
+ *           in an edge-triggered set without reading them: its waits must
+ *           not return again and again (the move, one edge)
  *   uring   the pool of one connection, served by io_uring (reads the hook
  *           never sees: its process's connections stay plain)
  *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
@@ -43,13 +47,13 @@
 #include <unistd.h>
 
 #include "scen.h"
+#include "scen_promote.h"
 #include "scen_uring.h"
 
 #define POOL 4
-#define MAX_MSG (16 << 10)
 #define RUN_NS (3 * 1000000000LL)
 
-static int64_t now_ns(void)
+int64_t now_ns(void)
 {
 	struct timespec ts;
 
@@ -57,15 +61,7 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* A request: its length (4 bytes) and sequence (4 bytes), then that many
- * bytes of stream `seq`; the reply: the same header, then the request's
- * bytes each xored with the sequence's low byte. */
-struct hdr {
-	uint32_t len, seq;
-};
-
-/* The rest of a request whose header came, and its reply. */
-static void serve_request(int c, const struct hdr *h)
+void serve_request(int c, const struct hdr *h)
 {
 	static _Thread_local unsigned char buf[MAX_MSG];
 
@@ -151,167 +147,6 @@ static void *serve_one_oneshot(void *arg)
 	close(ep);
 	close(c);
 	return NULL;
-}
-
-/* ---- one edge-triggered event loop serving every connection ---- */
-
-#define EV_FDS 4096
-
-struct ev_conn {
-	unsigned char in[sizeof(struct hdr) + MAX_MSG], out[sizeof(struct hdr) + MAX_MSG];
-	size_t have, out_len, out_off;
-};
-
-/* Sends what is pending until done or EAGAIN (the next EPOLLOUT edge). */
-static void ev_flush(int fd, struct ev_conn *c)
-{
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n <= 0)
-			fatal("server: send: %s", n < 0 ? strerror(errno) : "0");
-		c->out_off += (size_t)n;
-	}
-}
-
-/* Reads until EAGAIN, answering each whole request; false at the end of
- * the stream. */
-static bool ev_read(int fd, struct ev_conn *c)
-{
-	for (;;) {
-		ssize_t n = recv(fd, c->in + c->have, sizeof(c->in) - c->have, 0);
-		struct hdr h;
-
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return true;
-		if (n < 0)
-			fatal("server: recv: %s", strerror(errno));
-		if (n == 0)
-			return false;
-		c->have += (size_t)n;
-		if (c->have < sizeof(h))
-			continue;
-		memcpy(&h, c->in, sizeof(h));
-		if (h.len > MAX_MSG || c->out_off < c->out_len)
-			fatal("server: request of %u bytes, or one before its reply went", h.len);
-		if (c->have < sizeof(h) + h.len)
-			continue;
-		if (c->have > sizeof(h) + h.len)
-			fatal("server: bytes past the request");
-		memcpy(c->out, &h, sizeof(h));
-		for (uint32_t i = 0; i < h.len; i++)
-			c->out[sizeof(h) + i] = c->in[sizeof(h) + i] ^ (unsigned char)h.seq;
-		c->out_len = sizeof(h) + h.len;
-		c->out_off = 0;
-		c->have = 0;
-		ev_flush(fd, c);
-	}
-}
-
-static struct ev_conn *conns[EV_FDS];
-
-/* The worker of mtloop: serves each fd the loop passes it (-1: done).  It
- * alone touches a connection's state after the loop made it; the loop
- * learns of an end through the channel back. */
-static void *ev_worker(void *arg)
-{
-	int *ch = arg, fd;
-
-	while (recv_all(ch[0], &fd, sizeof(fd)) == (ssize_t)sizeof(fd) && fd >= 0) {
-		int ended = -1;
-
-		if (!conns[fd])
-			continue;
-		if (conns[fd]->out_off < conns[fd]->out_len)
-			ev_flush(fd, conns[fd]);
-		if (!ev_read(fd, conns[fd])) {
-			free(conns[fd]);
-			conns[fd] = NULL;
-			close(fd);
-			ended = fd;
-		}
-		if (send_all(ch[1], &ended, sizeof(ended)) != (ssize_t)sizeof(ended))
-			fatal("worker: channel");
-	}
-	return NULL;
-}
-
-/* Accepts `count` connections and serves them all until each has ended:
- * from this thread, or (worker) from a worker thread it passes each ready
- * connection to, going back to epoll_wait meanwhile. */
-static void serve_evloop(int l, int count, bool worker)
-{
-	int ep = MUST(epoll_create1(EPOLL_CLOEXEC)), accepted = 0, open = 0, to_w[2], from_w[2], ch[2];
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = l }, evs[64];
-	pthread_t w;
-
-	if (worker) {
-		MUST(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_w));
-		MUST(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, from_w));
-		ch[0] = to_w[1];
-		ch[1] = from_w[1];
-		if (pthread_create(&w, NULL, ev_worker, ch))
-			fatal("pthread_create");
-		ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = from_w[0] };
-		MUST(epoll_ctl(ep, EPOLL_CTL_ADD, from_w[0], &ev));
-		ev = (struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.fd = l };
-	}
-	MUST(fcntl(l, F_SETFL, O_NONBLOCK));
-	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev));
-	while (accepted < count || open > 0) {
-		int n = epoll_wait(ep, evs, 64, 1000);
-
-		if (n < 0 && errno != EINTR)
-			fatal("server: epoll_wait: %s", strerror(errno));
-		for (int i = 0; i < n; i++) {
-			int fd = evs[i].data.fd, c;
-
-			if (fd == l) {
-				while ((c = accept4(l, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-					if (c >= EV_FDS || !(conns[c] = calloc(1, sizeof(*conns[c]))))
-						fatal("server: fd %d", c);
-					ev = (struct epoll_event){ .events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-								   .data.fd = c };
-					MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
-					accepted++;
-					open++;
-				}
-				continue;
-			}
-			if (worker && fd == from_w[0]) {
-				int ended;
-
-				if (recv_all(from_w[0], &ended, sizeof(ended)) != (ssize_t)sizeof(ended))
-					fatal("server: channel");
-				open -= ended >= 0;
-				continue;
-			}
-			if (worker) {
-				if (send_all(to_w[0], &fd, sizeof(fd)) != (ssize_t)sizeof(fd))
-					fatal("server: channel");
-				continue;
-			}
-			if (!conns[fd])
-				continue;
-			if ((evs[i].events & EPOLLOUT) && conns[fd]->out_off < conns[fd]->out_len)
-				ev_flush(fd, conns[fd]);
-			if ((evs[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && !ev_read(fd, conns[fd])) {
-				free(conns[fd]);
-				conns[fd] = NULL;
-				close(fd);
-				open--;
-			}
-		}
-	}
-	if (worker) {
-		int done = -1;
-
-		if (send_all(to_w[0], &done, sizeof(done)) != (ssize_t)sizeof(done) || pthread_join(w, NULL))
-			fatal("server: worker");
-	}
-	close(ep);
 }
 
 /* serve_one by io_uring, in the calling thread (the ring is the process's),
@@ -405,7 +240,7 @@ static bool round_trip(int c, uint32_t seq, uint32_t n)
 	return true;
 }
 
-static void shorts(uint16_t port, int count, uint32_t *seq)
+void shorts(uint16_t port, int count, uint32_t *seq)
 {
 	for (int i = 0; i < count; i++) {
 		int c = tcp_connect(port);
@@ -609,93 +444,6 @@ static int sc_duplex(void)
 	return kid_join(&k);
 }
 
-/* ---- etwriter ---- */
-
-#define ETW_BYTES (256ull << 20)
-
-/* The server: reads the 8-byte request, then streams ETW_BYTES of stream
- * 7 from an edge-triggered loop (nonblocking, EPOLLOUT|EPOLLET only), then
- * closes. */
-static int etw_server(void *arg)
-{
-	int *p = arg, l = p[0], count = p[1], ep = MUST(epoll_create1(EPOLL_CLOEXEC)), c = -1;
-	static unsigned char buf[1 << 16];
-	uint64_t off = 0, want;
-	struct epoll_event ev;
-
-	for (int i = 0; i < count; i++) {
-		struct hdr h;
-
-		c = MUST(accept(l, NULL, NULL));
-		if (i < count - 1) { /* the short ones: one request each */
-			if (recv_all(c, &h, sizeof(h)) == (ssize_t)sizeof(h))
-				serve_request(c, &h);
-			close(c);
-		}
-	}
-	if (recv_all(c, &want, sizeof(want)) != (ssize_t)sizeof(want) || want != ETW_BYTES)
-		fatal("server: request");
-	MUST(fcntl(c, F_SETFL, O_NONBLOCK));
-	ev = (struct epoll_event){ .events = EPOLLOUT | EPOLLET, .data.fd = c };
-	MUST(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
-	while (off < want) {
-		size_t n = sizeof(buf) < want - off ? sizeof(buf) : (size_t)(want - off);
-		ssize_t k;
-
-		stream_fill(7, off, buf, n);
-		k = send(c, buf, n, MSG_NOSIGNAL);
-		if (k > 0) {
-			off += (uint64_t)k;
-			continue;
-		}
-		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			fatal("server: send: %s", strerror(errno));
-		/* Full: the next EPOLLOUT edge, however long (a lost one hangs). */
-		if (epoll_wait(ep, &ev, 1, -1) != 1 || !(ev.events & EPOLLOUT))
-			fatal("server: epoll_wait");
-	}
-	close(ep);
-	close(c);
-	return 0;
-}
-
-static int sc_etwriter(void)
-{
-	static unsigned char buf[1 << 16], want[1 << 16];
-	uint16_t port;
-	int l = tcp_listener(&port), args[4], c;
-	uint64_t ask = ETW_BYTES, got = 0;
-	uint32_t seq = 1;
-	struct kid k;
-
-	args[0] = l;
-	args[1] = 20 + 1;
-	kid_start(&k, "server", etw_server, args);
-	close(l);
-	shorts(port, 20, &seq);
-	c = tcp_connect(port);
-	if (send_all(c, &ask, sizeof(ask)) != (ssize_t)sizeof(ask))
-		fatal("client: request");
-	/* The server fills the kernel's buffers and waits for EPOLLOUT; the
-	 * connection is due to move by the time this end reads. */
-	usleep(300000);
-	while (got < ask) {
-		ssize_t n = recv(c, buf, sizeof(buf), 0);
-
-		if (n <= 0)
-			fatal("client: stream ended at %llu of %llu", (unsigned long long)got, (unsigned long long)ask);
-		stream_fill(7, got, want, (size_t)n);
-		if (memcmp(buf, want, (size_t)n))
-			fatal("client: stream wrong near byte %llu", (unsigned long long)got);
-		got += (uint64_t)n;
-	}
-	say("%llu bytes streamed, every byte right", (unsigned long long)got);
-	if (recv(c, buf, 1, 0) != 0)
-		fatal("client: bytes past the stream");
-	close(c);
-	return kid_join(&k);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct scenario table[] = {
@@ -706,6 +454,7 @@ int main(int argc, char **argv)
 		{ "oneshot", sc_oneshot },
 		{ "mtloop", sc_mtloop },
 		{ "etwriter", sc_etwriter },
+		{ "etidle", sc_etidle },
 		{ "uring", sc_uring },
 		{ "raw", sc_raw },
 		{ NULL, NULL },
