@@ -121,6 +121,13 @@ static bool may_move(struct sl_sock *s)
 	       (sl_promote_armed(atomic_load_explicit(&s->promote_role, memory_order_relaxed)) || sl_sock_promoting(s));
 }
 
+/* The set holds s: with the bell, if s may move and the set has none yet. */
+static void bell_if_may_move(int epfd, struct epset *set, struct sl_sock *s)
+{
+	if (s && !set->promo_bell_in && !set->forked && may_move(s))
+		add_promo_bell(epfd, set);
+}
+
 /* Can a plain connection in this set follow its connection onto the rings?
  * Only where the hook sees every wait (a set it emulates, not a forked
  * child's copy), and neither EPOLLONESHOT (a kernel member's disarming is
@@ -192,8 +199,7 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 			settled = false;
 			promoting += sl_sock_promoting(s);
 		}
-		if (s && !set->promo_bell_in && !set->forked && may_move(s))
-			add_promo_bell(epfd, set);
+		bell_if_may_move(epfd, set, s);
 		/* No bell: a move another thread makes is looked for soon. */
 		if (s && !set->promo_bell_in && (may_move(s) || sl_promote_window(s)))
 			unseen = true;
@@ -252,7 +258,7 @@ int hk_ep_drop_moved(struct epset *set, struct epoll_event *evs, int n, unsigned
 		 * for a later call (its event kept: at worst a spurious one). */
 		if (sl_sock_promoting(s))
 			sl_promote_poll(s);
-		if (hk_ep_ring_socket(only->fd) && wants_emulation(only->fd)) {
+		if (wants_emulation(only->fd)) {
 			hk_ep_unsettle(set);
 			*dropped = true;
 			continue;
@@ -420,7 +426,6 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 {
 	struct member *m;
 	struct epset *inner;
-	struct sl_sock *s;
 
 	if (find(set, fd)) {
 		errno = EEXIST;
@@ -450,8 +455,7 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 	m = &set->m[set->n];
 	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data, .q = -1 };
 	/* Before a thread asleep on the set could miss the member's move. */
-	if ((s = sl_sock_get(fd)) && !set->promo_bell_in && !set->forked && may_move(s))
-		add_promo_bell(epfd, set);
+	bell_if_may_move(epfd, set, sl_sock_get(fd));
 	if (!wants_emulation(fd)) {
 		struct epoll_event kev = *ev;
 

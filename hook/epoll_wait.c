@@ -17,9 +17,6 @@
 /* The longest sleep of a set with a kernel member that may yet connect. */
 #define UNSEEN_CONNECT_MS 10
 
-/* Poll events to ask for member m: under EPOLLET, an event already reported
- * is asked again only after its edge (new data, a send that found the ring
- * full, a state change).  -1 means nothing to wait for. */
 /* Promoted with its seam pending: the peer's kernel bytes arrived so far. */
 static uint64_t kernel_arrived(struct sl_sock *s)
 {
@@ -31,6 +28,9 @@ static uint64_t kernel_arrived(struct sl_sock *s)
 	return n;
 }
 
+/* Poll events to ask for member m: under EPOLLET, an event already reported
+ * is asked again only after its edge (new data, a send that found the ring
+ * full, a state change).  -1 means nothing to wait for. */
 short hk_ep_wanted(struct member *m, struct sl_sock *s)
 {
 	uint32_t ev = m->events & EVENT_BITS;
@@ -47,8 +47,8 @@ short hk_ep_wanted(struct member *m, struct sl_sock *s)
 	/* Data left unread since the report is no new edge; an empty ring is
 	 * asked for, as the next arrival is one.  Promoted with the peer's
 	 * bytes still on the kernel socket (its seam pending), whose arrivals
-	 * no ring index shows: asked for while readable, as level-triggered
-	 * (an edge-triggered reader drains it anyway). */
+	 * no ring index shows: a growth of their count is an edge too, and
+	 * bytes left unread there are none. */
 	written = sl_rx_written(s);
 	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire) && kernel_arrived(s) != m->et_kernel_mark)
 		written = m->et_rx_mark + 1; /* a new arrival on the kernel socket: an edge */
