@@ -13,6 +13,8 @@
 # "kernelN <scenario>_n<id>_<test> <passed> <failed>" lines go to
 # BUILD/results/kernel-n-<scenario>.txt; any Oops/WARNING/BUG in a guest's log,
 # a guest that does not finish, or a test it did not report fails.
+# SCILAN_GUEST_APPEND adds guest kernel arguments (to compare a setting,
+# e.g. "clocksource=tsc tsc=reliable" against TCG's default HPET).
 set -u
 build=$(realpath "$1")
 nodes=${2:-4}
@@ -96,7 +98,7 @@ if [ "${SCILAN_QEMU_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then accel="-enable
 guest() { # index
 	timeout 900 qemu-system-x86_64 $accel -m $mem -smp 1,maxcpus=2 -nographic -no-reboot \
 		-kernel "$kernel" -initrd "$work/initramfs.gz" \
-		-append "console=ttyS0 panic=-1 loglevel=6 scilan_n=$nodes scilan_scen=$scen" \
+		-append "console=ttyS0 panic=-1 loglevel=6 scilan_n=$nodes scilan_scen=$scen ${SCILAN_GUEST_APPEND:-}" \
 		-chardev socket,path="$sock",id=ivsh -device ivshmem-doorbell,chardev=ivsh,vectors=2 \
 		-netdev tap,id=n0,ifname=tap$1,script=no,downscript=no \
 		-device virtio-net-pci,netdev=n0,mac=52:54:00:4f:00:1$1 \

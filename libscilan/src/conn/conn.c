@@ -169,7 +169,10 @@ short sl_conn_ready(struct sl_sock *s, short events)
 		rev |= POLLRDHUP;
 	if (shut_wr || (ps & SL_PEER_CLOSED) || atomic_load(&s->peer_gone)) {
 		rev |= POLLOUT | POLLWRNORM;
-	} else {
+	} else if (events & (POLLOUT | POLLWRNORM)) {
+		/* Room only when asked (it is masked off otherwise): a reader's
+		 * wait takes no tx lock.  A bad read index is then found by the
+		 * next send, or the next wait for room. */
 		sl_lock(&s->tx_lock);
 		space = sl_tx_room(s, s->tx.room / 4);
 		sl_unlock(&s->tx_lock);

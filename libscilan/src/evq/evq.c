@@ -274,6 +274,16 @@ void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index)
 		sl_debug("epoll set bell not rung: %s", strerror(errno));
 }
 
+void sl_evq_cover(struct sl_evq *q, uint32_t slots)
+{
+	uint32_t words = (slots + 64 * 64 - 1) / (64 * 64);
+
+	if (words > SL_EVQ_SUMMARY)
+		words = SL_EVQ_SUMMARY;
+	if (words > q->summary_words)
+		q->summary_words = words;
+}
+
 int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *arg)
 {
 	struct sl_evq_shared *sh = q->sh;
@@ -281,7 +291,7 @@ int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *a
 
 	if (!sh)
 		return n;
-	for (uint32_t i = 0; i < SL_EVQ_SUMMARY; i++) {
+	for (uint32_t i = 0; i < q->summary_words; i++) {
 		uint64_t sum;
 
 		if (!atomic_load_explicit(&sh->summary[i], memory_order_relaxed))
@@ -305,7 +315,7 @@ int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *a
 bool sl_evq_pending(const struct sl_evq *q)
 {
 	if (q->sh)
-		for (uint32_t i = 0; i < SL_EVQ_SUMMARY; i++)
+		for (uint32_t i = 0; i < q->summary_words; i++)
 			if (atomic_load_explicit(&q->sh->summary[i], memory_order_relaxed))
 				return true;
 	return sl_evq_dev_pending(q);

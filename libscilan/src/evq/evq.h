@@ -39,6 +39,10 @@ struct sl_evq {
 	/* The set's queue on each device link it has members on (evq_dev.c):
 	 * made at the first member of that link. */
 	struct sl_evq_dev *dev[SL_EVQ_DEV_LINKS];
+	/* Summary words that can hold a member's mark (sl_evq_cover): a mark
+	 * past them is a peer's junk, never read, so it cannot keep a wait
+	 * awake, and a take of a small set reads one word, not all. */
+	uint32_t summary_words;
 	_Atomic int dev_armed;    /* threads armed, as mirrored into the peers' windows */
 	pthread_mutex_t dev_lock; /* orders the mirror's stores (arm, disarm) */
 };
@@ -68,6 +72,9 @@ void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub);
 #define SL_EVQ_RELOOK 1
 #define SL_EVQ_BARRIER 2
 int sl_evq_want(struct sl_sock *s, int k, int dirs);
+/* The set's members have indices below slots from now on (before any is
+ * registered: a mark is read only where a member can be). */
+void sl_evq_cover(struct sl_evq *q, uint32_t slots);
 /* Mark index ready (and ring the bell if a waiter is armed). */
 void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index);
 /* Take every marked index: fn(arg, index) for each.  Returns how many. */
