@@ -147,7 +147,6 @@ static int take_slot(struct epset *set)
 		set->fence = fl;
 		set->slot_cap = cap;
 	}
-	sl_evq_cover(&set->evq, (uint32_t)set->slot_hi + 1);
 	return set->slot_hi++;
 }
 

@@ -756,6 +756,7 @@ static void role_waiter(void *p, int fd[3])
 
 	if (sl_evq_open(&waiter_q) < 0)
 		_exit(6);
+	sl_evq_cover(&waiter_q, 8); /* the forged registration's bit 7 */
 	sl_evq_arm(&waiter_q);
 	a->set_id = waiter_q.sh->set_id;
 	fd[0] = waiter_q.memfd;

@@ -188,6 +188,7 @@ int sl_evq_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uint64_
 
 	if (!q->sh || index >= SL_EVQ_SLOTS)
 		return -1;
+	sl_evq_cover(q, index + 1); /* before any peer can learn the index */
 	if (s->dev_map[0]) {
 		int k = sl_evq_dev_register(q, s, index, tag, q->sh->set_id);
 

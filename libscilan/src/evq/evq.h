@@ -72,8 +72,9 @@ void sl_evq_unregister(struct sl_sock *s, int k, uint64_t pub);
 #define SL_EVQ_RELOOK 1
 #define SL_EVQ_BARRIER 2
 int sl_evq_want(struct sl_sock *s, int k, int dirs);
-/* The set's members have indices below slots from now on (before any is
- * registered: a mark is read only where a member can be). */
+/* Marks are read below index `slots` from now on (sl_evq_register covers
+ * the index it registers; a registration made another way must be covered
+ * before a peer can learn its index). */
 void sl_evq_cover(struct sl_evq *q, uint32_t slots);
 /* Mark index ready (and ring the bell if a waiter is armed). */
 void sl_evq_mark(struct sl_evq_shared *sh, int bell_w, uint32_t index);
