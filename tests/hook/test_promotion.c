@@ -128,3 +128,24 @@ Test(promotion, a_server_calling_syscall_moves_with_every_byte, .timeout = 120)
 {
 	expect_promoted("raw", 2 * 4);
 }
+
+/* A blocking send while the connector's late offer is out, the kernel
+ * socket full (the server reads nothing for 3 s), interrupted by a signal
+ * whose handler does not ask SA_RESTART: it returns the part it sent, as
+ * the kernel's send does, and that part is what the server reads (it
+ * waited for room ignoring the signal, until the offer's deadline, then
+ * sent everything once the server read).  Nothing moves: the close
+ * revokes the offer the sleeping server never looked at. */
+Test(promotion, a_send_interrupted_while_offering_returns_what_it_sent, .timeout = 120)
+{
+	expect_promoted("sendintr", 0);
+}
+
+/* A client waiting in poll(POLLIN) for its answer while its late offer is
+ * out: the acceptor's take puts a marker byte on the kernel socket, which
+ * the kernel reports readable; the wait must not end for it (the program's
+ * recv would find nothing), only for the answer, on the rings by then. */
+Test(promotion, poll_reports_readable_for_the_answer_not_the_acceptors_marker, .timeout = 120)
+{
+	expect_promoted("pollmark", 2);
+}

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/time.h>
 #include <sys/socket.h>
@@ -361,6 +362,25 @@ bool sl_conn_kernel_woke(struct sl_sock *s)
 		return false;
 	}
 	return sl_conn_check_peer(s);
+}
+
+/* Did every signal handler ask for SA_RESTART?  We cannot tell which signal
+ * interrupted poll(2), so restart only if any of them would have. */
+bool sl_conn_signals_restart(void)
+{
+	struct sigaction sa;
+
+	for (int sig = 1; sig < NSIG; sig++) {
+		/* Faults are synchronous: they cannot interrupt a poll(2). */
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
+		    sig == SIGILL || sig == SIGTRAP || sig == SIGSYS || sigaction(sig, NULL, &sa) < 0)
+			continue;
+		if (!(sa.sa_flags & SA_SIGINFO) && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return false;
+	}
+	return true;
 }
 
 int sl_conn_timeout_ms(struct sl_sock *s, short events)

@@ -101,6 +101,10 @@ static inline void sl_stat_add(_Atomic uint64_t *counter, uint64_t n)
 			      memory_order_relaxed);
 }
 
+/* A blocking call interrupted by a signal (EINTR from its wait) goes on
+ * waiting only if every handler asked SA_RESTART: we cannot tell which
+ * signal came, so restart only if any of them would have. */
+bool sl_conn_signals_restart(void);
 /* The ms a blocking call waiting for events (POLLOUT: sending) may wait:
  * the socket's SO_SNDTIMEO or SO_RCVTIMEO, -1 for none. */
 int sl_conn_timeout_ms(struct sl_sock *s, short events);

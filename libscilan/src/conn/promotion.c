@@ -136,7 +136,7 @@ static bool decide(struct sl_sock *s, bool must)
 		bool on_rings = false, wait_room = false;
 		uint32_t w, offered = SL_OFFER_OFFERED;
 		const char *failed = NULL;
-		int left;
+		int left, polled = 0;
 
 		if (!sl_sock_promoting(s))
 			return sl_sock_on_rings(s);
@@ -176,8 +176,12 @@ static bool decide(struct sl_sock *s, bool must)
 		}
 		if (!wait_room)
 			return on_rings;
-		left = (int)((until - sl_mono_ns()) / 1000000);
-		if (left <= 0 || sl_sys.poll(&p, 1, left) != 1 || (p.revents & (POLLERR | POLLHUP))) {
+		/* A signal does not end this wait (a reset would be the price):
+		 * it is bounded by `until` already. */
+		do
+			left = (int)((until - sl_mono_ns()) / 1000000);
+		while (left > 0 && (polled = sl_sys.poll(&p, 1, left)) < 0 && errno == EINTR);
+		if (left <= 0 || polled != 1 || (p.revents & (POLLERR | POLLHUP))) {
 			promotion_failed(s, "found no room for its marker");
 			return false;
 		}
@@ -425,7 +429,12 @@ int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t 
 			sl_promote_settle(s);
 			return 1;
 		}
-		sl_sys.poll(&(struct pollfd){ .fd = s->fd, .events = POLLOUT }, 1, SEND_ROOM_SLICE_MS);
+		/* A signal ends the call as it ends the kernel's blocking send:
+		 * with what was sent, or EINTR (restarted after an SA_RESTART
+		 * handler when nothing was sent). */
+		if (sl_sys.poll(&(struct pollfd){ .fd = s->fd, .events = POLLOUT }, 1, SEND_ROOM_SLICE_MS) < 0 &&
+		    errno == EINTR && (*done || !sl_conn_signals_restart()))
+			return *done ? 0 : (errno = EINTR, -1);
 		sl_promote_poll(s);
 	}
 	return 0;

@@ -560,25 +560,6 @@ int sl_poll_sigmask(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t
 	return r;
 }
 
-/* Did every signal handler ask for SA_RESTART?  We cannot tell which signal
- * interrupted poll(2), so restart only if any of them would have. */
-static bool handlers_restart(void)
-{
-	struct sigaction sa;
-
-	for (int sig = 1; sig < NSIG; sig++) {
-		/* Faults are synchronous: they cannot interrupt a poll(2). */
-		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
-		    sig == SIGILL || sig == SIGTRAP || sig == SIGSYS || sigaction(sig, NULL, &sa) < 0)
-			continue;
-		if (!(sa.sa_flags & SA_SIGINFO) && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
-			continue;
-		if (!(sa.sa_flags & SA_RESTART))
-			return false;
-	}
-	return true;
-}
-
 int sl_wait(struct sl_sock *s, short events, bool spin_first)
 {
 	struct pollfd pfd = { .fd = s->fd, .events = events };
@@ -605,7 +586,7 @@ int sl_wait(struct sl_sock *s, short events, bool spin_first)
 	do
 		r = poll_accelerated(&pfd, 1, timeout, socks, kfds, spin_first, held);
 	while (timeout < 0 && !sl_fell_back(s) &&
-	       (r == 0 || (r < 0 && errno == EINTR && handlers_restart())));
+	       (r == 0 || (r < 0 && errno == EINTR && sl_conn_signals_restart())));
 	unhold(s, held[0]);
 	/* Fell back to kernel TCP: the caller redoes its call there. */
 	if (sl_fell_back(s))
