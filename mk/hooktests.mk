@@ -16,9 +16,11 @@ HOOKTEST_LIB  := $(filter-out $(HOOKTEST_SRC),$(wildcard tests/hook/*.c))
 HOOK_FLAGS    := -D_GNU_SOURCE $(WARN) $(OPT) -pthread
 # progs/agree.c, stall.c and promote.c drive io_uring, whose calls no preload can see.
 $(HOOKPROG_DIR)/agree $(HOOKPROG_DIR)/stall: HOOKPROG_LIBS := tests/hook/progs/scen_uring.c -luring
-$(HOOKPROG_DIR)/promote: HOOKPROG_LIBS := tests/hook/progs/scen_uring.c tests/hook/progs/scen_promote_ev.c -luring
+$(HOOKPROG_DIR)/promote: HOOKPROG_LIBS := tests/hook/progs/scen_uring.c tests/hook/progs/scen_promote_ev.c \
+	tests/hook/progs/scen_promote_calls.c -luring
 $(HOOKPROG_DIR)/agree $(HOOKPROG_DIR)/stall $(HOOKPROG_DIR)/promote: tests/hook/progs/scen_uring.c tests/hook/progs/scen_uring.h
-$(HOOKPROG_DIR)/promote: tests/hook/progs/scen_promote_ev.c tests/hook/progs/scen_promote.h
+$(HOOKPROG_DIR)/promote: tests/hook/progs/scen_promote_ev.c tests/hook/progs/scen_promote_calls.c \
+	tests/hook/progs/scen_promote.h
 
 $(HOOKPROG_DIR)/%: tests/hook/progs/%.c tests/hook/progs/scen.c tests/hook/progs/scen.h
 	@mkdir -p $(dir $@)

@@ -149,3 +149,11 @@ Test(promotion, poll_reports_readable_for_the_answer_not_the_acceptors_marker, .
 {
 	expect_promoted("pollmark", 2);
 }
+
+/* A reader asking MSG_WAITALL while its connection moves: the read that
+ * spans the seam (the peer's last kernel bytes, then its first on the
+ * ring) is whole, as the kernel's, not cut at the seam. */
+Test(promotion, a_msg_waitall_read_across_the_seam_is_whole, .timeout = 120)
+{
+	expect_promoted("waitall", 2);
+}

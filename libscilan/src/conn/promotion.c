@@ -18,6 +18,7 @@
 #include "fabric/fabric.h"
 #include "ring/segment.h"
 #include "runtime/endpoint_key.h"
+#include "runtime/iov_rest.h"
 #include "runtime/log.h"
 #include "runtime/stats_file.h"
 #include "runtime/sys.h"
@@ -368,24 +369,6 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
  * time. */
 #define SEND_ROOM_SLICE_MS 10
 
-/* The bytes of iov from offset off, as the kernel's sendmsg takes them:
- * rest[] (stack's room, else allocated) and their count, or -1. */
-static int iov_rest(const struct iovec *iov, int cnt, size_t off, struct iovec *stack, int room, struct iovec **rest)
-{
-	int i = 0, n = 0;
-
-	while (i < cnt && off >= iov[i].iov_len)
-		off -= iov[i++].iov_len;
-	*rest = stack;
-	if (cnt - i > room && !(*rest = malloc(sizeof(**rest) * (size_t)(cnt - i))))
-		return -1;
-	for (; i < cnt; i++, n++, off = 0) {
-		(*rest)[n].iov_base = (char *)iov[i].iov_base + off;
-		(*rest)[n].iov_len = iov[i].iov_len - off;
-	}
-	return n;
-}
-
 int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags, size_t *done)
 {
 	bool may_block = !sl_io_nonblocking(s, flags);
@@ -393,7 +376,7 @@ int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t 
 	*done = 0;
 	while (*done < len) {
 		struct iovec stack[8], *rest;
-		int n = iov_rest(iov, cnt, *done, stack, 8, &rest), err;
+		int n = sl_iov_rest(iov, cnt, *done, stack, 8, &rest), err;
 		ssize_t r = -1;
 		bool out;
 

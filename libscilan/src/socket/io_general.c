@@ -22,6 +22,7 @@
 #include "socket/idle.h"
 #include "ring/segment.h"
 #include "ring/urgent.h"
+#include "runtime/iov_rest.h"
 #include "runtime/sys.h"
 #include "scilan.h"
 #include "socket/io.h"
@@ -691,6 +692,25 @@ ssize_t sl_send_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 	return plain ? finish_plain(s, &cur, r, flags, true) : r;
 }
 
+/* MSG_WAITALL waits for all of len, as the kernel's: a read across the
+ * seam stops at the peer's point, so the rest is read after it (more of
+ * the kernel's bytes, or the ring's).  An error or a signal then returns
+ * what was read, as the kernel's MSG_WAITALL does. */
+static ssize_t recv_rest_after_seam(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags,
+				    size_t done)
+{
+	struct iovec stack[8], *rest;
+	int n = sl_iov_rest(iov, cnt, done, stack, 8, &rest);
+	ssize_t more;
+
+	if (n < 0)
+		return (ssize_t)done;
+	more = sl_recv_general(s, rest, n, len - done, flags);
+	if (rest != stack)
+		free(rest);
+	return more > 0 ? (ssize_t)done + more : (ssize_t)done;
+}
+
 ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags)
 {
 	struct iov_cursor cur = { .iov = iov, .cnt = cnt };
@@ -718,7 +738,9 @@ ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 			return 0;
 		r = sl_promote_recv(s, iov, cnt, flags, &handled);
 		if (handled)
-			return r;
+			return r > 0 && (size_t)r < len && (flags & (MSG_WAITALL | MSG_PEEK)) == MSG_WAITALL
+				       ? recv_rest_after_seam(s, iov, cnt, len, flags, (size_t)r)
+				       : r;
 	}
 	if (len == 0) {
 		/* TCP's low-water mark is at least one byte even for a zero-length

@@ -33,19 +33,12 @@
  *           never sees: its process's connections stay plain)
  *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
  *           the hook sees those, so the connections move
- *   sendintr one connection old enough to offer, a blocking send of 64 MiB
- *           to a server that reads nothing for 3 s, and a signal whose
- *           handler does not ask SA_RESTART at 300 ms: the send returns
- *           what it sent, as the kernel's does, and the server gets it all
- *   pollmark one connection offering at its request, the server taking the
- *           offer at its read and answering 500 ms later, the client in
- *           poll(POLLIN) meanwhile: readable means the answer is there
+ *   sendintr, pollmark, waitall: single calls caught by the move
+ *           (scen_promote_calls.c)
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +84,30 @@ static void *serve_one(void *arg)
 		serve_request(c, &h);
 	close(c);
 	return NULL;
+}
+
+void serve_shorts(int l, int count)
+{
+	for (int i = 0; i < count; i++) {
+		pthread_t t;
+		int c = MUST(accept(l, NULL, NULL));
+
+		if (pthread_create(&t, NULL, serve_one, (void *)(intptr_t)c))
+			fatal("pthread_create");
+		pthread_detach(t);
+	}
+}
+
+int connect_after_shorts(struct kid *k, int (*server)(void *), int args[4])
+{
+	uint16_t port;
+	uint32_t seq = 1;
+
+	args[0] = tcp_listener(&port);
+	kid_start(k, "server", server, args);
+	close(args[0]);
+	shorts(port, 20, &seq);
+	return tcp_connect(port);
 }
 
 /* All of len through syscall(2), as send_all and recv_all do through libc. */
@@ -408,14 +425,7 @@ static int duplex_server(void *arg)
 	bool ok;
 	int c;
 
-	for (int i = 0; i < 20; i++) {
-		pthread_t t;
-
-		c = MUST(accept(l, NULL, NULL));
-		if (pthread_create(&t, NULL, serve_one, (void *)(intptr_t)c))
-			fatal("pthread_create");
-		pthread_detach(t);
-	}
+	serve_shorts(l, 20);
 	c = MUST(accept(l, NULL, NULL));
 	ok = both_ways(c, 2, 1, &sent, &got);
 	/* The counts go through the channel: they differ from run to run. */
@@ -429,156 +439,20 @@ static int duplex_server(void *arg)
 
 static int sc_duplex(void)
 {
-	uint16_t port;
-	int l = tcp_listener(&port), sv[2], args[4], c;
+	int sv[2], args[4], c;
 	uint64_t sent, got, peer_got, peer_sent;
-	uint32_t seq = 1;
 	struct kid k;
 	bool ok;
 
 	chan_open(sv);
-	args[0] = l;
 	args[2] = sv[1];
-	kid_start(&k, "server", duplex_server, args);
-	close(l);
-	shorts(port, 20, &seq);
-	c = tcp_connect(port);
+	c = connect_after_shorts(&k, duplex_server, args);
 	ok = both_ways(c, 1, 2, &sent, &got);
 	if (recv_all(sv[0], &peer_got, sizeof(peer_got)) != (ssize_t)sizeof(peer_got) ||
 	    recv_all(sv[0], &peer_sent, sizeof(peer_sent)) != (ssize_t)sizeof(peer_sent))
 		fatal("chan");
 	say("streams %s, every byte there: %s", ok ? "intact" : "BROKEN",
 	    peer_got == sent && got == peer_sent ? "yes" : "NO");
-	close(c);
-	return kid_join(&k);
-}
-
-#define INTR_BYTES (64 << 20)
-
-static void on_usr1(int sig)
-{
-	(void)sig;
-}
-
-/* Counts what the connection brings after 3 s of not reading. */
-static int intr_server(void *arg)
-{
-	int *p = arg, l = p[0], chan = p[2], c;
-	static char buf[1 << 16];
-	uint64_t got = 0;
-	ssize_t n;
-
-	for (int i = 0; i < 20; i++) {
-		pthread_t t;
-
-		c = MUST(accept(l, NULL, NULL));
-		if (pthread_create(&t, NULL, serve_one, (void *)(intptr_t)c))
-			fatal("pthread_create");
-		pthread_detach(t);
-	}
-	c = MUST(accept(l, NULL, NULL));
-	usleep(3000000);
-	while ((n = read(c, buf, sizeof(buf))) > 0)
-		got += (uint64_t)n;
-	if (n < 0)
-		fatal("read");
-	if (send_all(chan, &got, sizeof(got)) != (ssize_t)sizeof(got))
-		fatal("chan");
-	close(c);
-	return 0;
-}
-
-static void *interrupt_later(void *arg)
-{
-	usleep(300000);
-	pthread_kill(*(pthread_t *)arg, SIGUSR1);
-	return NULL;
-}
-
-static int sc_sendintr(void)
-{
-	struct sigaction sa = { .sa_handler = on_usr1 }; /* no SA_RESTART */
-	uint16_t port;
-	int l = tcp_listener(&port), sv[2], args[4], c;
-	pthread_t self = pthread_self(), t;
-	uint64_t peer_got = 0;
-	uint32_t seq = 1;
-	char *buf = calloc(1, INTR_BYTES);
-	struct kid k;
-	ssize_t n;
-
-	if (!buf)
-		fatal("calloc");
-	chan_open(sv);
-	args[0] = l;
-	args[2] = sv[1];
-	kid_start(&k, "server", intr_server, args);
-	close(l);
-	shorts(port, 20, &seq);
-	c = tcp_connect(port);
-	usleep(300000); /* past the short-connection policy: this send offers */
-	MUST(sigaction(SIGUSR1, &sa, NULL));
-	if (pthread_create(&t, NULL, interrupt_later, &self))
-		fatal("pthread_create");
-	n = send(c, buf, INTR_BYTES, 0);
-	pthread_join(t, NULL);
-	say("the interrupted send returned %s", n > 0 && n < INTR_BYTES ? "a part" : n < 0 ? en(errno) : "all of it");
-	close(c);
-	if (recv_all(sv[0], &peer_got, sizeof(peer_got)) != (ssize_t)sizeof(peer_got))
-		fatal("chan");
-	say("the server got what the send said: %s", n >= 0 && peer_got == (uint64_t)n ? "yes" : "NO");
-	free(buf);
-	return kid_join(&k);
-}
-
-/* Takes the offer at its read of the request, answers 500 ms later. */
-static int slow_answer_server(void *arg)
-{
-	int *p = arg, l = p[0], c;
-	char req[16], buf[64];
-
-	for (int i = 0; i < 20; i++) {
-		pthread_t t;
-
-		c = MUST(accept(l, NULL, NULL));
-		if (pthread_create(&t, NULL, serve_one, (void *)(intptr_t)c))
-			fatal("pthread_create");
-		pthread_detach(t);
-	}
-	c = MUST(accept(l, NULL, NULL));
-	if (recv_all(c, req, sizeof(req)) != (ssize_t)sizeof(req))
-		fatal("request");
-	usleep(500000);
-	if (send_all(c, req, sizeof(req)) != (ssize_t)sizeof(req))
-		fatal("answer");
-	while (read(c, buf, sizeof(buf)) > 0)
-		;
-	close(c);
-	return 0;
-}
-
-static int sc_pollmark(void)
-{
-	uint16_t port;
-	int l = tcp_listener(&port), args[4], c, r;
-	char req[16] = "a request, 16 B", ans[32];
-	uint32_t seq = 1;
-	struct pollfd pfd;
-	struct kid k;
-	ssize_t n;
-
-	args[0] = l;
-	kid_start(&k, "server", slow_answer_server, args);
-	close(l);
-	shorts(port, 20, &seq);
-	c = tcp_connect(port);
-	usleep(300000); /* past the short-connection policy: this send offers */
-	MUST(send(c, req, sizeof(req), 0));
-	pfd = (struct pollfd){ .fd = c, .events = POLLIN };
-	r = poll(&pfd, 1, 5000);
-	n = recv(c, ans, sizeof(ans), MSG_DONTWAIT);
-	say("poll: %d %s; then a recv that does not wait: %s", r, r > 0 && (pfd.revents & POLLIN) ? "readable" : "not readable",
-	    n == (ssize_t)sizeof(req) && !memcmp(ans, req, sizeof(req)) ? "the answer" : n < 0 ? en(errno) : "something else");
 	close(c);
 	return kid_join(&k);
 }
@@ -598,6 +472,7 @@ int main(int argc, char **argv)
 		{ "raw", sc_raw },
 		{ "sendintr", sc_sendintr },
 		{ "pollmark", sc_pollmark },
+		{ "waitall", sc_waitall },
 		{ NULL, NULL },
 	};
 

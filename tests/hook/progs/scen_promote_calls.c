@@ -1,0 +1,190 @@
+/* scen_promote_calls.c — single calls of a connection caught by its move
+ * (progs/promote.c's scenarios that check one call's result):
+ *   sendintr one connection old enough to offer, a blocking send of 64 MiB
+ *           to a server that reads nothing for 3 s, and a signal whose
+ *           handler does not ask SA_RESTART at 300 ms: the send returns
+ *           what it sent, as the kernel's does, and the server gets it all
+ *   pollmark one connection offering at its request, the server taking the
+ *           offer at its read and answering 500 ms later, the client in
+ *           poll(POLLIN) meanwhile: readable means the answer is there
+ *   waitall one connection streaming 32 MiB in 10,000-byte writes to a
+ *           server reading 64 KiB at a time with MSG_WAITALL while the
+ *           connection moves: every read is whole, the one across the
+ *           seam too
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "scen.h"
+#include "scen_promote.h"
+
+#define INTR_BYTES (64 << 20)
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* Counts what the connection brings after 3 s of not reading. */
+static int intr_server(void *arg)
+{
+	int *p = arg, l = p[0], chan = p[2], c;
+	static char buf[1 << 16];
+	uint64_t got = 0;
+	ssize_t n;
+
+	serve_shorts(l, 20);
+	c = MUST(accept(l, NULL, NULL));
+	usleep(3000000);
+	while ((n = read(c, buf, sizeof(buf))) > 0)
+		got += (uint64_t)n;
+	if (n < 0)
+		fatal("read");
+	if (send_all(chan, &got, sizeof(got)) != (ssize_t)sizeof(got))
+		fatal("chan");
+	close(c);
+	return 0;
+}
+
+static void *interrupt_later(void *arg)
+{
+	usleep(300000);
+	pthread_kill(*(pthread_t *)arg, SIGUSR1);
+	return NULL;
+}
+
+int sc_sendintr(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 }; /* no SA_RESTART */
+	int sv[2], args[4], c;
+	pthread_t self = pthread_self(), t;
+	uint64_t peer_got = 0;
+	char *buf = calloc(1, INTR_BYTES);
+	struct kid k;
+	ssize_t n;
+
+	if (!buf)
+		fatal("calloc");
+	chan_open(sv);
+	args[2] = sv[1];
+	c = connect_after_shorts(&k, intr_server, args);
+	usleep(300000); /* past the short-connection policy: this send offers */
+	MUST(sigaction(SIGUSR1, &sa, NULL));
+	if (pthread_create(&t, NULL, interrupt_later, &self))
+		fatal("pthread_create");
+	n = send(c, buf, INTR_BYTES, 0);
+	pthread_join(t, NULL);
+	say("the interrupted send returned %s", n > 0 && n < INTR_BYTES ? "a part" : n < 0 ? en(errno) : "all of it");
+	close(c);
+	if (recv_all(sv[0], &peer_got, sizeof(peer_got)) != (ssize_t)sizeof(peer_got))
+		fatal("chan");
+	say("the server got what the send said: %s", n >= 0 && peer_got == (uint64_t)n ? "yes" : "NO");
+	free(buf);
+	return kid_join(&k);
+}
+
+/* Takes the offer at its read of the request, answers 500 ms later. */
+static int slow_answer_server(void *arg)
+{
+	int *p = arg, l = p[0], c;
+	char req[16], buf[64];
+
+	serve_shorts(l, 20);
+	c = MUST(accept(l, NULL, NULL));
+	if (recv_all(c, req, sizeof(req)) != (ssize_t)sizeof(req))
+		fatal("request");
+	usleep(500000);
+	if (send_all(c, req, sizeof(req)) != (ssize_t)sizeof(req))
+		fatal("answer");
+	while (read(c, buf, sizeof(buf)) > 0)
+		;
+	close(c);
+	return 0;
+}
+
+int sc_pollmark(void)
+{
+	int args[4], c, r;
+	char req[16] = "a request, 16 B", ans[32];
+	struct pollfd pfd;
+	struct kid k;
+	ssize_t n;
+
+	c = connect_after_shorts(&k, slow_answer_server, args);
+	usleep(300000); /* past the short-connection policy: this send offers */
+	MUST(send(c, req, sizeof(req), 0));
+	pfd = (struct pollfd){ .fd = c, .events = POLLIN };
+	r = poll(&pfd, 1, 5000);
+	n = recv(c, ans, sizeof(ans), MSG_DONTWAIT);
+	say("poll: %d %s; then a recv that does not wait: %s", r, r > 0 && (pfd.revents & POLLIN) ? "readable" : "not readable",
+	    n == (ssize_t)sizeof(req) && !memcmp(ans, req, sizeof(req)) ? "the answer" : n < 0 ? en(errno) : "something else");
+	close(c);
+	return kid_join(&k);
+}
+
+#define WAITALL_READ (64 << 10)
+#define WAITALL_READS 512
+
+static uint8_t stream_byte(uint64_t at)
+{
+	return (uint8_t)(at * 131 + (at >> 13));
+}
+
+/* Reads the stream 64 KiB at a time with MSG_WAITALL, checking each byte. */
+static int waitall_server(void *arg)
+{
+	int *p = arg, l = p[0], c, short_reads = 0;
+	static uint8_t buf[WAITALL_READ];
+	uint64_t at = 0, bad = 0;
+	ssize_t n;
+
+	serve_shorts(l, 20);
+	c = MUST(accept(l, NULL, NULL));
+	for (int i = 0; i < WAITALL_READS; i++) {
+		n = recv(c, buf, sizeof(buf), MSG_WAITALL);
+		if (n < 0)
+			fatal("recv");
+		short_reads += n != (ssize_t)sizeof(buf);
+		for (ssize_t k = 0; k < n; k++)
+			bad += buf[k] != stream_byte(at + (uint64_t)k);
+		at += (uint64_t)n;
+	}
+	n = recv(c, buf, sizeof(buf), MSG_WAITALL);
+	say("MSG_WAITALL reads that came back short: %d; bytes wrong: %llu; then %s", short_reads,
+	    (unsigned long long)bad, n == 0 ? "the end" : "more");
+	close(c);
+	return 0;
+}
+
+int sc_waitall(void)
+{
+	int args[4], c;
+	static uint8_t piece[10000];
+	uint64_t total = (uint64_t)WAITALL_READ * WAITALL_READS, at = 0;
+	struct kid k;
+
+	c = connect_after_shorts(&k, waitall_server, args);
+	while (at < total) {
+		size_t n = total - at < sizeof(piece) ? (size_t)(total - at) : sizeof(piece);
+
+		for (size_t i = 0; i < n; i++)
+			piece[i] = stream_byte(at + i);
+		if (send_all(c, piece, n) != (ssize_t)n)
+			fatal("send");
+		at += n;
+		if (at % (1 << 20) < sizeof(piece))
+			usleep(20000); /* about 0.7 s in all: the move happens mid-stream */
+	}
+	MUST(shutdown(c, SHUT_WR));
+	say("sent %llu bytes", (unsigned long long)at);
+	close(c);
+	return kid_join(&k);
+}
