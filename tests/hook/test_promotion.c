@@ -157,3 +157,13 @@ Test(promotion, a_msg_waitall_read_across_the_seam_is_whole, .timeout = 120)
 {
 	expect_promoted("waitall", 2);
 }
+
+/* A read blocked across a pending seam (the acceptor took the offer, the
+ * idle connector has not followed) ends with 0 when another thread shuts
+ * the reading side down, as the kernel's does: it waited on the kernel
+ * socket, which the shutdown did not reach (the scenario hung).  Both ends
+ * count the move: the connector follows at its close. */
+Test(promotion, shutdown_rd_ends_a_read_blocked_across_the_seam, .timeout = 120)
+{
+	expect_promoted("shutrd", 2);
+}

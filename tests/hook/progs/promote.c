@@ -33,7 +33,7 @@
  *           never sees: its process's connections stay plain)
  *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
  *           the hook sees those, so the connections move
- *   sendintr, pollmark, waitall: single calls caught by the move
+ *   sendintr, pollmark, waitall, shutrd: single calls caught by the move
  *           (scen_promote_calls.c)
  */
 #include <errno.h>
@@ -473,6 +473,7 @@ int main(int argc, char **argv)
 		{ "sendintr", sc_sendintr },
 		{ "pollmark", sc_pollmark },
 		{ "waitall", sc_waitall },
+		{ "shutrd", sc_shutrd },
 		{ NULL, NULL },
 	};
 

@@ -11,6 +11,10 @@
  *           server reading 64 KiB at a time with MSG_WAITALL while the
  *           connection moves: every read is whole, the one across the
  *           seam too
+ *   shutrd  the server taking the offer at its read of a request, then
+ *           reading again (its seam pending: the client, idle, has not
+ *           followed) while another thread shuts the reading side down:
+ *           the blocked read ends with 0, as the kernel's does
  */
 #include <errno.h>
 #include <poll.h>
@@ -187,4 +191,62 @@ int sc_waitall(void)
 	say("sent %llu bytes", (unsigned long long)at);
 	close(c);
 	return kid_join(&k);
+}
+
+struct shut_reader {
+	int c;
+	ssize_t n;
+};
+
+static void *read_once(void *arg)
+{
+	struct shut_reader *r = arg;
+	char buf[64];
+
+	r->n = recv(r->c, buf, sizeof(buf), 0);
+	return NULL;
+}
+
+/* Reads the request, then reads again in a thread that a shutdown(SHUT_RD)
+ * of the main thread must wake; tells the client through the channel. */
+static int shutrd_server(void *arg)
+{
+	int *p = arg, l = p[0], chan = p[2];
+	struct shut_reader r = { 0 };
+	char req[16], done = 1;
+	pthread_t t;
+
+	serve_shorts(l, 20);
+	r.c = MUST(accept(l, NULL, NULL));
+	if (recv_all(r.c, req, sizeof(req)) != (ssize_t)sizeof(req))
+		fatal("request");
+	if (pthread_create(&t, NULL, read_once, &r))
+		fatal("pthread_create");
+	usleep(300000); /* only makes it likely the reader blocks first */
+	SHOW(shutdown(r.c, SHUT_RD));
+	pthread_join(t, NULL);
+	say("the blocked read returned %s", r.n == 0 ? "0" : r.n < 0 ? en(errno) : "bytes");
+	if (send_all(chan, &done, 1) != 1)
+		fatal("chan");
+	close(r.c);
+	return 0;
+}
+
+static struct kid k_shutrd;
+
+int sc_shutrd(void)
+{
+	int sv[2], args[4], c;
+	char req[16] = "a request, 16 B", done;
+
+	chan_open(sv);
+	args[2] = sv[1];
+	c = connect_after_shorts(&k_shutrd, shutrd_server, args);
+	usleep(300000); /* past the short-connection policy: this send offers */
+	MUST(send(c, req, sizeof(req), 0));
+	/* No call on c until the server's reader ended (a hang fails here). */
+	if (recv_all(sv[0], &done, 1) != 1)
+		fatal("chan");
+	close(c);
+	return kid_join(&k_shutrd);
 }
