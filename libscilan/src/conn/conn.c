@@ -187,7 +187,8 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	}
 	if ((peer_fin || atomic_load(&s->shut_rd)) && shut_wr)
 		rev |= POLLHUP;
-	if (seam_in >= 0)
+	/* Shut down for reading: the end, whatever the seam holds (tcp_poll). */
+	if (seam_in >= 0 && !atomic_load(&s->shut_rd))
 		rev = (short)((rev & ~(POLLIN | POLLRDNORM | POLLRDHUP)) | seam_in);
 	return (short)(rev & (events | POLLHUP | POLLERR));
 }

@@ -367,6 +367,9 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
 		 * the acceptor's ring bytes wait behind its marker anyway. */
 		sl_promote_poll(s);
 		r = seam_look(s, iov, cnt, flags, &crossed);
+		/* Shut down for reading, nothing there: the end, as the kernel's. */
+		if (r < 0 && errno == EAGAIN && !crossed && atomic_load(&s->shut_rd))
+			return 0;
 		if (r < 0 && errno == EAGAIN && may_block && !crossed) {
 			int w = wait_kernel(s);
 

@@ -281,8 +281,8 @@ void sl_evq_cover(struct sl_evq *q, uint32_t slots)
 
 	if (words > SL_EVQ_SUMMARY)
 		words = SL_EVQ_SUMMARY;
-	if (words > q->summary_words)
-		q->summary_words = words;
+	if (words > atomic_load_explicit(&q->summary_words, memory_order_relaxed))
+		atomic_store_explicit(&q->summary_words, words, memory_order_relaxed);
 }
 
 int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *arg)
@@ -292,7 +292,7 @@ int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *a
 
 	if (!sh)
 		return n;
-	for (uint32_t i = 0; i < q->summary_words; i++) {
+	for (uint32_t i = 0, words = atomic_load_explicit(&q->summary_words, memory_order_relaxed); i < words; i++) {
 		uint64_t sum;
 
 		if (!atomic_load_explicit(&sh->summary[i], memory_order_relaxed))
@@ -316,7 +316,7 @@ int sl_evq_take(struct sl_evq *q, void (*fn)(void *arg, uint32_t index), void *a
 bool sl_evq_pending(const struct sl_evq *q)
 {
 	if (q->sh)
-		for (uint32_t i = 0; i < q->summary_words; i++)
+		for (uint32_t i = 0, words = atomic_load_explicit(&q->summary_words, memory_order_relaxed); i < words; i++)
 			if (atomic_load_explicit(&q->sh->summary[i], memory_order_relaxed))
 				return true;
 	return sl_evq_dev_pending(q);

@@ -42,7 +42,7 @@ struct sl_evq {
 	/* Summary words that can hold a member's mark (sl_evq_cover): a mark
 	 * past them is a peer's junk, never read, so it cannot keep a wait
 	 * awake, and a take of a small set reads one word, not all. */
-	uint32_t summary_words;
+	_Atomic uint32_t summary_words; /* grown under the set's lock, read by its spinners too */
 	_Atomic int dev_armed;    /* threads armed, as mirrored into the peers' windows */
 	pthread_mutex_t dev_lock; /* orders the mirror's stores (arm, disarm) */
 };

@@ -693,22 +693,37 @@ ssize_t sl_send_general(struct sl_sock *s, const struct iovec *iov, int cnt, siz
 }
 
 /* MSG_WAITALL waits for all of len, as the kernel's: a read across the
- * seam stops at the peer's point, so the rest is read after it (more of
- * the kernel's bytes, or the ring's).  An error or a signal then returns
- * what was read, as the kernel's MSG_WAITALL does. */
+ * seam stops at each arrival of the peer's kernel bytes and at its point,
+ * so the call goes on, in a loop (each arrival is the peer's doing: no
+ * recursion it could deepen), with more kernel bytes, then the ring's.  An
+ * error, a signal or the end of the stream returns what was read, as the
+ * kernel's MSG_WAITALL does. */
 static ssize_t recv_rest_after_seam(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags,
 				    size_t done)
 {
-	struct iovec stack[8], *rest;
-	int n = sl_iov_rest(iov, cnt, done, stack, 8, &rest);
-	ssize_t more;
+	while (done < len) {
+		struct iovec stack[8], *rest;
+		int n = sl_iov_rest(iov, cnt, done, stack, 8, &rest);
+		bool handled = false;
+		ssize_t more = -1;
 
-	if (n < 0)
-		return (ssize_t)done;
-	more = sl_recv_general(s, rest, n, len - done, flags);
-	if (rest != stack)
-		free(rest);
-	return more > 0 ? (ssize_t)done + more : (ssize_t)done;
+		if (n < 0)
+			break;
+		if (atomic_load_explicit(&s->seam_pending, memory_order_acquire))
+			more = sl_promote_recv(s, rest, n, flags, &handled);
+		/* Past the seam: the ring's part, whole (sl_recv_general does
+		 * not come back here once the seam is crossed). */
+		if (!handled)
+			more = sl_recv_general(s, rest, n, len - done, flags);
+		if (rest != stack)
+			free(rest);
+		if (more <= 0)
+			break;
+		done += (size_t)more;
+		if (!handled)
+			break;
+	}
+	return (ssize_t)done;
 }
 
 ssize_t sl_recv_general(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags)

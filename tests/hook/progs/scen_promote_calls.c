@@ -14,7 +14,8 @@
  *   shutrd  the server taking the offer at its read of a request, then
  *           reading again (its seam pending: the client, idle, has not
  *           followed) while another thread shuts the reading side down:
- *           the blocked read ends with 0, as the kernel's does
+ *           the blocked read ends with 0, as the kernel's does, and
+ *           poll and a read that does not wait say the end too
  */
 #include <errno.h>
 #include <poll.h>
@@ -226,6 +227,14 @@ static int shutrd_server(void *arg)
 	SHOW(shutdown(r.c, SHUT_RD));
 	pthread_join(t, NULL);
 	say("the blocked read returned %s", r.n == 0 ? "0" : r.n < 0 ? en(errno) : "bytes");
+	{
+		struct pollfd pfd = { .fd = r.c, .events = POLLIN | POLLRDHUP };
+		int ready = poll(&pfd, 1, 0);
+		ssize_t n = recv(r.c, req, sizeof(req), MSG_DONTWAIT);
+
+		say("then poll: %d%s%s; a recv that does not wait: %s", ready, pfd.revents & POLLIN ? " IN" : "",
+		    pfd.revents & POLLRDHUP ? " RDHUP" : "", n == 0 ? "0" : n < 0 ? en(errno) : "bytes");
+	}
 	if (send_all(chan, &done, 1) != 1)
 		fatal("chan");
 	close(r.c);
