@@ -167,3 +167,11 @@ Test(promotion, shutdown_rd_ends_a_read_blocked_across_the_seam, .timeout = 120)
 {
 	expect_promoted("shutrd", 2);
 }
+
+/* The same blocked read interrupted by a signal whose handler asks
+ * SA_RESTART: it goes on, and returns the peer's next bytes, as the
+ * kernel's recv does (it returned EINTR). */
+Test(promotion, a_read_across_the_seam_restarts_after_an_sa_restart_handler, .timeout = 120)
+{
+	expect_promoted("readrestart", 2);
+}

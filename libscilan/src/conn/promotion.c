@@ -351,6 +351,10 @@ static int wait_kernel(struct sl_sock *s)
 				slice = (int)left;
 		}
 		n = sl_sys.poll(&p, 1, slice);
+		/* Restarted after SA_RESTART handlers, as the kernel's recv
+		 * (not with a timeout: EINTR then, as there). */
+		if (n < 0 && errno == EINTR && timeout < 0 && sl_conn_signals_restart())
+			continue;
 		if (n != 0)
 			return n == 1 ? 0 : -1;
 	}

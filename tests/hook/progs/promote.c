@@ -33,7 +33,8 @@
  *           never sees: its process's connections stay plain)
  *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
  *           the hook sees those, so the connections move
- *   sendintr, pollmark, waitall, shutrd: single calls caught by the move
+ *   sendintr, pollmark, waitall, shutrd, readrestart: single calls caught
+ *           by the move
  *           (scen_promote_calls.c)
  */
 #include <errno.h>
@@ -474,6 +475,7 @@ int main(int argc, char **argv)
 		{ "pollmark", sc_pollmark },
 		{ "waitall", sc_waitall },
 		{ "shutrd", sc_shutrd },
+		{ "readrestart", sc_readrestart },
 		{ NULL, NULL },
 	};
 

@@ -37,10 +37,11 @@ void serve_evloop(int l, int count, bool worker);
 /* The etwriter and etidle scenarios (scen_promote_ev.c). */
 int sc_etwriter(void);
 int sc_etidle(void);
-/* The sendintr, pollmark, waitall and shutrd scenarios (scen_promote_calls.c). */
+/* The single-call scenarios (scen_promote_calls.c). */
 int sc_sendintr(void);
 int sc_pollmark(void);
 int sc_waitall(void);
 int sc_shutrd(void);
+int sc_readrestart(void);
 
 #endif

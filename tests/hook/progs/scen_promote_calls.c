@@ -16,6 +16,9 @@
  *           followed) while another thread shuts the reading side down:
  *           the blocked read ends with 0, as the kernel's does, and
  *           poll and a read that does not wait say the end too
+ *   readrestart the same blocked read, a signal whose handler asks
+ *           SA_RESTART, then the client's bytes: the read goes on after
+ *           the handler and returns them, as the kernel's does
  */
 #include <errno.h>
 #include <poll.h>
@@ -258,4 +261,68 @@ int sc_shutrd(void)
 		fatal("chan");
 	close(c);
 	return kid_join(&k_shutrd);
+}
+
+struct restart_reader {
+	int c;
+	ssize_t n;
+	int err;
+};
+
+static void *read_restarting(void *arg)
+{
+	struct restart_reader *r = arg;
+	char buf[64];
+
+	r->n = recv(r->c, buf, sizeof(buf), 0);
+	r->err = errno;
+	return NULL;
+}
+
+/* Reads the request, then reads again in a thread that a signal with
+ * SA_RESTART interrupts before the client's second message comes. */
+static int restart_server(void *arg)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	int *p = arg, l = p[0], chan = p[2];
+	struct restart_reader r = { 0 };
+	char req[16], go = 1;
+	pthread_t t;
+
+	MUST(sigaction(SIGUSR1, &sa, NULL));
+	serve_shorts(l, 20);
+	r.c = MUST(accept(l, NULL, NULL));
+	if (recv_all(r.c, req, sizeof(req)) != (ssize_t)sizeof(req))
+		fatal("request");
+	if (pthread_create(&t, NULL, read_restarting, &r))
+		fatal("pthread_create");
+	usleep(300000); /* only makes it likely the reader blocks first */
+	pthread_kill(t, SIGUSR1);
+	usleep(100000);
+	if (send_all(chan, &go, 1) != 1) /* the client's second message, now */
+		fatal("chan");
+	pthread_join(t, NULL);
+	say("the interrupted read returned %s", r.n == 16 ? "the second message" : r.n < 0 ? en(r.err) : "something else");
+	close(r.c);
+	return 0;
+}
+
+static struct kid k_restart;
+
+int sc_readrestart(void)
+{
+	int sv[2], args[4], c;
+	char req[16] = "a request, 16 B", go;
+
+	chan_open(sv);
+	args[2] = sv[1];
+	c = connect_after_shorts(&k_restart, restart_server, args);
+	usleep(300000); /* past the short-connection policy: this send offers */
+	MUST(send(c, req, sizeof(req), 0));
+	if (recv_all(sv[0], &go, 1) != 1)
+		fatal("chan");
+	MUST(send(c, req, sizeof(req), 0));
+	usleep(200000);
+	close(c);
+	return kid_join(&k_restart);
 }
