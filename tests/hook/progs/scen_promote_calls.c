@@ -24,6 +24,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,81 +198,18 @@ int sc_waitall(void)
 	return kid_join(&k);
 }
 
-struct shut_reader {
+/* A read of the server's, blocked across its pending seam: the client,
+ * idle after its request, has not followed the server's take. */
+struct seam_reader {
 	int c;
 	ssize_t n;
+	int err;
+	pthread_t t;
 };
 
 static void *read_once(void *arg)
 {
-	struct shut_reader *r = arg;
-	char buf[64];
-
-	r->n = recv(r->c, buf, sizeof(buf), 0);
-	return NULL;
-}
-
-/* Reads the request, then reads again in a thread that a shutdown(SHUT_RD)
- * of the main thread must wake; tells the client through the channel. */
-static int shutrd_server(void *arg)
-{
-	int *p = arg, l = p[0], chan = p[2];
-	struct shut_reader r = { 0 };
-	char req[16], done = 1;
-	pthread_t t;
-
-	serve_shorts(l, 20);
-	r.c = MUST(accept(l, NULL, NULL));
-	if (recv_all(r.c, req, sizeof(req)) != (ssize_t)sizeof(req))
-		fatal("request");
-	if (pthread_create(&t, NULL, read_once, &r))
-		fatal("pthread_create");
-	usleep(300000); /* only makes it likely the reader blocks first */
-	SHOW(shutdown(r.c, SHUT_RD));
-	pthread_join(t, NULL);
-	say("the blocked read returned %s", r.n == 0 ? "0" : r.n < 0 ? en(errno) : "bytes");
-	{
-		struct pollfd pfd = { .fd = r.c, .events = POLLIN | POLLRDHUP };
-		int ready = poll(&pfd, 1, 0);
-		ssize_t n = recv(r.c, req, sizeof(req), MSG_DONTWAIT);
-
-		say("then poll: %d%s%s; a recv that does not wait: %s", ready, pfd.revents & POLLIN ? " IN" : "",
-		    pfd.revents & POLLRDHUP ? " RDHUP" : "", n == 0 ? "0" : n < 0 ? en(errno) : "bytes");
-	}
-	if (send_all(chan, &done, 1) != 1)
-		fatal("chan");
-	close(r.c);
-	return 0;
-}
-
-static struct kid k_shutrd;
-
-int sc_shutrd(void)
-{
-	int sv[2], args[4], c;
-	char req[16] = "a request, 16 B", done;
-
-	chan_open(sv);
-	args[2] = sv[1];
-	c = connect_after_shorts(&k_shutrd, shutrd_server, args);
-	usleep(300000); /* past the short-connection policy: this send offers */
-	MUST(send(c, req, sizeof(req), 0));
-	/* No call on c until the server's reader ended (a hang fails here). */
-	if (recv_all(sv[0], &done, 1) != 1)
-		fatal("chan");
-	close(c);
-	return kid_join(&k_shutrd);
-}
-
-struct restart_reader {
-	int c;
-	ssize_t n;
-	int err;
-};
-
-static void *read_restarting(void *arg)
-{
-	struct restart_reader *r = arg;
+	struct seam_reader *r = arg;
 	char buf[64];
 
 	r->n = recv(r->c, buf, sizeof(buf), 0);
@@ -279,50 +217,97 @@ static void *read_restarting(void *arg)
 	return NULL;
 }
 
-/* Reads the request, then reads again in a thread that a signal with
- * SA_RESTART interrupts before the client's second message comes. */
-static int restart_server(void *arg)
+/* Serves the short connections, accepts the next, reads its request (the
+ * take), then reads again in a thread, started after 300 ms. */
+static void start_seam_reader(int l, struct seam_reader *r)
 {
-	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
-	int *p = arg, l = p[0], chan = p[2];
-	struct restart_reader r = { 0 };
-	char req[16], go = 1;
-	pthread_t t;
+	char req[16];
 
-	MUST(sigaction(SIGUSR1, &sa, NULL));
 	serve_shorts(l, 20);
-	r.c = MUST(accept(l, NULL, NULL));
-	if (recv_all(r.c, req, sizeof(req)) != (ssize_t)sizeof(req))
+	r->c = MUST(accept(l, NULL, NULL));
+	if (recv_all(r->c, req, sizeof(req)) != (ssize_t)sizeof(req))
 		fatal("request");
-	if (pthread_create(&t, NULL, read_restarting, &r))
+	if (pthread_create(&r->t, NULL, read_once, r))
 		fatal("pthread_create");
 	usleep(300000); /* only makes it likely the reader blocks first */
-	pthread_kill(t, SIGUSR1);
-	usleep(100000);
-	if (send_all(chan, &go, 1) != 1) /* the client's second message, now */
-		fatal("chan");
-	pthread_join(t, NULL);
-	say("the interrupted read returned %s", r.n == 16 ? "the second message" : r.n < 0 ? en(r.err) : "something else");
-	close(r.c);
-	return 0;
 }
 
-static struct kid k_restart;
-
-int sc_readrestart(void)
+/* The client: a request that offers, then no call on the connection until
+ * the server says so through the channel (a hang fails there); then a
+ * second message if `second`, and the close. */
+static int seam_reader_client(int (*server)(void *), bool second)
 {
 	int sv[2], args[4], c;
 	char req[16] = "a request, 16 B", go;
+	struct kid k;
 
 	chan_open(sv);
 	args[2] = sv[1];
-	c = connect_after_shorts(&k_restart, restart_server, args);
+	c = connect_after_shorts(&k, server, args);
 	usleep(300000); /* past the short-connection policy: this send offers */
 	MUST(send(c, req, sizeof(req), 0));
 	if (recv_all(sv[0], &go, 1) != 1)
 		fatal("chan");
-	MUST(send(c, req, sizeof(req), 0));
-	usleep(200000);
+	if (second) {
+		MUST(send(c, req, sizeof(req), 0));
+		usleep(200000);
+	}
 	close(c);
-	return kid_join(&k_restart);
+	return kid_join(&k);
+}
+
+static int shutrd_server(void *arg)
+{
+	int *p = arg, chan = p[2];
+	struct seam_reader r = { 0 };
+	struct pollfd pfd;
+	char buf[16], done = 1;
+	ssize_t n;
+	int ready;
+
+	start_seam_reader(p[0], &r);
+	SHOW(shutdown(r.c, SHUT_RD));
+	pthread_join(r.t, NULL);
+	say("the blocked read returned %s", r.n == 0 ? "0" : r.n < 0 ? en(r.err) : "bytes");
+	pfd = (struct pollfd){ .fd = r.c, .events = POLLIN | POLLRDHUP };
+	ready = poll(&pfd, 1, 0);
+	n = recv(r.c, buf, sizeof(buf), MSG_DONTWAIT);
+	say("then poll: %d%s%s; a recv that does not wait: %s", ready, pfd.revents & POLLIN ? " IN" : "",
+	    pfd.revents & POLLRDHUP ? " RDHUP" : "", n == 0 ? "0" : n < 0 ? en(errno) : "bytes");
+	if (send_all(chan, &done, 1) != 1)
+		fatal("chan");
+	close(r.c);
+	return 0;
+}
+
+int sc_shutrd(void)
+{
+	return seam_reader_client(shutrd_server, false);
+}
+
+/* The reader interrupted by a signal whose handler asks SA_RESTART, before
+ * the client's second message comes. */
+static int restart_server(void *arg)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_RESTART };
+	int *p = arg, chan = p[2];
+	struct seam_reader r = { 0 };
+	char go = 1;
+
+	MUST(sigaction(SIGUSR1, &sa, NULL));
+	start_seam_reader(p[0], &r);
+	pthread_kill(r.t, SIGUSR1);
+	usleep(100000);
+	if (send_all(chan, &go, 1) != 1) /* the client's second message, now */
+		fatal("chan");
+	pthread_join(r.t, NULL);
+	say("the interrupted read returned %s",
+	    r.n == 16 ? "the second message" : r.n < 0 ? en(r.err) : "something else");
+	close(r.c);
+	return 0;
+}
+
+int sc_readrestart(void)
+{
+	return seam_reader_client(restart_server, true);
 }
