@@ -320,37 +320,27 @@ static ssize_t seam_look(struct sl_sock *s, const struct iovec *iov, int cnt, in
 }
 
 /* A blocking receive's wait for the kernel socket, with its SO_RCVTIMEO:
- * 0 readable, -1 with errno (EAGAIN when the timeout ran out, as the
- * kernel's recv says). */
-/* A read across the seam waits on the kernel socket, which another
- * thread's shutdown(SHUT_RD) does not reach (it is the ring's): the wait
- * looks at shut_rd every SHUT_RD_LOOK_MS, and only while it lasts. */
+ * 0 when there is something to look at again (the socket is readable, or
+ * the reading side was shut down: another thread's shutdown(SHUT_RD) is
+ * the ring's and never reaches the kernel socket, so the wait looks at
+ * shut_rd every SHUT_RD_LOOK_MS); -1 with errno (EAGAIN when the timeout
+ * ran out, as the kernel's recv says). */
 #define SHUT_RD_LOOK_MS 100
 
-/* 0: the kernel socket is readable; 1: the reading side was shut down;
- * -1 with errno (EAGAIN: SO_RCVTIMEO ran out). */
 static int wait_kernel(struct sl_sock *s)
 {
 	struct pollfd p = { .fd = s->fd, .events = POLLIN };
 	int timeout = sl_conn_timeout_ms(s, POLLIN), n;
-	int64_t deadline = timeout < 0 ? -1 : sl_mono_ns() + (int64_t)timeout * 1000000;
+	int64_t deadline = timeout < 0 ? -1 : sl_mono_ms() + timeout;
 
-	for (;;) {
-		int slice = SHUT_RD_LOOK_MS;
+	while (!atomic_load(&s->shut_rd)) {
+		int left = sl_left_ms(deadline);
 
-		if (atomic_load(&s->shut_rd))
-			return 1;
-		if (deadline >= 0) {
-			int64_t left = (deadline - sl_mono_ns() + 999999) / 1000000;
-
-			if (left <= 0) {
-				errno = EAGAIN;
-				return -1;
-			}
-			if (left < slice)
-				slice = (int)left;
+		if (left == 0) {
+			errno = EAGAIN;
+			return -1;
 		}
-		n = sl_sys.poll(&p, 1, slice);
+		n = sl_sys.poll(&p, 1, left < 0 || left > SHUT_RD_LOOK_MS ? SHUT_RD_LOOK_MS : left);
 		/* Restarted after SA_RESTART handlers, as the kernel's recv
 		 * (not with a timeout: EINTR then, as there). */
 		if (n < 0 && errno == EINTR && timeout < 0 && sl_conn_signals_restart())
@@ -358,6 +348,7 @@ static int wait_kernel(struct sl_sock *s)
 		if (n != 0)
 			return n == 1 ? 0 : -1;
 	}
+	return 0;
 }
 
 ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int flags, bool *handled)
@@ -375,12 +366,8 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
 		if (r < 0 && errno == EAGAIN && !crossed && atomic_load(&s->shut_rd))
 			return 0;
 		if (r < 0 && errno == EAGAIN && may_block && !crossed) {
-			int w = wait_kernel(s);
-
-			if (w < 0)
+			if (wait_kernel(s) < 0)
 				return -1;
-			if (w == 1)
-				return 0; /* shut down for reading: the end, as the kernel's */
 			continue;
 		}
 		break;
