@@ -296,6 +296,10 @@ void sl_zap_mappings(struct sl_link *link);
 int sl_mmap(struct file *file, struct vm_area_struct *vma); /* scilan_mmap.c */
 void sl_close_queued(struct sl_link *link, struct list_head *queued);
 
+/* scilan_accept.c */
+long sl_ioc_accept(struct sl_ep *ep, int __user *arg);
+long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg);
+
 /* scilan_set.c */
 long sl_ioc_set_create(struct sl_ep *ep, u32 __user *arg);
 long sl_ioc_stimulate_set(struct sl_ep *ep, u32 __user *arg);
