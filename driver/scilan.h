@@ -22,9 +22,11 @@
 
 /* 3: CONNECT carries the 4-tuple; 4: set pages in the window; 5: VERIFY,
  * VERIFIED and CLOSE's confirmation (the client proves its connection);
- * 6: up to 2048 slices (four stimulus pages), doorbell words in page 0
+ * 6: up to 2048 slices (four stimulus pages), doorbell words in page 0;
+ * 7: late connects (CONNECT's and VERIFY's SL_MSG_F_LATE, VERIFY's point,
+ * POINT and POINT_ACK)
  */
-#define SL_PROTO_VERSION 6u
+#define SL_PROTO_VERSION 7u
 #define SL_MAX_SLICES SCILAN_MAX_SLICES
 /* Slices a window is sized for when mw_size is left at its default. */
 #define SL_DEFAULT_SLICES 1024u
@@ -60,7 +62,14 @@ enum sl_msg_type {
 	SL_MSG_CONNECT = 1, SL_MSG_ACCEPT, SL_MSG_REFUSE, SL_MSG_CLOSE,
 	SL_MSG_VERIFY,    /* listener side: does the client's socket hold the 4-tuple? */
 	SL_MSG_VERIFIED,  /* client side: the answer (status SL_VERIFY_OK or 0) */
+	SL_MSG_POINT,     /* a late connect's client: its switch point (SCILAN_IOC_SEAM_POINT) */
+	SL_MSG_POINT_ACK, /* its acceptor: stored (status SL_VERIFY_OK) or not (0) */
 };
+
+/* sl_msg.flags: a late connect (SCILAN_CONNECT_LATE), in its CONNECT and in
+ * the VERIFY of its ACCEPT_LATE, which carries the acceptor's point.
+ */
+#define SL_MSG_F_LATE 1u
 
 /* CLOSE's status bits.  ABORTED: the connect gave up before the ACCEPT came,
  * the listener's side drops the queued connection (nobody will claim it).
@@ -82,10 +91,11 @@ struct sl_msg {
 	__le32 cookie;      /* connect attempt, echoed in ACCEPT/REFUSE */
 	__le32 status;      /* REFUSE: errno */
 	__le16 sport;       /* CONNECT: the client socket's port ... */
-	__le16 rsvd;
+	__le16 flags;       /* SL_MSG_F_* */
 	u8 saddr[16];       /* ... and address (IPv6 or IPv4-mapped) */
 	u8 daddr[16];       /* CONNECT: the destination address (port: above) */
 	__le32 pad;
+	__le64 point;       /* late VERIFY, POINT: the sender's switch point */
 };
 
 /* A connection's 4-tuple as its client sees it (IPv4 as IPv4-mapped). */
@@ -225,6 +235,16 @@ struct sl_ep {
 	int verdict;                /* ... and its answer: 0 none yet, 1 proven, -1 not */
 	u32 backlog_max, backlog_len; /* backlog_max 0: the socket's (sl_backlog_max) */
 	struct list_head backlog;
+	/* Listener: its late connects (SCILAN_CONNECT_LATE), apart from the
+	 * backlog: only an ACCEPT_LATE takes one.
+	 */
+	struct list_head late_q;
+	u32 late_len;
+	bool late;                  /* a late connect's endpoint (client, queued, accepted) */
+	bool point_sent;            /* client: its SEAM_POINT went out ... */
+	u32 point_cookie;           /* ... with this cookie, and ... */
+	int point_ack;              /* ... the answer: 0 none yet, 1 stored, -1 refused */
+	bool point_got;             /* acceptor: the client's point is stored */
 	int slice, peer_slice;      /* -1 when none */
 	int set;                    /* set endpoint: its index (held until release), else -1 */
 	u64 generation;             /* link generation the connection (or set) belongs to */
@@ -248,10 +268,12 @@ static inline bool sl_ep_fresh(const struct sl_ep *ep)
 /* scilan_main.c: the backend-independent link */
 extern unsigned int sl_connect_timeout_ms;
 extern unsigned int sl_sets_per_uid;
+extern unsigned int sl_late_max;
 void sl_link_put(struct sl_link *link);
 void sl_link_get(struct sl_link *link);
 void sl_link_reset_locked(struct sl_link *link);
 void sl_slice_agree_store(struct sl_link *link, int slice, u32 value);
+void sl_slice_point_store(struct sl_link *link, int slice, u64 value);
 struct sl_link *sl_link_alloc(struct device *dev, const struct sl_link_ops *ops, void *hw,
 			      int db_bits);
 int sl_link_register(struct sl_link *link);
@@ -299,6 +321,8 @@ void sl_close_queued(struct sl_link *link, struct list_head *queued);
 /* scilan_accept.c */
 long sl_ioc_accept(struct sl_ep *ep, int __user *arg);
 long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg);
+long sl_ioc_accept_late(struct sl_ep *ep, void __user *arg);
+long sl_ioc_seam_point(struct sl_ep *ep, u64 __user *arg);
 
 /* scilan_set.c */
 long sl_ioc_set_create(struct sl_ep *ep, u32 __user *arg);

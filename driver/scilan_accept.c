@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* scilan_accept.c — the accepting side's ioctls: ACCEPT (a listener's first
- * queued connection) and ACCEPT_SOCK (the one of an accepted TCP socket,
- * paired once the client's driver vouched for it: the VERIFY round trip).
+ * queued connection), ACCEPT_SOCK (the one of an accepted TCP socket, paired
+ * once the client's driver vouched for it: the VERIFY round trip) and
+ * ACCEPT_LATE (the same for a late connect, with the acceptor's switch
+ * point), and the late client's SEAM_POINT.
  */
 #include <linux/fs.h>
 #include <linux/file.h>
@@ -46,6 +48,7 @@ static void sl_take_over_locked(struct sl_link *link, struct sl_ep *ep, struct s
 	ep->state = q->state;
 	ep->generation = q->generation;
 	ep->tokens = q->tokens;
+	ep->late = q->late;
 	link->slice_ep[ep->slice] = ep;
 	/* The accepting end agreed by taking it. */
 	ep->agreed = true;
@@ -108,9 +111,19 @@ out:
  * only this caller frees it.  0: proven; -EAGAIN: not (someone else's
  * connection: the accepted socket stays kernel TCP); -ETIMEDOUT, -ECONNRESET,
  * -EINTR: no answer (the caller resets the connection: a real client's bytes
- * may sit in the ring).  The caller holds the read side of map_sem.
+ * may sit in the ring).  The caller holds the read side of map_sem.  A late
+ * connect's VERIFY carries point; only the client's answer proves it (it
+ * agrees as it answers), never a CLOSE.
  */
-static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn)
+static void sl_queue_len_dec(struct sl_ep *lst, bool late)
+{
+	if (late)
+		lst->late_len--;
+	else
+		lst->backlog_len--;
+}
+
+static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn, u64 point)
 {
 	struct sl_msg m = { .type = cpu_to_le32(SL_MSG_VERIFY) };
 	long left = 1, rc;
@@ -132,6 +145,10 @@ static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn)
 	m.dst_slice = cpu_to_le32(q->peer_slice);
 	m.src_slice = cpu_to_le32(q->slice);
 	m.cookie = cpu_to_le32(q->verify_cookie);
+	if (q->late) {
+		m.flags = cpu_to_le16(SL_MSG_F_LATE);
+		m.point = cpu_to_le64(point);
+	}
 	spin_unlock_irq(&link->lock);
 	rc = sl_ctl_send(link, &m);
 	if (rc && rc != -ETIMEDOUT)
@@ -143,7 +160,7 @@ static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn)
 						   msecs_to_jiffies(sl_connect_timeout_ms));
 	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
-	if (q->verdict > 0 || (q->confirmed && q->isn == isn))
+	if (q->verdict > 0 || (!q->late && q->confirmed && q->isn == isn))
 		rc = 0; /* proven now, or by the CLOSE that crossed the VERIFY */
 	else if (q->state == SCILAN_EP_RESET || q->generation != link->generation)
 		rc = -ECONNRESET;
@@ -170,11 +187,11 @@ static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn)
  * is closed; the accepted socket stays kernel TCP, which is what its real
  * client uses).
  */
-long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
+static long sl_accept_tuple(struct sl_ep *ep, int sockfd, bool late, u64 point)
 {
 	struct sl_link *link = ep->link;
-	struct scilan_accept_sock req;
 	struct sl_ep *lst, *q, *found = NULL, *found_lst = NULL;
+	struct list_head *queue;
 	struct sl_tuple t;
 	struct net *net;
 	LIST_HEAD(stale);
@@ -182,11 +199,7 @@ long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 	long rc;
 	u32 isn;
 
-	if (copy_from_user(&req, arg, sizeof(req)))
-		return -EFAULT;
-	if (req.flags)
-		return -EINVAL;
-	rc = sl_sock_accepted(req.sockfd, &t, &net, &isn);
+	rc = sl_sock_accepted(sockfd, &t, &net, &isn);
 	if (rc)
 		return rc;
 	down_read(&link->map_sem);
@@ -198,12 +211,13 @@ long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 	list_for_each_entry(lst, &link->listeners, lnode) {
 		if (lst->port != t.dport || !net_eq(sock_net(lst->lsk), net))
 			continue;
-		list_for_each_entry(q, &lst->backlog, lnode) {
+		queue = late ? &lst->late_q : &lst->backlog;
+		list_for_each_entry(q, queue, lnode) {
 			if (!sl_tuple_equal(&q->tuple, &t))
 				continue;
 			if (found) {
 				list_move_tail(&found->lnode, &stale);
-				found_lst->backlog_len--;
+				sl_queue_len_dec(found_lst, late);
 			}
 			found = q;
 			found_lst = lst;
@@ -214,11 +228,11 @@ long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
 		goto unlock;
 	}
 	list_del_init(&found->lnode);
-	found_lst->backlog_len--;
-	proven = found->confirmed && found->isn == isn;
+	sl_queue_len_dec(found_lst, late);
+	proven = !late && found->confirmed && found->isn == isn;
 	if (!proven) {
 		spin_unlock_irq(&link->lock);
-		rc = sl_verify(link, found, isn);
+		rc = sl_verify(link, found, isn, point);
 		spin_lock_irq(&link->lock);
 		if (!rc && !sl_ep_fresh(ep))
 			rc = -EINVAL; /* another thread used the endpoint meanwhile */
@@ -237,5 +251,89 @@ unlock:
 	}
 	sl_close_queued(link, &stale);
 	up_read(&link->map_sem);
+	return rc;
+}
+
+long sl_ioc_accept_sock(struct sl_ep *ep, void __user *arg)
+{
+	struct scilan_accept_sock req;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags)
+		return -EINVAL;
+	return sl_accept_tuple(ep, req.sockfd, false, 0);
+}
+
+/* SCILAN_IOC_ACCEPT_LATE: ACCEPT_SOCK's pairing, from the listener's late
+ * connects, the acceptor's point travelling in the VERIFY.
+ */
+long sl_ioc_accept_late(struct sl_ep *ep, void __user *arg)
+{
+	struct scilan_accept_late req;
+
+	if (copy_from_user(&req, arg, sizeof(req)))
+		return -EFAULT;
+	if (req.flags || req.point == SCILAN_POINT_UNKNOWN)
+		return -EINVAL;
+	return sl_accept_tuple(ep, req.sockfd, true, req.point);
+}
+
+/* SCILAN_IOC_SEAM_POINT: the late client's point to its acceptor's driver
+ * (SL_MSG_POINT), which stores it where its program reads it and answers
+ * (SL_MSG_POINT_ACK); killable, bounded by the connect timeout.  Once per
+ * connection: a second point could move the seam under the acceptor's reads.
+ */
+long sl_ioc_seam_point(struct sl_ep *ep, u64 __user *arg)
+{
+	struct sl_link *link = ep->link;
+	struct sl_msg m = { .type = cpu_to_le32(SL_MSG_POINT) };
+	long left = 1, rc = 0;
+	u64 point;
+
+	if (get_user(point, arg))
+		return -EFAULT;
+	if (point == SCILAN_POINT_UNKNOWN)
+		return -EINVAL;
+	down_read(&link->map_sem);
+	spin_lock_irq(&link->lock);
+	if (!ep->late || !ep->sk || ep->point_sent)
+		rc = -EINVAL;
+	else if (ep->state == SCILAN_EP_RESET || !link->up || ep->generation != link->generation)
+		rc = -ECONNRESET;
+	else if (!ep->agreed || ep->state != SCILAN_EP_CONNECTED)
+		rc = -ENOTCONN;
+	if (rc) {
+		spin_unlock_irq(&link->lock);
+		up_read(&link->map_sem);
+		return rc;
+	}
+	ep->point_sent = true;
+	do
+		ep->point_cookie = ++link->next_cookie;
+	while (!ep->point_cookie); /* 0: none out */
+	m.dst_slice = cpu_to_le32(ep->peer_slice);
+	m.src_slice = cpu_to_le32(ep->slice);
+	m.cookie = cpu_to_le32(ep->point_cookie);
+	m.point = cpu_to_le64(point);
+	spin_unlock_irq(&link->lock);
+	rc = sl_ctl_send(link, &m);
+	if (rc && rc != -ETIMEDOUT)
+		rc = -ECONNRESET;
+	up_read(&link->map_sem); /* link down needs the write side */
+	if (!rc)
+		left = wait_event_killable_timeout(ep->wq, READ_ONCE(ep->point_ack) ||
+						   READ_ONCE(ep->state) == SCILAN_EP_RESET,
+						   msecs_to_jiffies(sl_connect_timeout_ms));
+	spin_lock_irq(&link->lock);
+	if (ep->point_ack > 0)
+		rc = 0;
+	else if (ep->point_ack < 0)
+		rc = -ECONNREFUSED;
+	else if (ep->state == SCILAN_EP_RESET || ep->generation != link->generation)
+		rc = -ECONNRESET;
+	else if (!rc)
+		rc = left < 0 ? -EINTR : -ETIMEDOUT;
+	spin_unlock_irq(&link->lock);
 	return rc;
 }

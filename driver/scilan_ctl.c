@@ -198,8 +198,13 @@ void sl_db_scan(struct sl_link *link, u64 bits)
  * it): there the driver cannot tell whose the connection is, and kernel TCP
  * can.
  */
+static bool sl_queue_full(const struct sl_ep *lst, bool late)
+{
+	return late ? lst->late_len >= sl_late_max : lst->backlog_len >= sl_backlog_max(lst);
+}
+
 static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct sl_tuple *t,
-					     bool userns_ok, int *why)
+					     bool userns_ok, bool late, int *why)
 {
 	struct sl_ep *ep, *best = NULL;
 	struct net *net = NULL;
@@ -222,11 +227,10 @@ static struct sl_ep *sl_find_listener_locked(struct sl_link *link, const struct 
 					     t->dport, &t->daddr);
 			return NULL;
 		}
-		if (!best || (best->backlog_len >= sl_backlog_max(best) &&
-			      ep->backlog_len < sl_backlog_max(ep)))
+		if (!best || (sl_queue_full(best, late) && !sl_queue_full(ep, late)))
 			best = ep;
 	}
-	if (best && best->backlog_len >= sl_backlog_max(best)) {
+	if (best && sl_queue_full(best, late)) {
 		*why = ENOBUFS; /* a full queue, not a missing listener */
 		return NULL;
 	}
@@ -255,13 +259,20 @@ static bool sl_unqueue_locked(struct sl_link *link, struct sl_ep *ep, u32 id)
 {
 	struct sl_ep *lst, *q;
 
-	list_for_each_entry(lst, &link->listeners, lnode)
+	list_for_each_entry(lst, &link->listeners, lnode) {
 		list_for_each_entry(q, &lst->backlog, lnode)
 			if (q == ep && q->id == id) {
 				list_del_init(&q->lnode);
 				lst->backlog_len--;
 				return true;
 			}
+		list_for_each_entry(q, &lst->late_q, lnode)
+			if (q == ep && q->id == id) {
+				list_del_init(&q->lnode);
+				lst->late_len--;
+				return true;
+			}
+	}
 	return false;
 }
 
@@ -277,12 +288,14 @@ static void sl_drop_queued(struct sl_link *link, struct sl_ep *ep, u32 id)
 }
 
 /* A connection request: the driver completes the handshake at once (as TCP
- * does before accept()) and queues the new endpoint on the listener.
+ * does before accept()) and queues the new endpoint on the listener: on its
+ * backlog, or, for a late connect, on its late queue.
  */
 static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 {
 	u32 peer_slice = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
-	u32 port = le32_to_cpu(m->port);
+	u32 port = le32_to_cpu(m->port), flags = le16_to_cpu(m->flags);
+	bool late = flags & SL_MSG_F_LATE;
 	struct sl_msg accept = {
 		.type = cpu_to_le32(SL_MSG_ACCEPT),
 		.dst_slice = cpu_to_le32(peer_slice),
@@ -297,7 +310,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 
 	if (peer_slice >= link->peer_nslices)
 		return; /* garbage: nobody to answer */
-	if (!port || port > 65535) {
+	if (!port || port > 65535 || (flags & ~SL_MSG_F_LATE)) {
 		sl_reply(link, SL_MSG_REFUSE, peer_slice, 0, cookie, EINVAL);
 		return;
 	}
@@ -312,6 +325,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	}
 	init_waitqueue_head(&ep->wq);
 	INIT_LIST_HEAD(&ep->backlog);
+	INIT_LIST_HEAD(&ep->late_q);
 	ep->link = link;
 	ep->peer_slice = peer_slice;
 	ep->slice = -1;
@@ -320,7 +334,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	userns_ok = sl_userns_may_take(link, &t);
 	spin_lock_irq(&link->lock);
 	gen = link->generation;
-	lst = sl_find_listener_locked(link, &t, userns_ok, &why);
+	lst = sl_find_listener_locked(link, &t, userns_ok, late, &why);
 	slice = lst ? sl_slice_alloc_locked(link, ep) : -why;
 	spin_unlock_irq(&link->lock);
 	if (slice < 0) {
@@ -333,6 +347,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	 * The endpoint is IDLE meanwhile, so stimuli for it are dropped.
 	 */
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
+	sl_slice_point_store(link, slice, SCILAN_POINT_UNKNOWN);
 	/* The ACCEPT leaves before any CLOSE of this connection can: a program
 	 * may accept and close it the moment it is queued, and a CLOSE that
 	 * overtook the ACCEPT would be ignored by the peer (its slice leaks).
@@ -340,7 +355,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	mutex_lock(&link->tx_mutex);
 	spin_lock_irq(&link->lock);
 	/* The listener may have closed, or the session changed, meanwhile. */
-	lst = sl_find_listener_locked(link, &t, userns_ok, &why);
+	lst = sl_find_listener_locked(link, &t, userns_ok, late, &why);
 	if (!lst || !link->up || link->generation != gen) {
 		sl_slice_release_locked(link, slice, true, true);
 		spin_unlock_irq(&link->lock);
@@ -354,13 +369,20 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	ep->state = SCILAN_EP_CONNECTED;
 	ep->generation = gen;
 	ep->queued = true;
+	ep->late = late;
 	ep->id = ++link->next_cookie;
 	id = ep->id;
 	list_add_tail(&ep->node, &link->eps);
-	list_add_tail(&ep->lnode, &lst->backlog);
-	lst->backlog_len++;
+	if (late) {
+		/* Not the listener's to poll: the acceptor's library looks. */
+		list_add_tail(&ep->lnode, &lst->late_q);
+		lst->late_len++;
+	} else {
+		list_add_tail(&ep->lnode, &lst->backlog);
+		lst->backlog_len++;
+		wake_up_interruptible(&lst->wq);
+	}
 	sl_link_get(link);
-	wake_up_interruptible(&lst->wq);
 	spin_unlock_irq(&link->lock);
 	rc = sl_ctl_send_locked(link, &accept);
 	mutex_unlock(&link->tx_mutex);
@@ -375,18 +397,25 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
  * the endpoint is agreed from now on, which no later ABANDON undoes, and
  * the slice's agreement word says so to the library without a system call.
  * Both under the link lock, so exactly one of the two wins.  False: revoked
- * (or gone), the acceptor stays kernel TCP.
+ * (or gone), the acceptor stays kernel TCP.  A late connect's pairing (late)
+ * brings the acceptor's switch point, stored before the agreement word: a
+ * library that reads ATTACHED finds the point.  A late VERIFY for a plain
+ * connect, or the reverse, is no.
  */
-static bool sl_agree_locked_out(struct sl_link *link, u32 slice, u32 peer_slice)
+static bool sl_agree_locked_out(struct sl_link *link, u32 slice, u32 peer_slice, bool late, u64 point)
 {
 	struct sl_ep *ep;
 	bool agreed = false;
 
 	spin_lock_irq(&link->lock);
 	ep = link->slice_ep[slice];
-	if (ep && ep->peer_slice == (int)peer_slice && ep->sk && !ep->abandoned &&
+	if (ep && ep->peer_slice == (int)peer_slice && ep->sk && !ep->abandoned && ep->late == late &&
 	    (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED)) {
 		ep->agreed = true;
+		if (late) {
+			sl_slice_point_store(link, slice, point);
+			smp_wmb(); /* the point before the word that says it is there */
+		}
 		sl_slice_agree_store(link, slice, SCILAN_AGREE_ATTACHED);
 		agreed = true;
 	}
@@ -399,10 +428,12 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 	u32 type = le32_to_cpu(m->type), dst = le32_to_cpu(m->dst_slice);
 	u32 src = le32_to_cpu(m->src_slice), cookie = le32_to_cpu(m->cookie);
 	u32 status = le32_to_cpu(m->status);
+	bool late = le16_to_cpu(m->flags) & SL_MSG_F_LATE;
+	u64 point = le64_to_cpu(m->point);
 	struct sl_ep *ep;
 	struct sock *client_sk = NULL;
 	struct sl_tuple t;
-	bool orphan = false, aborted = false, verify = false;
+	bool orphan = false, aborted = false, verify = false, point_stored = false, point_answer = false;
 	u32 aborted_id = 0;
 
 	if (type == SL_MSG_CONNECT) {
@@ -473,16 +504,38 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 			wake_up(&ep->wq); /* a killable sleeper in sl_verify */
 		}
 		break;
+	case SL_MSG_POINT:
+		/* Our accepted end of a late connect, paired: the client's
+		 * point, once (a second one could move it under our reads).
+		 */
+		point_answer = true;
+		if (ep && ep->peer_slice == (int)src && ep->late && ep->agreed && !ep->queued && !ep->point_got &&
+		    (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED)) {
+			ep->point_got = true;
+			sl_slice_point_store(link, dst, point);
+			point_stored = true;
+		}
+		break;
+	case SL_MSG_POINT_ACK:
+		if (ep && ep->peer_slice == (int)src && ep->point_sent && cookie && ep->point_cookie == cookie &&
+		    !ep->point_ack) {
+			ep->point_ack = status == SL_VERIFY_OK ? 1 : -1;
+			wake_up(&ep->wq); /* a killable sleeper in sl_ioc_seam_point */
+		}
+		break;
 	}
 	spin_unlock_irq(&link->lock);
 	if (verify) {
 		status = client_sk && sl_sock_holds_tuple(client_sk, &t) ? SL_VERIFY_OK : 0;
 		if (client_sk)
 			sock_put(client_sk);
-		if (status == SL_VERIFY_OK && !sl_agree_locked_out(link, dst, src))
+		if (status == SL_VERIFY_OK && !sl_agree_locked_out(link, dst, src, late, point))
 			status = 0;
 		sl_reply(link, SL_MSG_VERIFIED, src, dst, cookie, status);
 	}
+	/* Stored (our program reads it) before the client hears so. */
+	if (point_answer)
+		sl_reply(link, SL_MSG_POINT_ACK, src, dst, cookie, point_stored ? SL_VERIFY_OK : 0);
 	if (orphan)
 		sl_reply(link, SL_MSG_CLOSE, src, dst, 0, SL_CLOSE_ABORTED);
 	if (aborted)

@@ -45,6 +45,7 @@ static int sl_open(struct inode *inode, struct file *file)
 	}
 	init_waitqueue_head(&ep->wq);
 	INIT_LIST_HEAD(&ep->backlog);
+	INIT_LIST_HEAD(&ep->late_q);
 	INIT_LIST_HEAD(&ep->lnode);
 	ep->slice = -1;
 	ep->peer_slice = -1;
@@ -147,6 +148,7 @@ static int sl_release(struct inode *inode, struct file *file)
 	if (ep->state == SCILAN_EP_LISTEN) {
 		list_del(&ep->lnode);
 		list_splice_init(&ep->backlog, &queued);
+		list_splice_init(&ep->late_q, &queued);
 	}
 	sl_set_release_locked(link, ep);
 	tell = sl_ep_detach_locked(link, ep, &dst, &src);
@@ -302,11 +304,13 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	struct sock *sk;
 	long rc, left;
 	int slice;
+	bool late;
 
 	if (copy_from_user(&req, arg, sizeof(req)))
 		return -EFAULT;
-	if (!req.dport || req.flags || req.pad || req.timeout_ms > 600000)
+	if (!req.dport || (req.flags & ~SCILAN_CONNECT_LATE) || req.pad || req.timeout_ms > 600000)
 		return -EINVAL;
+	late = req.flags & SCILAN_CONNECT_LATE;
 	rc = sl_sock_connecting(req.sockfd, &req, &t, &net, &sk);
 	if (rc)
 		return rc;
@@ -338,6 +342,7 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	ep->sk = sk;
 	ep->tuple = t;
 	ep->slice = slice;
+	ep->late = late;
 	ep->connecting = true;
 	ep->connect_err = 0;
 	ep->cookie = ++link->next_cookie;
@@ -345,7 +350,9 @@ static long sl_ioc_connect(struct sl_ep *ep, void __user *arg)
 	ep->generation = link->generation;
 	spin_unlock_irq(&link->lock);
 	memset(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size, 0, link->slice_size);
+	sl_slice_point_store(link, slice, SCILAN_POINT_UNKNOWN);
 	m.port = cpu_to_le32(t.dport);
+	m.flags = cpu_to_le16(late ? SL_MSG_F_LATE : 0);
 	m.src_slice = cpu_to_le32(slice);
 	m.cookie = cpu_to_le32(ep->cookie);
 	m.sport = cpu_to_le16(t.sport);
@@ -450,6 +457,10 @@ static long sl_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return sl_ioc_accept(ep, uarg);
 	case SCILAN_IOC_ACCEPT_SOCK:
 		return sl_ioc_accept_sock(ep, uarg);
+	case SCILAN_IOC_ACCEPT_LATE:
+		return sl_ioc_accept_late(ep, uarg);
+	case SCILAN_IOC_SEAM_POINT:
+		return sl_ioc_seam_point(ep, uarg);
 	case SCILAN_IOC_STIMULATE:
 		return sl_ioc_stimulate(ep, uarg);
 	case SCILAN_IOC_SET_CREATE:

@@ -40,6 +40,13 @@ unsigned int sl_sets_per_uid = SCILAN_SETS / 2;
 module_param_named(sets_per_uid, sl_sets_per_uid, uint, 0644);
 MODULE_PARM_DESC(sets_per_uid, "Set indices (of 16 per link) one non-root user may hold (default 8)");
 
+/* A link that comes back brings every connection it carried back at once,
+ * whatever the listener's backlog (listen(fd, 4) serves forty connections).
+ */
+unsigned int sl_late_max = 1024;
+module_param_named(late_max, sl_late_max, uint, 0644);
+MODULE_PARM_DESC(late_max, "Late connects (live connections moving onto the link) one listener holds until its program takes them (default 1024)");
+
 static unsigned int handshake_ms = 50;
 module_param(handshake_ms, uint, 0644);
 MODULE_PARM_DESC(handshake_ms, "Scratchpad handshake poll period while the link comes up (ms)");
@@ -93,6 +100,16 @@ void sl_slice_agree_store(struct sl_link *link, int slice, u32 value)
 	if (link->lwin && slice >= 0 && slice < (int)link->nslices)
 		WRITE_ONCE(*(u32 *)(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size +
 				    SCILAN_SLICE_AGREE_OFF), value);
+}
+
+/* The peer's switch point in a local slice (SCILAN_SLICE_POINT_OFF), as the
+ * agreement word: our memory, read by the connection's library.
+ */
+void sl_slice_point_store(struct sl_link *link, int slice, u64 value)
+{
+	if (link->lwin && slice >= 0 && slice < (int)link->nslices)
+		WRITE_ONCE(*(u64 *)(link->lwin + SL_WIN_SLICE_OFF + (size_t)slice * link->slice_size +
+				    SCILAN_SLICE_POINT_OFF), value);
 }
 
 /* Connections and sets of the lost session are reset (a set keeps its

@@ -243,6 +243,10 @@ int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple
 		goto out;
 	}
 	state = READ_ONCE(sk->sk_state);
+	if (state == TCP_CLOSE && (req->flags & SCILAN_CONNECT_LATE)) {
+		err = -ENOTCONN;
+		goto out;
+	}
 	if (state != TCP_CLOSE) {
 		/* Already connecting: only to the destination it names. */
 		struct in6_addr peer;
@@ -250,6 +254,13 @@ int sl_sock_connecting(int fd, const struct scilan_connect *req, struct sl_tuple
 		sl_sk_remote(sk, &peer);
 		if (state != TCP_SYN_SENT && state != TCP_ESTABLISHED) {
 			err = -EISCONN;
+			goto out;
+		}
+		/* A late connect moves a live connection: one that both ends
+		 * can still write to.
+		 */
+		if ((req->flags & SCILAN_CONNECT_LATE) && state != TCP_ESTABLISHED) {
+			err = -ENOTCONN;
 			goto out;
 		}
 		if (!ipv6_addr_equal(&peer, &t->daddr) || ntohs(inet_sk(sk)->inet_dport) != t->dport) {
@@ -372,8 +383,8 @@ void sl_listener_show(struct seq_file *m, struct sl_ep *ep)
 		seq_printf(m, "%pI4", &a.s6_addr32[3]);
 	else
 		seq_printf(m, "%pI6c", &a);
-	seq_printf(m, " port %u netns %u backlog %u/%u\n", ep->port, sock_net(sk)->ns.inum,
-		   ep->backlog_len, sl_backlog_max(ep));
+	seq_printf(m, " port %u netns %u backlog %u/%u late %u\n", ep->port, sock_net(sk)->ns.inum,
+		   ep->backlog_len, sl_backlog_max(ep), ep->late_len);
 }
 
 /* Connections the driver may queue on a listener before accept: what its

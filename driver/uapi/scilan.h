@@ -9,8 +9,9 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define SCILAN_ABI_VERSION 7 /* 5: ACCEPT_SOCK pairs only what the client's driver vouched for; 6: INFO's ports;
-			      * 7: the agreement (SCILAN_SLICE_AGREE_OFF, ABANDON's EALREADY) */
+#define SCILAN_ABI_VERSION 8 /* 5: ACCEPT_SOCK pairs only what the client's driver vouched for; 6: INFO's ports;
+			      * 7: the agreement (SCILAN_SLICE_AGREE_OFF, ABANDON's EALREADY);
+			      * 8: late connects (SCILAN_CONNECT_LATE, ACCEPT_LATE, SEAM_POINT) */
 
 /* Wake-up tokens: what the peer stimulated (bits of the value read() returns). */
 #define SCILAN_TOKEN_DATA  0x1u /* the peer wrote data (or a FIN) into our slice */
@@ -61,9 +62,21 @@ struct scilan_connect {
 			    * bound to the wildcard address: one of ours
 			    */
 	__u16 dport;
-	__u16 flags;       /* 0 */
+	__u16 flags;       /* 0, or SCILAN_CONNECT_LATE */
 	__u32 pad;         /* 0 */
 };
+
+/* A late connect (ABI 8): sockfd is a connection already established to
+ * daddr:dport, which the caller moves onto the link live (a connection that
+ * fell back to kernel TCP, offered the rings again).  The peer's driver
+ * keeps it apart from the listener's backlog, so that no ACCEPT or
+ * ACCEPT_SOCK pairs it, under a cap of its own (ENOBUFS when full); only an
+ * ACCEPT_LATE of its 4-tuple does.  Each end's switch point then travels
+ * through the drivers (ACCEPT_LATE's point, SEAM_POINT), never through the
+ * peer's window: a point must be known before the peer's marker, which
+ * crosses the kernel's connection, is read.
+ */
+#define SCILAN_CONNECT_LATE 0x1u
 
 /* Take the queued connection of the accepted TCP socket sockfd (its 4-tuple
  * and namespace select it; the newest if several), once the client's driver
@@ -77,6 +90,28 @@ struct scilan_accept_sock {
 	__s32 sockfd;
 	__u32 flags;       /* 0 */
 };
+
+/* ACCEPT_SOCK for a connection queued by a SCILAN_CONNECT_LATE (ABI 8), with
+ * the acceptor's switch point: the client's driver, as it agrees, stores
+ * point at SCILAN_SLICE_POINT_OFF of the client's local slice before its
+ * agreement word says SCILAN_AGREE_ATTACHED.  Errors as ACCEPT_SOCK's; the
+ * client must be there to agree (no proof by its CLOSE): a late connect
+ * whose client left is dropped, EAGAIN.
+ */
+struct scilan_accept_late {
+	__s32 sockfd;
+	__u32 flags;       /* 0 */
+	__u64 point;
+};
+
+/* The peer's switch point in our local slice (ABI 8), a __u64 our driver
+ * stores: SCILAN_POINT_UNKNOWN from the connect until the peer's point
+ * arrives (a late connect's client: by the acceptor's ACCEPT_LATE; its
+ * acceptor: by the client's SEAM_POINT).  Past the control words, before
+ * the agreement word; the peer's library never writes it.
+ */
+#define SCILAN_SLICE_POINT_OFF 4080u
+#define SCILAN_POINT_UNKNOWN (~0ull)
 
 /* mmap offsets: the local slice (cached; the ring we receive into) and the
  * peer's slice (write-combining on hardware; the ring we send into).  Each is
@@ -99,6 +134,16 @@ struct scilan_accept_sock {
 #define SCILAN_IOC_RING_SELF  _IOW(SCILAN_IOC_MAGIC, 6, __u32)
 /* On a freshly opened endpoint: take the connection of an accepted socket. */
 #define SCILAN_IOC_ACCEPT_SOCK _IOW(SCILAN_IOC_MAGIC, 8, struct scilan_accept_sock)
+/* On a freshly opened endpoint: take the late connect of an accepted socket. */
+#define SCILAN_IOC_ACCEPT_LATE _IOW(SCILAN_IOC_MAGIC, 12, struct scilan_accept_late)
+/* On a late connect's client endpoint, once agreed, once: our switch point,
+ * stored by the acceptor's driver at its slice's SCILAN_SLICE_POINT_OFF.
+ * Returns when that driver acknowledged it.  EINVAL: not a late connect's
+ * client, or a point already sent; ENOTCONN: not agreed; ECONNREFUSED: the
+ * acceptor's driver holds no such connection (closed); ECONNRESET (link
+ * down), ETIMEDOUT, EINTR (fatal signal): unknown whether it landed.
+ */
+#define SCILAN_IOC_SEAM_POINT _IOW(SCILAN_IOC_MAGIC, 13, __u64)
 
 /* Event queues of epoll sets (ABI version 4; ARCHITECTURE.md, "The event
  * queue on the device fabric").  Each side's window holds SCILAN_SETS

@@ -31,6 +31,10 @@ gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan
 	-o "$work/root/bin/sltest" "$here/sltest.c" "$here/sltest_ring.c" "$here/sltest_hostile.c" \
 	"$here/sltest_lifetime.c" "$here/sltest_link.c" "$here/sltest_sets.c" ||
 	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# devlate: the driver's late connects (ABI 8) by hand.
+gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/driver" \
+	-o "$work/root/bin/devlate" "$here/devlate.c" ||
+	{ echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # mptest: the 8-port IDT-like mock (ntb_mock ports=8): 56 links, all to all, one port cut.
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
 	-o "$work/root/bin/mptest" "$here/mptest.c" ||

@@ -43,9 +43,19 @@ void test_hostile(void)
 	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &ucr) < 0, EINVAL);
 	ucr.sockfd = usock;
 	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &ucr) < 0, EPROTONOSUPPORT);
-	cr.flags = 1;
+	cr.flags = 0x8000;
 	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &cr) < 0, EINVAL);
+	/* A late connect (ABI 8) moves an established connection only. */
+	cr.flags = SCILAN_CONNECT_LATE;
+	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &cr) < 0, ENOTCONN);
 	cr.flags = 0;
+	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT_LATE, NULL) < 0, EFAULT);
+	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT_LATE, &(struct scilan_accept_late){ .sockfd = csock, .point = 1 }) < 0,
+	       ENOTCONN);
+	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT_LATE, &(struct scilan_accept_late){ .sockfd = csock, .flags = 1 }) < 0,
+	       EINVAL);
+	EXPECT(ioctl(fd, SCILAN_IOC_SEAM_POINT, NULL) < 0, EFAULT);
+	EXPECT(ioctl(fd, SCILAN_IOC_SEAM_POINT, &(uint64_t){ 1 }) < 0, EINVAL);
 	EXPECT(ioctl(fd, SCILAN_IOC_CONNECT, &cr) < 0, ECONNREFUSED);
 	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT_SOCK, &(struct scilan_accept_sock){ .sockfd = csock }) < 0, ENOTCONN);
 	EXPECT(ioctl(fd, SCILAN_IOC_ACCEPT, &minus) < 0, EBADF);
@@ -89,7 +99,7 @@ void test_hostile(void)
 		/* Garbage in every ioctl of our type, sizes and pointers. */
 		srand(1);
 		for (int i = 0; i < 20000; i++) {
-			unsigned long cmd = _IOC(rand() % 4, SCILAN_IOC_MAGIC, rand() % 12, rand() % 64);
+			unsigned long cmd = _IOC(rand() % 4, SCILAN_IOC_MAGIC, rand() % 14, rand() % 64);
 			unsigned long arg = ((unsigned long)rand() << 33) ^ (unsigned long)rand();
 
 			if (cmd == SCILAN_IOC_CONNECT || cmd == SCILAN_IOC_ACCEPT)

@@ -368,7 +368,8 @@ static void tx_setup(struct sl_sock *s)
 	s->tx.mirror = s->dev_mirror;
 }
 
-_Static_assert(sizeof(struct sl_area_ctl) <= SCILAN_SLICE_AGREE_OFF, "the agreement word is past the control words");
+_Static_assert(sizeof(struct sl_area_ctl) <= SCILAN_SLICE_POINT_OFF, "the driver's point word is past the control words");
+_Static_assert(SCILAN_SLICE_POINT_OFF + sizeof(uint64_t) <= SCILAN_SLICE_AGREE_OFF, "the agreement word is past the point");
 _Static_assert(SL_OFFER_ATTACHED == SCILAN_AGREE_ATTACHED, "the driver's agreed value is the library's");
 _Static_assert(SL_OFFER_LINK_DOWN == SCILAN_AGREE_LINK_DOWN, "the driver's link-down value is the library's");
 
