@@ -127,7 +127,9 @@ static void *sender(void *arg)
 		if (!on_ring && s->side == 1 && k == s->switch_chunk) {
 			int r;
 
-			while ((r = sl_promote_switch(s->tcp, seam, 1, claim, NULL)) == 2 && errno == EAGAIN)
+			struct sl_seam_publish pub = { seam, 1, claim, NULL };
+
+			while ((r = sl_promote_switch(s->tcp, 1, sl_promote_publish_seam, &pub)) == 2 && errno == EAGAIN)
 				usleep(100);
 			s->switched = r;
 			on_ring = r == 0;
@@ -135,7 +137,9 @@ static void *sender(void *arg)
 		if (!on_ring && s->side == 0 && atomic_load(&word) == SL_OFFER_ATTACHED) {
 			int r;
 
-			while ((r = sl_promote_switch(s->tcp, seam, 0, NULL, NULL)) == 2 && errno == EAGAIN)
+			struct sl_seam_publish pub = { seam, 0, NULL, NULL };
+
+			while ((r = sl_promote_switch(s->tcp, 0, sl_promote_publish_seam, &pub)) == 2 && errno == EAGAIN)
 				usleep(100);
 			s->switched = r;
 			on_ring = r == 0;

@@ -16,9 +16,22 @@ void sl_promote_seam_init(void *seg)
 	atomic_store_explicit(&seam->late, SL_PROMOTE_LATE, memory_order_release);
 }
 
-int sl_promote_switch(int fd, struct sl_seg_seam *seam, int side, bool (*claim)(void *arg), void *arg)
+int sl_promote_publish_seam(void *arg, uint64_t x)
+{
+	struct sl_seam_publish *p = arg;
+
+	atomic_store_explicit(&p->seam->x[p->side], x, memory_order_release);
+	if (p->claim && !p->claim(p->claim_arg)) {
+		atomic_store_explicit(&p->seam->x[p->side], SL_SEAM_UNKNOWN, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+int sl_promote_switch(int fd, int side, sl_promote_publish_fn publish, void *arg)
 {
 	uint64_t x;
+	int r;
 
 	/* Room first: once the point is public the marker must follow, and
 	 * with our send lock held nobody else fills the socket meanwhile. */
@@ -32,11 +45,9 @@ int sl_promote_switch(int fd, struct sl_seg_seam *seam, int side, bool (*claim)(
 	 * claim.  The marker after it: written before, a revoke could beat the
 	 * claim and the connector would deliver the marker as data (the
 	 * model's mutant MARK_BEFORE_TAKE). */
-	atomic_store_explicit(&seam->x[side], x, memory_order_release);
-	if (claim && !claim(arg)) {
-		atomic_store_explicit(&seam->x[side], SL_SEAM_UNKNOWN, memory_order_relaxed);
-		return 1;
-	}
+	r = publish(arg, x);
+	if (r != 0)
+		return r;
 	if (sl_seam_mark(fd) == 0)
 		return 0;
 	if (errno == EAGAIN)

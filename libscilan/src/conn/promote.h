@@ -1,6 +1,7 @@
 /* promote.h — the switch of a live kernel TCP connection onto the rings
- * (issue 26 part 3): a late offer's words in its segment's header page, and
- * each end's switch, the acceptor's with its claim in the middle
+ * (issue 26 part 3): each end's switch, its point published the fabric's
+ * way (the acceptor's with its claim), then its marker; and the shm
+ * fabric's way, a late offer's words in its segment's header page
  * (promote.c; the reads across the seam are seam.c's).
  */
 #ifndef SCILAN_PROMOTE_H
@@ -34,15 +35,30 @@ static inline struct sl_seg_seam *sl_promote_seam(void *seg)
 /* The creator of a late offer's segment, before it is published. */
 void sl_promote_seam_init(void *seg);
 
+/* How an end publishes its switch point x where the peer reads it, the
+ * acceptor claiming the offer in the same step: 0 published (and claimed);
+ * 1 the claim was lost (the connector revoked first), nothing published;
+ * -1 with errno: unknown whether it was (the caller resets). */
+typedef int (*sl_promote_publish_fn)(void *arg, uint64_t x);
+
+/* The shm fabric's publish (arg: this): the point into seam->x[side], then,
+ * for the acceptor, claim(claim_arg) (the offer word's compare-and-swap). */
+struct sl_seam_publish {
+	struct sl_seg_seam *seam;
+	int side;
+	bool (*claim)(void *claim_arg);
+	void *claim_arg;
+};
+int sl_promote_publish_seam(void *arg, uint64_t x);
+
 /* One end's switch on kernel socket fd (no other call of ours in flight on
- * it, our send lock held): publish our point in seam->x[side], then, for
- * the acceptor, claim(arg) (the offer word's compare-and-swap), then the
- * marker.  0: switched, our sends go to the ring from now on.  1: the claim
- * was lost (the connector revoked first), nothing sent.  2: nothing was
- * published, with errno: EAGAIN, the kernel socket has no room for the
- * marker now (try again later); else the kernel cannot count (then it
- * never will).  -1 with errno: the point is public but the marker could not
- * follow: the caller resets. */
-int sl_promote_switch(int fd, struct sl_seg_seam *seam, int side, bool (*claim)(void *arg), void *arg);
+ * it, our send lock held; side 0 the connector, 1 the acceptor): publish
+ * our point (publish(arg, x)), then the marker.  0: switched, our sends go
+ * to the ring from now on.  1: the claim was lost, nothing sent.  2:
+ * nothing was published, with errno: EAGAIN, the kernel socket has no room
+ * for the marker now (try again later); else the kernel cannot count (then
+ * it never will).  -1 with errno: the point is (or may be) public but the
+ * marker could not follow: the caller resets. */
+int sl_promote_switch(int fd, int side, sl_promote_publish_fn publish, void *arg);
 
 #endif

@@ -90,6 +90,13 @@ static void promotion_failed(struct sl_sock *s, const char *why)
 	sl_sys_reset_tcp(s->fd);
 }
 
+static int publish_connector(void *arg, uint64_t x)
+{
+	struct sl_sock *s = arg;
+
+	return s->fabric->late_publish(s, x);
+}
+
 /* The connector follows the acceptor's claim (all three locks held): its
  * point, its marker, its sends on the ring.  0 switched; 2 not now (no room
  * for the marker; nothing published); -1 it cannot (*why), for the caller
@@ -104,13 +111,13 @@ static int follow_locked(struct sl_sock *s, const char **why)
 	 * acceptor sent, read as from any closed peer. */
 	if (s->fd < 0 || (atomic_load_explicit(&s->own_ctl->peer_state, memory_order_acquire) & SL_PEER_CLOSED))
 		goto switched;
-	r = sl_promote_switch(s->fd, sl_promote_seam(s->seg), 0, NULL, NULL);
+	r = sl_promote_switch(s->fd, 0, publish_connector, s);
 	if (r == 2 && errno == EAGAIN)
 		return 2;
 	if (r != 0) {
 		/* The acceptor sends on its ring already and waits at our point
-		 * for our marker. */
-		*why = r == 2 ? "cannot count the kernel's bytes" : "could not send its marker";
+		 * for our marker (1: its driver no longer holds the connection). */
+		*why = r == 2 ? "cannot count the kernel's bytes" : r == 1 ? "lost its acceptor" : "could not publish its point and marker";
 		return -1;
 	}
 switched:
@@ -121,6 +128,22 @@ switched:
 	 * an epoll set would take for a kernel member's (hook/epoll.c). */
 	atomic_store(&s->late_offer, false);
 	return 0;
+}
+
+/* The late offer taken back where it is decided: the device's drivers
+ * first (the acceptor's pairs through ours), then the word.  1 revoked, 0
+ * claimed first, -1 neither can be known (the device's link went down). */
+static int take_back(struct sl_sock *s)
+{
+	uint32_t offered = SL_OFFER_OFFERED;
+
+	if (s->fabric->offer_revoke) {
+		int r = s->fabric->offer_revoke(s);
+
+		if (r <= 0)
+			return r;
+	}
+	return atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED) ? 1 : 0;
 }
 
 /* The connector's look at its offer (must: the caller cannot go on
@@ -135,9 +158,9 @@ static bool decide(struct sl_sock *s, bool must)
 	for (;;) {
 		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
 		bool on_rings = false, wait_room = false;
-		uint32_t w, offered = SL_OFFER_OFFERED;
+		uint32_t w;
 		const char *failed = NULL;
-		int left, polled = 0;
+		int left, polled = 0, revoked = 0;
 
 		if (!sl_sock_promoting(s))
 			return sl_sock_on_rings(s);
@@ -149,10 +172,13 @@ static bool decide(struct sl_sock *s, bool must)
 		} else if ((w = atomic_load_explicit(s->offer_word, memory_order_acquire)) == SL_OFFER_OFFERED &&
 			   !must && sl_mono_ns() < s->agree_deadline_ns) {
 			on_rings = false;
-		} else if (w == SL_OFFER_OFFERED &&
-			   atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED)) {
-			sl_debug("fd %d: late offer not taken; connection stays on kernel TCP", s->fd);
-			withdrawn(s, false);
+		} else if (w == SL_OFFER_OFFERED && (revoked = take_back(s)) != 0) {
+			if (revoked > 0) {
+				sl_debug("fd %d: late offer not taken; connection stays on kernel TCP", s->fd);
+				withdrawn(s, false);
+			} else {
+				failed = "lost its link before its acceptor's answer";
+			}
 		} else if (sl_offer_agreed(atomic_load_explicit(s->offer_word, memory_order_acquire))) {
 			/* Claimed, and maybe moved on since (the acceptor led the
 			 * connection back to kernel TCP after its claim: a close
@@ -235,7 +261,7 @@ int sl_promote_offer(struct sl_sock *s)
 		s->rdv_conn = -1;
 		goto out;
 	}
-	s->seam_point.x = &sl_promote_seam(s->seg)->x[1];
+	s->seam_point.x = s->fabric->late_peer_point(s, 0);
 	s->seam_point.word = s->offer_word;
 	s->agree_deadline_ns = sl_mono_ns() + (int64_t)SL_PROMOTE_WAIT_MS * 1000000;
 	/* Our sends stay on the kernel socket until we follow: the data
@@ -275,7 +301,7 @@ int sl_promote_look(struct sl_sock *s, struct sl_sock *listener)
 	r = s->fabric->take_late(s, listener, &local, &peer);
 	err = errno;
 	if (r == 1) {
-		s->seam_point.x = &sl_promote_seam(s->seg)->x[0];
+		s->seam_point.x = s->fabric->late_peer_point(s, 1);
 		s->seam_point.word = NULL; /* the connector publishes its point only when it follows */
 		atomic_store(&s->seam_pending, true);
 		promoted(s, "acceptor");

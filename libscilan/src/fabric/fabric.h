@@ -41,6 +41,13 @@ struct sl_fabric_ops {
 	 * the ring from now on), 0 none (still kernel TCP), -1 with errno: the
 	 * switch failed half-way, the connection is reset. */
 	int (*take_late)(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
+	/* With offer_late: where the peer's switch point of s's late move
+	 * lands, SL_SEAM_UNKNOWN until it is there (side: ours, 0 the
+	 * connector, 1 the acceptor); valid while the offer's segment is. */
+	const _Atomic uint64_t *(*late_peer_point)(struct sl_sock *s, int side);
+	/* With offer_late: the connector's switch point x, published where its
+	 * acceptor reads it, as an sl_promote_publish_fn (promote.h). */
+	int (*late_publish)(struct sl_sock *s, uint64_t x);
 	/* The connect failed: remove the offer and the segment. */
 	void (*offer_withdraw)(struct sl_sock *s);
 	/* Optional: connecting side, before it takes an undecided offer back

@@ -441,6 +441,19 @@ static int shm_offer_late(struct sl_sock *s, const struct sl_key *dst, const str
 	return make_offer(s, dst, src, peer_ring, true);
 }
 
+/* In the segment's header page, each side's word (promote.h). */
+static const _Atomic uint64_t *shm_late_peer_point(struct sl_sock *s, int side)
+{
+	return &sl_promote_seam(s->seg)->x[side ^ 1];
+}
+
+static int shm_late_publish(struct sl_sock *s, uint64_t x)
+{
+	struct sl_seam_publish pub = { sl_promote_seam(s->seg), 0, NULL, NULL };
+
+	return sl_promote_publish_seam(&pub, x);
+}
+
 static void forget_segment(struct sl_sock *s)
 {
 	sl_segment_unbind(s);
@@ -553,6 +566,8 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.offer = shm_offer,
 	.offer_late = shm_offer_late,
 	.take_late = sl_shm_take_late,
+	.late_peer_point = shm_late_peer_point,
+	.late_publish = shm_late_publish,
 	.offer_withdraw = shm_offer_withdraw,
 	.offer_settle = shm_offer_settle,
 	.attach = sl_shm_attach,

@@ -135,7 +135,8 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 	/* The commitment: from here the rings carry the connection, unless the
 	 * connecting side revoked first; then its bytes come on the kernel socket. */
 	if (late) {
-		int r = sl_promote_switch(s->fd, sl_promote_seam(base), 1, claim_offer, base);
+		struct sl_seam_publish pub = { sl_promote_seam(base), 1, claim_offer, base };
+		int r = sl_promote_switch(s->fd, 1, sl_promote_publish_seam, &pub);
 
 		if (r < 0) {
 			/* Claimed, our point public, and no marker: the connector
