@@ -282,6 +282,72 @@ static void test_link_cut(uint16_t port)
 	scilan_close(l);
 }
 
+/* Bytes of a checked stream: byte i of stream `which` is a function of i. */
+static unsigned char stream_byte(int which, uint64_t i)
+{
+	return (unsigned char)((i * (which == 1 ? 131 : 197) + (i >> 9)) % 251);
+}
+
+/* One request of n bytes from c to a and its reply, each checked. */
+static int exchange(int c, int a, uint64_t off, size_t n)
+{
+	unsigned char out[4096], in[4096];
+	int ok = n <= sizeof(out);
+
+	for (int dir = 1; dir <= 2 && ok; dir++) {
+		for (size_t i = 0; i < n; i++)
+			out[i] = stream_byte(dir, off + i);
+		ok = send_all(dir == 1 ? c : a, out, n) == 0 && recv_all(dir == 1 ? a : c, in, n) == 0 &&
+		     memcmp(out, in, n) == 0;
+	}
+	return ok;
+}
+
+/* A connection the short-connection policy kept on kernel TCP moves onto
+ * the device live (the late connect of the driver's ABI 8): both ends
+ * accelerated within a bounded number of exchanges at their own calls,
+ * every byte of both streams checked across the switch. */
+static void test_promoted(uint16_t port)
+{
+	int l = listener(port), c = -1, a = -1, kept = 0, rounds = 0, ok = 1, acc_c = 0, acc_a = 0;
+	uint64_t off = 0;
+
+	for (int i = 0; l >= 0 && i < 64 && !kept; i++) {
+		char b = 'x';
+
+		c = connect_to(port);
+		a = c >= 0 ? scilan_accept(l, NULL, NULL) : -1;
+		if (a < 0)
+			break;
+		kept = i >= 8 && accelerated(c) == 0 && accelerated(a) == 0;
+		if (!kept) {
+			ok = send_all(c, &b, 1) == 0 && recv_all(a, &b, 1) == 0;
+			scilan_close(c);
+			scilan_close(a);
+			c = a = -1;
+		}
+	}
+	for (; kept && ok && rounds < 3000 && !(acc_c && acc_a); rounds++) {
+		size_t n = 1 + (size_t)(rounds * 977 % 4000);
+
+		ok = exchange(c, a, off, n);
+		off += n;
+		acc_c = accelerated(c) == 1;
+		acc_a = accelerated(a) == 1;
+		if (!(acc_c && acc_a))
+			usleep(2000);
+	}
+	/* And on the rings from there on. */
+	for (int i = 0; ok && acc_c && acc_a && i < 200; i++, off += 3000)
+		ok = exchange(c, a, off, 3000);
+	result("dev_promoted_live", kept && ok && acc_c && acc_a,
+	       "a connection kept plain by the short-connection policy %d: accelerated (connector %d, acceptor %d) after %d exchanges; %llu bytes each way checked across the move %d",
+	       kept, acc_c, acc_a, rounds, (unsigned long long)off, ok);
+	scilan_close(c);
+	scilan_close(a);
+	scilan_close(l);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "all";
@@ -303,6 +369,8 @@ int main(int argc, char **argv)
 		test_killed(7105);
 	if (all || !strcmp(what, "plain"))
 		test_plain_listener(7106);
+	if (all || !strcmp(what, "promoted"))
+		test_promoted(7108);
 	if (all || !strcmp(what, "linkcut"))
 		test_link_cut(7107);
 	return failures ? 1 : 0;

@@ -75,15 +75,19 @@ static bool peer_here(struct sl_sock *s)
 
 void sl_promote_arm_acceptor(struct sl_sock *s, struct sl_sock *listener, int64_t after_ns)
 {
+	const struct sl_fabric_ops *f = sl_fabric_late_for(listener, &s->known_peer);
 	bool queue = false;
 
 	for (int i = 0; i < SL_MAX_REG; i++)
 		queue |= listener->rdv_fd[i] >= 0;
-	/* A late offer comes through the listener's rendezvous alone, from a
-	 * process of this network namespace. */
-	if (!sl_config()->promote || !s->fabric->take_late || !queue ||
-	    atomic_load(&s->promote_role) == SL_PROMOTE_NEVER || !peer_here(s))
+	/* A late offer comes over the device from a device node, else through
+	 * the listener's rendezvous alone, from a process of this network
+	 * namespace. */
+	if (!sl_config()->promote || !f->take_late || atomic_load(&s->promote_role) == SL_PROMOTE_NEVER ||
+	    (f == &sl_fabric_shm && (!queue || !peer_here(s))))
 		return;
+	/* A plain connection's fabric is where its late offer comes. */
+	s->fabric = f;
 	s->promote_listener = listener;
 	s->promote_listener_gen = atomic_load(&listener->listen_gen);
 	atomic_store(&s->promote_gap_ms, ACCEPTOR_GAP_FIRST_MS);

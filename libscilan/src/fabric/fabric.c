@@ -176,6 +176,17 @@ static int attach_with(const struct sl_fabric_ops *f, struct sl_sock *s, struct 
 	return f->attach(s, listener, local, peer);
 }
 
+const struct sl_fabric_ops *sl_fabric_late_for(const struct sl_sock *listener, const struct sl_key *peer)
+{
+	const struct sl_fabric_ops *f = sl_fabric_forced();
+
+	if (f)
+		return f;
+	if (listener->dev_listen && listener->dev_listen->count > 0 && peer->family && dev_elsewhere(peer))
+		return &sl_fabric_dev;
+	return &sl_fabric_shm;
+}
+
 int sl_fabric_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
 {
 	const struct sl_fabric_ops *f = sl_fabric_forced();

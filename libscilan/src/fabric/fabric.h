@@ -120,6 +120,10 @@ bool sl_fabric_listener_published(const struct sl_sock *s);
  * first found nothing.  Sets s->fabric to the one that attached.  As
  * sl_fabric_ops.attach: 1, 0 plain TCP, -1 (errno) reset it. */
 int sl_fabric_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer);
+/* Where a late offer for a plain connection that listener accepted from
+ * peer would come: over the device from a device node whose connections
+ * the listener takes, else over shm. */
+const struct sl_fabric_ops *sl_fabric_late_for(const struct sl_sock *listener, const struct sl_key *peer);
 /* Does any /dev/scilanN exist? (fabric_dev.c; a few system calls: asked
  * once, at the first listen, by sl_fabric_listen_register) */
 bool sl_dev_present(void);

@@ -22,6 +22,7 @@
 #include "conn/conn.h"
 #include "evq/evq_dev.h"
 #include "fabric/fabric.h"
+#include "fabric/dev/dev_conn.h"
 #include "fabric/dev/link_down.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -85,7 +86,7 @@ static int link_numbers(int **links)
 }
 
 /* /dev/scilanN's path. */
-static void link_path(int link, char *path, size_t size)
+void sl_dev_link_path(int link, char *path, size_t size)
 {
 	snprintf(path, size, "/dev/scilan%d", link);
 }
@@ -108,7 +109,7 @@ bool sl_dev_present(void)
 }
 
 /* A key's address as the driver takes it: IPv6, IPv4 as IPv4-mapped. */
-static void addr16_of(const struct sl_key *k, uint8_t out[16])
+void sl_dev_addr16(const struct sl_key *k, uint8_t out[16])
 {
 	memset(out, 0, 16);
 	if (k->family == AF_INET) {
@@ -120,7 +121,7 @@ static void addr16_of(const struct sl_key *k, uint8_t out[16])
 }
 
 /* The map entry that sends dst over a device, or NULL. */
-static const struct sl_map_entry *dev_entry(const struct sl_key *dst)
+const struct sl_map_entry *sl_dev_entry(const struct sl_key *dst)
 {
 	const struct sl_map_entry *e = sl_cluster_map_find(&sl_config()->map, dst);
 
@@ -155,7 +156,7 @@ static int link_info(int fd, struct scilan_info *in)
 	return 0;
 }
 
-static int open_link(const char *name)
+int sl_dev_open_link(const char *name)
 {
 	char path[DEV_NAME_MAX + 8];
 
@@ -179,7 +180,7 @@ static int link_of(int fd)
 	return strncmp(target, "/dev/", 5) == 0 && is_link_name(target + 5) ? atoi(target + 11) : -1;
 }
 
-static void close_quietly(int fd)
+void sl_dev_close_quietly(int fd)
 {
 	int err = errno;
 
@@ -225,8 +226,8 @@ static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
 		n = 0;
 	}
 	for (int i = 0; i < n; i++) {
-		link_path(links[i], path, sizeof(path));
-		fd = open_link(path + 5);
+		sl_dev_link_path(links[i], path, sizeof(path));
+		fd = sl_dev_open_link(path + 5);
 		if (fd < 0) {
 			sl_warn("%s: %s; port %u not registered there, its connections through that link use kernel TCP",
 				path, strerror(errno), (unsigned)local->port);
@@ -235,7 +236,7 @@ static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
 		if (sl_sys.ioctl(fd, SCILAN_IOC_LISTEN, &req) < 0) {
 			sl_warn("%s: port %u cannot listen over the link (%s); connections through it use kernel TCP",
 				path, (unsigned)local->port, strerror(errno));
-			close_quietly(fd);
+			sl_dev_close_quietly(fd);
 			continue;
 		}
 		s->dev_listen->at[s->dev_listen->count].fd = fd;
@@ -251,14 +252,14 @@ static void dev_listen_unregister(struct sl_sock *s)
 	struct sl_dev_listen *l = s->dev_listen;
 
 	for (int i = 0; l && i < l->count; i++)
-		close_quietly(l->at[i].fd);
+		sl_dev_close_quietly(l->at[i].fd);
 	if (l)
 		l->count = 0;
 }
 
 static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *peer_ring)
 {
-	const struct sl_map_entry *e = dev_entry(dst);
+	const struct sl_map_entry *e = sl_dev_entry(dst);
 	struct scilan_info in;
 	int fd, ok;
 
@@ -267,14 +268,14 @@ static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 		sl_fb_hint(SL_FB_NOT_IN_MAP);
 		return 0;
 	}
-	fd = open_link(e->device);
+	fd = sl_dev_open_link(e->device);
 	if (fd < 0) {
 		sl_debug("/dev/%s: %s; kernel TCP to %s", e->device, strerror(errno), e->text);
 		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
 	}
 	ok = link_info(fd, &in) == 0 && in.link_up;
-	close_quietly(fd);
+	sl_dev_close_quietly(fd);
 	if (!ok) {
 		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
@@ -317,7 +318,7 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 	if (hfd < 0) {
 		hfd = memfd_create("scilan-dev-holders", MFD_CLOEXEC);
 		if (hfd >= 0 && ftruncate(hfd, (off_t)(SL_PAGE + (sl_config()->fail_over ? *cap : 0))) < 0) {
-			close_quietly(hfd);
+			sl_dev_close_quietly(hfd);
 			hfd = -1;
 		}
 	}
@@ -334,7 +335,7 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 		if (*peer != MAP_FAILED)
 			munmap(*peer, in.slice_size);
 		if (hfd >= 0 && hfd != holders_fd)
-			close_quietly(hfd);
+			sl_dev_close_quietly(hfd);
 		errno = err;
 		return -1;
 	}
@@ -374,12 +375,12 @@ _Static_assert(SL_OFFER_ATTACHED == SCILAN_AGREE_ATTACHED, "the driver's agreed 
 _Static_assert(SL_OFFER_LINK_DOWN == SCILAN_AGREE_LINK_DOWN, "the driver's link-down value is the library's");
 
 /* The agreement word in our own slice (the driver's and ours). */
-static _Atomic uint32_t *agree_word(struct sl_sock *s)
+_Atomic uint32_t *sl_dev_agree_word(struct sl_sock *s)
 {
 	return (_Atomic uint32_t *)((char *)s->dev_map[0] + SCILAN_SLICE_AGREE_OFF);
 }
 
-static int map_connection(struct sl_sock *s, int fd, int own)
+int sl_dev_map_connection(struct sl_sock *s, int fd, int own)
 {
 	void *holders, *local, *peer;
 	uint64_t cap;
@@ -404,11 +405,11 @@ int sl_dev_adopt(struct sl_sock *s, int holders_fd, int ep_fd, int own)
 	tx_setup(s);
 	/* Agreed (a hand-over decides first): the word carries later moves
 	 * and the driver's link-down mark. */
-	s->offer_word = agree_word(s);
+	s->offer_word = sl_dev_agree_word(s);
 	return 0;
 }
 
-static void abandon(int fd)
+void sl_dev_abandon(int fd)
 {
 	int err = errno;
 
@@ -417,25 +418,23 @@ static void abandon(int fd)
 	errno = err;
 }
 
-static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
+int sl_dev_connect(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint16_t flags)
 {
 	struct sl_key any = { .family = dst->family, .port = dst->port };
-	const struct sl_map_entry *e = dev_entry(dst);
-	struct scilan_connect req = { .sockfd = s->fd, .dport = dst->port };
+	const struct sl_map_entry *e = sl_dev_entry(dst);
+	struct scilan_connect req = { .sockfd = s->fd, .dport = dst->port, .flags = flags };
 	bool connected;
 	int fd;
 
-	addr16_of(dst, req.daddr);
-	addr16_of(src, req.saddr);
-
-	(void)peer_ring; /* both rings are what one slice holds */
+	sl_dev_addr16(dst, req.daddr);
+	sl_dev_addr16(src, req.saddr);
 	if (!e)
-		e = dev_entry(&any);
+		e = sl_dev_entry(&any);
 	if (!e) {
 		errno = ENOENT;
 		return -1;
 	}
-	fd = open_link(e->device);
+	fd = sl_dev_open_link(e->device);
 	/* A signal whose handler does not restart: the program's connect
 	 * goes on (its handler ran), and so does ours. */
 	do
@@ -446,18 +445,18 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	 * ports, which the fallback names "resource". */
 	if (!connected && fd >= 0 && errno == EAGAIN)
 		errno = ENOSPC;
-	if (connected && map_connection(s, fd, 0) == 0) {
+	if (connected && sl_dev_map_connection(s, fd, 0) == 0) {
 		/* The acceptor's driver pairs through ours, which then stores
-		 * ATTACHED over OFFERED: the agreement (agree.c, dev_offer_revoke). */
-		atomic_store_explicit(agree_word(s), SL_OFFER_OFFERED, memory_order_release);
-		sl_agree_start(s, agree_word(s));
+		 * ATTACHED over OFFERED: the agreement (agree.c,
+		 * dev_offer_revoke), or a late move's claim (promotion.c). */
+		atomic_store_explicit(sl_dev_agree_word(s), SL_OFFER_OFFERED, memory_order_release);
 		return 0;
 	}
 	/* Connected but unusable: the listener's side must drop it,
 	 * not pair it with our kernel connection (which it would end). */
 	if (connected)
-		abandon(fd);
-	close_quietly(fd);
+		sl_dev_abandon(fd);
+	sl_dev_close_quietly(fd);
 	/* No listener on that port over the link (not on scilan, or
 	 * another link): the ordinary case of a plain TCP peer. */
 	if (errno == ECONNREFUSED)
@@ -465,12 +464,21 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 	else if (errno == ENOSPC)
 		sl_info("/dev/%s: every slice of the link is in use; kernel TCP", e->device);
 	else if (errno == ENOBUFS)
-		sl_info("/dev/%s: port %u's listener has its backlog full; kernel TCP", e->device,
-			(unsigned)dst->port);
+		sl_info("/dev/%s: port %u's listener has its %s queue full; kernel TCP", e->device,
+			(unsigned)dst->port, flags & SCILAN_CONNECT_LATE ? "late" : "backlog");
 	else
 		sl_warn("/dev/%s: cannot connect over the link (%s); connection uses kernel TCP", e->device,
 			strerror(errno));
 	return -1;
+}
+
+static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct sl_key *src, uint64_t peer_ring)
+{
+	(void)peer_ring; /* both rings are what one slice holds */
+	if (sl_dev_connect(s, dst, src, 0) < 0)
+		return -1;
+	sl_agree_start(s, sl_dev_agree_word(s));
+	return 0;
 }
 
 /* ACCEPT_SOCK through a fresh endpoint of the listener's link i: 1 taken
@@ -481,7 +489,7 @@ static int accept_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 	char path[DEV_NAME_MAX + 8];
 	int fd;
 
-	link_path(l->at[i].link, path, sizeof(path));
+	sl_dev_link_path(l->at[i].link, path, sizeof(path));
 	fd = sl_own_fd_lasting(open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK));
 	if (fd < 0)
 		return 0;
@@ -492,33 +500,33 @@ static int accept_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 		if (errno == ETIMEDOUT || errno == ECONNRESET || errno == EINTR) {
 			sl_warn("%s: the device connection of fd %d is not confirmed (%s); resetting it", path, s->fd,
 				strerror(errno));
-			close_quietly(fd);
+			sl_dev_close_quietly(fd);
 			errno = ECONNABORTED;
 			return -1;
 		}
 		if (errno != EAGAIN)
 			sl_warn("%s: cannot take the device connection of fd %d: %s", path, s->fd, strerror(errno));
-		close_quietly(fd);
+		sl_dev_close_quietly(fd);
 		return 0;
 	}
-	if (map_connection(s, fd, 1) < 0) {
+	if (sl_dev_map_connection(s, fd, 1) < 0) {
 		sl_warn("%s: cannot map the connection (%s); resetting it", path, strerror(errno));
-		close_quietly(fd);
+		sl_dev_close_quietly(fd);
 		errno = ECONNABORTED;
 		return -1;
 	}
 	/* ATTACHED, stored by our driver as it paired the connection: our
 	 * forked holders agree on a later move here, and the driver marks a
 	 * link that goes down. */
-	s->offer_word = agree_word(s);
+	s->offer_word = sl_dev_agree_word(s);
 	return 1;
 }
 
 /* The link the cluster map names for the peer's address, if the listener
  * registered there: the one its connection most likely came over. */
-static int link_for(const struct sl_dev_listen *l, const struct sl_key *peer)
+int sl_dev_link_for(const struct sl_dev_listen *l, const struct sl_key *peer)
 {
-	const struct sl_map_entry *e = peer->family ? dev_entry(peer) : NULL;
+	const struct sl_map_entry *e = peer->family ? sl_dev_entry(peer) : NULL;
 	int link;
 
 	if (!e || !is_link_name(e->device))
@@ -538,7 +546,7 @@ static int dev_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key
 	(void)local; /* the driver reads the 4-tuple from the accepted socket */
 	if (!l || !l->count)
 		return 0;
-	first = link_for(l, peer);
+	first = sl_dev_link_for(l, peer);
 	if (first >= 0 && (r = accept_on(s, l, first)) != 0)
 		return r;
 	for (int i = 0; i < l->count; i++)
@@ -588,10 +596,10 @@ static void dev_release(struct sl_sock *s)
 	if (s->dev_mirror)
 		munmap(s->dev_mirror, ring_for_slice(slice));
 	s->dev_mirror = NULL;
-	close_quietly(s->memfd);
+	sl_dev_close_quietly(s->memfd);
 	s->memfd = -1;
 	/* The last reference to the endpoint tells the peer (CLOSE). */
-	close_quietly(fd);
+	sl_dev_close_quietly(fd);
 }
 
 /* The kernel connect failed after the device connect: the listener's side
@@ -599,7 +607,7 @@ static void dev_release(struct sl_sock *s)
 static void dev_offer_withdraw(struct sl_sock *s)
 {
 	if (s->seg && s->bell_rx >= 0)
-		abandon(s->bell_rx);
+		sl_dev_abandon(s->bell_rx);
 	dev_release(s);
 }
 
@@ -706,6 +714,10 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	.listen_withdraw = dev_listen_unregister,
 	.lookup = dev_lookup,
 	.offer = dev_offer,
+	.offer_late = sl_dev_offer_late,
+	.take_late = sl_dev_take_late,
+	.late_peer_point = sl_dev_late_peer_point,
+	.late_publish = sl_dev_late_publish,
 	.offer_withdraw = dev_offer_withdraw,
 	.offer_revoke = dev_offer_revoke,
 	/* Nothing lingers: the peer's ring lives in the peer's memory, so data
