@@ -55,6 +55,9 @@ gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/ro
 # linkcut: the link cut under a plain POSIX program under the hook.
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -pthread -o "$work/root/bin/linkcut" \
 	"$here/linkcut.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
+# linkback: the link cut and restored under the hook: the same connection back on the rings.
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/linkback" \
+	"$here/linkback.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }
 # forkexec: a CGI-style fork+exec of a helper under the hook.
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/forkexec" \
 	"$here/forkexec.c" || { echo "kernel setup 0 1" >>"$results/kernel.txt"; exit 1; }

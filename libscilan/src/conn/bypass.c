@@ -14,6 +14,7 @@
 
 #include "conn/conn.h"
 #include "conn/failover.h"
+#include "conn/promotion_trigger.h"
 #include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "ring/segment.h"
@@ -379,7 +380,7 @@ static bool move(struct sl_sock *s, enum sl_fb leave)
 		sl_fallback(s, fb, (enum sl_fb_side)s->own_area);
 		atomic_store_explicit(&s->state, (int)SL_PLAIN, memory_order_release);
 		if (fb == SL_FB_LINK_DOWN)
-			; /* failover.c said it */
+			sl_promote_arm_return(s); /* failover.c said it */
 		else if (leaving)
 			/* Debug only: a sandboxed process's stderr may be a file
 			 * it may no longer grow (OpenSSH sets RLIMIT_FSIZE 0:

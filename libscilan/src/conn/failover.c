@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "conn/agree.h"
+#include "conn/promotion_trigger.h"
 #include "runtime/log.h"
 #include "runtime/sys.h"
 #include "sync/ring_lock.h"
@@ -172,6 +173,7 @@ static void strip_done(struct sl_sock *s)
 	atomic_store(&s->strip_pending, false);
 	if (theirs == 0 || theirs > ours)
 		sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &theirs, sizeof(theirs));
+	sl_promote_strip_ended(s);
 }
 
 /* The stream after the move is not the one the peer's header promised:

@@ -47,6 +47,14 @@ static void moved_on(void)
 /* The rings carry the connection from here: as a connect that agreed. */
 static void promoted(struct sl_sock *s, const char *role)
 {
+	uint8_t armed = atomic_load(&s->promote_role);
+
+	/* Done trying (a NEVER stays): an armed socket's kernel calls go
+	 * through the gate, which a later fail-over's strip would refuse for
+	 * good; that fail-over arms the return itself. */
+	while (sl_promote_armed(armed) && !atomic_compare_exchange_weak(&s->promote_role, &armed, SL_PROMOTE_NONE))
+		;
+	atomic_store(&s->promote_return, false);
 	s->fb_reason = SL_FB_NONE;
 	atomic_fetch_add(&sl_totals.promoted, 1);
 	atomic_store(&s->was_promoted, true);
@@ -225,6 +233,14 @@ bool sl_promote_settle(struct sl_sock *s)
 	return decide(s, true);
 }
 
+/* A connection its fabric left (a device link that went down) is moved
+ * onto it again as a plain one, once the dead session is gone. */
+static void retire_left_session(struct sl_sock *s)
+{
+	if (s->seg && sl_sock_state(s) == SL_PLAIN && s->fabric->late_retire)
+		s->fabric->late_retire(s);
+}
+
 int sl_promote_offer(struct sl_sock *s)
 {
 	struct sl_key dst = { 0 }, src = { 0 };
@@ -238,6 +254,7 @@ int sl_promote_offer(struct sl_sock *s)
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
+	retire_left_session(s);
 	if (sl_sock_state(s) != SL_PLAIN || atomic_load(&s->late_offer) || s->seg || sl_sock_maybe_shared(s) ||
 	    !sl_seam_established(s->fd)) {
 		err = EALREADY;
@@ -288,6 +305,7 @@ int sl_promote_look(struct sl_sock *s, struct sl_sock *listener)
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
+	retire_left_session(s);
 	if (sl_sock_state(s) != SL_PLAIN || s->seg || sl_sock_maybe_shared(s) || !sl_seam_established(s->fd))
 		goto out;
 	/* Where our reads of the connector's stream stand, before our claim

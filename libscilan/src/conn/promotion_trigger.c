@@ -23,6 +23,12 @@
  * costs a segment and a two-second window now and then). */
 #define CONNECTOR_GAP_FIRST_MS 1000
 #define CONNECTOR_GAP_MAX_MS 64000
+/* A connection whose link went down tries to come back this soon, and so
+ * on, the wait doubling only to RETURN_GAP_MAX_MS: back on the link within
+ * a second of its return after a short cut, and a try (an open and an
+ * ioctl of the device) every two seconds or so while it stays down. */
+#define RETURN_GAP_FIRST_MS 150
+#define RETURN_GAP_MAX_MS 2000
 /* After an acceptor's refusal (no room for its marker): the next offer,
  * so soon only so many times (an acceptor that refuses every offer costs us
  * a segment each time). */
@@ -95,6 +101,36 @@ void sl_promote_arm_acceptor(struct sl_sock *s, struct sl_sock *listener, int64_
 	atomic_store(&s->promote_at_ns, sl_mono_ns() + after_ns);
 }
 
+void sl_promote_note_listener(struct sl_sock *s, struct sl_sock *listener)
+{
+	s->promote_listener = listener;
+	s->promote_listener_gen = atomic_load(&listener->listen_gen);
+}
+
+void sl_promote_arm_return(struct sl_sock *s)
+{
+	int role = s->own_area == 0 ? SL_PROMOTE_CONNECTOR : SL_PROMOTE_ACCEPTOR;
+
+	if (!sl_config()->promote || !s->fabric->offer_late || atomic_load(&s->promote_role) != SL_PROMOTE_NONE ||
+	    (role == SL_PROMOTE_ACCEPTOR && !s->promote_listener))
+		return;
+	atomic_store(&s->promote_return, true);
+	/* Armed once the peer's fail-over header is read: until then an armed
+	 * socket's kernel calls go the library's way (the gate), and a send
+	 * there would only find the strip still pending. */
+	if (atomic_load(&s->strip_pending))
+		return;
+	atomic_store(&s->promote_gap_ms, RETURN_GAP_FIRST_MS);
+	atomic_store(&s->promote_role, role);
+	atomic_store(&s->promote_at_ns, ms_from_now(RETURN_GAP_FIRST_MS));
+}
+
+void sl_promote_strip_ended(struct sl_sock *s)
+{
+	if (atomic_load(&s->promote_return))
+		sl_promote_arm_return(s);
+}
+
 void sl_promote_forbid(struct sl_sock *s)
 {
 	if (atomic_load_explicit(&s->promote_role, memory_order_relaxed) == SL_PROMOTE_NEVER)
@@ -117,7 +153,7 @@ void sl_promote_back_off(struct sl_sock *s, bool refused)
 	}
 
 	atomic_store(&s->promote_at_ns, ms_from_now(gap));
-	if (gap < CONNECTOR_GAP_MAX_MS)
+	if (gap < (atomic_load(&s->promote_return) ? RETURN_GAP_MAX_MS : CONNECTOR_GAP_MAX_MS))
 		atomic_store(&s->promote_gap_ms, gap * 2);
 }
 
@@ -149,7 +185,9 @@ static void look(struct sl_sock *s)
 	}
 	r = sl_promote_look(s, l);
 	pthread_mutex_unlock(&l->ctl_lock);
-	if (r != 0) /* taken, or reset: either way nothing more to look for */
+	/* Reset: nothing more to look for.  Taken: disarmed as it moved (a
+	 * later link-down move arms its return). */
+	if (r < 0)
 		sl_promote_forbid(s);
 }
 
@@ -218,7 +256,7 @@ void sl_promote_try(struct sl_sock *s)
 		uint32_t gap = atomic_load(&s->promote_gap_ms);
 
 		atomic_store(&s->promote_at_ns, ms_from_now(gap));
-		if (gap < ACCEPTOR_GAP_MAX_MS)
+		if (gap < (atomic_load(&s->promote_return) ? RETURN_GAP_MAX_MS : ACCEPTOR_GAP_MAX_MS))
 			atomic_store(&s->promote_gap_ms, gap * 2);
 		look(s);
 	}

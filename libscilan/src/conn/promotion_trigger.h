@@ -26,6 +26,16 @@ void sl_promote_arm_connector(struct sl_sock *s, int64_t after_ns);
 /* A connection accepted from listener without an offer (no-offer): it looks
  * for a late one from after_ns on, now and then, while the listener lives. */
 void sl_promote_arm_acceptor(struct sl_sock *s, struct sl_sock *listener, int64_t after_ns);
+/* An accepted connection on the rings: which listener it came from, for
+ * the looks of a return after its link went down (not armed yet). */
+void sl_promote_note_listener(struct sl_sock *s, struct sl_sock *listener);
+/* A connection its device link left (a link-down move to kernel TCP): it
+ * tries to come back onto the link every RETURN_GAP_FIRST_MS or so, the
+ * connector offering and the acceptor looking, as a promotion does. */
+void sl_promote_arm_return(struct sl_sock *s);
+/* The peer's fail-over header was read (failover.c): a return noted at
+ * the move is armed now. */
+void sl_promote_strip_ended(struct sl_sock *s);
 /* A use that promotion cannot follow (a kernel epoll set holds the socket, a
  * stdio stream reads it, splice, urgent data): the connection stays on
  * kernel TCP for good.  Takes effect for the next offer or look. */

@@ -48,6 +48,11 @@ struct sl_fabric_ops {
 	/* With offer_late: the connector's switch point x, published where its
 	 * acceptor reads it, as an sl_promote_publish_fn (promote.h). */
 	int (*late_publish)(struct sl_sock *s, uint64_t x);
+	/* Optional: a connection the fabric left (its link went down, the move
+	 * to kernel TCP made, the peer's fail-over header read): its dead
+	 * session goes, and it can offer or take late as one that never rode
+	 * the fabric.  Under the connection's three locks; no-op otherwise. */
+	void (*late_retire)(struct sl_sock *s);
 	/* The connect failed: remove the offer and the segment. */
 	void (*offer_withdraw)(struct sl_sock *s);
 	/* Optional: connecting side, before it takes an undecided offer back

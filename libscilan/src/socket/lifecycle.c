@@ -215,6 +215,8 @@ int scilan_accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
 	r = sl_fabric_attach(ns, s, &ns->known_local, &ns->known_peer);
 	if (r > 0) {
 		sl_conn_became_connected(ns);
+		/* Where it looks for its return if its link goes down. */
+		sl_promote_note_listener(ns, s);
 		return nfd;
 	}
 	if (r == 0) {

@@ -19,6 +19,7 @@
 #include "uapi/scilan.h" /* the driver's ABI (-Idriver) */
 #include "runtime/config.h"
 #include "conn/agree.h"
+#include "conn/failover.h"
 #include "conn/conn.h"
 #include "evq/evq_dev.h"
 #include "fabric/fabric.h"
@@ -604,6 +605,20 @@ static void dev_release(struct sl_sock *s)
 
 /* The kernel connect failed after the device connect: the listener's side
  * never gets a kernel connection to pair it with. */
+static void dev_late_retire(struct sl_sock *s)
+{
+	if (!s->seg || !atomic_load(&s->dev_lost) || atomic_load(&s->strip_pending) || !sl_fell_back(s) ||
+	    atomic_load(&s->reset))
+		return;
+	/* The endpoint's close gives the dead session's slices back. */
+	dev_release(s);
+	sl_fail_over_forget(s);
+	s->offer_word = NULL;
+	atomic_store(&s->agree, 0);
+	atomic_store(&s->dev_lost, false);
+	atomic_store(&s->fail_over_due, false);
+}
+
 static void dev_offer_withdraw(struct sl_sock *s)
 {
 	if (s->seg && s->bell_rx >= 0)
@@ -718,6 +733,7 @@ const struct sl_fabric_ops sl_fabric_dev = {
 	.take_late = sl_dev_take_late,
 	.late_peer_point = sl_dev_late_peer_point,
 	.late_publish = sl_dev_late_publish,
+	.late_retire = dev_late_retire,
 	.offer_withdraw = dev_offer_withdraw,
 	.offer_revoke = dev_offer_revoke,
 	/* Nothing lingers: the peer's ring lives in the peer's memory, so data
