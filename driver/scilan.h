@@ -245,6 +245,7 @@ struct sl_ep {
 	u32 point_cookie;           /* ... with this cookie, and ... */
 	int point_ack;              /* ... the answer: 0 none yet, 1 stored, -1 refused */
 	bool point_got;             /* acceptor: the client's point is stored */
+	bool accepted;              /* took over a queued connection (never a client) */
 	int slice, peer_slice;      /* -1 when none */
 	int set;                    /* set endpoint: its index (held until release), else -1 */
 	u64 generation;             /* link generation the connection (or set) belongs to */

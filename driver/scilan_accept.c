@@ -49,6 +49,8 @@ static void sl_take_over_locked(struct sl_link *link, struct sl_ep *ep, struct s
 	ep->generation = q->generation;
 	ep->tokens = q->tokens;
 	ep->late = q->late;
+	ep->point_got = q->point_got;
+	ep->accepted = true;
 	link->slice_ep[ep->slice] = ep;
 	/* The accepting end agreed by taking it. */
 	ep->agreed = true;
@@ -297,7 +299,7 @@ long sl_ioc_seam_point(struct sl_ep *ep, u64 __user *arg)
 		return -EINVAL;
 	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
-	if (!ep->late || !ep->sk || ep->point_sent)
+	if (!ep->late || !ep->sk || ep->accepted || ep->point_sent)
 		rc = -EINVAL;
 	else if (ep->state == SCILAN_EP_RESET || !link->up || ep->generation != link->generation)
 		rc = -ECONNRESET;

@@ -302,8 +302,9 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 		.cookie = cpu_to_le32(cookie),
 	};
 	struct sl_tuple t = {};
-	struct sl_ep *lst, *ep;
+	struct sl_ep *lst, *ep, *q, *tmp;
 	int slice = -ECONNREFUSED, why, rc;
+	LIST_HEAD(stale);
 	u32 id;
 	bool userns_ok;
 	u64 gen;
@@ -374,7 +375,16 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	id = ep->id;
 	list_add_tail(&ep->node, &link->eps);
 	if (late) {
-		/* Not the listener's to poll: the acceptor's library looks. */
+		/* Not the listener's to poll: the acceptor's library looks.
+		 * Nothing else drains this queue: the late connects that can
+		 * never be taken (their client closed, an earlier session's)
+		 * go as a new one comes.
+		 */
+		list_for_each_entry_safe(q, tmp, &lst->late_q, lnode)
+			if (q->state != SCILAN_EP_CONNECTED || q->generation != gen) {
+				list_move_tail(&q->lnode, &stale);
+				lst->late_len--;
+			}
 		list_add_tail(&ep->lnode, &lst->late_q);
 		lst->late_len++;
 	} else {
@@ -386,6 +396,7 @@ static void sl_on_connect(struct sl_link *link, const struct sl_msg *m)
 	spin_unlock_irq(&link->lock);
 	rc = sl_ctl_send_locked(link, &accept);
 	mutex_unlock(&link->tx_mutex);
+	sl_close_queued(link, &stale);
 	/* An ACCEPT the peer never gets: nobody will claim the connection. */
 	if (rc)
 		sl_drop_queued(link, ep, id);
@@ -410,6 +421,7 @@ static bool sl_agree_locked_out(struct sl_link *link, u32 slice, u32 peer_slice,
 	spin_lock_irq(&link->lock);
 	ep = link->slice_ep[slice];
 	if (ep && ep->peer_slice == (int)peer_slice && ep->sk && !ep->abandoned && ep->late == late &&
+	    (!late || (!ep->agreed && point != SCILAN_POINT_UNKNOWN)) &&
 	    (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED)) {
 		ep->agreed = true;
 		if (late) {
@@ -505,11 +517,15 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 		}
 		break;
 	case SL_MSG_POINT:
-		/* Our accepted end of a late connect, paired: the client's
-		 * point, once (a second one could move it under our reads).
+		/* Our accepted end of a late connect, paired, or still queued
+		 * but proven (the client sends its point as soon as it sees its
+		 * agreement, which may be before our ACCEPT_LATE's thread took
+		 * the connection over): the client's point, once (a second one
+		 * could move it under our reads), never the unknown one.
 		 */
 		point_answer = true;
-		if (ep && ep->peer_slice == (int)src && ep->late && ep->agreed && !ep->queued && !ep->point_got &&
+		if (ep && ep->peer_slice == (int)src && ep->late && !ep->point_got && point != SCILAN_POINT_UNKNOWN &&
+		    ((ep->agreed && !ep->queued) || (ep->queued && ep->verdict > 0)) &&
 		    (ep->state == SCILAN_EP_CONNECTED || ep->state == SCILAN_EP_PEER_CLOSED)) {
 			ep->point_got = true;
 			sl_slice_point_store(link, dst, point);

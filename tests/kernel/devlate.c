@@ -4,7 +4,9 @@
  * ACCEPT, ACCEPT_SOCK or poll sees it), ACCEPT_LATE pairs it carrying the
  * acceptor's switch point to the client's slice, SEAM_POINT carries the
  * client's to the acceptor's, once; plain and late queues never pair each
- * other; bad arguments, revokes and a closing listener give back every slice.
+ * other; bad arguments, revokes and a closing listener give back every slice,
+ * and so does a late connect whose client closed without a revoke, at the
+ * next late connect (nothing else drains the late queue).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -349,6 +351,40 @@ static void test_revoked_and_closed(uint16_t port)
 	       revoked, strerror(taken), shown, base_c, base_s, settled);
 }
 
+/* A client that closes its late connect without a revoke (a process that
+ * died mid-offer) leaves it queued, holding a slice of the acceptor's, until
+ * the next late connect to the listener, which finds it dead and drops it. */
+static void test_dead_pruned(uint16_t port)
+{
+	long base_s = dbg_value(SERVER_LINK, "slices_busy");
+	struct late_pair p, q;
+	long held = -1, after = -1, shown = -1;
+	int ok = 0;
+
+	if (pair_open(&p, port) == 0 && late_connect(&p, port) == 0) {
+		close(p.cdev); /* no ABANDON: its CLOSE only says the client left */
+		p.cdev = -1;
+		usleep(200000);
+		held = dbg_value(SERVER_LINK, "slices_busy");
+		/* A second connection to the same listener moves late. */
+		q = (struct late_pair){ .lsock = -1, .ldev = -1, .c = -1, .s = -1, .cdev = -1 };
+		q.c = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = loopback(port);
+
+		if (q.c >= 0 && connect(q.c, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    (q.s = accept(p.lsock, NULL, NULL)) >= 0 && late_connect(&q, port) == 0) {
+			ok = settle_for(SERVER_LINK, "slices_busy", base_s + 1, 3000);
+			after = dbg_value(SERVER_LINK, "slices_busy");
+			shown = late_shown(port);
+		}
+		pair_close(&q);
+	}
+	pair_close(&p);
+	result("late_dead_pruned", ok && held == base_s + 1 && shown == 1,
+	       "slices busy on the acceptor's link: %ld before, %ld with the closed client's late connect queued, %ld after the next one (the dead one dropped); listener shows late %ld",
+	       base_s, held, after, shown);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -357,5 +393,6 @@ int main(void)
 	test_plain_apart(7303);
 	test_refusals(7304);
 	test_revoked_and_closed(7305);
+	test_dead_pruned(7307);
 	return failures ? 1 : 0;
 }

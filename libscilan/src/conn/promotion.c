@@ -148,8 +148,14 @@ static int take_back(struct sl_sock *s)
 	if (s->fabric->offer_revoke) {
 		int r = s->fabric->offer_revoke(s);
 
-		if (r <= 0)
-			return r;
+		if (r == 0)
+			return 0;
+		/* The link went down.  Its driver stores ATTACHED only as it
+		 * agrees, and LINK_DOWN only over an agreed connection: a word
+		 * still OFFERED was never agreed, so no acceptor claimed, and a
+		 * late offer put nothing in the ring: taken back. */
+		if (r < 0 && atomic_load_explicit(s->offer_word, memory_order_acquire) != SL_OFFER_OFFERED)
+			return -1;
 	}
 	return atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED) ? 1 : 0;
 }

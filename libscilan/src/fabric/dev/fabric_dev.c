@@ -603,12 +603,24 @@ static void dev_release(struct sl_sock *s)
 	sl_dev_close_quietly(fd);
 }
 
-/* The kernel connect failed after the device connect: the listener's side
- * never gets a kernel connection to pair it with. */
+/* The endpoint's driver reset it (the session it belonged to is over). */
+static bool endpoint_reset(struct sl_sock *s)
+{
+	struct scilan_info in;
+
+	return s->bell_rx >= 0 && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_INFO, &in) == 0 && in.ep_state == SCILAN_EP_RESET;
+}
+
+/* A connection its link left, moved to kernel TCP and stripped: the dead
+ * session goes, under the connection's three locks (no ring access of ours
+ * is under way; racing readers see the stand-in the unbind leaves). */
 static void dev_late_retire(struct sl_sock *s)
 {
-	if (!s->seg || !atomic_load(&s->dev_lost) || atomic_load(&s->strip_pending) || !sl_fell_back(s) ||
-	    atomic_load(&s->reset))
+	if (!s->seg || atomic_load(&s->strip_pending) || !sl_fell_back(s) || atomic_load(&s->reset))
+		return;
+	/* Moved by the peer's fail-over header, which can come before our
+	 * own end hears of the link: the endpoint says so then. */
+	if (!atomic_load(&s->dev_lost) && !endpoint_reset(s))
 		return;
 	/* The endpoint's close gives the dead session's slices back. */
 	dev_release(s);
@@ -619,6 +631,8 @@ static void dev_late_retire(struct sl_sock *s)
 	atomic_store(&s->fail_over_due, false);
 }
 
+/* The kernel connect failed after the device connect: the listener's side
+ * never gets a kernel connection to pair it with. */
 static void dev_offer_withdraw(struct sl_sock *s)
 {
 	if (s->seg && s->bell_rx >= 0)
