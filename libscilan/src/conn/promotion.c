@@ -82,6 +82,8 @@ static void withdrawn(struct sl_sock *s, bool refused)
 	s->seam_point.word = NULL;
 	s->fabric->offer_withdraw(s);
 	moved_on();
+	if (!refused)
+		sl_promote_untaken(s);
 	sl_promote_back_off(s, refused);
 }
 

@@ -29,6 +29,10 @@
  * ioctl of the device) every two seconds or so while it stays down. */
 #define RETURN_GAP_FIRST_MS 150
 #define RETURN_GAP_MAX_MS 2000
+/* Offers of a return nobody took (the link up, the acceptor not looking:
+ * closed, forked, a member of an epoll set): then it backs off as a
+ * promotion does. */
+#define RETURN_UNTAKEN_MAX 5
 /* After an acceptor's refusal (no room for its marker): the next offer,
  * so soon only so many times (an acceptor that refuses every offer costs us
  * a segment each time). */
@@ -115,6 +119,7 @@ void sl_promote_arm_return(struct sl_sock *s)
 	    (role == SL_PROMOTE_ACCEPTOR && !s->promote_listener))
 		return;
 	atomic_store(&s->promote_return, true);
+	atomic_store(&s->promote_untaken, 0);
 	/* Armed once the peer's fail-over header is read: until then an armed
 	 * socket's kernel calls go the library's way (the gate), and a send
 	 * there would only find the strip still pending. */
@@ -123,6 +128,12 @@ void sl_promote_arm_return(struct sl_sock *s)
 	atomic_store(&s->promote_gap_ms, RETURN_GAP_FIRST_MS);
 	atomic_store(&s->promote_role, role);
 	atomic_store(&s->promote_at_ns, ms_from_now(RETURN_GAP_FIRST_MS));
+}
+
+void sl_promote_untaken(struct sl_sock *s)
+{
+	if (atomic_load(&s->promote_return) && atomic_fetch_add(&s->promote_untaken, 1) + 1 >= RETURN_UNTAKEN_MAX)
+		atomic_store(&s->promote_return, false);
 }
 
 void sl_promote_strip_ended(struct sl_sock *s)

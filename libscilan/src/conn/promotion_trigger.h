@@ -36,6 +36,9 @@ void sl_promote_arm_return(struct sl_sock *s);
 /* The peer's fail-over header was read (failover.c): a return noted at
  * the move is armed now. */
 void sl_promote_strip_ended(struct sl_sock *s);
+/* A late offer out its whole time with the link up and nobody taking it:
+ * a return gives up its short gap after a few (promotion.c). */
+void sl_promote_untaken(struct sl_sock *s);
 /* A use that promotion cannot follow (a kernel epoll set holds the socket, a
  * stdio stream reads it, splice, urgent data): the connection stays on
  * kernel TCP for good.  Takes effect for the next offer or look. */

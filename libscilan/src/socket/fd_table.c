@@ -188,6 +188,7 @@ reset:
 	atomic_store(&s->promote_refusals, 0);
 	atomic_store(&s->promote_busy_ms, 0);
 	atomic_store(&s->promote_return, false);
+	atomic_store(&s->promote_untaken, 0);
 	atomic_store(&s->was_promoted, false);
 	s->promote_listener = NULL;
 	atomic_fetch_add(&s->listen_gen, 1); /* acceptors of the listener that lived here stop looking */

@@ -255,6 +255,7 @@ struct sl_sock {
 	_Atomic uint32_t promote_busy_ms; /* the wait after a try that met calls in flight */
 	_Atomic bool was_promoted;        /* began on kernel TCP, moved onto the rings (scilan_ctl stat) */
 	_Atomic bool promote_return;      /* armed by a link-down move: tries soon, its link may come back */
+	_Atomic uint8_t promote_untaken;  /* its late offers nobody took since (a return gives up soon) */
 	struct sl_sock *promote_listener;
 	uint32_t promote_listener_gen;
 	_Atomic uint32_t listen_gen;
