@@ -125,6 +125,28 @@ static void sl_queue_len_dec(struct sl_ep *lst, bool late)
 		lst->backlog_len--;
 }
 
+/* Sends m, a question about ep's connection to the peer's driver, and
+ * waits until *answer is set or ep is reset, killable and bounded by the
+ * connect timeout.  The caller holds the read side of map_sem, let go for
+ * the wait (link down needs the write side) and taken again.  0: asked
+ * (*left: the wait's result, 0 timed out, < 0 a fatal signal); else
+ * -ECONNRESET or -ETIMEDOUT: it could not be sent.
+ */
+static long sl_ask(struct sl_link *link, struct sl_ep *ep, const struct sl_msg *m, const int *answer, long *left)
+{
+	long rc = sl_ctl_send(link, m);
+
+	if (rc && rc != -ETIMEDOUT)
+		rc = -ECONNRESET;
+	up_read(&link->map_sem);
+	*left = 1;
+	if (!rc)
+		*left = wait_event_killable_timeout(ep->wq, READ_ONCE(*answer) || READ_ONCE(ep->state) == SCILAN_EP_RESET,
+						    msecs_to_jiffies(sl_connect_timeout_ms));
+	down_read(&link->map_sem);
+	return rc;
+}
+
 static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn, u64 point)
 {
 	struct sl_msg m = { .type = cpu_to_le32(SL_MSG_VERIFY) };
@@ -152,15 +174,7 @@ static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn, u64 point)
 		m.point = cpu_to_le64(point);
 	}
 	spin_unlock_irq(&link->lock);
-	rc = sl_ctl_send(link, &m);
-	if (rc && rc != -ETIMEDOUT)
-		rc = -ECONNRESET;
-	up_read(&link->map_sem); /* link down needs the write side */
-	if (!rc)
-		left = wait_event_killable_timeout(q->wq, READ_ONCE(q->verdict) ||
-						   READ_ONCE(q->state) == SCILAN_EP_RESET,
-						   msecs_to_jiffies(sl_connect_timeout_ms));
-	down_read(&link->map_sem);
+	rc = sl_ask(link, q, &m, &q->verdict, &left);
 	spin_lock_irq(&link->lock);
 	if (q->verdict > 0 || (!q->late && q->confirmed && q->isn == isn))
 		rc = 0; /* proven now, or by the CLOSE that crossed the VERIFY */
@@ -319,14 +333,8 @@ long sl_ioc_seam_point(struct sl_ep *ep, u64 __user *arg)
 	m.cookie = cpu_to_le32(ep->point_cookie);
 	m.point = cpu_to_le64(point);
 	spin_unlock_irq(&link->lock);
-	rc = sl_ctl_send(link, &m);
-	if (rc && rc != -ETIMEDOUT)
-		rc = -ECONNRESET;
-	up_read(&link->map_sem); /* link down needs the write side */
-	if (!rc)
-		left = wait_event_killable_timeout(ep->wq, READ_ONCE(ep->point_ack) ||
-						   READ_ONCE(ep->state) == SCILAN_EP_RESET,
-						   msecs_to_jiffies(sl_connect_timeout_ms));
+	rc = sl_ask(link, ep, &m, &ep->point_ack, &left);
+	up_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
 	if (ep->point_ack > 0)
 		rc = 0;

@@ -105,6 +105,47 @@ static inline int settle_for(int link, const char *key, long want, int ms)
 	return 0;
 }
 
+/* n bytes whole through read (wr 0) or write (wr 1), retried on EINTR: 0,
+ * or -1 at an error or the end of the stream. */
+static inline int full_io(int fd, void *buf, size_t n, int wr)
+{
+	uint8_t *p = buf;
+
+	while (n) {
+		ssize_t k = wr ? write(fd, p, n) : read(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Are both links of the one-guest mock pair up (their debugfs state)? */
+static inline int links_up(void)
+{
+	char line[64];
+	int up = 1;
+
+	for (int l = 0; l < 2; l++) {
+		char path[64];
+		int seen = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/kernel/debug/scilan/scilan%d/state", l);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			seen |= !strcmp(line, "link up\n");
+		if (f)
+			fclose(f);
+		up &= seen;
+	}
+	return up;
+}
+
 /* In a hostile-arguments test: cond must hold with errno err (0: success);
  * counts into the caller's `checks` and `bad`. */
 #define EXPECT(cond, err)                                                                                  \

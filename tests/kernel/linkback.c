@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +31,6 @@ static unsigned char stream_byte(int which, uint64_t i)
 	return (unsigned char)((i * (which == 1 ? 131 : 197) + (i >> 9)) % 251);
 }
 
-static int whole(int fd, void *buf, size_t n, int wr)
-{
-	unsigned char *p = buf;
-
-	while (n) {
-		ssize_t k = wr ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* A request of n bytes from c to a and its reply, both checked. */
 static int exchange(int c, int a, size_t n)
 {
@@ -55,7 +39,7 @@ static int exchange(int c, int a, size_t n)
 	for (int dir = 1; dir <= 2; dir++) {
 		for (size_t i = 0; i < n; i++)
 			out[i] = stream_byte(dir, off + i);
-		if (whole(dir == 1 ? c : a, out, n, 1) < 0 || whole(dir == 1 ? a : c, in, n, 0) < 0 ||
+		if (full_io(dir == 1 ? c : a, out, n, 1) < 0 || full_io(dir == 1 ? a : c, in, n, 0) < 0 ||
 		    memcmp(out, in, n) != 0)
 			return -1;
 	}
@@ -69,26 +53,6 @@ static int accelerated(int fd)
 	socklen_t len = sizeof(acc);
 
 	return getsockopt(fd, SOL_SCILAN, SCILAN_SO_ACCELERATED, &acc, &len) == 0 ? acc : -1;
-}
-
-static int links_up(void)
-{
-	int up = 1;
-
-	for (int l = 0; l < 2; l++) {
-		char path[64], line[64];
-		int seen = 0;
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/sys/kernel/debug/scilan/scilan%d/state", l);
-		f = fopen(path, "r");
-		while (f && fgets(line, sizeof(line), f))
-			seen |= !strcmp(line, "link up\n");
-		if (f)
-			fclose(f);
-		up &= seen;
-	}
-	return up;
 }
 
 /* Exchanges until both ends are (want 1) or are not (want 0) accelerated:
@@ -141,6 +105,7 @@ int main(int argc, char **argv)
 	char why[200] = "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||

@@ -171,33 +171,11 @@ static int recv_stream(int fd, int stream)
 	return recv_stream_from(fd, stream, 0);
 }
 
-static int link_is_up(void)
-{
-	char line[64];
-	int up = 1;
-
-	for (int l = 0; l < 2; l++) {
-		char path[64];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/sys/kernel/debug/scilan/scilan%d/state", l);
-		f = fopen(path, "r");
-		int seen = 0;
-
-		while (f && fgets(line, sizeof(line), f))
-			seen |= !strcmp(line, "link up\n");
-		if (f)
-			fclose(f);
-		up &= seen;
-	}
-	return up;
-}
-
 static int wait_up(void)
 {
-	for (int i = 0; i < 300 && !link_is_up(); i++)
+	for (int i = 0; i < 300 && !links_up(); i++)
 		usleep(20000);
-	return link_is_up();
+	return links_up();
 }
 
 /* The connection left the rings (it failed over): 1; still on them: 0. */

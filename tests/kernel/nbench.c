@@ -34,23 +34,6 @@ static void die(const char *what)
 	exit(1);
 }
 
-static int full_io(int fd, void *buf, size_t n, int wr)
-{
-	uint8_t *p = buf;
-
-	while (n) {
-		ssize_t k = wr ? write(fd, p, n) : read(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 static void no_delay(int fd)
 {
 	int one = 1;

@@ -38,23 +38,6 @@ static int is_a, ctl = -1;
 static int rtt_iters = 2000, poll_iters = 20000;
 static size_t stream_bytes = 16u << 20;
 
-static int full_io(int fd, void *buf, size_t n, int wr)
-{
-	uint8_t *p = buf;
-
-	while (n) {
-		ssize_t k = wr ? write(fd, p, n) : read(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* A step both programs reach: each sends the step's name and a value, then
  * reads the other's; a mismatch means the two runs are out of step.
  */
