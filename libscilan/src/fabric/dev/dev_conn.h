@@ -33,8 +33,10 @@ int sl_dev_connect(struct sl_sock *s, const struct sl_key *dst, const struct sl_
 _Atomic uint32_t *sl_dev_agree_word(struct sl_sock *s);
 /* A connected endpoint the program will not use: the peer drops it. */
 void sl_dev_abandon(int fd);
-/* The index in l of the link the cluster map names for peer, or -1. */
-int sl_dev_link_for(const struct sl_dev_listen *l, const struct sl_key *peer);
+/* on(s, l, i) for each link i of the listener's, the one the map names for
+ * peer first, until one says other than 0 (taken, or a reset): its answer. */
+int sl_dev_each_link(struct sl_sock *s, const struct sl_sock *listener, const struct sl_key *peer,
+		     int (*on)(struct sl_sock *s, const struct sl_dev_listen *l, int i));
 
 /* The fabric's late moves (sl_fabric_ops, promotion.c): CONNECT_LATE,
  * ACCEPT_LATE with the acceptor's point, the driver's point word, and

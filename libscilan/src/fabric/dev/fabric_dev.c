@@ -525,7 +525,7 @@ static int accept_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 
 /* The link the cluster map names for the peer's address, if the listener
  * registered there: the one its connection most likely came over. */
-int sl_dev_link_for(const struct sl_dev_listen *l, const struct sl_key *peer)
+static int link_for(const struct sl_dev_listen *l, const struct sl_key *peer)
 {
 	const struct sl_map_entry *e = peer->family ? sl_dev_entry(peer) : NULL;
 	int link;
@@ -539,21 +539,28 @@ int sl_dev_link_for(const struct sl_dev_listen *l, const struct sl_key *peer)
 	return -1;
 }
 
-static int dev_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
+int sl_dev_each_link(struct sl_sock *s, const struct sl_sock *listener, const struct sl_key *peer,
+		     int (*on)(struct sl_sock *s, const struct sl_dev_listen *l, int i))
 {
 	const struct sl_dev_listen *l = listener->dev_listen;
 	int first, r;
 
-	(void)local; /* the driver reads the 4-tuple from the accepted socket */
 	if (!l || !l->count)
 		return 0;
-	first = sl_dev_link_for(l, peer);
-	if (first >= 0 && (r = accept_on(s, l, first)) != 0)
+	first = link_for(l, peer);
+	if (first >= 0 && (r = on(s, l, first)) != 0)
 		return r;
 	for (int i = 0; i < l->count; i++)
-		if (i != first && (r = accept_on(s, l, i)) != 0)
+		if (i != first && (r = on(s, l, i)) != 0)
 			return r;
-	return 0; /* the client did not come over a device: plain TCP */
+	return 0;
+}
+
+static int dev_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
+{
+	(void)local; /* the driver reads the 4-tuple from the accepted socket */
+	/* 0: the client did not come over a device: plain TCP */
+	return sl_dev_each_link(s, listener, peer, accept_on);
 }
 
 /* Does a device connection wait on any of the listener's links?  The

@@ -114,17 +114,6 @@ static int take_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 
 int sl_dev_take_late(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
 {
-	const struct sl_dev_listen *l = listener->dev_listen;
-	int first, r;
-
 	(void)local; /* the driver reads the 4-tuple from our socket */
-	if (!l || !l->count)
-		return 0;
-	first = sl_dev_link_for(l, peer);
-	if (first >= 0 && (r = take_on(s, l, first)) != 0)
-		return r;
-	for (int i = 0; i < l->count; i++)
-		if (i != first && (r = take_on(s, l, i)) != 0)
-			return r;
-	return 0;
+	return sl_dev_each_link(s, listener, peer, take_on);
 }
