@@ -658,7 +658,7 @@ static void test_cut(const char *name, const char *poll_us)
 		       "peer server: every byte across the cut on kernel TCP %d, a new connection on the rings after it "
 		       "%d, client ok %lld",
 		       ok, again, (long long)theirs);
-		if (!ok || !again) {
+		if (!ok || !again || theirs != 1) {
 			show_file("/tmp/cut-srv.out");
 			show_file("/tmp/cut-srv.err");
 			show_file("/tmp/cut-srv2.err");
@@ -698,7 +698,7 @@ static void test_cut(const char *name, const char *poll_us)
 	       "peer client: 64 MiB echoed intact across the cut, failed over %d; link up again %d, a new connection "
 	       "on the rings %d; server ok %lld",
 	       ok, up, again, (long long)theirs);
-	if (!ok || !again) {
+	if (!ok || !again || theirs != 1) {
 		show_file("/tmp/cut-cli.out");
 		show_file("/tmp/cut-cli.err");
 		show_file("/tmp/cut-cli2.err");
@@ -830,7 +830,7 @@ static void test_epoll_cut(void)
 		       "epollset server: 40 connections failed over, every request answered %d; link up again %d; "
 		       "client ok %lld",
 		       ok, up, (long long)theirs);
-		if (!ok)
+		if (!ok || theirs != 1)
 			show_file("/tmp/epx.err");
 		return;
 	}

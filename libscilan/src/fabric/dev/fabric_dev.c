@@ -447,10 +447,17 @@ int sl_dev_connect(struct sl_sock *s, const struct sl_key *dst, const struct sl_
 	if (!connected && fd >= 0 && errno == EAGAIN)
 		errno = ENOSPC;
 	if (connected && sl_dev_map_connection(s, fd, 0) == 0) {
+		uint32_t zeroed = 0;
+
 		/* The acceptor's driver pairs through ours, which then stores
 		 * ATTACHED over OFFERED: the agreement (agree.c,
-		 * dev_offer_revoke), or a late move's claim (promotion.c). */
-		atomic_store_explicit(sl_dev_agree_word(s), SL_OFFER_OFFERED, memory_order_release);
+		 * dev_offer_revoke), or a late move's claim (promotion.c).
+		 * Only over the driver's zeroed slice: a listener that looks
+		 * often pairs before we get here, and a plain store would put
+		 * OFFERED over its claim (we would withdraw while it moved to
+		 * the rings and its marker came to us as data). */
+		atomic_compare_exchange_strong_explicit(sl_dev_agree_word(s), &zeroed, SL_OFFER_OFFERED,
+							memory_order_acq_rel, memory_order_acquire);
 		return 0;
 	}
 	/* Connected but unusable: the listener's side must drop it,
