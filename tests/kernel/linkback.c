@@ -4,13 +4,18 @@
  * TCP at the cut, and once the link is back the same connection (the same
  * descriptors) is on the rings again at both ends, every byte of both
  * streams intact.  `linkback once`, or `linkback cycles N`: N cuts and
- * returns in a row.  Each return is bounded in exchanges (a millisecond's
- * sleep after each), never in time; the time it took is printed.
+ * returns in a row; `linkback stream`: one cut and return under both
+ * streams at once, every call non-blocking (the return of a full-duplex
+ * stream: the connector must still have room for its marker when the
+ * acceptor, on its ring already, waits to be read).  Each return is bounded
+ * in exchanges or rounds, never in time; the time it took is printed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +74,112 @@ static int exchange_until(int c, int a, int want)
 	return -1;
 }
 
+/* Both streams at once, non-blocking: each end sends what its socket takes
+ * and reads what came, checked byte for byte.  The acceptor reads only
+ * while its own sends go (an echo server's coupling), and slowly: the
+ * connector's kernel queue is full when the acceptor claims, and once the
+ * acceptor's ring is full it leaves the connector's kernel bytes unread,
+ * the case where the connector's marker would find no room. */
+static uint64_t sent[2], got[2];
+static bool acceptor_held;
+static unsigned slow_reads; /* the acceptor reads one round in 8 */
+
+static int pump_one(int from, int to, int dir)
+{
+	unsigned char buf[16384];
+	ssize_t k;
+	size_t n = sizeof(buf);
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = stream_byte(dir, sent[dir - 1] + i);
+	k = send(from, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (k > 0)
+		sent[dir - 1] += (uint64_t)k;
+	else if (errno != EAGAIN)
+		return -1;
+	if (dir == 2)
+		acceptor_held = k < 0;
+	if (dir == 1 && (acceptor_held || ++slow_reads % 8))
+		return 0;
+	/* Half the connector's pace when it reads (four reads one round in
+	 * eight): its queue fills, and each read leaves room for an offer. */
+	for (int r = 0; r < (dir == 1 ? 4 : 1); r++) {
+		k = recv(to, buf, sizeof(buf), MSG_DONTWAIT);
+		if (k == 0)
+			errno = EPIPE; /* the end of a stream that was never ended */
+		if (k == 0 || (k < 0 && errno != EAGAIN))
+			return -1;
+		for (ssize_t i = 0; i < k; i++)
+			if (buf[i] != stream_byte(dir, got[dir - 1] + (uint64_t)i)) {
+				errno = EILSEQ;
+				return -1;
+			}
+		if (k <= 0)
+			break;
+		got[dir - 1] += (uint64_t)k;
+	}
+	return 0;
+}
+
+static bool queue_half_full(int fd);
+static bool seen_full; /* the connector's queue, while the return was pending */
+
+/* Rounds until both ends are (want 1) or are not (want 0) accelerated, or
+ * for `rounds` when want is -1: how many it took, or -1. */
+static int pump_until(int c, int a, int want, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		if (want >= 0 && accelerated(c) == want && accelerated(a) == want)
+			return i;
+		if (want == 1 && !seen_full)
+			seen_full = queue_half_full(c);
+		if (pump_one(c, a, 1) < 0 || pump_one(a, c, 2) < 0)
+			return -1;
+	}
+	return want >= 0 ? -1 : rounds;
+}
+
+/* The connector's send memory at least half full (SO_MEMINFO): the case
+ * this mode is for. */
+static bool queue_half_full(int fd)
+{
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+
+	return getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) == 0 &&
+	       2ull * mi[SK_MEMINFO_WMEM_QUEUED] >= mi[SK_MEMINFO_SNDBUF];
+}
+
+static int stream_cycle(int c, int a, char *why, size_t size)
+{
+	int moved, back, after;
+	double t_up;
+
+	if (pump_until(c, a, -1, 200) < 0) {
+		snprintf(why, size, "before the cut: %s", strerror(errno));
+		return -1;
+	}
+	write_file(MOCK_LINK, "0");
+	moved = pump_until(c, a, 0, 200000);
+	write_file(MOCK_LINK, "1");
+	for (int i = 0; i < 300 && !links_up(); i++)
+		usleep(20000);
+	t_up = now_us();
+	errno = 0;
+	back = moved >= 0 && links_up() ? pump_until(c, a, 1, 200000) : -1;
+	after = back >= 0 ? pump_until(c, a, -1, 500) : -1;
+	if (after < 0 || !seen_full) {
+		int err = errno;
+
+		snprintf(why, size, "moved after %d rounds, back after %d, links up %d, accelerated %d/%d, %s; the connector's queue seen half full before the return %d",
+			 moved, back, links_up(), accelerated(c), accelerated(a), err ? strerror(err) : "no error", seen_full);
+		return -1;
+	}
+	printf("linkback: stream failed over after %d rounds, back on the rings %.0f ms after the link (%d rounds)\n",
+	       moved, (now_us() - t_up) / 1000, back);
+	return 0;
+}
+
 /* One cut and return: 0, or -1 after a FAIL line's detail in why. */
 static int cycle(int c, int a, int k, char *why, size_t size)
 {
@@ -101,7 +212,8 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(PORT) };
 	int cycles = argc > 2 && !strcmp(argv[1], "cycles") ? atoi(argv[2]) : 1, l, c = -1, a = -1, one = 1, done = 0;
-	const char *name = cycles > 1 ? "linkback_cycles" : "linkback_once";
+	bool stream = argc > 1 && !strcmp(argv[1], "stream");
+	const char *name = stream ? "linkback_stream" : cycles > 1 ? "linkback_cycles" : "linkback_once";
 	char why[200] = "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -118,6 +230,14 @@ int main(int argc, char **argv)
 	if (accelerated(c) != 1 || accelerated(a) != 1) {
 		result(name, 0, "not accelerated at the start (%d/%d)", accelerated(c), accelerated(a));
 		return 1;
+	}
+	if (stream) {
+		done = stream_cycle(c, a, why, sizeof(why)) == 0;
+		result(name, done,
+		       "both streams at once across a cut and the return: %llu and %llu bytes sent, %llu and %llu checked%s%s",
+		       (unsigned long long)sent[0], (unsigned long long)sent[1], (unsigned long long)got[0],
+		       (unsigned long long)got[1], why[0] ? "; " : "", why);
+		return done ? 0 : 1;
 	}
 	for (int i = 0; i < 50 && !why[0]; i++)
 		if (exchange(c, a, 3000) < 0)

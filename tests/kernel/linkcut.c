@@ -313,8 +313,12 @@ static int subject(enum mode m, int c, int ready, int go)
 				sent += n > 0 ? (uint64_t)n : 0;
 			}
 			n = recv(c, buf, sizeof(buf), 0);
-			if (n == 0 || (n < 0 && errno != EAGAIN) || (n > 0 && !check(2, got, buf, (size_t)n)))
+			if (n == 0 || (n < 0 && errno != EAGAIN) || (n > 0 && !check(2, got, buf, (size_t)n))) {
+				fprintf(stderr, "linkcut: pid %d: receive of stream 2 at byte %llu: %s\n", (int)getpid(),
+					(unsigned long long)got,
+					n > 0 ? "not the bytes sent" : n == 0 ? "end of stream" : strerror(errno));
 				return 5;
+			}
 			got += n > 0 ? (uint64_t)n : 0;
 			poll(&p, 1, 2);
 			usleep(2000); /* paced: the cut falls in the middle */

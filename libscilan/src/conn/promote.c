@@ -6,6 +6,7 @@
 
 #include "conn/promote.h"
 #include "conn/seam.h"
+#include "runtime/log.h"
 
 void sl_promote_seam_init(void *seg)
 {
@@ -45,6 +46,7 @@ int sl_promote_switch(int fd, int side, sl_promote_publish_fn publish, void *arg
 	 * claim.  The marker after it: written before, a revoke could beat the
 	 * claim and the connector would deliver the marker as data (the
 	 * model's mutant MARK_BEFORE_TAKE). */
+	sl_debug("fd %d: our switch point %llu", fd, (unsigned long long)x);
 	r = publish(arg, x);
 	if (r != 0)
 		return r;

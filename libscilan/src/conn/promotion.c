@@ -254,6 +254,7 @@ int sl_promote_offer(struct sl_sock *s)
 	struct sl_key dst = { 0 }, src = { 0 };
 	uint64_t peer_ring = 0;
 	int err = 0;
+	bool queue_full = false;
 
 	if (!s->fabric->offer_late) {
 		errno = EOPNOTSUPP;
@@ -273,6 +274,12 @@ int sl_promote_offer(struct sl_sock *s)
 		err = errno ? errno : ENOENT;
 		goto out;
 	}
+	/* Our marker must find room once the acceptor claims (seam.h): a full
+	 * send queue offers later. */
+	if (!sl_seam_send_allowance(s->fd)) {
+		queue_full = true;
+		goto out;
+	}
 	/* Named by our socket where the acceptor's kernel can answer for it. */
 	if (s->fabric->offer_by_socket && s->fabric->offer_by_socket(s))
 		src.port = 0;
@@ -280,7 +287,7 @@ int sl_promote_offer(struct sl_sock *s)
 	 * put its marker there (no read of ours is under way: rx_lock). */
 	if (sl_seam_rx_start(s->fd, &s->seam_rx) < 0 ||
 	    s->fabric->offer_late(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
-		err = errno;
+		err = errno ? errno : EIO;
 		if (s->rdv_conn >= 0)
 			sl_sys.close(s->rdv_conn);
 		s->rdv_conn = -1;
@@ -300,7 +307,7 @@ out:
 	sl_unlock(&s->rx_lock);
 	sl_unlock(&s->tx_lock);
 	errno = err;
-	return err ? -1 : 0;
+	return err ? -1 : queue_full ? 1 : 0;
 }
 
 int sl_promote_look(struct sl_sock *s, struct sl_sock *listener)
@@ -346,6 +353,10 @@ out:
  * or the peer lied about its point.  Its place is unknown: both ends reset. */
 static void seam_broken(struct sl_sock *s)
 {
+	const _Atomic uint64_t *x = s->seam_point.x;
+
+	sl_debug("fd %d: seam broken: read %llu, the peer's point %llu", s->fd, (unsigned long long)s->seam_rx.read,
+		 x ? (unsigned long long)atomic_load(x) : ~0ull);
 	sl_conn_reset(s, "what followed the peer's switch point was not its marker alone");
 	sl_sys_reset_tcp(s->fd);
 	errno = ECONNRESET;
@@ -443,6 +454,19 @@ ssize_t sl_promote_recv(struct sl_sock *s, const struct iovec *iov, int cnt, int
  * time. */
 #define SEND_ROOM_SLICE_MS 10
 
+/* rest[0..n) cut to at most max bytes (n >= 1; max >= 1): its new count. */
+static int iov_cap(struct iovec *rest, int n, size_t max)
+{
+	for (int i = 0; i < n; i++) {
+		if (rest[i].iov_len >= max) {
+			rest[i].iov_len = max;
+			return i + 1;
+		}
+		max -= rest[i].iov_len;
+	}
+	return n;
+}
+
 int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t len, int flags, size_t *done)
 {
 	bool may_block = !sl_io_nonblocking(s, flags);
@@ -452,7 +476,7 @@ int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t 
 		struct iovec stack[8], *rest;
 		int n = sl_iov_rest(iov, cnt, *done, stack, 8, &rest), err;
 		ssize_t r = -1;
-		bool out;
+		bool out, held;
 
 		if (n < 0)
 			return *done ? 0 : (errno = ENOMEM, -1);
@@ -461,15 +485,34 @@ int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t 
 		 * kernel between its point and its marker. */
 		sl_lock(&s->tx_lock);
 		out = sl_sock_promoting(s);
-		if (out)
-			r = sl_sys.sendmsg(s->fd, &(struct msghdr){ .msg_iov = rest, .msg_iovlen = (size_t)n },
-					   flags | MSG_DONTWAIT);
+		held = false;
+		if (out) {
+			size_t allow = sl_seam_send_allowance(s->fd);
+
+			held = !allow;
+			if (held)
+				errno = EAGAIN;
+			else
+				r = sl_sys.sendmsg(s->fd,
+						   &(struct msghdr){ .msg_iov = rest,
+								     .msg_iovlen = (size_t)iov_cap(rest, n, allow) },
+						   flags | MSG_DONTWAIT);
+		}
 		err = errno;
 		sl_unlock(&s->tx_lock);
 		if (rest != stack)
 			free(rest);
 		if (!out)
 			return 1; /* decided meanwhile: the rest the usual way */
+		/* Held for the marker's room while the kernel would take the
+		 * bytes: no EAGAIN of ours, which no kernel wake-up would follow
+		 * (an edge-triggered writer would wait for good); the offer is
+		 * decided now instead.  Where the kernel would say EAGAIN too,
+		 * its poll has asked for the wake-up. */
+		if (held && sl_seam_writable(s->fd)) {
+			sl_promote_settle(s);
+			return 1;
+		}
 		if (r > 0) {
 			*done += (size_t)r;
 			if (!may_block)

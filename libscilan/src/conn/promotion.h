@@ -41,7 +41,8 @@ static inline bool sl_promote_window(const struct sl_sock *s)
 /* Connector, a plain connection with no call of ours in flight on it:
  * look up the listener and offer the rings late.  0: offered (our sends
  * stay on kernel TCP, our reads go across the seam, until the acceptor's
- * claim); -1 with errno: nothing changed. */
+ * claim); 1: not now, our send queue leaves no room for the marker;
+ * -1 with errno: nothing changed. */
 int sl_promote_offer(struct sl_sock *s);
 /* Connector, at each call while the offer is out: follow a claim (our
  * point, our marker, our sends on the ring), or revoke an offer past its

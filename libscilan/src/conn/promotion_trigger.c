@@ -6,6 +6,7 @@
  */
 #include "conn/promotion_trigger.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <sched.h>
 #include <time.h>
@@ -118,6 +119,14 @@ void sl_promote_arm_return(struct sl_sock *s)
 	if (!sl_config()->promote || !s->fabric->offer_late || atomic_load(&s->promote_role) != SL_PROMOTE_NONE ||
 	    (role == SL_PROMOTE_ACCEPTOR && !s->promote_listener))
 		return;
+	/* A member of our epoll sets over the device stays on kernel TCP:
+	 * its sets' registrations in the dead session's area are not made
+	 * again in a new one (ARCHITECTURE.md).  A mark that stays: the
+	 * set's reconcile may have dropped the registration before this. */
+	if (atomic_load(&s->dev_set_member)) {
+		sl_promote_forbid(s);
+		return;
+	}
 	atomic_store(&s->promote_return, true);
 	atomic_store(&s->promote_untaken, 0);
 	/* Armed once the peer's fail-over header is read: until then an armed
@@ -215,6 +224,18 @@ static bool drained(struct sl_sock *s)
 	return true;
 }
 
+/* Busy again and again (a reader blocked on a quiet direction, a full
+ * send queue): the wait for it doubles, or our calls would spend most of
+ * their time here. */
+static void retry_busy(struct sl_sock *s)
+{
+	uint32_t busy = atomic_load(&s->promote_busy_ms);
+
+	busy = busy < BUSY_RETRY_MS ? BUSY_RETRY_MS : busy * 2 > BUSY_RETRY_MAX_MS ? BUSY_RETRY_MAX_MS : busy * 2;
+	atomic_store(&s->promote_busy_ms, busy);
+	atomic_store(&s->promote_at_ns, ms_from_now(busy));
+}
+
 void sl_promote_try(struct sl_sock *s)
 {
 	uintptr_t none = 0, me = (uintptr_t)&this_thread;
@@ -242,20 +263,22 @@ void sl_promote_try(struct sl_sock *s)
 		sl_promote_forbid(s);
 		goto out;
 	}
-	/* Busy again and again (a reader blocked on a quiet direction): the
-	 * wait for it doubles, or our calls would spend most of their time
-	 * here. */
 	if (!drained(s)) {
-		uint32_t busy = atomic_load(&s->promote_busy_ms);
-
-		busy = busy < BUSY_RETRY_MS ? BUSY_RETRY_MS : busy * 2 > BUSY_RETRY_MAX_MS ? BUSY_RETRY_MAX_MS : busy * 2;
-		atomic_store(&s->promote_busy_ms, busy);
-		atomic_store(&s->promote_at_ns, ms_from_now(busy));
+		retry_busy(s);
 		goto out;
 	}
-	atomic_store(&s->promote_busy_ms, 0);
 	if (role == SL_PROMOTE_CONNECTOR) {
-		if (sl_promote_offer(s) == 0) {
+		int r = sl_promote_offer(s);
+
+		if (r == 1) {
+			/* Our send queue is full: a claim now would find no room
+			 * for our marker.  A stream's queue empties by the
+			 * acceptor's reads, not by our offers: soon again. */
+			retry_busy(s);
+			goto out;
+		}
+		atomic_store(&s->promote_busy_ms, 0);
+		if (r == 0) {
 			/* Out: the offer's decision (promotion.c) backs off if
 			 * nobody takes it. */
 			atomic_store(&s->promote_at_ns, 0);
@@ -266,6 +289,7 @@ void sl_promote_try(struct sl_sock *s)
 	} else {
 		uint32_t gap = atomic_load(&s->promote_gap_ms);
 
+		atomic_store(&s->promote_busy_ms, 0);
 		atomic_store(&s->promote_at_ns, ms_from_now(gap));
 		if (gap < (atomic_load(&s->promote_return) ? RETURN_GAP_MAX_MS : ACCEPTOR_GAP_MAX_MS))
 			atomic_store(&s->promote_gap_ms, gap * 2);

@@ -3,9 +3,11 @@
  * there, and the receive that stops at the peer's switch point (seam.h).
  */
 #include <errno.h>
+#include <linux/sock_diag.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <linux/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -84,11 +86,62 @@ bool sl_seam_established(int fd)
 	return sl_sys.getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == SEAM_TCP_ESTABLISHED;
 }
 
+/* Send-buffer memory a fresh segment of one byte (the marker) may take,
+ * with margin: a new skb's head and its page fragment. */
+#define SEAM_MARKER_ROOM 8192
+
+/* The socket's queued send memory and its limit (SO_MEMINFO): the kernel's
+ * own test for room for another segment (sk_stream_memory_free) is queued
+ * below the limit.  -1 where the kernel has no SO_MEMINFO (before 4.6). */
+static int send_memory(int fd, uint64_t *queued, uint64_t *limit)
+{
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+
+	if (sl_sys.getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0 ||
+	    len < (SK_MEMINFO_WMEM_QUEUED + 1) * sizeof(mi[0]))
+		return -1;
+	*queued = mi[SK_MEMINFO_WMEM_QUEUED];
+	*limit = mi[SK_MEMINFO_SNDBUF];
+	return 0;
+}
+
 bool sl_seam_room(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	uint64_t queued, limit;
+	int lowat = 0;
+	socklen_t len = sizeof(lowat);
 
-	return sl_sys.poll(&p, 1, 0) == 1 && (p.revents & (POLLOUT | POLLERR | POLLHUP)) == POLLOUT;
+	if (sl_sys.poll(&p, 1, 0) < 0 || (p.revents & (POLLERR | POLLHUP)))
+		return false;
+	/* The kernel's test has a second half, unsent bytes below the
+	 * socket's TCP_NOTSENT_LOWAT: where one is set, POLLOUT answers
+	 * (the system-wide default is no limit). */
+	if (send_memory(fd, &queued, &limit) == 0 &&
+	    (sl_sys.getsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, &len) < 0 || lowat <= 0))
+		return queued + SEAM_MARKER_ROOM <= limit;
+	return p.revents & POLLOUT;
+}
+
+bool sl_seam_writable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	return sl_sys.poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
+}
+
+size_t sl_seam_send_allowance(int fd)
+{
+	uint64_t queued, limit;
+
+	if (send_memory(fd, &queued, &limit) < 0)
+		return SIZE_MAX; /* no way to know: as before, the kernel's room */
+	if (queued + 2 * SEAM_MARKER_ROOM >= limit)
+		return 0;
+	/* Half of what is free beyond the marker's room: a segment's memory
+	 * is its bytes and its head, and tiny sends are mostly head. */
+	return (size_t)((limit - queued - 2 * SEAM_MARKER_ROOM) / 2);
 }
 
 int sl_seam_mark(int fd)

@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -37,10 +38,21 @@ int sl_seam_read_total(int fd, uint64_t *total);
  * counts hold only then)? */
 bool sl_seam_established(int fd);
 
-/* Can our kernel socket take the marker now without blocking (POLLOUT)?
- * Asked before our switch point is published: once it is, the marker must
- * follow. */
+/* Can our kernel socket take the marker now without blocking (its send
+ * memory, or POLLOUT where the kernel does not say)?  Asked before our
+ * switch point is published: once it is, the marker must follow. */
 bool sl_seam_room(int fd);
+
+/* How many more bytes a connector whose late offer is out may put into its
+ * kernel socket and still have room for its marker when the acceptor
+ * claims (SIZE_MAX where the kernel does not say).  Without that room the
+ * connector cannot follow, and a full-duplex stream deadlocks: the
+ * acceptor, on its ring already, waits for the connector to read it, the
+ * connector waits for the acceptor to read its kernel bytes. */
+size_t sl_seam_send_allowance(int fd);
+
+/* The kernel's POLLOUT now (its poll also asks for the wake-up when not). */
+bool sl_seam_writable(int fd);
 /* Write the marker (after our switch point was published, with no other
  * call of ours sending on fd).  0, or -1 with errno: the caller resets, as
  * the peer would wait at our switch point for ever. */

@@ -238,6 +238,7 @@ int sl_evq_dev_register(struct sl_evq *q, struct sl_sock *s, uint32_t index, uin
 	d->sock[s->dev_own_slice] = s;
 	d->slot[s->dev_own_slice] = (int8_t)k;
 	d->nmembers++;
+	atomic_store(&s->dev_set_member, true);
 	atomic_store(&s->dev_wanted[k], 0);
 	atomic_store(&s->dev_reg[k], d);
 	return k;

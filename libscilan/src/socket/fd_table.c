@@ -172,6 +172,7 @@ reset:
 	s->dev_own_slice = s->dev_peer_slice = 0;
 	s->dev_set_map[0] = s->dev_set_map[1] = NULL;
 	atomic_store(&s->dev_claims, 0);
+	atomic_store(&s->dev_set_member, false);
 	for (int k = 0; k < 4; k++) {
 		atomic_store(&s->dev_reg[k], NULL);
 		atomic_store(&s->dev_wanted[k], 0);
@@ -286,6 +287,7 @@ static void reset_in_child(struct sl_sock *s)
 	/* The parent's device registrations are the parent's (the child's
 	 * copies of its sets scan; evq_dev.c). */
 	atomic_store(&s->dev_claims, 0);
+	atomic_store(&s->dev_set_member, false);
 	for (int k = 0; k < 4; k++) {
 		atomic_store(&s->dev_reg[k], NULL);
 		atomic_store(&s->dev_wanted[k], 0);

@@ -222,6 +222,7 @@ struct sl_sock {
 	 * (bit k: evq[k] in the peer's area), and which set holds each. */
 	void *dev_set_map[2];
 	_Atomic uint32_t dev_claims;
+	_Atomic bool dev_set_member; /* was ever in one of our epoll sets over the device */
 	struct sl_evq_dev *_Atomic dev_reg[4];
 	/* What we last stored into want byte k of the peer's evq_want while the
 	 * peer has not consumed it (0: store it again at the next look). */

@@ -87,13 +87,6 @@ static void decide_link_lost(struct sl_sock *s)
 		  !(sl_agree_kernel_ready(s, POLLOUT) & (POLLERR | POLLHUP));
 	refused = movable ? sl_dev_fail_over_refused(s) : NULL;
 	if (movable && !refused) {
-		/* A member of our epoll sets over the device stays on kernel TCP
-		 * after the move: its sets' registrations in the dead session's
-		 * area are not made again in a new one (an interrupt-mode set
-		 * was seen not to wake for a returned member: two-guest
-		 * epoll_set_link_cut, one connection unanswered for 20 s). */
-		if (atomic_load(&s->dev_claims))
-			sl_promote_forbid(s);
 		sl_evq_dev_unmap(s, true);
 		say_link_down(s);
 		atomic_store(&s->fail_over_due, true);

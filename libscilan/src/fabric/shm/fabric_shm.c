@@ -337,8 +337,10 @@ static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct 
 		     (src->port || sl_sys.getsockopt(s->fd, SOL_SOCKET, SO_COOKIE, &cookie, &cookie_len) == 0) &&
 		     sl_shm_offer_path(dst, src, cookie, s->offer_path, sizeof(s->offer_path)) == 0;
 
-	if (!named && s->rdv_conn < 0)
+	if (!named && s->rdv_conn < 0) {
+		errno = ENOENT; /* no name and no rendezvous: nobody to offer to */
 		return -1;
+	}
 	if (!named)
 		s->offer_path[0] = '\0';
 	/* The janitor's round, at our next wait: not on the connect path. */
