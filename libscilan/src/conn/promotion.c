@@ -509,7 +509,7 @@ int sl_promote_send(struct sl_sock *s, const struct iovec *iov, int cnt, size_t 
 		 * (an edge-triggered writer would wait for good); the offer is
 		 * decided now instead.  Where the kernel would say EAGAIN too,
 		 * its poll has asked for the wake-up. */
-		if (held && sl_seam_writable(s->fd)) {
+		if (held && (sl_agree_kernel_ready(s, POLLOUT) & POLLOUT)) {
 			sl_promote_settle(s);
 			return 1;
 		}

@@ -124,13 +124,6 @@ bool sl_seam_room(int fd)
 	return p.revents & POLLOUT;
 }
 
-bool sl_seam_writable(int fd)
-{
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-	return sl_sys.poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
-}
-
 size_t sl_seam_send_allowance(int fd)
 {
 	uint64_t queued, limit;

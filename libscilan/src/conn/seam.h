@@ -50,9 +50,6 @@ bool sl_seam_room(int fd);
  * acceptor, on its ring already, waits for the connector to read it, the
  * connector waits for the acceptor to read its kernel bytes. */
 size_t sl_seam_send_allowance(int fd);
-
-/* The kernel's POLLOUT now (its poll also asks for the wake-up when not). */
-bool sl_seam_writable(int fd);
 /* Write the marker (after our switch point was published, with no other
  * call of ours sending on fd).  0, or -1 with errno: the caller resets, as
  * the peer would wait at our switch point for ever. */
