@@ -115,7 +115,15 @@ out:
  * -EINTR: no answer (the caller resets the connection: a real client's bytes
  * may sit in the ring).  The caller holds the read side of map_sem.  A late
  * connect's VERIFY carries point; only the client's answer proves it (it
- * agrees as it answers), never a CLOSE.
+ * agrees as it answers), never a CLOSE.  A late VERIFY that never went out
+ * (the link down first, or the control ring full), or whose link went down
+ * before the answer, is -ENOLINK: nothing of the acceptor's is published,
+ * and its client holds no ring bytes (a late connection's bytes stay on
+ * kernel TCP until it follows); a client that did agree cannot follow, as
+ * its point must cross this link's session, which is gone, so it resets
+ * (and a client whose question never came stays on kernel TCP too).  A
+ * plain connection's client may have written its ring already, so that
+ * stays -ECONNRESET.
  */
 static void sl_queue_len_dec(struct sl_ep *lst, bool late)
 {
@@ -160,7 +168,7 @@ static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn, u64 point)
 	}
 	if (q->state != SCILAN_EP_CONNECTED || !link->up || q->generation != link->generation) {
 		spin_unlock_irq(&link->lock);
-		return -ECONNRESET;
+		return q->late ? -ENOLINK : -ECONNRESET;
 	}
 	do
 		q->verify_cookie = ++link->next_cookie;
@@ -175,9 +183,13 @@ static long sl_verify(struct sl_link *link, struct sl_ep *q, u32 isn, u64 point)
 	}
 	spin_unlock_irq(&link->lock);
 	rc = sl_ask(link, q, &m, &q->verdict, &left);
+	if (rc && q->late)
+		return -ENOLINK; /* never sent: the client cannot have agreed */
 	spin_lock_irq(&link->lock);
 	if (q->verdict > 0 || (!q->late && q->confirmed && q->isn == isn))
 		rc = 0; /* proven now, or by the CLOSE that crossed the VERIFY */
+	else if (q->late && (!link->up || q->generation != link->generation))
+		rc = -ENOLINK; /* its session is gone: a client that agreed cannot follow */
 	else if (q->state == SCILAN_EP_RESET || q->generation != link->generation)
 		rc = -ECONNRESET;
 	else if (q->verdict < 0)

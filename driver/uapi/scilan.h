@@ -96,7 +96,11 @@ struct scilan_accept_sock {
  * point at SCILAN_SLICE_POINT_OFF of the client's local slice before its
  * agreement word says SCILAN_AGREE_ATTACHED.  Errors as ACCEPT_SOCK's; the
  * client must be there to agree (no proof by its CLOSE): a late connect
- * whose client left is dropped, EAGAIN.
+ * whose client left is dropped, EAGAIN.  ENOLINK: the link went down before
+ * the client's answer (or the question found the control channel full):
+ * nothing is published, and the socket stays kernel TCP, whole; a client
+ * that agreed all the same cannot follow (its SEAM_POINT needs the session
+ * that is gone) and resets.
  */
 struct scilan_accept_late {
 	__s32 sockfd;

@@ -68,7 +68,11 @@ static int claim_with_point(void *arg, uint64_t x)
 		c->unknown = true;
 		return -1;
 	}
-	return 1; /* none queued here, or its client left: nothing published */
+	/* None queued here, its client left, or (ENOLINK) the link went down
+	 * before the answer: nothing published.  A client that agreed then
+	 * cannot follow (its point needs the lost session) and resets; one
+	 * that did not stays on kernel TCP with us. */
+	return 1;
 }
 
 /* Our switch on link i's late queue: 1 taken (mapped), 0 none there, -1
