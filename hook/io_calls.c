@@ -348,7 +348,7 @@ HK_EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_
 	to = sl_sock_connected(out);
 	/* A connection moving onto the rings (promotion) is refused as well:
 	 * its stream carries the peer's switch marker. */
-	if (from && !sl_sock_on_rings(from) && !sl_sock_promoting(from)) {
+	if (from && !sl_sock_on_rings(from) && !sl_sock_promoting(from) && !atomic_load(&from->seam_pending)) {
 		if (sl_fail_over_strip(from, flags & SPLICE_F_NONBLOCK ? MSG_DONTWAIT : 0) < 0)
 			return -1;
 		from = NULL;

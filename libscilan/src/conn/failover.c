@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "conn/agree.h"
+#include "conn/promotion.h"
 #include "conn/promotion_trigger.h"
 #include "runtime/log.h"
 #include "runtime/sys.h"
@@ -225,6 +226,16 @@ static int strip_run(struct sl_sock *s, int flags, bool probe)
 	struct sl_strip *st;
 	int r = 0;
 
+	/* Promoted, and the link went down before the peer's marker was
+	 * read: the peer's header follows its marker, so the seam is crossed
+	 * first.  A marker already due is taken here (a program that only
+	 * sends ends the strip too); bytes before it are the program's, read
+	 * across the seam by its receives (promotion.c), never waited for
+	 * here. */
+	if (atomic_load(&s->seam_pending) && (!sl_promote_cross_due(s) || atomic_load(&s->seam_pending))) {
+		errno = atomic_load(&s->reset) ? ECONNRESET : EAGAIN;
+		return -1;
+	}
 	sl_lock(&s->rx_lock);
 	st = s->strip;
 	if (!st) {
@@ -367,6 +378,17 @@ short sl_fail_over_ready(struct sl_sock *s, short events)
 {
 	short rev;
 
+	/* The peer's bytes before its switch point first (its header follows
+	 * its marker): their readiness is the seam's, which takes a marker
+	 * that is due; our sends are the kernel socket's already. */
+	if (atomic_load(&s->seam_pending)) {
+		short in = sl_promote_ready(s, events);
+
+		if (atomic_load(&s->seam_pending))
+			return (short)((sl_agree_kernel_ready(s, events) & ~(POLLIN | POLLRDNORM | POLLRDHUP)) |
+				       (in > 0 ? in : 0));
+	}
+
 	if ((events & (POLLIN | POLLRDNORM)) && strip_run(s, MSG_DONTWAIT, true) < 0 && errno != EAGAIN &&
 	    errno != EWOULDBLOCK)
 		return (short)(sl_agree_kernel_ready(s, events) | POLLERR); /* the strip took the error */
@@ -396,7 +418,9 @@ bool sl_fail_over_describe(struct sl_sock *s, char *out, size_t size)
 	bool ok = false;
 	int n;
 
-	if (!cookie)
+	/* The seam before the strip (strip_run) is not handed over: the new
+	 * image has no peer point to read up to. */
+	if (!cookie || atomic_load(&s->seam_pending))
 		return false;
 	sl_lock(&s->rx_lock);
 	st = s->strip;

@@ -593,8 +593,9 @@ int64_t sl_promote_rx_waiting(struct sl_sock *s)
 	before = x - s->seam_rx.read;
 	if ((uint64_t)inq <= before)
 		return inq;
-	/* The marker is here: the ring's bytes are next, without a wait. */
-	return (int64_t)before + (s->seg ? sl_rx_waiting(s) : 0);
+	/* The marker is here: the ring's bytes are next, without a wait
+	 * (after a fail-over, the peer's header instead: none yet). */
+	return (int64_t)before + (s->seg && !atomic_load(&s->strip_pending) ? sl_rx_waiting(s) : 0);
 }
 
 uint64_t sl_promote_kernel_arrived(struct sl_sock *s)
@@ -606,21 +607,27 @@ uint64_t sl_promote_kernel_arrived(struct sl_sock *s)
 	return s->seam_rx.read + (uint64_t)inq;
 }
 
+bool sl_promote_cross_due(struct sl_sock *s)
+{
+	bool whole;
+
+	sl_lock(&s->rx_lock);
+	whole = take_due_marker(s);
+	sl_unlock(&s->rx_lock);
+	if (!whole)
+		seam_broken(s);
+	return whole;
+}
+
 short sl_promote_ready(struct sl_sock *s, short events)
 {
 	struct pollfd p = { .fd = s->fd, .events = events & (POLLIN | POLLRDNORM | POLLRDHUP) };
-	bool whole;
 
 	sl_promote_poll(s);
 	/* At the peer's point the kernel reports its marker readable: it is
 	 * taken now, and the ring's readiness counts. */
-	sl_lock(&s->rx_lock);
-	whole = take_due_marker(s);
-	sl_unlock(&s->rx_lock);
-	if (!whole) {
-		seam_broken(s);
+	if (!sl_promote_cross_due(s))
 		return -1; /* reset: the connection's readiness says so */
-	}
 	if (sl_sock_promoting(s) && !atomic_load(&s->seam_pending))
 		sl_promote_settle(s);
 	if (!atomic_load(&s->seam_pending))

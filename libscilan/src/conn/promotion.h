@@ -89,6 +89,11 @@ uint64_t sl_promote_kernel_arrived(struct sl_sock *s);
 /* poll's readiness while s->seam_pending: the kernel's, but the peer's
  * marker is taken (never waiting) rather than reported; -1 when the seam is
  * crossed and the ring's readiness is the answer. */
+/* The peer's marker taken if it is due and here, never waiting (the seam
+ * crossed then); false: what is there is not the marker, and the
+ * connection was reset. */
+bool sl_promote_cross_due(struct sl_sock *s);
+
 short sl_promote_ready(struct sl_sock *s, short events);
 
 #endif

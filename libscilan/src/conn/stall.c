@@ -6,6 +6,9 @@
  */
 #include "conn/stall.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
 #include "conn/agree.h"
 #include "ring/layout.h"
 #include "runtime/log.h"
@@ -55,11 +58,30 @@ bool sl_stall_at_close(const struct sl_sock *s)
 	       atomic_load_explicit(&s->peer_ctl->urg_count, memory_order_relaxed) == 0;
 }
 
+/* What the stall looked like, for a debug log: our ring's indices, the
+ * kernel socket's queues, and a promotion's seam (a peer still reading our
+ * kernel bytes before our switch point takes nothing from the ring). */
+static void stall_show(struct sl_sock *s)
+{
+	int outq = -1, inq = -1;
+
+	/* Rare (a stall ends the connection's ring life): two ioctls. */
+	if (ioctl(s->fd, SIOCOUTQ, &outq) < 0 || ioctl(s->fd, SIOCINQ, &inq) < 0)
+		outq = inq = -1;
+	sl_debug("fd %d: stalled at peer read %llu, our write %llu; kernel queues out %d, in %d; seam %s (read %llu, "
+		 "peer point %llu)",
+		 s->fd, (unsigned long long)atomic_load(s->tx.read_copy),
+		 (unsigned long long)atomic_load(s->tx.remote_write), outq, inq,
+		 atomic_load(&s->seam_pending) ? "pending" : "none", (unsigned long long)s->seam_rx.read,
+		 s->seam_point.x ? (unsigned long long)atomic_load(s->seam_point.x) : 0ull);
+}
+
 void sl_stall_move(struct sl_sock *s)
 {
 	atomic_store_explicit(&s->stall_since_ns, 0, memory_order_relaxed);
 	sl_info("fd %d: the peer took nothing from its ring for %d s while we waited: it may read the kernel "
 		"socket; the connection continues on kernel TCP",
 		s->fd, SL_STALL_MS / 1000);
+	stall_show(s);
 	sl_bypass_leave(s, SL_FB_STALLED);
 }
