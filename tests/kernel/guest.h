@@ -124,13 +124,13 @@ static inline int full_io(int fd, void *buf, size_t n, int wr)
 	return 0;
 }
 
-/* Are both links of the one-guest mock pair up (their debugfs state)? */
-static inline int links_up(void)
+/* Are links scilan0 .. scilan<links - 1> all up (their debugfs state)? */
+static inline int first_links_up(int links)
 {
 	char line[64];
 	int up = 1;
 
-	for (int l = 0; l < 2; l++) {
+	for (int l = 0; l < links; l++) {
 		char path[64];
 		int seen = 0;
 		FILE *f;
@@ -144,6 +144,12 @@ static inline int links_up(void)
 		up &= seen;
 	}
 	return up;
+}
+
+/* Are both links of the one-guest mock pair up? */
+static inline int links_up(void)
+{
+	return first_links_up(2);
 }
 
 /* In a hostile-arguments test: cond must hold with errno err (0: success);

@@ -7,13 +7,20 @@
  * returns in a row; `linkback stream`: one cut and return under both
  * streams at once, every call non-blocking (the return of a full-duplex
  * stream: the connector must still have room for its marker when the
- * acceptor, on its ring already, waits to be read).  Each return is bounded
- * in exchanges or rounds, never in time; the time it took is printed.
+ * acceptor, on its ring already, waits to be read).  `linkback remote ADDR
+ * PORT CUT N` (tests/kernel/sl2test.c, two guests over ivshmem): the same N
+ * cycles against an echo server on the other guest (tests/hook/progs/peer),
+ * the cable pulled and put back through the switch file CUT; `linkback bulk
+ * ADDR PORT BYTES`, the load beside it: BYTES through that echo server at
+ * full speed both ways, checked, in constant memory.  Each return is
+ * bounded in exchanges or rounds, never in time; the time it took is
+ * printed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,16 +38,33 @@
 
 static uint64_t off; /* bytes of each stream so far */
 
+/* remote mode: the far end is an echo server, and the cable is cut_file. */
+static const char *cut_file;
+static int remote;
+
 static unsigned char stream_byte(int which, uint64_t i)
 {
 	return (unsigned char)((i * (which == 1 ? 131 : 197) + (i >> 9)) % 251);
 }
 
-/* A request of n bytes from c to a and its reply, both checked. */
+/* A request of n bytes from c to a and its reply, both checked; in remote
+ * mode (a is -1) the reply is the request echoed. */
 static int exchange(int c, int a, size_t n)
 {
-	unsigned char out[4096], in[4096];
+	unsigned char out[8192], in[8192];
 
+	if (a < 0) {
+		for (size_t i = 0; i < n; i++)
+			out[i] = stream_byte(1, off + i);
+		if (full_io(c, out, n, 1) < 0 || full_io(c, in, n, 0) < 0)
+			return -1;
+		if (memcmp(out, in, n) != 0) {
+			errno = EILSEQ;
+			return -1;
+		}
+		off += n;
+		return 0;
+	}
 	for (int dir = 1; dir <= 2; dir++) {
 		for (size_t i = 0; i < n; i++)
 			out[i] = stream_byte(dir, off + i);
@@ -57,7 +81,24 @@ static int accelerated(int fd)
 	int acc = -1;
 	socklen_t len = sizeof(acc);
 
+	if (fd < 0)
+		return -2; /* the far end of remote mode: not ours to ask */
 	return getsockopt(fd, SOL_SCILAN, SCILAN_SO_ACCELERATED, &acc, &len) == 0 ? acc : -1;
+}
+
+/* The cable in or out: the mock's link switch, or ivshmem's cut. */
+static void set_cable(int in)
+{
+	if (remote)
+		write_file(cut_file, in ? "0" : "1");
+	else
+		write_file(MOCK_LINK, in ? "1" : "0");
+}
+
+/* The link of this guest up: both mock links, or the ivshmem link. */
+static int link_is_up(void)
+{
+	return first_links_up(remote ? 1 : 2);
 }
 
 /* Exchanges until both ends are (want 1) or are not (want 0) accelerated:
@@ -65,9 +106,9 @@ static int accelerated(int fd)
 static int exchange_until(int c, int a, int want)
 {
 	for (int i = 0; i < MAX_EXCHANGES; i++) {
-		if (accelerated(c) == want && accelerated(a) == want)
+		if (accelerated(c) == want && (a < 0 || accelerated(a) == want))
 			return i;
-		if (exchange(c, a, 1 + (size_t)(i * 977 % 4000)) < 0)
+		if (exchange(c, a, 1 + (size_t)(i * 977 % (a < 0 ? 8000 : 4000))) < 0)
 			return -1;
 		usleep(1000);
 	}
@@ -82,6 +123,7 @@ static int exchange_until(int c, int a, int want)
  * the case where the connector's marker would find no room. */
 static uint64_t sent[2], got[2];
 static bool acceptor_held;
+static bool acceptor_paused; /* reads nothing: the connector's queue fills */
 static unsigned slow_reads; /* the acceptor reads one round in 8 */
 
 static int pump_one(int from, int to, int dir)
@@ -99,7 +141,7 @@ static int pump_one(int from, int to, int dir)
 		return -1;
 	if (dir == 2)
 		acceptor_held = k < 0;
-	if (dir == 1 && (acceptor_held || ++slow_reads % 8))
+	if (dir == 1 && (acceptor_paused || acceptor_held || ++slow_reads % 8))
 		return 0;
 	/* Half the connector's pace when it reads (four reads one round in
 	 * eight): its queue fills, and each read leaves room for an offer. */
@@ -122,7 +164,7 @@ static int pump_one(int from, int to, int dir)
 }
 
 static bool queue_half_full(int fd);
-static bool seen_full; /* the connector's queue, while the return was pending */
+static bool seen_full; /* the connector's queue, before the link came back */
 
 /* Rounds until both ends are (want 1) or are not (want 0) accelerated, or
  * for `rounds` when want is -1: how many it took, or -1. */
@@ -131,8 +173,6 @@ static int pump_until(int c, int a, int want, int rounds)
 	for (int i = 0; i < rounds; i++) {
 		if (want >= 0 && accelerated(c) == want && accelerated(a) == want)
 			return i;
-		if (want == 1 && !seen_full)
-			seen_full = queue_half_full(c);
 		if (pump_one(c, a, 1) < 0 || pump_one(a, c, 2) < 0)
 			return -1;
 	}
@@ -159,9 +199,16 @@ static int stream_cycle(int c, int a, char *why, size_t size)
 		snprintf(why, size, "before the cut: %s", strerror(errno));
 		return -1;
 	}
-	write_file(MOCK_LINK, "0");
+	set_cable(0);
 	moved = pump_until(c, a, 0, 200000);
-	write_file(MOCK_LINK, "1");
+	/* The connector's queue half full before the link is back, whatever
+	 * the host's speed: the acceptor reads nothing until then. */
+	acceptor_paused = true;
+	for (int i = 0; moved >= 0 && i < 200000 && !(seen_full = queue_half_full(c)); i++)
+		if (pump_one(c, a, 1) < 0 || pump_one(a, c, 2) < 0)
+			moved = -1;
+	acceptor_paused = false;
+	set_cable(1);
 	for (int i = 0; i < 300 && !links_up(); i++)
 		usleep(20000);
 	t_up = now_us();
@@ -186,16 +233,16 @@ static int cycle(int c, int a, int k, char *why, size_t size)
 	double t_up;
 	int moved, back;
 
-	write_file(MOCK_LINK, "0");
+	set_cable(0);
 	moved = exchange_until(c, a, 0);
-	write_file(MOCK_LINK, "1");
-	for (int i = 0; i < 300 && !links_up(); i++)
+	set_cable(1);
+	for (int i = 0; i < 1500 && !link_is_up(); i++)
 		usleep(20000);
 	t_up = now_us();
-	back = moved >= 0 && links_up() ? exchange_until(c, a, 1) : -1;
+	back = moved >= 0 && link_is_up() ? exchange_until(c, a, 1) : -1;
 	if (back < 0) {
 		snprintf(why, size, "cycle %d: left the rings after %d exchanges, links up %d, accelerated %d/%d, %s", k,
-			 moved, links_up(), accelerated(c), accelerated(a), strerror(errno));
+			 moved, link_is_up(), accelerated(c), accelerated(a), strerror(errno));
 		return -1;
 	}
 	printf("linkback: cycle %d: failed over after %d exchanges, back on the rings %.0f ms after the link (%d exchanges)\n",
@@ -208,26 +255,113 @@ static int cycle(int c, int a, int k, char *why, size_t size)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The two ends in this process, over loopback (the mock pair's two links):
+ * the connector in *c, the acceptor in *a, their listener left open; 0, or
+ * -1 with errno. */
+static int local_pair(int *c, int *a)
 {
 	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(PORT) };
-	int cycles = argc > 2 && !strcmp(argv[1], "cycles") ? atoi(argv[2]) : 1, l, c = -1, a = -1, one = 1, done = 0;
-	bool stream = argc > 1 && !strcmp(argv[1], "stream");
-	const char *name = stream ? "linkback_stream" : cycles > 1 ? "linkback_cycles" : "linkback_once";
-	char why[200] = "";
+	int l, one = 1;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(l, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(l, 4) < 0 ||
-	    (c = socket(AF_INET, SOCK_STREAM, 0)) < 0 || connect(c, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    (a = accept(l, NULL, NULL)) < 0) {
-		result(name, 0, "set-up: %s", strerror(errno));
+	    (*c = socket(AF_INET, SOCK_STREAM, 0)) < 0 || connect(*c, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    (*a = accept(l, NULL, NULL)) < 0)
+		return -1;
+	return 0;
+}
+
+/* The connector to an echo server at addr:port on the other guest. */
+static int remote_end(const char *addr, const char *port, int *c)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)) };
+
+	if (inet_pton(AF_INET, addr, &to.sin_addr) != 1) {
+		errno = EINVAL;
+		return -1;
+	}
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	return *c < 0 ? -1 : connect(*c, (struct sockaddr *)&to, sizeof(to));
+}
+
+/* bulk: bytes through the echo server on c, sending and reading at once,
+ * every byte checked; 0, or -1 with errno. */
+static int bulk_echo(int c, uint64_t bytes)
+{
+	unsigned char buf[65536];
+
+	while (got[0] < bytes) {
+		struct pollfd p = { .fd = c, .events = POLLIN | (sent[0] < bytes ? POLLOUT : 0) };
+		ssize_t k;
+
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			return -1;
+		if ((p.revents & POLLOUT) && sent[0] < bytes) {
+			size_t n = bytes - sent[0] < sizeof(buf) ? (size_t)(bytes - sent[0]) : sizeof(buf);
+
+			for (size_t i = 0; i < n; i++)
+				buf[i] = stream_byte(1, sent[0] + i);
+			k = send(c, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (k > 0)
+				sent[0] += (uint64_t)k;
+			else if (errno != EAGAIN)
+				return -1;
+		}
+		if (!(p.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		k = recv(c, buf, sizeof(buf), MSG_DONTWAIT);
+		if (k == 0)
+			errno = EPIPE; /* the echo ended before our bytes came back */
+		if (k == 0 || (k < 0 && errno != EAGAIN))
+			return -1;
+		for (ssize_t i = 0; i < k; i++)
+			if (buf[i] != stream_byte(1, got[0] + (uint64_t)i)) {
+				errno = EILSEQ;
+				return -1;
+			}
+		if (k > 0)
+			got[0] += (uint64_t)k;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int cycles = 1, c = -1, a = -1, done = 0;
+	bool stream = argc > 1 && !strcmp(argv[1], "stream");
+	const char *name = "linkback_once";
+	char why[200] = "";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 5 && !strcmp(argv[1], "bulk")) {
+		char b;
+		int ok = remote_end(argv[2], argv[3], &c) == 0 && bulk_echo(c, strtoull(argv[4], NULL, 0)) == 0 &&
+			 shutdown(c, SHUT_WR) == 0 && read(c, &b, 1) == 0;
+
+		result("linkback_bulk", ok, "%llu bytes sent, %llu echoed and checked, accelerated at the end %d%s%s",
+		       (unsigned long long)sent[0], (unsigned long long)got[0], accelerated(c), ok ? "" : ": ",
+		       ok ? "" : strerror(errno));
+		return ok ? 0 : 1;
+	}
+	if (argc == 6 && !strcmp(argv[1], "remote")) {
+		remote = 1;
+		cut_file = argv[4];
+		cycles = atoi(argv[5]);
+		name = "linkback_remote";
+	} else if (argc > 2 && !strcmp(argv[1], "cycles")) {
+		cycles = atoi(argv[2]);
+		name = "linkback_cycles";
+	} else if (stream) {
+		name = "linkback_stream";
+	}
+	if (cycles < 1 || (remote ? remote_end(argv[2], argv[3], &c) : local_pair(&c, &a)) < 0) {
+		result(name, 0, "set-up: %s", cycles < 1 ? "bad cycle count" : strerror(errno));
 		return 1;
 	}
-	if (accelerated(c) != 1 || accelerated(a) != 1) {
+	if (accelerated(c) != 1 || (a >= 0 && accelerated(a) != 1)) {
 		result(name, 0, "not accelerated at the start (%d/%d)", accelerated(c), accelerated(a));
 		return 1;
 	}
@@ -244,11 +378,18 @@ int main(int argc, char **argv)
 			snprintf(why, sizeof(why), "before the first cut: %s", strerror(errno));
 	while (!why[0] && done < cycles && cycle(c, a, done + 1, why, sizeof(why)) == 0)
 		done++;
-	result(name, done == cycles,
+	if (remote && !why[0]) {
+		char b;
+
+		/* The echo server's end of the stream, after ours. */
+		if (shutdown(c, SHUT_WR) < 0 || read(c, &b, 1) != 0)
+			snprintf(why, sizeof(why), "no clean end of the echo: %s", strerror(errno));
+	}
+	result(name, done == cycles && !why[0],
 	       "%d of %d cuts: each failed over to kernel TCP and came back onto the rings, the same descriptors, %llu bytes each way checked%s%s",
 	       done, cycles, (unsigned long long)off, why[0] ? "; " : "", why);
 	close(c);
-	close(a);
-	close(l);
-	return done == cycles ? 0 : 1;
+	if (a >= 0)
+		close(a);
+	return done == cycles && !why[0] ? 0 : 1;
 }

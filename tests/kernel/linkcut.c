@@ -339,8 +339,11 @@ static int subject(enum mode m, int c, int ready, int go)
 					return 8;
 				got += (uint64_t)n;
 			}
-			if (n == 0 || (n < 0 && errno != EAGAIN))
+			if (n == 0 || (n < 0 && errno != EAGAIN)) {
+				fprintf(stderr, "linkcut: pid %d: edge-triggered receive of stream 2 at byte %llu: %s\n",
+					(int)getpid(), (unsigned long long)got, n == 0 ? "end of stream" : strerror(errno));
 				return 9;
+			}
 		}
 		return moved(c) ? 0 : 13;
 	case BLOCKED_RECV: /* asleep in recv (interrupt wait) at the cut */

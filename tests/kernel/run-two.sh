@@ -30,7 +30,7 @@ server=$work/ivshmem_server
 guest_root_base "$work/root" "$server"
 cp "$mods/net/ipv4/inet_diag.ko" "$mods/net/ipv4/tcp_diag.ko" "$work/root/lib/" || fail_setup "no $mods/net/ipv4/tcp_diag.ko"
 gcc -static -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/src" -I"$top/driver" \
-	-o "$work/root/bin/sl2test" "$here/sl2test.c" || fail_setup "sl2test build"
+	-o "$work/root/bin/sl2test" "$here/sl2test.c" "$here/sl2test_moves.c" || fail_setup "sl2test build"
 # An unmodified, dynamically linked program for the hook test: tests/hook/progs/peer
 # with its shared libraries and libscilan_preload.so.
 gcc -std=gnu11 -O2 -D_GNU_SOURCE -pthread -I"$top/tests/hook/progs" -o "$work/root/bin/peer" \
@@ -42,9 +42,12 @@ gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -pthread -I"$top/libscila
 # or io_uring (the device fabric's agreement).
 gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -o "$work/root/bin/plainacc" "$here/plainacc.c" -luring ||
 	fail_setup "plainacc build"
+# linkback: the cable pulled and put back under one live connection, again and again.
+gcc -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I"$top/libscilan/include" -o "$work/root/bin/linkback" \
+	"$here/linkback.c" || fail_setup "linkback build"
 cp "$build/lib/libscilan_preload.so" "$work/root/lib/" || fail_setup "no libscilan_preload.so (make hook)"
 guest_copy_libs "$work/root" "$work/root/bin/peer" "$work/root/bin/epollset" "$work/root/bin/plainacc" \
-	"$build/lib/libscilan_preload.so"
+	"$work/root/bin/linkback" "$build/lib/libscilan_preload.so"
 install -m 755 "$here/init-two" "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initramfs.gz"
 
