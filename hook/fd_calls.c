@@ -130,8 +130,9 @@ HK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	hk_enter();
 	s = sl_sock_connected(fd);
-	/* Failed over before the peer's marker: its bytes before its point
-	 * are what there is to read (the FIONREAD below). */
+	/* A seam pending (a late offer out, or a fail-over before the peer's
+	 * marker): the peer's bytes before its point are what there is to
+	 * read, never the marker or what follows it (the FIONREAD below). */
 	if (s && !sl_sock_on_rings(s) && !(req == FIONREAD && atomic_load(&s->seam_pending))) {
 		/* Failed over, the peer's header not yet stripped: the kernel
 		 * answers once it is, and until then nothing of the program's

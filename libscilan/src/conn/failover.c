@@ -232,9 +232,15 @@ static int strip_run(struct sl_sock *s, int flags, bool probe)
 	 * sends ends the strip too); bytes before it are the program's, read
 	 * across the seam by its receives (promotion.c), never waited for
 	 * here. */
-	if (atomic_load(&s->seam_pending) && (!sl_promote_cross_due(s) || atomic_load(&s->seam_pending))) {
-		errno = atomic_load(&s->reset) ? ECONNRESET : EAGAIN;
-		return -1;
+	if (atomic_load(&s->seam_pending)) {
+		if (!sl_promote_cross_due(s)) {
+			errno = ECONNRESET; /* not the marker: reset */
+			return -1;
+		}
+		if (atomic_load(&s->seam_pending)) {
+			errno = EAGAIN;
+			return -1;
+		}
 	}
 	sl_lock(&s->rx_lock);
 	st = s->strip;

@@ -86,14 +86,14 @@ int64_t sl_promote_rx_waiting(struct sl_sock *s);
  * or waiting), which grows with each arrival (an edge-triggered epoll
  * member's edge, where no ring index moves).  rx_lock held. */
 uint64_t sl_promote_kernel_arrived(struct sl_sock *s);
-/* poll's readiness while s->seam_pending: the kernel's, but the peer's
- * marker is taken (never waiting) rather than reported; -1 when the seam is
- * crossed and the ring's readiness is the answer. */
 /* The peer's marker taken if it is due and here, never waiting (the seam
  * crossed then); false: what is there is not the marker, and the
  * connection was reset. */
 bool sl_promote_cross_due(struct sl_sock *s);
 
+/* poll's readiness while s->seam_pending: the kernel's, but the peer's
+ * marker is taken (never waiting) rather than reported; -1 when the seam is
+ * crossed and the ring's readiness is the answer. */
 short sl_promote_ready(struct sl_sock *s, short events);
 
 #endif

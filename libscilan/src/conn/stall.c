@@ -12,6 +12,7 @@
 #include "conn/agree.h"
 #include "ring/layout.h"
 #include "runtime/log.h"
+#include "runtime/sys.h"
 
 bool sl_stall_watch(const struct sl_sock *s)
 {
@@ -63,17 +64,19 @@ bool sl_stall_at_close(const struct sl_sock *s)
  * kernel bytes before our switch point takes nothing from the ring). */
 static void stall_show(struct sl_sock *s)
 {
+	const _Atomic uint64_t *x = s->seam_point.x;
 	int outq = -1, inq = -1;
 
-	/* Rare (a stall ends the connection's ring life): two ioctls. */
-	if (ioctl(s->fd, SIOCOUTQ, &outq) < 0 || ioctl(s->fd, SIOCINQ, &inq) < 0)
+	/* Rare (a stall ends the connection's ring life): two ioctls, the
+	 * kernel's own (the hook's would answer SIOCINQ for the ring). */
+	if (sl_sys.ioctl(s->fd, SIOCOUTQ, &outq) < 0 || sl_sys.ioctl(s->fd, SIOCINQ, &inq) < 0)
 		outq = inq = -1;
 	sl_debug("fd %d: stalled at peer read %llu, our write %llu; kernel queues out %d, in %d; seam %s (read %llu, "
 		 "peer point %llu)",
 		 s->fd, (unsigned long long)atomic_load(s->tx.read_copy),
 		 (unsigned long long)atomic_load(s->tx.remote_write), outq, inq,
 		 atomic_load(&s->seam_pending) ? "pending" : "none", (unsigned long long)s->seam_rx.read,
-		 s->seam_point.x ? (unsigned long long)atomic_load(s->seam_point.x) : 0ull);
+		 x ? (unsigned long long)atomic_load(x) : 0ull);
 }
 
 void sl_stall_move(struct sl_sock *s)
