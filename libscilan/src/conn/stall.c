@@ -28,6 +28,23 @@ bool sl_stall_watch(const struct sl_sock *s)
 	       atomic_load_explicit(s->tx.read_copy, memory_order_relaxed);
 }
 
+/* A promotion's kernel stream still under way, which explains a peer that
+ * takes nothing from our ring: our bytes before our switch point are not
+ * all delivered (the peer reads our ring only after them and our marker),
+ * or we have not read the peer's before its own point (an echoing peer
+ * blocked on the full ring it sends us in, which we read only past its
+ * seam).  Both end by kernel TCP alone; a reader bypassing the hook shows
+ * neither, our kernel queue empty and no seam of its.  Asked only when the
+ * bound ran out (one ioctl). */
+static bool kernel_stream_moving(struct sl_sock *s)
+{
+	int outq = 0;
+
+	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire))
+		return true;
+	return sl_sys.ioctl(s->fd, SIOCOUTQ, &outq) == 0 && outq > 0;
+}
+
 bool sl_stall_note(struct sl_sock *s, int64_t now_ns)
 {
 	uint64_t read;
@@ -39,7 +56,8 @@ bool sl_stall_note(struct sl_sock *s, int64_t now_ns)
 	}
 	read = atomic_load_explicit(s->tx.read_copy, memory_order_relaxed);
 	since = atomic_load_explicit(&s->stall_since_ns, memory_order_relaxed);
-	if (!since || read != atomic_load_explicit(&s->stall_read, memory_order_relaxed)) {
+	if (!since || read != atomic_load_explicit(&s->stall_read, memory_order_relaxed) ||
+	    (now_ns - since >= (int64_t)SL_STALL_MS * 1000000 && kernel_stream_moving(s))) {
 		atomic_store_explicit(&s->stall_read, read, memory_order_relaxed);
 		atomic_store_explicit(&s->stall_since_ns, now_ns, memory_order_relaxed);
 		return false;

@@ -177,6 +177,21 @@ static int remaining_ms(int64_t deadline)
 	return (int)((left + 999999) / 1000000);
 }
 
+/* What to ask of an accelerated entry's kernel socket.  Its bytes are news
+ * (an end, a plain acceptor's answer, a bypass) except while a promotion's
+ * seam is pending: then they are the peer's bytes before its switch point,
+ * readable to a reader (the scan says so) but not a wake-up for a writer,
+ * which would find them there at every sleep and spin, starving the very
+ * kernel TCP that must deliver the peer's side of the seam (an echo server
+ * blocked on a full ring while its peer's bytes wait unread).  The end and
+ * errors still wake it. */
+static short kernel_events(struct sl_sock *s, short asked)
+{
+	if (!(asked & (POLLIN | POLLRDNORM)) && atomic_load_explicit(&s->seam_pending, memory_order_acquire))
+		return POLLRDHUP;
+	return POLLIN;
+}
+
 /* One kernel poll: bells and kernel sockets of accelerated entries, the
  * application's own descriptors as given.  Returns the ready kernel entries;
  * *stirred (if given) is set when an entry whose offer is out saw its kernel
@@ -193,7 +208,7 @@ static int kernel_poll(struct pollfd *fds, nfds_t n, struct sl_sock **socks, str
 			continue;
 		}
 		kfds[m++] = (struct pollfd){ .fd = sleeping ? socks[i]->bell_rx : -1, .events = POLLIN };
-		kfds[m++] = (struct pollfd){ .fd = socks[i]->fd, .events = POLLIN };
+		kfds[m++] = (struct pollfd){ .fd = socks[i]->fd, .events = kernel_events(socks[i], fds[i].events) };
 		if (sleeping) {
 			atomic_fetch_add_explicit(&sl_ctr(socks[i])->sleeps, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&sl_totals.sleeps, 1, memory_order_relaxed);
