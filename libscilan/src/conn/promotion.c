@@ -74,7 +74,7 @@ static void seam_crossed(struct sl_sock *s)
  * held): the segment goes, and the connection stays on kernel TCP, whole
  * (nothing of ours went into a ring).  SL_AGREE_PLAIN stays: a call of
  * ours already inside the library finishes on the kernel socket. */
-static void withdrawn(struct sl_sock *s, bool refused)
+static void withdrawn(struct sl_sock *s, enum sl_untaken why)
 {
 	atomic_store(&s->late_offer, false);
 	atomic_store(&s->seam_pending, false);
@@ -82,9 +82,7 @@ static void withdrawn(struct sl_sock *s, bool refused)
 	s->seam_point.word = NULL;
 	s->fabric->offer_withdraw(s);
 	moved_on();
-	if (!refused)
-		sl_promote_untaken(s);
-	sl_promote_back_off(s, refused);
+	sl_promote_untaken(s, why);
 }
 
 /* Loud at both ends: a promotion that cannot complete once claimed.  With
@@ -141,11 +139,13 @@ switched:
 }
 
 /* The late offer taken back where it is decided: the device's drivers
- * first (the acceptor's pairs through ours), then the word.  1 revoked, 0
- * claimed first, -1 neither can be known (the device's link went down). */
+ * first (the acceptor's pairs through ours), then the word.  1 revoked, 2
+ * revoked after the device's link went down under it, 0 claimed first, -1
+ * neither can be known (the link went down). */
 static int take_back(struct sl_sock *s)
 {
 	uint32_t offered = SL_OFFER_OFFERED;
+	bool link_lost = false;
 
 	if (s->fabric->offer_revoke) {
 		int r = s->fabric->offer_revoke(s);
@@ -158,8 +158,11 @@ static int take_back(struct sl_sock *s)
 		 * late offer put nothing in the ring: taken back. */
 		if (r < 0 && atomic_load_explicit(s->offer_word, memory_order_acquire) != SL_OFFER_OFFERED)
 			return -1;
+		link_lost = r < 0;
 	}
-	return atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED) ? 1 : 0;
+	if (!atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED))
+		return 0;
+	return link_lost ? 2 : 1;
 }
 
 /* The connector's look at its offer (must: the caller cannot go on
@@ -190,8 +193,9 @@ static bool decide(struct sl_sock *s, bool must)
 			on_rings = false;
 		} else if (w == SL_OFFER_OFFERED && (revoked = take_back(s)) != 0) {
 			if (revoked > 0) {
-				sl_debug("fd %d: late offer not taken; connection stays on kernel TCP", s->fd);
-				withdrawn(s, false);
+				sl_debug("fd %d: late offer not taken%s; connection stays on kernel TCP", s->fd,
+					 revoked == 2 ? " (its link went down)" : "");
+				withdrawn(s, revoked == 2 ? SL_UNTAKEN_LINK_LOST : SL_UNTAKEN);
 			} else {
 				failed = "lost its link before its acceptor's answer";
 			}
@@ -208,7 +212,7 @@ static bool decide(struct sl_sock *s, bool must)
 		} else {
 			/* Refused (no room for the acceptor's marker), or not ours
 			 * to read any more: kernel TCP, nothing moved. */
-			withdrawn(s, w == SL_OFFER_REFUSED);
+			withdrawn(s, w == SL_OFFER_REFUSED ? SL_UNTAKEN_REFUSED : SL_UNTAKEN);
 		}
 		pthread_mutex_unlock(&s->ctl_lock);
 		sl_unlock(&s->rx_lock);

@@ -26,10 +26,12 @@
 #define CONNECTOR_GAP_MAX_MS 64000
 /* A connection whose link went down tries to come back this soon, and so
  * on, the wait doubling only to RETURN_GAP_MAX_MS: back on the link within
- * a second of its return after a short cut, and a try (an open and an
- * ioctl of the device) every two seconds or so while it stays down. */
+ * a second of its return however long the cut, at the price of a try (an
+ * open and an ioctl of the device) twice a second while it stays down.
+ * The acceptor's looks follow the same gaps, so that an offer (out for
+ * SL_PROMOTE_WAIT_MS) meets several even in a short spell of link. */
 #define RETURN_GAP_FIRST_MS 150
-#define RETURN_GAP_MAX_MS 2000
+#define RETURN_GAP_MAX_MS 500
 /* Offers of a return nobody took (the link up, the acceptor not looking:
  * closed, forked, a member of an epoll set): then it backs off as a
  * promotion does. */
@@ -139,11 +141,6 @@ void sl_promote_arm_return(struct sl_sock *s)
 	atomic_store(&s->promote_at_ns, ms_from_now(RETURN_GAP_FIRST_MS));
 }
 
-void sl_promote_untaken(struct sl_sock *s)
-{
-	if (atomic_load(&s->promote_return) && atomic_fetch_add(&s->promote_untaken, 1) + 1 >= RETURN_UNTAKEN_MAX)
-		atomic_store(&s->promote_return, false);
-}
 
 void sl_promote_strip_ended(struct sl_sock *s)
 {
@@ -159,22 +156,40 @@ void sl_promote_forbid(struct sl_sock *s)
 	atomic_store(&s->promote_at_ns, 0);
 }
 
-void sl_promote_back_off(struct sl_sock *s, bool refused)
+void sl_promote_back_off(struct sl_sock *s)
 {
 	uint32_t gap = atomic_load(&s->promote_gap_ms);
 
 	if (!sl_promote_armed(atomic_load(&s->promote_role)))
 		return;
-	/* The acceptor looked and found no room for its marker: it waits for
-	 * room at its next look, which this offer, made soon, meets. */
-	if (refused && atomic_fetch_add(&s->promote_refusals, 1) < REFUSED_RETRIES) {
-		atomic_store(&s->promote_at_ns, ms_from_now(REFUSED_RETRY_MS));
-		return;
-	}
-
 	atomic_store(&s->promote_at_ns, ms_from_now(gap));
 	if (gap < (atomic_load(&s->promote_return) ? RETURN_GAP_MAX_MS : CONNECTOR_GAP_MAX_MS))
 		atomic_store(&s->promote_gap_ms, gap * 2);
+}
+
+void sl_promote_untaken(struct sl_sock *s, enum sl_untaken why)
+{
+	if (!sl_promote_armed(atomic_load(&s->promote_role)))
+		return;
+	/* The acceptor looked and found no room for its marker: it waits for
+	 * room at its next look, which this offer, made soon, meets. */
+	if (why == SL_UNTAKEN_REFUSED && atomic_fetch_add(&s->promote_refusals, 1) < REFUSED_RETRIES) {
+		atomic_store(&s->promote_at_ns, ms_from_now(REFUSED_RETRY_MS));
+		return;
+	}
+	/* Cut under the offer (the link flaps): the acceptor had no fair
+	 * chance, and the link may be back already; counting it would end a
+	 * return's short gap after a few flaps, and the connection would stay
+	 * on kernel TCP for a minute after the link settled. */
+	if (why == SL_UNTAKEN_LINK_LOST && atomic_load(&s->promote_return)) {
+		atomic_store(&s->promote_gap_ms, RETURN_GAP_FIRST_MS);
+		atomic_store(&s->promote_at_ns, ms_from_now(RETURN_GAP_FIRST_MS));
+		return;
+	}
+	if (why == SL_UNTAKEN && atomic_load(&s->promote_return) &&
+	    atomic_fetch_add(&s->promote_untaken, 1) + 1 >= RETURN_UNTAKEN_MAX)
+		atomic_store(&s->promote_return, false);
+	sl_promote_back_off(s);
 }
 
 /* The acceptor's look, under its listener's ctl_lock: a listener closed
@@ -284,7 +299,7 @@ void sl_promote_try(struct sl_sock *s)
 			atomic_store(&s->promote_at_ns, 0);
 		} else {
 			sl_debug("fd %d: no late offer (%m)", s->fd);
-			sl_promote_back_off(s, false);
+			sl_promote_back_off(s);
 		}
 	} else {
 		uint32_t gap = atomic_load(&s->promote_gap_ms);

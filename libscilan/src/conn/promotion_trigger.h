@@ -36,17 +36,24 @@ void sl_promote_arm_return(struct sl_sock *s);
 /* The peer's fail-over header was read (failover.c): a return noted at
  * the move is armed now. */
 void sl_promote_strip_ended(struct sl_sock *s);
-/* A late offer out its whole time with the link up and nobody taking it:
- * a return gives up its short gap after a few (promotion.c). */
-void sl_promote_untaken(struct sl_sock *s);
+/* Why a late offer ended without a claim (promotion.c). */
+enum sl_untaken {
+	SL_UNTAKEN,           /* out its whole time, nobody took it */
+	SL_UNTAKEN_REFUSED,   /* the acceptor found no room for its marker */
+	SL_UNTAKEN_LINK_LOST, /* the device's link went down under it */
+};
+/* The next offer after one nobody took: later, the wait doubling, and a
+ * return gives up its short gap after a few; refused (the acceptor waits
+ * for room at its next look): soon; its link lost, no fault of the
+ * acceptor's: a return starts its short gap again. */
+void sl_promote_untaken(struct sl_sock *s, enum sl_untaken why);
 /* A use that promotion cannot follow (a kernel epoll set holds the socket, a
  * stdio stream reads it, splice, urgent data): the connection stays on
  * kernel TCP for good.  Takes effect for the next offer or look. */
 void sl_promote_forbid(struct sl_sock *s);
-/* After a late offer nobody took, or an offer that could not be made: the
- * next one later, the wait doubling; refused (the acceptor found no room
- * for its marker, and waits for room at its next look): soon. */
-void sl_promote_back_off(struct sl_sock *s, bool refused);
+/* After an offer that could not be made: the next one later, the wait
+ * doubling. */
+void sl_promote_back_off(struct sl_sock *s);
 
 /* The offer or look, if one is due (from a call on s through the library). */
 void sl_promote_try(struct sl_sock *s);
