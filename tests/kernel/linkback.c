@@ -8,13 +8,16 @@
  * streams at once, every call non-blocking (the return of a full-duplex
  * stream: the connector must still have room for its marker when the
  * acceptor, on its ring already, waits to be read).  `linkback remote ADDR
- * PORT CUT N` (tests/kernel/sl2test.c, two guests over ivshmem): the same N
- * cycles against an echo server on the other guest (tests/hook/progs/peer),
- * the cable pulled and put back through the switch file CUT; `linkback bulk
- * ADDR PORT BYTES`, the load beside it: BYTES through that echo server at
- * full speed both ways, checked, in constant memory.  Each return is
- * bounded in exchanges or rounds, never in time; the time it took is
- * printed.
+ * PORT CUT N [LOAD]` (tests/kernel/sl2test_moves.c, two guests over
+ * ivshmem): the same N cycles against an echo server on the other guest
+ * (tests/hook/progs/peer), the cable pulled and put back through the switch
+ * file CUT; `linkback bulk ADDR PORT BYTES [LOAD]`, the load beside it: up
+ * to BYTES through that echo server at full speed both ways, checked, in
+ * constant memory.  With LOAD (a file), the load says there whether it is
+ * on the rings, each cut waits until it is (so that every cut falls on a
+ * loaded connection that came back), and LOAD.stop ends the load after the
+ * last cycle.  Each return is bounded in exchanges or rounds, never in
+ * time; the time it took is printed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,8 +42,9 @@
 
 static uint64_t off; /* bytes of each stream so far */
 
-/* remote mode: the far end is an echo server, and the cable is cut_file. */
-static const char *cut_file;
+/* remote mode: the far end is an echo server, and the cable is cut_file;
+ * load_file, the bulk load's word on its transport (bulk mode writes it). */
+static const char *cut_file, *load_file;
 static int remote;
 
 static unsigned char stream_byte(int which, uint64_t i)
@@ -227,18 +232,78 @@ static int stream_cycle(int c, int a, char *why, size_t size)
 	return 0;
 }
 
+static double t_link_up; /* when the link last came back */
+
+/* The load's word: "1 N" on the rings for the Nth time, "0 N" on kernel
+ * TCP since, "end".  1 if it is on the rings for at least the back-th time,
+ * -1 if it ended, else 0 (none yet included). */
+static int load_says(int back)
+{
+	char w[32] = "";
+	FILE *f = fopen(load_file, "r");
+	int on = 0, times = 0;
+
+	if (f) {
+		if (!fgets(w, sizeof(w), f))
+			w[0] = 0;
+		fclose(f);
+	}
+	if (w[0] == 'e')
+		return -1;
+	return sscanf(w, "%d %d", &on, &times) == 2 && on == 1 && times >= back ? 1 : 0;
+}
+
+/* The load's word set (bulk mode), replaced whole (rename): the reader never
+ * sees half of it. */
+static void load_say(const char *w)
+{
+	char tmp[256];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", load_file);
+	f = fopen(tmp, "w");
+	if (f && fputs(w, f) >= 0 && fclose(f) == 0)
+		rename(tmp, load_file);
+	else if (f)
+		fclose(f);
+}
+
 /* One cut and return: 0, or -1 after a FAIL line's detail in why. */
 static int cycle(int c, int a, int k, char *why, size_t size)
 {
 	double t_up;
-	int moved, back;
+	int moved, back, load_back = 0;
 
+	/* The loaded connection back on the rings too, since the last cut (the
+	 * k-th time there: a word from before the last cut is not enough):
+	 * this cut falls on it there. */
+	while (load_file && load_says(k) != 1 && load_back < MAX_EXCHANGES) {
+		if (load_says(k) < 0) {
+			snprintf(why, size, "cycle %d: the load ended or failed before this cut", k);
+			return -1;
+		}
+		if (exchange(c, a, 100) < 0) {
+			snprintf(why, size, "cycle %d: an exchange while the load came back failed: %s", k,
+				 strerror(errno));
+			return -1;
+		}
+		usleep(1000);
+		load_back++;
+	}
+	if (load_file && load_says(k) != 1) {
+		snprintf(why, size, "cycle %d: the loaded connection did not come back onto the rings in %d exchanges", k,
+			 load_back);
+		return -1;
+	}
+	if (load_file && k > 1)
+		printf("linkback: cycle %d: the loaded connection on the rings again by %.0f ms after the link\n", k,
+		       (now_us() - t_link_up) / 1000);
 	set_cable(0);
 	moved = exchange_until(c, a, 0);
 	set_cable(1);
 	for (int i = 0; i < 1500 && !link_is_up(); i++)
 		usleep(20000);
-	t_up = now_us();
+	t_up = t_link_up = now_us();
 	back = moved >= 0 && link_is_up() ? exchange_until(c, a, 1) : -1;
 	if (back < 0) {
 		snprintf(why, size, "cycle %d: left the rings after %d exchanges, links up %d, accelerated %d/%d, %s", k,
@@ -286,18 +351,54 @@ static int remote_end(const char *addr, const char *port, int *c)
 	return *c < 0 ? -1 : connect(*c, (struct sockaddr *)&to, sizeof(to));
 }
 
+/* What a bulk load that moved nothing for a while looks like: our counts,
+ * the library's readable bytes, and the kernel's queues (/proc/net/tcp).
+ * The run goes on: a stall the library resolves (by a move) is not a
+ * failure of this program's. */
+static void bulk_show_stall(int c)
+{
+	int readable = -1;
+
+	if (ioctl(c, FIONREAD, &readable) < 0)
+		readable = -1;
+	printf("linkback: bulk: nothing moved for 10 s: sent %llu, got %llu, accelerated %d, readable %d; kernel:\n",
+	       (unsigned long long)sent[0], (unsigned long long)got[0], accelerated(c), readable);
+	if (system("cat /proc/net/tcp") != 0)
+		printf("linkback: no /proc/net/tcp\n");
+}
+
 /* bulk: bytes through the echo server on c, sending and reading at once,
- * every byte checked; 0, or -1 with errno. */
+ * every byte checked, until `bytes` or (with a load file) its stop; 0, or
+ * -1 with errno. */
 static int bulk_echo(int c, uint64_t bytes)
 {
 	unsigned char buf[65536];
+	int said = -1, times = 0;
+	char stop[256], word[32];
 
-	while (got[0] < bytes) {
+	snprintf(stop, sizeof(stop), "%s.stop", load_file ? load_file : "");
+	for (unsigned round = 0; got[0] < bytes; round++) {
 		struct pollfd p = { .fd = c, .events = POLLIN | (sent[0] < bytes ? POLLOUT : 0) };
 		ssize_t k;
+		int polled;
 
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+		if (load_file) {
+			int now = accelerated(c) == 1;
+
+			if (now != said) {
+				times += now;
+				snprintf(word, sizeof(word), "%d %d\n", now, times);
+				load_say(word);
+			}
+			said = now;
+			if (round % 64 == 0 && sent[0] < bytes && access(stop, F_OK) == 0)
+				bytes = sent[0]; /* what is out comes back, then the end */
+		}
+		polled = poll(&p, 1, 10000);
+		if (polled < 0 && errno != EINTR)
 			return -1;
+		if (polled == 0)
+			bulk_show_stall(c);
 		if ((p.revents & POLLOUT) && sent[0] < bytes) {
 			size_t n = bytes - sent[0] < sizeof(buf) ? (size_t)(bytes - sent[0]) : sizeof(buf);
 
@@ -336,20 +437,26 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
-	if (argc == 5 && !strcmp(argv[1], "bulk")) {
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "bulk")) {
 		char b;
-		int ok = remote_end(argv[2], argv[3], &c) == 0 && bulk_echo(c, strtoull(argv[4], NULL, 0)) == 0 &&
-			 shutdown(c, SHUT_WR) == 0 && read(c, &b, 1) == 0;
+		int ok;
+
+		load_file = argc == 6 ? argv[5] : NULL;
+		ok = remote_end(argv[2], argv[3], &c) == 0 && bulk_echo(c, strtoull(argv[4], NULL, 0)) == 0 &&
+		     shutdown(c, SHUT_WR) == 0 && read(c, &b, 1) == 0;
+		if (load_file)
+			load_say("end\n");
 
 		result("linkback_bulk", ok, "%llu bytes sent, %llu echoed and checked, accelerated at the end %d%s%s",
 		       (unsigned long long)sent[0], (unsigned long long)got[0], accelerated(c), ok ? "" : ": ",
 		       ok ? "" : strerror(errno));
 		return ok ? 0 : 1;
 	}
-	if (argc == 6 && !strcmp(argv[1], "remote")) {
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "remote")) {
 		remote = 1;
 		cut_file = argv[4];
 		cycles = atoi(argv[5]);
+		load_file = argc == 7 ? argv[6] : NULL;
 		name = "linkback_remote";
 	} else if (argc > 2 && !strcmp(argv[1], "cycles")) {
 		cycles = atoi(argv[2]);
@@ -378,6 +485,14 @@ int main(int argc, char **argv)
 			snprintf(why, sizeof(why), "before the first cut: %s", strerror(errno));
 	while (!why[0] && done < cycles && cycle(c, a, done + 1, why, sizeof(why)) == 0)
 		done++;
+	if (load_file) {
+		char stop[256];
+		FILE *f;
+
+		snprintf(stop, sizeof(stop), "%s.stop", load_file);
+		if ((f = fopen(stop, "w")))
+			fclose(f);
+	}
 	if (remote && !why[0]) {
 		char b;
 
