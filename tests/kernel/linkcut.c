@@ -339,7 +339,9 @@ static int subject(enum mode m, int c, int ready, int go)
 					return 8;
 				got += (uint64_t)n;
 			}
-			if (n == 0 || (n < 0 && errno != EAGAIN)) {
+			/* The peer's end right behind its last byte is its due:
+			 * only an end before the whole stream is a loss. */
+			if ((n == 0 && got < STREAM_BYTES) || (n < 0 && errno != EAGAIN)) {
 				fprintf(stderr, "linkcut: pid %d: edge-triggered receive of stream 2 at byte %llu: %s\n",
 					(int)getpid(), (unsigned long long)got, n == 0 ? "end of stream" : strerror(errno));
 				return 9;
