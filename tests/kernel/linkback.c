@@ -11,9 +11,9 @@
  * PORT CUT N [LOAD]` (tests/kernel/sl2test_moves.c, two guests over
  * ivshmem): the same N cycles against an echo server on the other guest
  * (tests/hook/progs/peer), the cable pulled and put back through the switch
- * file CUT; `linkback bulk ADDR PORT BYTES [LOAD]`, the load beside it: up
- * to BYTES through that echo server at full speed both ways, checked, in
- * constant memory.  With LOAD (a file), the load says there whether it is
+ * file CUT; `linkback bulk ADDR PORT BYTES [LOAD]`, the load beside it:
+ * BYTES (with LOAD, until its stop) through that echo server at full speed
+ * both ways, checked, in constant memory.  With LOAD (a file), the load says there whether it is
  * on the rings, each cut waits until it is (so that every cut falls on a
  * loaded connection that came back), and LOAD.stop ends the load after the
  * last cycle.  Each return is bounded in exchanges or rounds, never in
@@ -26,6 +26,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,19 +353,25 @@ static int remote_end(const char *addr, const char *port, int *c)
 }
 
 /* What a bulk load that moved nothing for a while looks like: our counts,
- * the library's readable bytes, and the kernel's queues (/proc/net/tcp).
- * The run goes on: a stall the library resolves (by a move) is not a
- * failure of this program's. */
+ * the library's readable bytes, and the kernel's queues (/proc/net/tcp,
+ * read here: a fork would make the socket shared, which forbids its
+ * return).  The run goes on: a stall the library resolves (by a move) is
+ * not a failure of this program's. */
 static void bulk_show_stall(int c)
 {
 	int readable = -1;
+	char line[256];
+	FILE *f;
 
 	if (ioctl(c, FIONREAD, &readable) < 0)
 		readable = -1;
 	printf("linkback: bulk: nothing moved for 10 s: sent %llu, got %llu, accelerated %d, readable %d; kernel:\n",
 	       (unsigned long long)sent[0], (unsigned long long)got[0], accelerated(c), readable);
-	if (system("cat /proc/net/tcp") != 0)
-		printf("linkback: no /proc/net/tcp\n");
+	f = fopen("/proc/net/tcp", "r");
+	while (f && fgets(line, sizeof(line), f))
+		printf("linkback:   %s", line);
+	if (f)
+		fclose(f);
 }
 
 /* bulk: bytes through the echo server on c, sending and reading at once,
@@ -377,6 +384,8 @@ static int bulk_echo(int c, uint64_t bytes)
 	char stop[256], word[32];
 
 	snprintf(stop, sizeof(stop), "%s.stop", load_file ? load_file : "");
+	if (load_file)
+		bytes = UINT64_MAX; /* the stop ends it, after the last cut however fast the link */
 	for (unsigned round = 0; got[0] < bytes; round++) {
 		struct pollfd p = { .fd = c, .events = POLLIN | (sent[0] < bytes ? POLLOUT : 0) };
 		ssize_t k;

@@ -141,7 +141,6 @@ void sl_promote_arm_return(struct sl_sock *s)
 	atomic_store(&s->promote_at_ns, ms_from_now(RETURN_GAP_FIRST_MS));
 }
 
-
 void sl_promote_strip_ended(struct sl_sock *s)
 {
 	if (atomic_load(&s->promote_return))

@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 
 #include "conn/agree.h"
+#include "conn/seam.h"
 #include "ring/layout.h"
 #include "runtime/log.h"
 #include "runtime/sys.h"
@@ -28,26 +29,32 @@ bool sl_stall_watch(const struct sl_sock *s)
 	       atomic_load_explicit(s->tx.read_copy, memory_order_relaxed);
 }
 
-/* A promotion's kernel stream still under way, which explains a peer that
- * takes nothing from our ring: our bytes before our switch point are not
- * all delivered (the peer reads our ring only after them and our marker),
- * or we have not read the peer's before its own point (an echoing peer
- * blocked on the full ring it sends us in, which we read only past its
- * seam).  Both end by kernel TCP alone; a reader bypassing the hook shows
- * neither, our kernel queue empty and no seam of its.  Asked only when the
- * bound ran out (one ioctl). */
-static bool kernel_stream_moving(struct sl_sock *s)
+/* A promotion's kernel stream under way explains a peer that takes nothing
+ * from our ring: it reads our ring only after our bytes before our switch
+ * point, and an echoing peer blocked on the full ring it sends us in waits
+ * for us to read its bytes before its own point.  Both end by kernel TCP
+ * alone.  Its progress is what we read of the kernel stream less what our
+ * kernel still holds of ours, which grows with either; false when nothing
+ * is under way (no seam of ours pending, our kernel queue empty), as for a
+ * reader past the hook.  Asked only when the bound ran out (syscalls). */
+static bool kernel_stream_progress(struct sl_sock *s, uint64_t *progress)
 {
+	uint64_t read = 0;
 	int outq = 0;
 
-	if (atomic_load_explicit(&s->seam_pending, memory_order_acquire))
-		return true;
-	return sl_sys.ioctl(s->fd, SIOCOUTQ, &outq) == 0 && outq > 0;
+	if (sl_sys.ioctl(s->fd, SIOCOUTQ, &outq) < 0 || outq < 0)
+		outq = 0;
+	if (!atomic_load_explicit(&s->seam_pending, memory_order_acquire) && outq == 0)
+		return false;
+	if (sl_seam_read_total(s->fd, &read) < 0)
+		return false;
+	*progress = read - (uint64_t)outq;
+	return true;
 }
 
 bool sl_stall_note(struct sl_sock *s, int64_t now_ns)
 {
-	uint64_t read;
+	uint64_t read, progress = 0;
 	int64_t since;
 
 	if (!sl_stall_watch(s)) {
@@ -56,13 +63,25 @@ bool sl_stall_note(struct sl_sock *s, int64_t now_ns)
 	}
 	read = atomic_load_explicit(s->tx.read_copy, memory_order_relaxed);
 	since = atomic_load_explicit(&s->stall_since_ns, memory_order_relaxed);
-	if (!since || read != atomic_load_explicit(&s->stall_read, memory_order_relaxed) ||
-	    (now_ns - since >= (int64_t)SL_STALL_MS * 1000000 && kernel_stream_moving(s))) {
+	if (!since || read != atomic_load_explicit(&s->stall_read, memory_order_relaxed)) {
 		atomic_store_explicit(&s->stall_read, read, memory_order_relaxed);
+		atomic_store_explicit(&s->stall_since_ns, now_ns, memory_order_relaxed);
+		atomic_store_explicit(&s->stall_kernel_seen, false, memory_order_relaxed);
+		return false;
+	}
+	if (now_ns - since < (int64_t)SL_STALL_MS * 1000000)
+		return false;
+	/* Another bound while the promotion's kernel stream moves; one that
+	 * stopped moving (a program that never reads keeps our seam pending)
+	 * is a stall like any. */
+	if (kernel_stream_progress(s, &progress) && (!atomic_load_explicit(&s->stall_kernel_seen, memory_order_relaxed) ||
+						      progress != atomic_load_explicit(&s->stall_kernel, memory_order_relaxed))) {
+		atomic_store_explicit(&s->stall_kernel, progress, memory_order_relaxed);
+		atomic_store_explicit(&s->stall_kernel_seen, true, memory_order_relaxed);
 		atomic_store_explicit(&s->stall_since_ns, now_ns, memory_order_relaxed);
 		return false;
 	}
-	return now_ns - since >= (int64_t)SL_STALL_MS * 1000000;
+	return true;
 }
 
 bool sl_stall_at_close(const struct sl_sock *s)

@@ -149,6 +149,8 @@ reset:
 	s->agree_deadline_ns = 0;
 	atomic_store(&s->stall_since_ns, 0);
 	atomic_store(&s->stall_read, 0);
+	atomic_store(&s->stall_kernel, 0);
+	atomic_store(&s->stall_kernel_seen, false);
 	atomic_store(&s->shut_rd, false);
 	atomic_store(&s->shut_wr, false);
 	atomic_store(&s->peer_gone, false);

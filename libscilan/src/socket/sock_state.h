@@ -180,9 +180,12 @@ struct sl_sock {
 				       * path guards the agreement with one load of private memory */
 	_Atomic int64_t agree_deadline_ns; /* CLOCK_MONOTONIC: undecided by then, we revoke */
 	char offer_path[SL_OFFER_PATH_SIZE];
-	/* stall.c: since when the peer took nothing of ours (0: not stalled), and its read index then */
+	/* stall.c: since when the peer took nothing of ours (0: not stalled), and its read index then;
+	 * a promotion's kernel stream's progress at the last restart (stall_kernel_seen: one was taken) */
 	_Atomic int64_t stall_since_ns;
 	_Atomic uint64_t stall_read;
+	_Atomic uint64_t stall_kernel;
+	_Atomic bool stall_kernel_seen;
 
 	_Atomic bool shut_rd, shut_wr;
 	_Atomic bool peer_gone;  /* companion socket reached EOF or error */
