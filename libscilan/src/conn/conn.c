@@ -137,8 +137,23 @@ short sl_conn_ready(struct sl_sock *s, short events)
 	/* Our offer out and undecided, or the peer's bytes on the kernel
 	 * socket: a poll or epoll wait is where a program that never calls
 	 * recv learns that the connection is kernel TCP now. */
-	if (sl_agree_plain(s, SL_AGREE_POLL))
-		return atomic_load(&s->strip_pending) ? sl_fail_over_ready(s, events) : sl_agree_kernel_ready(s, events);
+	if (sl_agree_plain(s, SL_AGREE_POLL)) {
+		short kernel;
+
+		if (atomic_load(&s->strip_pending))
+			return sl_fail_over_ready(s, events);
+		kernel = sl_agree_kernel_ready(s, events);
+		/* A late offer out: what made the kernel socket readable may be
+		 * the acceptor's marker, which it sends only after its claim, so
+		 * a claim our look before missed is seen now; followed, the
+		 * readiness is the ring's (a recv would find the marker alone). */
+		if ((kernel & (POLLIN | POLLRDNORM)) && sl_sock_promoting(s)) {
+			sl_promote_poll(s);
+			if (!sl_sock_promoting(s)) /* decided: once more, as it is now */
+				return sl_conn_ready(s, events);
+		}
+		return kernel;
+	}
 	shut_wr = atomic_load(&s->shut_wr);
 	if (atomic_load(&s->reset))
 		return (short)((events & (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLRDHUP)) | POLLHUP |

@@ -639,6 +639,10 @@ short sl_promote_ready(struct sl_sock *s, short events)
 	/* Only the reading side is the kernel's: our sends go to the ring. */
 	if (sl_sys.poll(&p, 1, 0) != 1)
 		return 0;
+	/* What made it readable may be the marker, arrived since the look
+	 * above: taken now, the readiness is the ring's. */
+	if ((p.revents & (POLLIN | POLLRDNORM)) && (!sl_promote_cross_due(s) || !atomic_load(&s->seam_pending)))
+		return -1;
 	return (short)(p.revents & (POLLIN | POLLRDNORM | POLLRDHUP | POLLHUP | POLLERR));
 }
 

@@ -509,9 +509,11 @@ static bool progress_connects(const struct pollfd *fds, nfds_t n)
  * fail-over header: the kernel reports that header readable, and a program
  * woken for it would block in its recv (failover.c).  The strip runs here,
  * never waiting, and POLLIN stays only where the program's bytes are.  The
- * entries still ready; *masked: one lost its POLLIN (wait again: the strip
- * consumed what the kernel had, so the next wait sleeps). */
-static int past_fail_over_headers(struct pollfd *fds, nfds_t n, bool *masked)
+ * same for a promoting connector's kernel socket woken by the acceptor's
+ * marker.  The entries still ready; *masked: one lost its POLLIN (wait
+ * again: the strip or the follow consumed what the kernel had, so the next
+ * wait sleeps, on the ring if the connection is there now). */
+static int past_headers_and_markers(struct pollfd *fds, nfds_t n, bool *masked)
 {
 	const short in = POLLIN | POLLRDNORM;
 	int ready = 0;
@@ -520,8 +522,12 @@ static int past_fail_over_headers(struct pollfd *fds, nfds_t n, bool *masked)
 	for (nfds_t i = 0; i < n; i++) {
 		struct sl_sock *s = (fds[i].revents & in) ? sl_sock_get(fds[i].fd) : NULL;
 
-		if (s && sl_sock_strip_pending(s)) {
-			short rev = sl_fail_over_ready(s, fds[i].events);
+		/* With our late offer out, the entry was the kernel's: what woke
+		 * it may be the acceptor's marker alone, which the ready check
+		 * takes (following the claim), and the ring's readiness counts. */
+		if (s && (sl_sock_strip_pending(s) || sl_sock_promoting(s))) {
+			short rev = sl_sock_promoting(s) ? sl_conn_ready(s, fds[i].events)
+							 : sl_fail_over_ready(s, fds[i].events);
 
 			if (!(rev & in)) {
 				fds[i].revents &= (short)~in;
@@ -560,7 +566,7 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		r = poll_once(fds, n, remaining_ms(deadline), &fell_back);
 		masked = false;
 		if (r > 0)
-			r = past_fail_over_headers(fds, n, &masked);
+			r = past_headers_and_markers(fds, n, &masked);
 	} while ((fell_back || (r == 0 && masked)) && remaining_ms(deadline) != 0);
 	return r;
 }

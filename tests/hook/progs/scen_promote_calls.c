@@ -5,8 +5,9 @@
  *           handler does not ask SA_RESTART at 300 ms: the send returns
  *           what it sent, as the kernel's does, and the server gets it all
  *   pollmark one connection offering at its request, the server taking the
- *           offer at its read and answering 500 ms later, the client in
- *           poll(POLLIN) meanwhile: readable means the answer is there
+ *           offer at a read after the request (its marker out then) and
+ *           answering 500 ms later, the client in poll(POLLIN) meanwhile:
+ *           readable means the answer is there, not the marker
  *   waitall one connection streaming 32 MiB in 10,000-byte writes to a
  *           server reading 64 KiB at a time with MSG_WAITALL while the
  *           connection moves: every read is whole, the one across the
@@ -110,6 +111,10 @@ static int slow_answer_server(void *arg)
 	c = MUST(accept(l, NULL, NULL));
 	if (recv_all(c, req, sizeof(req)) != (ssize_t)sizeof(req))
 		fatal("request");
+	/* A read that finds nothing: under the hook, the look that takes the
+	 * offer (its marker goes out now, the answer 500 ms later). */
+	if (recv(c, buf, sizeof(buf), MSG_DONTWAIT) >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		fatal("a read before the answer");
 	usleep(500000);
 	if (send_all(c, req, sizeof(req)) != (ssize_t)sizeof(req))
 		fatal("answer");
