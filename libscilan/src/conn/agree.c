@@ -188,8 +188,10 @@ static uint32_t settle_locked(struct sl_sock *s, _Atomic uint32_t *word, bool *e
 			if (r == 0)
 				return SL_OFFER_ATTACHED;
 			if (r < 0) {
-				*lost = "the device link went down before the acceptor agreed: the ring bytes are out of "
-					"reach";
+				*lost = r == -1 ? "the device link went down before the acceptor agreed: the ring bytes "
+						  "are out of reach"
+						: "the device refused to take the offer back: whether the acceptor reads "
+						  "the ring bytes cannot be known";
 				return SL_OFFER_REVOKED;
 			}
 		}

@@ -156,9 +156,12 @@ static int take_back(struct sl_sock *s)
 		 * agrees, and LINK_DOWN only over an agreed connection: a word
 		 * still OFFERED was never agreed, so no acceptor claimed, and a
 		 * late offer put nothing in the ring: taken back. */
-		if (r < 0 && atomic_load_explicit(s->offer_word, memory_order_acquire) != SL_OFFER_OFFERED)
+		if (r == -1 && atomic_load_explicit(s->offer_word, memory_order_acquire) != SL_OFFER_OFFERED)
 			return -1;
-		link_lost = r < 0;
+		/* -2, the link up: refused for a reason of the endpoint's own (no
+		 * connected endpoint any acceptor could pair), an untaken offer
+		 * that counts toward the return's end. */
+		link_lost = r == -1;
 	}
 	if (!atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED))
 		return 0;

@@ -60,7 +60,8 @@ struct sl_fabric_ops {
 	 * (the offer word's compare-and-swap decides); on the device fabric
 	 * the acceptor's driver pairs through ours, which decides.  1 revoked
 	 * (no acceptor will read the ring), 0 the acceptor agreed first, -1
-	 * (errno) neither can be known: the link went down. */
+	 * (errno) neither can be known: the link went down; -2 (errno) the
+	 * link is up and the decider refused the revoke for another reason. */
 	int (*offer_revoke)(struct sl_sock *s);
 	/* Connecting side, once connected: forget the offer bookkeeping we no longer need. */
 	void (*offer_settle)(struct sl_sock *s);

@@ -725,15 +725,25 @@ static bool dev_peer_gone(struct sl_sock *s)
 
 /* The revoke of an undecided offer (agree.c): our driver answers the
  * acceptor's pairing (VERIFY) and our ABANDON under one lock, so exactly
- * one wins; after ours no acceptor reads the ring. */
+ * one wins; after ours no acceptor reads the ring.  A refusal is the link's
+ * loss only when the driver says so (the endpoint reset): any other one
+ * would otherwise pass for a flap, which a return retries without end. */
 static int dev_offer_revoke(struct sl_sock *s)
 {
-	if (s->bell_rx >= 0 && !atomic_load(&s->dev_lost) && sl_sys.ioctl(s->bell_rx, SCILAN_IOC_ABANDON) == 0)
+	int err;
+
+	if (s->bell_rx < 0 || atomic_load(&s->dev_lost))
+		return -1;
+	if (sl_sys.ioctl(s->bell_rx, SCILAN_IOC_ABANDON) == 0)
 		return 1;
-	if (s->bell_rx >= 0 && !atomic_load(&s->dev_lost) && errno == EALREADY)
+	if (errno == EALREADY)
 		return 0;
-	sl_debug("fd %d: revoke over the device: %s", s->fd, strerror(errno));
-	return -1;
+	err = errno;
+	sl_debug("fd %d: revoke over the device: %s", s->fd, strerror(err));
+	if (endpoint_reset(s))
+		return -1;
+	errno = err;
+	return -2;
 }
 
 /* A close must not touch mappings the driver zapped at link down. */
