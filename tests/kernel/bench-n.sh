@@ -32,11 +32,13 @@ lowest() { tr ' ' '\n' | grep . | sort -g | head -n 1; }
 	echo
 	echo "## Round trips, 64 B, each ordered pair alone (the other guests idle)"
 	echo
-	echo "Each timed round trip includes about one read of the guest's clock: its cost,"
-	echo "measured by the poll run's client before its round trips, is the last column."
+	echo "Round trips are timed with the TSC (its rate measured against CLOCK_MONOTONIC),"
+	echo "as sockperf does: each sample includes one read of it (\"stamp read\"). A read of"
+	echo "the guest's own clock, clock_gettime (HPET under TCG: a system call and a trapped"
+	echo "MMIO read), costs what the last column says; both measured by the poll run's client."
 	echo
-	echo "| client → server | poll p50 us | poll p99 us | irq p50 us | irq p99 us | TCP p50 us | TCP p99 us | TCP p50 / poll p50 | TCP p50 / irq p50 | clock read us |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
+	echo "| client → server | poll p50 us | poll p99 us | irq p50 us | irq p99 us | TCP p50 us | TCP p99 us | TCP p50 / poll p50 | TCP p50 / irq p50 | stamp read us | clock read us |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	rp= ri=
 	for c in 0 1 2 3; do
 		for s in 0 1 2 3; do
@@ -46,7 +48,8 @@ lowest() { tr ' ' '\n' | grep . | sort -g | head -n 1; }
 			a=$(ratio "$tp" "$(val ${r}_poll p50_us)") b=$(ratio "$tp" "$(val ${r}_irq p50_us)")
 			rp="$rp $a" ri="$ri $b"
 			echo "| $c → $s | $(val ${r}_poll p50_us) | $(val ${r}_poll p99_us) | $(val ${r}_irq p50_us) |" \
-				"$(val ${r}_irq p99_us) | $tp | $(val ${r}_tcp p99_us) | $a | $b | $(val ${r}_poll clock_us) |"
+				"$(val ${r}_irq p99_us) | $tp | $(val ${r}_tcp p99_us) | $a | $b | $(val ${r}_poll stamp_us) |" \
+				"$(val ${r}_poll clock_us) |"
 		done
 	done
 	echo
