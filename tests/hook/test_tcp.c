@@ -2,8 +2,8 @@
  * against kernel TCP: abortive close, which send learns of a closed peer and
  * with which errno, urgent data (MSG_OOB, SIOCATMARK, SO_OOBINLINE, POLLPRI,
  * EPOLLPRI, select exceptfds), the receive low-water mark (SO_RCVLOWAT),
- * MSG_TRUNC, MSG_ZEROCOPY with its completions, FIONREAD, SIOCOUTQ and
- * TCP_INQ. */
+ * MSG_TRUNC, MSG_ZEROCOPY with its completions, FIONREAD, SIOCOUTQ,
+ * TCP_INQ and a client's TCP Fast Open. */
 #include <criterion/criterion.h>
 
 #include "runner.h"
@@ -24,3 +24,9 @@ Test(tcp, msg_trunc_discards_with_null_buffer, .timeout = 120) { hk_scenario("re
 Test(tcp, msg_zerocopy_completes_on_kernel_tcp, .timeout = 120) { hk_scenario("zerocopy", "zerocopy", 2, 2, 60); }
 Test(tcp, fionread_siocoutq_delivered_unread, .timeout = 120) { hk_scenario("queues", "ioctls", 2, 2, 60); }
 Test(tcp, tcp_inq_control_message, .timeout = 120) { hk_scenario("queues", "inq", 2, 2, 60); }
+/* TCP_FASTOPEN_CONNECT defers the SYN to the first write, which the rings
+ * would take: every connection waited out its offer (1 s) and ended on
+ * kernel TCP.  All 3 on the rings at both ends now, the option read back. */
+Test(tcp, tcp_fastopen_connect_rides_the_rings, .timeout = 120) { hk_scenario("fastopen", "connect", 2 * 3, -1, 60); }
+/* sendto(MSG_FASTOPEN) connects inside the kernel's call: kernel TCP. */
+Test(tcp, msg_fastopen_sendto_on_kernel_tcp, .timeout = 120) { hk_scenario("fastopen", "sendto", 0, -1, 60); }

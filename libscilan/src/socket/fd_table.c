@@ -136,6 +136,7 @@ reset:
 	if (s->dev_listen)
 		s->dev_listen->count = 0;
 	s->defer_accept = 0;
+	s->fastopen_connect = false;
 	s->own_area = 0;
 	sl_segment_unbind(s);
 	s->state_to_peer = 0;

@@ -364,6 +364,21 @@ static int our_end(struct sl_sock *s, const struct sockaddr *dst, socklen_t len,
 	return source_of(s, dst, len, src);
 }
 
+/* TCP Fast Open's connect sends no SYN: the first write carries it, and ours
+ * go to the ring, so the acceptor, which accepts at the handshake, would
+ * never see the connection and the offer would wait out its second.  An
+ * offered connect shakes hands as without the option (its saving, one
+ * round trip at connect, is the kernel path's); a plain one keeps it. */
+static bool handshake_at_connect(struct sl_sock *s)
+{
+	int off = 0;
+
+	if (sl_sys.setsockopt(s->fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &off, sizeof(off)) == 0)
+		return true;
+	sl_info("fd %d: TCP_FASTOPEN_CONNECT stays on (%m): kernel TCP", s->fd);
+	return false;
+}
+
 static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen_t len, enum sl_fb reason)
 {
 	int r = sl_sys.connect(s->fd, addr, len);
@@ -420,6 +435,8 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		why = SL_FB_NO_LISTENER;
 	else if (!sl_own_fd_room(fd))
 		why = SL_FB_RESOURCE;
+	else if (s->fastopen_connect && !handshake_at_connect(s))
+		why = SL_FB_OTHER;
 	if (why == SL_FB_NONE) {
 		/* Found, maybe through the wildcard: the exact address's hint is void. */
 		sl_fb_take_hint(SL_FB_NONE);

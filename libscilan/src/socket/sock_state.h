@@ -150,6 +150,8 @@ struct sl_sock {
 	struct sl_dev_listen *dev_listen;
 	int defer_accept;        /* TCP_DEFER_ACCEPT as the program set it (the kernel's rounding), which a
 				  * published listener keeps off its kernel socket (sockopt.c); 0 if none */
+	bool fastopen_connect;   /* the program set TCP_FASTOPEN_CONNECT: an offered connect takes it off its
+				  * kernel socket (lifecycle.c), and it reads back as set (sockopt.c) */
 
 	/* connection */
 	void *seg;

@@ -1,6 +1,7 @@
 /* sockopt.c — socket options: scilan's own (SOL_SCILAN), the ones whose
  * meaning moves to the rings (SO_RCVBUF, SO_ERROR, TCP_NODELAY), a listener's
- * TCP_DEFER_ACCEPT, and the rest passed to the kernel socket unchanged.
+ * TCP_DEFER_ACCEPT, a client's TCP_FASTOPEN_CONNECT, and the rest passed to
+ * the kernel socket unchanged.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -143,6 +144,8 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		atomic_store(&s->rcvlowat, 0); /* the kernel rounds and caps it: asked at first need */
 	else if (level == IPPROTO_TCP && name == TCP_INQ)
 		atomic_store(&s->tcp_inq, v != 0);
+	else if (level == IPPROTO_TCP && name == TCP_FASTOPEN_CONNECT)
+		s->fastopen_connect = v != 0;
 	else if (level == IPPROTO_TCP && name == TCP_DEFER_ACCEPT && published(s)) {
 		/* Set on the kernel socket first: it checks and rounds the value. */
 		s->defer_accept = 0;
@@ -190,6 +193,8 @@ int scilan_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	s = sl_sock_get(fd);
 	if (s && sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
+	if (s && s->fastopen_connect && level == IPPROTO_TCP && name == TCP_FASTOPEN_CONNECT)
+		return put_int(val, len, 1);
 	if (!s || sl_sock_state(s) == SL_PLAIN)
 		return sl_sys.getsockopt(fd, level, name, val, len);
 	state = sl_sock_state(s);
