@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # check.sh [RESULTS_FILE] — model-checks sleep_protocol.pml and set_queue.pml (no lost wake-up) and
 # biased_lock.pml (mutual exclusion), fail_over.pml (a device link's fail-over to kernel TCP
-# loses and duplicates no byte) and promote.pml (the switch from kernel TCP onto the rings: no
-# byte lost, doubled or reordered, no end left asleep) with SPIN; each mutant must fail.
+# loses and duplicates no byte), promote.pml (the switch from kernel TCP onto the rings: no
+# byte lost, doubled or reordered, no end left asleep) and promote_device.pml (that switch
+# agreed through the device's drivers over a link that may be cut) with SPIN; each mutant must fail.
 set -u
 out=${1:+$(realpath -m "$1")}   # resolved before the cd below
 cd "$(dirname "$0")"
@@ -60,6 +61,10 @@ MODEL=promote.pml check promote_ring_first nonzero -DRING_FIRST
 MODEL=promote.pml check promote_hook_count nonzero -DHOOK_COUNT
 MODEL=promote.pml check promote_no_marker nonzero -DNO_MARKER
 MODEL=promote.pml check promote_no_bypass_check nonzero -DNO_BYPASS_CHECK
+MODEL=promote_device.pml check promote_device zero
+MODEL=promote_device.pml check promote_device_plain_offer nonzero -DPLAIN_OFFER
+MODEL=promote_device.pml check promote_device_no_abandon nonzero -DNO_ABANDON
+MODEL=promote_device.pml check promote_device_publish_unanswered nonzero -DPUBLISH_UNANSWERED
 echo "model: $passed passed, $failed failed"
-[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml+fail_over.pml+promote.pml $passed $failed" >"$out"; }
+[ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml+fail_over.pml+promote.pml+promote_device.pml $passed $failed" >"$out"; }
 [ "$failed" -eq 0 ]

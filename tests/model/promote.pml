@@ -1,5 +1,6 @@
-/* promote.pml — a SPIN model of the switch that would move a live kernel
- * TCP connection onto the rings (issue 26, part 3, not in the library yet):
+/* promote.pml — a SPIN model of the switch that moves a live kernel TCP
+ * connection onto the rings (promotion.c, seam.c; the device's agreement
+ * through its drivers is promote_device.pml's):
  * the seam in each direction, where a byte can be lost, doubled or
  * reordered, and the wake-up of an end asleep in the kernel.
  * C (the connector) offers a segment; A (the acceptor) takes the offer
