@@ -312,8 +312,10 @@ static bool pq_name(struct pq *pq, int epfd, struct pollfd *fds, nfds_t n, nfds_
 		struct pq_ent *e;
 
 		/* The peer's fail-over header may wait on its kernel socket, which
-		 * the kernel would report readable: scilan_poll strips it first. */
-		if (raw && sl_sock_strip_pending(raw))
+		 * the kernel would report readable: scilan_poll strips it first.
+		 * So with a promoting connector's, which may hold the acceptor's
+		 * marker alone: scilan_poll follows the claim first. */
+		if (raw && (sl_sock_strip_pending(raw) || sl_sock_promoting(raw)))
 			return false;
 		x = raw ? index_of(pq, fd) : -1;
 		if (x < 0 || pq->ent[x].sock != raw || !pq->ent[x].ok) {

@@ -150,6 +150,12 @@ Test(promotion, poll_reports_readable_for_the_answer_not_the_acceptors_marker, .
 	expect_promoted("pollmark", 2);
 }
 
+/* The same through the hook's queued poll (8 idle listeners beside it). */
+Test(promotion, a_queued_poll_reports_readable_for_the_answer_not_the_marker, .timeout = 120)
+{
+	expect_promoted("pollmarkq", 2);
+}
+
 /* A reader asking MSG_WAITALL while its connection moves: the read that
  * spans the seam (the peer's last kernel bytes, then its first on the
  * ring) is whole, as the kernel's, not cut at the seam. */

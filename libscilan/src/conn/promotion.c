@@ -643,9 +643,17 @@ short sl_promote_ready(struct sl_sock *s, short events)
 	if (sl_sys.poll(&p, 1, 0) != 1)
 		return 0;
 	/* What made it readable may be the marker, arrived since the look
-	 * above: taken now, the readiness is the ring's. */
-	if ((p.revents & (POLLIN | POLLRDNORM)) && (!sl_promote_cross_due(s) || !atomic_load(&s->seam_pending)))
-		return -1;
+	 * above: taken now (and followed, as above), the readiness is the
+	 * ring's. */
+	if (p.revents & (POLLIN | POLLRDNORM)) {
+		if (!sl_promote_cross_due(s))
+			return -1;
+		if (!atomic_load(&s->seam_pending)) {
+			if (sl_sock_promoting(s))
+				sl_promote_settle(s);
+			return -1;
+		}
+	}
 	return (short)(p.revents & (POLLIN | POLLRDNORM | POLLRDHUP | POLLHUP | POLLERR));
 }
 

@@ -557,6 +557,8 @@ int scilan_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 		if (slice < 0 || slice > SHARED_WAIT_CAP_MS)
 			slice = SHARED_WAIT_CAP_MS;
 		r = poll_once(fds, n, slice, &fell_back);
+		if (r > 0)
+			r = past_headers_and_markers(fds, n, &masked);
 		if (r != 0 || remaining_ms(deadline) == 0)
 			return r;
 	}

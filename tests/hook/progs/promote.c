@@ -33,7 +33,7 @@
  *           never sees: its process's connections stay plain)
  *   raw     the pool, served through syscall(2) (SYS_recvfrom, SYS_sendto):
  *           the hook sees those, so the connections move
- *   sendintr, pollmark, waitall, shutrd, readrestart: single calls caught
+ *   sendintr, pollmark, pollmarkq, waitall, shutrd, readrestart: single calls caught
  *           by the move
  *           (scen_promote_calls.c)
  */
@@ -473,6 +473,7 @@ int main(int argc, char **argv)
 		{ "raw", sc_raw },
 		{ "sendintr", sc_sendintr },
 		{ "pollmark", sc_pollmark },
+		{ "pollmarkq", sc_pollmarkq },
 		{ "waitall", sc_waitall },
 		{ "shutrd", sc_shutrd },
 		{ "readrestart", sc_readrestart },

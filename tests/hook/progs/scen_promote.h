@@ -40,6 +40,7 @@ int sc_etidle(void);
 /* The single-call scenarios (scen_promote_calls.c). */
 int sc_sendintr(void);
 int sc_pollmark(void);
+int sc_pollmarkq(void);
 int sc_waitall(void);
 int sc_shutrd(void);
 int sc_readrestart(void);

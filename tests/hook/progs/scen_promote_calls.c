@@ -8,6 +8,8 @@
  *           offer at a read after the request (its marker out then) and
  *           answering 500 ms later, the client in poll(POLLIN) meanwhile:
  *           readable means the answer is there, not the marker
+ *   pollmarkq the same poll naming 8 idle listeners too (the hook's
+ *           queued poll)
  *   waitall one connection streaming 32 MiB in 10,000-byte writes to a
  *           server reading 64 KiB at a time with MSG_WAITALL while the
  *           connection moves: every read is whole, the one across the
@@ -124,24 +126,44 @@ static int slow_answer_server(void *arg)
 	return 0;
 }
 
-int sc_pollmark(void)
+/* The client's poll names its connection and `idle` listeners (none
+ * readable): with 8 or more the hook's queued poll serves it. */
+static int pollmark_with(int idle)
 {
-	int args[4], c, r;
+	int args[4], c, r, l[8];
 	char req[16] = "a request, 16 B", ans[32];
-	struct pollfd pfd;
+	struct pollfd pfd[9];
 	struct kid k;
+	uint16_t port;
 	ssize_t n;
 
 	c = connect_after_shorts(&k, slow_answer_server, args);
 	usleep(300000); /* past the short-connection policy: this send offers */
 	MUST(send(c, req, sizeof(req), 0));
-	pfd = (struct pollfd){ .fd = c, .events = POLLIN };
-	r = poll(&pfd, 1, 5000);
+	pfd[0] = (struct pollfd){ .fd = c, .events = POLLIN };
+	for (int i = 0; i < idle; i++) {
+		l[i] = tcp_listener(&port);
+		pfd[1 + i] = (struct pollfd){ .fd = l[i], .events = POLLIN };
+	}
+	r = poll(pfd, (nfds_t)(1 + idle), 5000);
 	n = recv(c, ans, sizeof(ans), MSG_DONTWAIT);
-	say("poll: %d %s; then a recv that does not wait: %s", r, r > 0 && (pfd.revents & POLLIN) ? "readable" : "not readable",
+	say("poll: %d %s; then a recv that does not wait: %s", r,
+	    r > 0 && (pfd[0].revents & POLLIN) ? "readable" : "not readable",
 	    n == (ssize_t)sizeof(req) && !memcmp(ans, req, sizeof(req)) ? "the answer" : n < 0 ? en(errno) : "something else");
+	for (int i = 0; i < idle; i++)
+		close(l[i]);
 	close(c);
 	return kid_join(&k);
+}
+
+int sc_pollmark(void)
+{
+	return pollmark_with(0);
+}
+
+int sc_pollmarkq(void)
+{
+	return pollmark_with(8);
 }
 
 #define WAITALL_READ (64 << 10)
