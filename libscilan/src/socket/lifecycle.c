@@ -457,6 +457,10 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	if (why != SL_FB_NONE) {
 		drop_rendezvous(s);
+		/* Ending plain after all (no port for the offer, a failed offer,
+		 * a retry): Fast Open as the program asked. */
+		if (s->fastopen_connect)
+			sl_sys.setsockopt(fd, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &(int){ 1 }, sizeof(int));
 		r = connect_plain(s, addr, len, why);
 		err = errno;
 		/* A plain server answers there: its next connects need not look.
