@@ -255,7 +255,8 @@ struct sl_ep {
 	bool mapped;
 	struct page *sink;          /* stands in for the peer's pages after link down (sl_fault) */
 	bool abandoned;             /* SCILAN_IOC_ABANDON: its CLOSE says aborted */
-	bool agreed;                /* client: the acceptor's driver paired it (VERIFY) */
+	bool agreed;                /* client: the acceptor's driver paired it (VERIFY) ... */
+	bool answered;              /* ... and our answer went out, which a late client's point must follow */
 	struct address_space *mapping;  /* of the file it was opened as */
 };
 
@@ -270,6 +271,7 @@ static inline bool sl_ep_fresh(const struct sl_ep *ep)
 extern unsigned int sl_connect_timeout_ms;
 extern unsigned int sl_sets_per_uid;
 extern unsigned int sl_late_max;
+extern unsigned int sl_verify_answer_delay_ms;
 void sl_link_put(struct sl_link *link);
 void sl_link_get(struct sl_link *link);
 void sl_link_reset_locked(struct sl_link *link);

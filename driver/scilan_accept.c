@@ -323,6 +323,13 @@ long sl_ioc_seam_point(struct sl_ep *ep, u64 __user *arg)
 		return -EFAULT;
 	if (point == SCILAN_POINT_UNKNOWN)
 		return -EINVAL;
+	/* Our driver's answer to the acceptor first (sl_answered): a point
+	 * ahead of it would be refused, and the connection reset. */
+	if (wait_event_killable_timeout(ep->wq,
+					READ_ONCE(ep->answered) || READ_ONCE(ep->state) == SCILAN_EP_RESET ||
+						!READ_ONCE(link->up),
+					msecs_to_jiffies(sl_connect_timeout_ms)) < 0)
+		return -EINTR;
 	down_read(&link->map_sem);
 	spin_lock_irq(&link->lock);
 	if (!ep->late || !ep->sk || ep->accepted || ep->point_sent)
@@ -331,6 +338,8 @@ long sl_ioc_seam_point(struct sl_ep *ep, u64 __user *arg)
 		rc = -ECONNRESET;
 	else if (!ep->agreed || ep->state != SCILAN_EP_CONNECTED)
 		rc = -ENOTCONN;
+	else if (!ep->answered)
+		rc = -ETIMEDOUT; /* our answer never went out */
 	if (rc) {
 		spin_unlock_irq(&link->lock);
 		up_read(&link->map_sem);

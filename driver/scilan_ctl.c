@@ -435,6 +435,25 @@ static bool sl_agree_locked_out(struct sl_link *link, u32 slice, u32 peer_slice,
 	return agreed;
 }
 
+/* Our answer to the acceptor's VERIFY is out (or the link took it): the
+ * client's program saw the agreement in its word before we sent it, and a
+ * SEAM_POINT it makes meanwhile waits for this, so that the acceptor's
+ * driver reads the answer before the point (the control ring keeps the
+ * order), not a point for a connection it has no verdict on.
+ */
+static void sl_answered(struct sl_link *link, u32 slice, u32 peer_slice)
+{
+	struct sl_ep *ep;
+
+	spin_lock_irq(&link->lock);
+	ep = link->slice_ep[slice];
+	if (ep && ep->peer_slice == (int)peer_slice && ep->agreed && !ep->answered) {
+		ep->answered = true;
+		wake_up(&ep->wq); /* a killable sleeper in sl_ioc_seam_point */
+	}
+	spin_unlock_irq(&link->lock);
+}
+
 static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 {
 	u32 type = le32_to_cpu(m->type), dst = le32_to_cpu(m->dst_slice);
@@ -547,7 +566,10 @@ static void sl_handle(struct sl_link *link, const struct sl_msg *m)
 			sock_put(client_sk);
 		if (status == SL_VERIFY_OK && !sl_agree_locked_out(link, dst, src, late, point))
 			status = 0;
+		if (status == SL_VERIFY_OK && late && READ_ONCE(sl_verify_answer_delay_ms))
+			msleep(READ_ONCE(sl_verify_answer_delay_ms));
 		sl_reply(link, SL_MSG_VERIFIED, src, dst, cookie, status);
+		sl_answered(link, dst, src);
 	}
 	/* Stored (our program reads it) before the client hears so. */
 	if (point_answer)

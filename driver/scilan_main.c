@@ -47,6 +47,15 @@ unsigned int sl_late_max = 1024;
 module_param_named(late_max, sl_late_max, uint, 0644);
 MODULE_PARM_DESC(late_max, "Late connects (live connections moving onto the link) one listener holds until its program takes them (default 1024)");
 
+/* Tests only: the late client's driver holds its answer to a VERIFY this
+ * long after it agreed, so that the client's program, which sees the
+ * agreement at once, sends its point first (the point must still follow
+ * the answer on the link).
+ */
+unsigned int sl_verify_answer_delay_ms;
+module_param_named(verify_answer_delay_ms, sl_verify_answer_delay_ms, uint, 0644);
+MODULE_PARM_DESC(verify_answer_delay_ms, "Tests: delay (ms) of a late connect's answer after its agreement (default 0)");
+
 static unsigned int handshake_ms = 50;
 module_param(handshake_ms, uint, 0644);
 MODULE_PARM_DESC(handshake_ms, "Scratchpad handshake poll period while the link comes up (ms)");

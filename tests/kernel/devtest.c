@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -303,13 +304,42 @@ static int exchange(int c, int a, uint64_t off, size_t n)
 	return ok;
 }
 
+#define ANSWER_DELAY "/sys/module/scilan/parameters/verify_answer_delay_ms"
+
+/* A second thread's calls on the connector (sends of nothing): it looks at
+ * its offer word, and follows an agreement, while the first thread waits in
+ * the acceptor's claim. */
+struct nudge {
+	int fd;
+	volatile int stop;
+};
+
+static void *nudger(void *arg)
+{
+	struct nudge *n = arg;
+	struct timespec ms = { 0, 1000000 };
+
+	while (!n->stop) {
+		scilan_send(n->fd, "", 0, MSG_DONTWAIT);
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
 /* A connection the short-connection policy kept on kernel TCP moves onto
  * the device live (the late connect of the driver's ABI 8): both ends
  * accelerated within a bounded number of exchanges at their own calls,
- * every byte of both streams checked across the switch. */
-static void test_promoted(uint16_t port)
+ * every byte of both streams checked across the switch.  answer_delay: ms
+ * the client's driver holds its answer to the acceptor after agreeing, so
+ * that the client's program, which sees the agreement at once, makes its
+ * SEAM_POINT first (the point must still reach the acceptor's driver after
+ * the answer: ahead of it, it was refused and the connection reset); a
+ * second thread's calls on the connector then follow while the first
+ * waits in the acceptor's claim. */
+static void test_promoted(const char *name, uint16_t port, const char *answer_delay)
 {
 	int l = listener(port), c = -1, a = -1, kept = 0, rounds = 0, ok = 1, acc_c = 0, acc_a = 0;
+	int delayed = write_file(ANSWER_DELAY, answer_delay) == 0;
 	uint64_t off = 0;
 
 	for (int i = 0; l >= 0 && i < 64 && !kept; i++) {
@@ -327,6 +357,10 @@ static void test_promoted(uint16_t port)
 			c = a = -1;
 		}
 	}
+	struct nudge nudge = { .fd = c };
+	pthread_t nudging;
+	int nudged = kept && strcmp(answer_delay, "0") && pthread_create(&nudging, NULL, nudger, &nudge) == 0;
+
 	for (; kept && ok && rounds < 3000 && !(acc_c && acc_a); rounds++) {
 		size_t n = 1 + (size_t)(rounds * 977 % 4000);
 
@@ -337,12 +371,17 @@ static void test_promoted(uint16_t port)
 		if (!(acc_c && acc_a))
 			usleep(2000);
 	}
+	if (nudged) {
+		nudge.stop = 1;
+		pthread_join(nudging, NULL);
+	}
 	/* And on the rings from there on. */
 	for (int i = 0; ok && acc_c && acc_a && i < 200; i++, off += 3000)
 		ok = exchange(c, a, off, 3000);
-	result("dev_promoted_live", kept && ok && acc_c && acc_a,
-	       "a connection kept plain by the short-connection policy %d: accelerated (connector %d, acceptor %d) after %d exchanges; %llu bytes each way checked across the move %d",
-	       kept, acc_c, acc_a, rounds, (unsigned long long)off, ok);
+	write_file(ANSWER_DELAY, "0");
+	result(name, delayed && kept && ok && acc_c && acc_a,
+	       "answer delay %s ms set %d; a connection kept plain by the short-connection policy %d: accelerated (connector %d, acceptor %d) after %d exchanges; %llu bytes each way checked across the move %d",
+	       answer_delay, delayed, kept, acc_c, acc_a, rounds, (unsigned long long)off, ok);
 	scilan_close(c);
 	scilan_close(a);
 	scilan_close(l);
@@ -369,8 +408,10 @@ int main(int argc, char **argv)
 		test_killed(7105);
 	if (all || !strcmp(what, "plain"))
 		test_plain_listener(7106);
-	if (all || !strcmp(what, "promoted"))
-		test_promoted(7108);
+	if (all || !strcmp(what, "promoted")) {
+		test_promoted("dev_promoted_live", 7108, "0");
+		test_promoted("dev_promoted_point_before_answer", 7109, "300");
+	}
 	if (all || !strcmp(what, "linkcut"))
 		test_link_cut(7107);
 	return failures ? 1 : 0;

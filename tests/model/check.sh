@@ -62,9 +62,11 @@ MODEL=promote.pml check promote_hook_count nonzero -DHOOK_COUNT
 MODEL=promote.pml check promote_no_marker nonzero -DNO_MARKER
 MODEL=promote.pml check promote_no_bypass_check nonzero -DNO_BYPASS_CHECK
 MODEL=promote_device.pml check promote_device zero
+MODEL=promote_device.pml check promote_device_word_before_point zero -DWORD_BEFORE_POINT
 MODEL=promote_device.pml check promote_device_plain_offer nonzero -DPLAIN_OFFER
 MODEL=promote_device.pml check promote_device_no_abandon nonzero -DNO_ABANDON
 MODEL=promote_device.pml check promote_device_publish_unanswered nonzero -DPUBLISH_UNANSWERED
+MODEL=promote_device.pml check promote_device_point_before_answer nonzero -DPOINT_BEFORE_ANSWER
 echo "model: $passed passed, $failed failed"
 [ -n "$out" ] && { mkdir -p "$(dirname "$out")"; echo "model sleep_protocol.pml+set_queue.pml+biased_lock.pml+fail_over.pml+promote.pml+promote_device.pml $passed $failed" >"$out"; }
 [ "$failed" -eq 0 ]

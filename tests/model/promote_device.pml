@@ -8,11 +8,13 @@
  * held: X_A (its kernel count) rides its ACCEPT_LATE as a VERIFY over the
  * link.  C's driver answers it under the link lock, against C's ABANDON:
  * not abandoned, it agrees, stores X_A in C's slice, then ATTACHED, and
- * says yes.  A, told yes, writes its marker on TCP and sends on its ring;
+ * then says yes (C's program may see ATTACHED before the answer is out).  A, told yes, writes its marker on TCP and sends on its ring;
  * told no, or cut off before the answer (ENOLINK), it publishes nothing.
  * C follows ATTACHED under its send lock: X_C (its kernel count) goes to
- * A's driver (SEAM_POINT), which stores it in A's slice and acknowledges
- * it only for a connection it agreed; then C's marker, then its ring.  A
+ * A's driver (SEAM_POINT, which waits until its driver's answer is out:
+ * the link keeps their order), which stores it in A's slice and
+ * acknowledges it only for a connection told yes; then C's marker, then
+ * its ring.  A
  * SEAM_POINT cut off resets C, loudly.  C's revoke asks its driver first
  * (ABANDON): EALREADY means agreed, so it follows; a link already down
  * takes back a word still OFFERED (never agreed) and resets otherwise.  A
@@ -27,14 +29,18 @@
  * Checked: each receiver delivers its peer's writes in order, each once,
  * or a reset is raised (either end's: its RST reaches the other); when
  * nothing can move, every byte was delivered, a reset was raised, or
- * fail-over took the connection.
+ * fail-over took the connection (a cut with a sender on its ring, or one
+ * going there after the cut); and no reset without a cut.
  * Mutants that must fail: -DPLAIN_OFFER (C stores OFFERED with a plain
  * store, over an ATTACHED its driver stored first: it withdraws and reads
  * A's marker as data; the defect of stop 40), -DNO_ABANDON (C's revoke is its
  * word's compare-and-swap alone, which its driver's agreement does not
  * see), -DPUBLISH_UNANSWERED (A, cut off before the answer, publishes
  * as if told yes: a C its VERIFY never reached takes its offer back and
- * reads A's marker as data).
+ * reads A's marker as data), -DPOINT_BEFORE_ANSWER (C's point does not
+ * wait for its driver's answer: ahead of it, A's driver refuses it and
+ * the move resets with no cut; the defect test
+ * dev_promoted_point_before_answer found in the driver).
  */
 #define N 2                /* bytes each end's program sends */
 #define L 8                /* room in each kernel stream */
@@ -52,12 +58,13 @@ bit failover = 0;          /* cut with a sender on its ring: fail_over.pml's */
 /* C's driver, under its link lock */
 bit c_agreed = 0, c_abandoned = 0;
 byte x_in_c = UNKNOWN;     /* X_A, stored in C's slice */
-/* A's driver */
-bit a_told_yes = 0;
+/* A's driver: the answer arrived (its verdict, which A's call returns) */
+bit a_verdict = 0;
 byte x_in_a = UNKNOWN;     /* X_C, stored in A's slice */
 
 /* the link: one question and one answer of each kind at most */
 bit verify_out = 0, point_out = 0;
+bit point_first = 0;       /* C's point went out before its driver's answer */
 byte verify_x, point_x;
 byte answer = 0;           /* to A's VERIFY: 0 none yet, 1 yes, 2 no */
 byte point_acked = 0;       /* to C's SEAM_POINT: 0 none yet, 1 stored, 2 refused */
@@ -116,34 +123,38 @@ end_c_driver:
 			word = ATTACHED
 #else
 			x_in_c = verify_x;
-			word = ATTACHED;
-			answer = 1
+			word = ATTACHED
 #endif
 		:: else -> answer = 2
 		fi
 	};
-#ifdef WORD_BEFORE_POINT
+	/* the answer goes out after the agreement is visible in C's word */
 	if
-	:: agreed -> atomic { x_in_c = verify_x; answer = 1 }
+	:: agreed ->
+#ifdef WORD_BEFORE_POINT
+		x_in_c = verify_x;
+#endif
+		answer = 1
 	:: else -> skip
 	fi
-#else
-	skip
-#endif
 }
 
-/* A's driver takes C's point. */
+/* A's driver takes the answer and C's point in the order the link carried
+ * them; a point is stored only for a connection told yes. */
 active proctype A_driver()
 {
 end_a_driver:
-	atomic {
-		point_out && link_up ->
+	do
+	:: atomic { answer == 1 && link_up && !a_verdict && !(point_out && point_first) -> a_verdict = 1 }
+	:: atomic {
+		point_out && link_up && (point_first || answer != 1 || a_verdict) ->
 		point_out = 0;
 		if
-		:: a_told_yes -> x_in_a = point_x; point_acked = 1
+		:: a_verdict -> x_in_a = point_x; point_acked = 1
 		:: else -> point_acked = 2       /* refused: C resets */
 		fi
 	}
+	od
 }
 
 active proctype A_tx()
@@ -174,13 +185,18 @@ end_a_tx:
 		};
 		/* the answer crosses the link too: a cut may lose it */
 		if
-		:: atomic { answer == 1 && link_up -> a_told_yes = 1 };
-			atomic { TCP_SEND(tcp_ac, w_ac, MARK); a_on_ring = 1 }
+		:: atomic {
+			a_verdict -> TCP_SEND(tcp_ac, w_ac, MARK); a_on_ring = 1;
+			if
+			:: !link_up -> failover = 1     /* on a dead link's ring */
+			:: else -> skip
+			fi
+		}
 		:: answer == 2 && link_up -> skip
 #ifndef PUBLISH_UNANSWERED
-		:: !link_up && !a_told_yes -> skip     /* ENOLINK: nothing published */
+		:: !link_up && !a_verdict -> skip      /* ENOLINK: nothing published */
 #else
-		:: atomic { !link_up && !a_told_yes -> TCP_SEND(tcp_ac, w_ac, MARK); a_on_ring = 1 }
+		:: atomic { !link_up && !a_verdict -> TCP_SEND(tcp_ac, w_ac, MARK); a_on_ring = 1 }
 #endif
 		:: failover || reset -> skip
 		fi;
@@ -213,14 +229,24 @@ end_c_tx:
 	:: !followed && !c_plain && word == ATTACHED && MOVING ->
 follow:
 		followed = 1;
+#ifndef POINT_BEFORE_ANSWER
+		/* SEAM_POINT waits for its driver's answer to go out first */
+		answer != 0 || !link_up;
+#endif
 		atomic {
 			if
-			:: link_up -> point_x = w_ca; point_out = 1
+			:: link_up -> point_x = w_ca; point_out = 1; point_first = answer == 0
 			:: else -> reset = 1    /* SEAM_POINT: ECONNRESET */
 			fi
 		};
 		if
-		:: atomic { point_acked == 1 -> TCP_SEND(tcp_ca, w_ca, MARK); c_on_ring = 1 }
+		:: atomic {
+			point_acked == 1 -> TCP_SEND(tcp_ca, w_ca, MARK); c_on_ring = 1;
+			if
+			:: !link_up -> failover = 1     /* on a dead link's ring */
+			:: else -> skip
+			fi
+		}
 		:: point_acked == 2 -> reset = 1    /* ECONNREFUSED */
 		:: !link_up && point_acked == 0 -> reset = 1
 		:: failover || reset -> skip
@@ -307,9 +333,11 @@ end_c_rx:
 	od
 }
 
-/* Nothing can move: every byte was delivered, a reset was raised, or
- * fail-over took the connection. */
+/* Nothing can move: every byte was delivered, a reset was raised (only
+ * after a cut), or fail-over took the connection. */
 active proctype quiet()
 {
-	timeout -> assert(reset || failover || (got_ca == n_truth_ca && got_ac == n_truth_ac))
+	timeout -> assert(reset || failover || (got_ca == n_truth_ca && got_ac == n_truth_ac));
+	/* and a move the link did not cut never resets */
+	assert(!reset || !link_up)
 }
