@@ -48,39 +48,6 @@ static inline double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* Timestamps for round trips of a few µs.  A guest under TCG reads its
- * clocksource (HPET) through a system call and a trapped MMIO read, about
- * 1 µs that each sample would be charged; the TSC is one instruction, its
- * rate measured against CLOCK_MONOTONIC once (stamp_calibrate). */
-#if defined(__x86_64__)
-#include <x86intrin.h>
-static double stamp_ticks_per_us;
-
-static inline void stamp_calibrate(void)
-{
-	struct timespec pause = { 0, 100000000 };
-	double t0 = now_us();
-	uint64_t c0 = __rdtsc();
-
-	nanosleep(&pause, NULL);
-	stamp_ticks_per_us = (double)(__rdtsc() - c0) / (now_us() - t0);
-}
-
-static inline double stamp_us(void)
-{
-	return stamp_ticks_per_us > 0 ? (double)__rdtsc() / stamp_ticks_per_us : now_us();
-}
-#else
-static inline void stamp_calibrate(void)
-{
-}
-
-static inline double stamp_us(void)
-{
-	return now_us();
-}
-#endif
-
 static inline int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -23,10 +23,46 @@
 #include "guest.h"
 #include "scilan.h"
 
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
 #define MSG 64
 #define STREAM_CHUNK 65536
 #define WAIT_MS 60000   /* no event for this long: a hang, not a slow guest */
 #define CONNECT_AHEAD 32 /* connects not yet known accepted (below the backlog) */
+
+/* Timestamps for round trips of a few µs.  A guest under TCG reads its
+ * clocksource (HPET) through a system call and a trapped MMIO read, about
+ * 1 µs that each sample would be charged; the TSC is one instruction, its
+ * rate measured against CLOCK_MONOTONIC once (stamp_calibrate). */
+#if defined(__x86_64__)
+static double stamp_ticks_per_us;
+
+static void stamp_calibrate(void)
+{
+	struct timespec pause = { 0, 100000000 };
+	double t0 = now_us();
+	uint64_t c0 = __rdtsc();
+
+	nanosleep(&pause, NULL);
+	stamp_ticks_per_us = (double)(__rdtsc() - c0) / (now_us() - t0);
+}
+
+static double stamp_us(void)
+{
+	return stamp_ticks_per_us > 0 ? (double)__rdtsc() / stamp_ticks_per_us : now_us();
+}
+#else
+static void stamp_calibrate(void)
+{
+}
+
+static double stamp_us(void)
+{
+	return now_us();
+}
+#endif
 
 static void die(const char *what)
 {

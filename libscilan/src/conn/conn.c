@@ -143,15 +143,11 @@ short sl_conn_ready(struct sl_sock *s, short events)
 		if (atomic_load(&s->strip_pending))
 			return sl_fail_over_ready(s, events);
 		kernel = sl_agree_kernel_ready(s, events);
-		/* A late offer out: what made the kernel socket readable may be
-		 * the acceptor's marker, which it sends only after its claim, so
-		 * a claim our look before missed is seen now; followed, the
-		 * readiness is the ring's (a recv would find the marker alone). */
-		if ((kernel & (POLLIN | POLLRDNORM)) && sl_sock_promoting(s)) {
-			sl_promote_poll(s);
-			if (!sl_sock_promoting(s)) /* decided: once more, as it is now */
-				return sl_conn_ready(s, events);
-		}
+		/* The seam still pending (a late offer out, or moved back before
+		 * it was crossed): the reading side is the seam's, as below, not
+		 * the kernel's, which counts the acceptor's marker readable. */
+		if (seam_in >= 0 && !atomic_load(&s->shut_rd))
+			kernel = (short)((kernel & ~(POLLIN | POLLRDNORM | POLLRDHUP)) | (seam_in & (events | POLLHUP | POLLERR)));
 		return kernel;
 	}
 	shut_wr = atomic_load(&s->shut_wr);
