@@ -3,7 +3,7 @@
 # DIR (those whose path under DIR matches the extended regular expression
 # PATTERN, if given), one at a time (the 2-vCPU machine has no room for
 # parallel spinning peers), and records each binary's pass/fail counts in
-# RESULTS/LABEL.txt.
+# RESULTS/LABEL.txt and a failed one's assertions in RESULTS/details.
 set -u
 dir=$1 label=$2 results=$3 pattern=${4:-}
 mkdir -p "$results"
@@ -38,7 +38,13 @@ for t in $(find "$dir" -type f -perm -u+x | sort); do
 	passed=${passed:-0} failed=$(( ${failed:-0} + ${crashed:-0} ))
 	if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 	echo "$label $name $passed $failed" >>"$out"
-	[ "$failed" -ne 0 ] && status=1
+	if [ "$failed" -ne 0 ]; then
+		status=1
+		# Its failed assertions, for the summary (scripts/test-summary.sh).
+		mkdir -p "$results/details"
+		grep -aE '^\[(FAIL|----)\]|FAIL|[Aa]ssert|Sanitizer|runtime error' "$log" | head -n 12 \
+			>"$results/details/$label-${name//\//_}.txt"
+	fi
 	rm -f "$log"
 done
 exit 0

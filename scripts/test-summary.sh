@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # test-summary.sh RESULTS — totals the per-binary counts of every test run
-# (native, ASan+UBSan, TSan) and exits non-zero if anything failed.
+# (native, ASan+UBSan, TSan), repeats what the failed ones printed (their
+# RESULTS/details files) where the tail of a log shows it, and exits non-zero
+# if anything failed.
 set -u
 results=$1
-passed=0 failed=0
+passed=0 failed=0 fails=""
 while read -r label name p f; do
 	passed=$((passed + p))
 	failed=$((failed + f))
-	[ "$f" -ne 0 ] && echo "FAILED: [$label] $name ($f failing)"
+	[ "$f" -ne 0 ] && fails+="FAILED: [$label] $name ($f failing)"$'\n'
 done < <(cat "$results"/*.txt 2>/dev/null)
+# What the failed tests printed, their verdict line (with its figures) first.
+for d in "$results"/details/*.txt; do
+	[ -e "$d" ] || continue
+	echo "--- $(basename "$d" .txt):"
+	head -n 12 "$d" | cut -c1-400
+done
+printf '%s' "$fails"
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

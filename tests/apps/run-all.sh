@@ -10,6 +10,7 @@ results=${2:-$build/results}
 mkdir -p "$results" "$build/apps/logs"
 out="$results/apps.txt"
 : >"$out"
+rm -f "$results"/details/apps-*.txt
 total_p=0 total_f=0 t_all=$SECONDS
 export SCILAN_BUILD="$build"
 for t in "$here"/*.sh; do
@@ -35,8 +36,9 @@ for t in "$here"/*.sh; do
 		printf 'apps: %-10s FAIL  %2d passed, %d failed %4d s  (status %d, log %s)\n' \
 			"$name" "$p" "$f" $((SECONDS - t0)) "$rc" "$log"
 		# The failed cases and the lines they logged.
+		mkdir -p "$results/details"
 		awk '/^  FAIL/ {p = 1; print; next} /^        [|]/ {if (p) print; next} {p = 0}' "$log" |
-			sed 's/^/      /' | head -n 60
+			sed 's/^/      /' | head -n 60 | tee "$results/details/apps-$name.txt"
 		[ -n "$line" ] || tail -n 5 "$log" | sed 's/^/      /'
 	fi
 done

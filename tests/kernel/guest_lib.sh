@@ -1,8 +1,8 @@
 # guest_lib.sh — what the ivshmem guest suites (run-two.sh, run-n.sh) share:
 # the guest kernel matching the built modules, the initramfs base (busybox,
-# virtio-net, ntb.ko, scilan.ko, our ivshmem server) and copying a program's
-# shared libraries into it.  Sourced; the caller defines build, here and
-# fail_setup.
+# virtio-net, ntb.ko, scilan.ko, our ivshmem server), copying a program's
+# shared libraries into it, and the failed tests' lines for the summary.
+# Sourced; the caller defines build, here and fail_setup.
 
 # Sets kernel, kver, mods, drv: Debian's newest kernel, which the modules
 # must have been built for.
@@ -41,4 +41,17 @@ guest_copy_libs() {
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done
+}
+
+# guest_fail_details LOG LABEL RESULTS: each failing TEST line of a guest's
+# console log with the lines the test printed after it, one file per test
+# under RESULTS/details (scripts/test-summary.sh repeats them at the end of
+# `make test`, where a CI log's tail shows them).
+guest_fail_details() {
+	mkdir -p "$3/details"
+	rm -f "$3/details/$2-"*.txt
+	tr -d '\r' <"$1" | awk -v label="$2" -v dir="$3/details" '
+		/^TEST [A-Za-z0-9_]+ FAIL/ { f = dir "/" label "-" $2 ".txt"; n = 0; print > f; next }
+		/^TEST / { f = ""; next }
+		f != "" && n < 30 { print > f; n++ }'
 }

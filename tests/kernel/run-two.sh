@@ -106,6 +106,7 @@ for r in a b; do
 	while read -r _ name verdict _; do
 		[ "$verdict" = PASS ] && count "${r}_$name" 1 || count "${r}_$name" 0
 	done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
+	guest_fail_details "$log" "kernel2-$r" "$results"
 	if grep -aqE 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Call Trace|Kernel panic' "$log"; then
 		echo "run-two.sh: kernel problems in guest $r's log:"
 		grep -aE -A20 'Oops|WARNING:|(^|[^A-Z])BUG:|general protection|Kernel panic' "$log" | head -60

@@ -11,6 +11,7 @@ work=$build/kernel-test
 results=$build/results
 mkdir -p "$work" "$results"
 : >"$results/kernel.txt"
+. "$here/guest_lib.sh"
 
 kernel=$(ls /boot/vmlinuz-*-amd64 2>/dev/null | sort -V | tail -n 1)
 kver=${kernel#/boot/vmlinuz-}
@@ -101,6 +102,7 @@ while read -r _ name verdict _; do
 		failed=$((failed + 1))
 	fi
 done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
+guest_fail_details "$log" kernel "$results"
 
 # scilan_ctl status against the state files the guest printed, and its error
 # when there is no driver.
