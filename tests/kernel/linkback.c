@@ -14,8 +14,9 @@
  * file CUT; `linkback bulk ADDR PORT BYTES [LOAD]`, the load beside it:
  * BYTES (with LOAD, until its stop) through that echo server at full speed
  * both ways, checked, in constant memory.  With LOAD (a file), the load says there whether it is
- * on the rings, each cut waits until it is (so that every cut falls on a
- * loaded connection that came back), and LOAD.stop ends the load after the
+ * on the rings at both ends, each cut waits until it is (so that every cut
+ * falls on a loaded connection that came back, not inside its move), and
+ * LOAD.stop ends the load after the
  * last cycle.  Each return is bounded in exchanges or rounds, never in
  * time; the time it took is printed.
  */
@@ -381,6 +382,7 @@ static int bulk_echo(int c, uint64_t bytes)
 {
 	unsigned char buf[65536];
 	int said = -1, times = 0;
+	uint64_t back_from = UINT64_MAX; /* sent[0] when this end saw itself back */
 	char stop[256], word[32];
 
 	snprintf(stop, sizeof(stop), "%s.stop", load_file ? load_file : "");
@@ -392,14 +394,27 @@ static int bulk_echo(int c, uint64_t bytes)
 		int polled;
 
 		if (load_file) {
-			int now = accelerated(c) == 1;
-
-			if (now != said) {
-				times += now;
-				snprintf(word, sizeof(word), "%d %d\n", now, times);
-				load_say(word);
+			if (accelerated(c) != 1) {
+				back_from = UINT64_MAX;
+				if (said != 0) {
+					snprintf(word, sizeof(word), "0 %d\n", times);
+					load_say(word);
+				}
+				said = 0;
+			} else if (said != 1) {
+				/* On the rings at both ends only once a byte sent
+				 * after this end's switch has come back: the echo
+				 * server read it from its ring, so its move is
+				 * done too.  A cut before that falls inside the
+				 * move (ARCHITECTURE.md: it resets). */
+				if (back_from == UINT64_MAX)
+					back_from = sent[0];
+				if (got[0] > back_from) {
+					snprintf(word, sizeof(word), "1 %d\n", ++times);
+					load_say(word);
+					said = 1;
+				}
 			}
-			said = now;
 			if (round % 64 == 0 && sent[0] < bytes && access(stop, F_OK) == 0)
 				bytes = sent[0]; /* what is out comes back, then the end */
 		}
