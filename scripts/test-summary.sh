@@ -11,11 +11,12 @@ while read -r label name p f; do
 	failed=$((failed + f))
 	[ "$f" -ne 0 ] && fails+="FAILED: [$label] $name ($f failing)"$'\n'
 done < <(cat "$results"/*.txt 2>/dev/null)
-# What the failed tests printed, their verdict line (with its figures) first.
+# What the failed tests printed: the verdict line (with its figures) and the
+# last lines under it, where a case's log ends with what went wrong.
 for d in "$results"/details/*.txt; do
 	[ -e "$d" ] || continue
 	echo "--- $(basename "$d" .txt):"
-	head -n 12 "$d" | cut -c1-400
+	{ head -n 1 "$d"; tail -n +2 "$d" | tail -n 11; } | cut -c1-400
 done
 printf '%s' "$fails"
 echo "tests: $passed passed, $failed failed"

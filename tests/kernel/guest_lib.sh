@@ -44,7 +44,8 @@ guest_copy_libs() {
 }
 
 # guest_fail_details LOG LABEL RESULTS: each failing TEST line of a guest's
-# console log with the lines the test printed after it, one file per test
+# console log with the lines the test printed after it that say what went
+# wrong (failures, errors, resets, the statistics lines), one file per test
 # under RESULTS/details (scripts/test-summary.sh repeats them at the end of
 # `make test`, where a CI log's tail shows them).
 guest_fail_details() {
@@ -53,5 +54,6 @@ guest_fail_details() {
 	tr -d '\r' <"$1" | awk -v label="$2" -v dir="$3/details" '
 		/^TEST [A-Za-z0-9_]+ FAIL/ { f = dir "/" label "-" $2 ".txt"; n = 0; print > f; next }
 		/^TEST / { f = ""; next }
-		f != "" && n < 30 { print > f; n++ }'
+		f != "" && n < 30 && !/ failed over after / && /FAIL|[Ff]ail|[Ee]rror|[Rr]eset|refused|timed out|fallback reasons|accelerated [0-9]/ {
+			print > f; n++ }'
 }
