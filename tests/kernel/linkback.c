@@ -7,7 +7,9 @@
  * returns in a row; `linkback stream`: one cut and return under both
  * streams at once, every call non-blocking (the return of a full-duplex
  * stream: the connector must still have room for its marker when the
- * acceptor, on its ring already, waits to be read).  `linkback remote ADDR
+ * acceptor, on its ring already, waits to be read); `linkback downtime N`:
+ * N connections wait out a cut, whose tries to come back must not open the
+ * device once per connection.  `linkback remote ADDR
  * PORT CUT N [LOAD]` (tests/kernel/sl2test_moves.c, two guests over
  * ivshmem): the same N cycles against an echo server on the other guest
  * (tests/hook/progs/peer), the cable pulled and put back through the switch
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -340,6 +343,109 @@ static int local_pair(int *c, int *a)
 	return 0;
 }
 
+/* downtime N: what a cut costs while it lasts.  N connections on the
+ * rings (one listener), the link cut; every connection fails over, and
+ * while the link stays down each is exchanged on again and again, and each
+ * of its calls may try to bring it back.  The tries must not cost an open
+ * of the device each, per connection (N connections, two ends, a try
+ * every half second: thousands of opens a second on a busy server): the
+ * device's opens in the spell, counted with inotify, stay within a few per
+ * link per tenth of a second of it, whatever N.  Then the link comes back
+ * and every connection returns to the rings. */
+#define DOWNTIME_ROUNDS 40
+#define DOWNTIME_MAX 64
+#define DOWNTIME_LOOK_MS 100 /* the library's recheck of a link seen down */
+
+static int count_opens(int in)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int opens = 0;
+	ssize_t n;
+
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		for (char *p = buf; p < buf + n; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
+			opens += !!(((struct inotify_event *)p)->mask & IN_OPEN);
+	return opens;
+}
+
+static int downtime(int n, char *why, size_t size)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(PORT + 1) };
+	int c[DOWNTIME_MAX], a[DOWNTIME_MAX], l, in, links = 0, opens, one = 1, bound;
+	double t0, spell_ms;
+	char dev[32];
+
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	if (n < 1 || n > DOWNTIME_MAX || l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(l, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(l, 8) < 0) {
+		snprintf(why, size, "set-up: %s", n < 1 || n > DOWNTIME_MAX ? "bad count" : strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if ((c[i] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+		    connect(c[i], (struct sockaddr *)&addr, sizeof(addr)) < 0 || (a[i] = accept(l, NULL, NULL)) < 0 ||
+		    exchange(c[i], a[i], 100) < 0 || accelerated(c[i]) != 1 || accelerated(a[i]) != 1) {
+			snprintf(why, size, "connection %d not on the rings at the start (%d/%d, %s)", i,
+				 accelerated(c[i]), accelerated(a[i]), strerror(errno));
+			return -1;
+		}
+	set_cable(0);
+	for (int i = 0; i < n; i++)
+		if (exchange_until(c[i], a[i], 0) < 0) {
+			snprintf(why, size, "connection %d did not fail over: %s", i, strerror(errno));
+			return -1;
+		}
+	/* Counted from here: the moves themselves are not the spell's. */
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	for (int k = 0; in >= 0 && k < 8; k++) {
+		snprintf(dev, sizeof(dev), "/dev/scilan%d", k);
+		links += inotify_add_watch(in, dev, IN_OPEN) >= 0;
+	}
+	if (!links) {
+		snprintf(why, size, "inotify on /dev/scilanN: %s", strerror(errno));
+		return -1;
+	}
+	t0 = now_us();
+	for (int r = 0; r < DOWNTIME_ROUNDS; r++) {
+		for (int i = 0; i < n; i++)
+			if (exchange(c[i], a[i], 64) < 0) {
+				snprintf(why, size, "round %d, connection %d, on kernel TCP: %s", r, i, strerror(errno));
+				return -1;
+			}
+		usleep(50000);
+	}
+	spell_ms = (now_us() - t0) / 1000;
+	opens = count_opens(in);
+	close(in);
+	set_cable(1);
+	for (int i = 0; i < 1500 && !link_is_up(); i++)
+		usleep(20000);
+	for (int i = 0; i < n; i++)
+		if (exchange_until(c[i], a[i], 1) < 0) {
+			snprintf(why, size, "connection %d did not come back: %s", i, strerror(errno));
+			return -1;
+		}
+	/* A recheck per link and tenth of a second, twice over for the
+	 * connects of a recheck that race (an acceptor's rechecks open
+	 * nothing).  One open per connection and try: 10 per connection in
+	 * 2.3 s here, 320 for 32, where this bound was 92. */
+	bound = 2 * links * ((int)(spell_ms / DOWNTIME_LOOK_MS) + 1);
+	printf("linkback: %d connections, link down %.0f ms: %d opens of %d links' devices (bound %d)\n", n, spell_ms,
+	       opens, links, bound);
+	if (opens > bound) {
+		snprintf(why, size, "%d opens of the device in %.0f ms of link down for %d connections, over %d", opens,
+			 spell_ms, n, bound);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		close(c[i]);
+		close(a[i]);
+	}
+	close(l);
+	return 0;
+}
+
 /* The connector to an echo server at addr:port on the other guest. */
 static int remote_end(const char *addr, const char *port, int *c)
 {
@@ -475,6 +581,14 @@ int main(int argc, char **argv)
 		       (unsigned long long)sent[0], (unsigned long long)got[0], accelerated(c), ok ? "" : ": ",
 		       ok ? "" : strerror(errno));
 		return ok ? 0 : 1;
+	}
+	if (argc == 3 && !strcmp(argv[1], "downtime")) {
+		done = downtime(atoi(argv[2]), why, sizeof(why)) == 0;
+		result("linkback_downtime", done,
+		       "%s connections through a cut: each failed over, waited out the link at no open of the "
+		       "device per try, and came back%s%s",
+		       argv[2], why[0] ? "; " : "", why);
+		return done ? 0 : 1;
 	}
 	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "remote")) {
 		remote = 1;

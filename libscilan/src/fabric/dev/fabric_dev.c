@@ -25,6 +25,7 @@
 #include "fabric/fabric.h"
 #include "fabric/dev/dev_conn.h"
 #include "fabric/dev/link_down.h"
+#include "fabric/dev/link_seen.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "ring/segment.h"
@@ -262,21 +263,30 @@ static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 {
 	const struct sl_map_entry *e = sl_dev_entry(dst);
 	struct scilan_info in;
-	int fd, ok;
+	int fd, ok, link;
 
-	(void)s;
 	if (!e) {
 		sl_fb_hint(SL_FB_NOT_IN_MAP);
+		return 0;
+	}
+	/* A live connection's try to come back (promotion.c) does not ask a
+	 * link this process saw down lately: one asks for all of them.  A
+	 * connect always asks. */
+	link = sl_dev_link_number(e->device);
+	if (sl_sock_state(s) == SL_PLAIN && sl_dev_link_seen(link) == SL_LINK_DOWN_LATELY) {
+		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
 	}
 	fd = sl_dev_open_link(e->device);
 	if (fd < 0) {
 		sl_debug("/dev/%s: %s; kernel TCP to %s", e->device, strerror(errno), e->text);
+		sl_dev_link_note(link, false);
 		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
 	}
 	ok = link_info(fd, &in) == 0 && in.link_up;
 	sl_dev_close_quietly(fd);
+	sl_dev_link_note(link, ok);
 	if (!ok) {
 		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;

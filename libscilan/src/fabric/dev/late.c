@@ -13,6 +13,7 @@
 #include "conn/promote.h"
 #include "conn/seam.h"
 #include "fabric/dev/dev_conn.h"
+#include "fabric/dev/link_seen.h"
 #include "ring/layout.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -80,9 +81,23 @@ static int claim_with_point(void *arg, uint64_t x)
 static int take_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 {
 	struct late_claim c = { .sockfd = s->fd };
+	enum sl_link_seen seen = sl_dev_link_seen(l->at[i].link);
+	struct scilan_info in;
 	char path[48];
 	int r;
 
+	/* A link this process saw down lately holds no late connect: one look
+	 * now and then asks for every connection, through the listener's own
+	 * endpoint (no open).  An INFO that fails says nothing: the take goes on. */
+	if (seen == SL_LINK_DOWN_LATELY)
+		return 0;
+	if (seen == SL_LINK_RECHECK) {
+		bool up = sl_sys.ioctl(l->at[i].fd, SCILAN_IOC_INFO, &in) != 0 || in.link_up;
+
+		sl_dev_link_note(l->at[i].link, up);
+		if (!up)
+			return 0;
+	}
 	sl_dev_link_path(l->at[i].link, path, sizeof(path));
 	c.ep = sl_own_fd_lasting(open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK));
 	if (c.ep < 0)

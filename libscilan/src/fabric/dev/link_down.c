@@ -14,6 +14,7 @@
 #include "conn/promotion_trigger.h"
 #include "evq/evq_dev.h"
 #include "fabric/dev/link_down.h"
+#include "fabric/dev/link_seen.h"
 #include "process/holders.h"
 #include "ring/segment.h"
 #include "runtime/log.h"
@@ -128,6 +129,9 @@ void sl_dev_link_lost(struct sl_sock *s)
 {
 	if (!s->dev_map[0])
 		return;
+	/* The tries of the connections it left skip it for a while (a reset
+	 * of this endpoint alone, the link up, costs them a recheck's wait). */
+	sl_dev_link_note(s->dev_link, false);
 	pthread_mutex_lock(&s->lost_lock);
 	if (!atomic_exchange(&s->dev_lost, true))
 		decide_link_lost(s);
