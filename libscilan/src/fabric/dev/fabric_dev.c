@@ -280,7 +280,9 @@ static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 	fd = sl_dev_open_link(e->device);
 	if (fd < 0) {
 		sl_debug("/dev/%s: %s; kernel TCP to %s", e->device, strerror(errno), e->text);
-		sl_dev_link_note(link, false);
+		/* No such device (not a process out of descriptors). */
+		if (errno == ENOENT || errno == ENODEV || errno == ENXIO)
+			sl_dev_link_note(link, false);
 		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
 	}

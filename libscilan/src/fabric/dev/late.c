@@ -88,14 +88,13 @@ static int take_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 
 	/* A link this process saw down lately holds no late connect: one look
 	 * now and then asks for every connection, through the listener's own
-	 * endpoint (no open).  An INFO that fails says nothing: the take goes on. */
+	 * endpoint (no open).  An INFO that fails says nothing: the take goes
+	 * on, and the next recheck asks again. */
 	if (seen == SL_LINK_DOWN_LATELY)
 		return 0;
-	if (seen == SL_LINK_RECHECK) {
-		bool up = sl_sys.ioctl(l->at[i].fd, SCILAN_IOC_INFO, &in) != 0 || in.link_up;
-
-		sl_dev_link_note(l->at[i].link, up);
-		if (!up)
+	if (seen == SL_LINK_RECHECK && sl_sys.ioctl(l->at[i].fd, SCILAN_IOC_INFO, &in) == 0) {
+		sl_dev_link_note(l->at[i].link, in.link_up);
+		if (!in.link_up)
 			return 0;
 	}
 	sl_dev_link_path(l->at[i].link, path, sizeof(path));

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 
+#include "uapi/scilan.h" /* the driver's ABI (-Idriver) */
 #include "conn/agree.h"
 #include "conn/conn.h"
 #include "conn/promotion_trigger.h"
@@ -127,13 +128,18 @@ const char *sl_dev_fail_over_refused(struct sl_sock *s)
  * takes ctl_lock (a reset) and the set-map lock. */
 void sl_dev_link_lost(struct sl_sock *s)
 {
+	struct scilan_info in;
+
 	if (!s->dev_map[0])
 		return;
-	/* The tries of the connections it left skip it for a while (a reset
-	 * of this endpoint alone, the link up, costs them a recheck's wait). */
-	sl_dev_link_note(s->dev_link, false);
 	pthread_mutex_lock(&s->lost_lock);
-	if (!atomic_exchange(&s->dev_lost, true))
+	if (!atomic_exchange(&s->dev_lost, true)) {
+		/* Once per connection, and only for a link that is down (not
+		 * an endpoint reset alone): the tries of the connections it
+		 * left skip it for a while (link_seen.c). */
+		if (sl_sys.ioctl(s->bell_rx, SCILAN_IOC_INFO, &in) == 0 && !in.link_up)
+			sl_dev_link_note(s->dev_link, false);
 		decide_link_lost(s);
+	}
 	pthread_mutex_unlock(&s->lost_lock);
 }
