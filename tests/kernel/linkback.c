@@ -356,6 +356,9 @@ static int local_pair(int *c, int *a)
 #define DOWNTIME_MAX 64
 #define DOWNTIME_LOOK_MS 100 /* the library's recheck of a link seen down */
 
+/* The opens among the events (watched with the closes: the kernel merges an
+ * event into an identical one still unread at the queue's tail, so opens
+ * alone would count a run of opens as one); -1 if the queue overflowed. */
 static int count_opens(int in)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -363,8 +366,13 @@ static int count_opens(int in)
 	ssize_t n;
 
 	while ((n = read(in, buf, sizeof(buf))) > 0)
-		for (char *p = buf; p < buf + n; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len)
-			opens += !!(((struct inotify_event *)p)->mask & IN_OPEN);
+		for (char *p = buf; p < buf + n; p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			if (ev->mask & IN_Q_OVERFLOW)
+				return -1;
+			opens += !!(ev->mask & IN_OPEN);
+		}
 	return opens;
 }
 
@@ -400,7 +408,7 @@ static int downtime(int n, char *why, size_t size)
 	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	for (int k = 0; in >= 0 && k < 8; k++) {
 		snprintf(dev, sizeof(dev), "/dev/scilan%d", k);
-		links += inotify_add_watch(in, dev, IN_OPEN) >= 0;
+		links += inotify_add_watch(in, dev, IN_OPEN | IN_CLOSE) >= 0;
 	}
 	if (!links) {
 		snprintf(why, size, "inotify on /dev/scilanN: %s", strerror(errno));
@@ -418,6 +426,10 @@ static int downtime(int n, char *why, size_t size)
 	spell_ms = (now_us() - t0) / 1000;
 	opens = count_opens(in);
 	close(in);
+	if (opens < 0) {
+		snprintf(why, size, "the inotify queue overflowed: the opens were not counted");
+		return -1;
+	}
 	set_cable(1);
 	for (int i = 0; i < 1500 && !link_is_up(); i++)
 		usleep(20000);
