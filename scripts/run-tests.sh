@@ -42,8 +42,9 @@ for t in $(find "$dir" -type f -perm -u+x | sort); do
 		status=1
 		# Its failed assertions, for the summary (scripts/test-summary.sh).
 		mkdir -p "$results/details"
-		grep -aE '^\[(FAIL|----)\]|FAIL|[Aa]ssert|Sanitizer|runtime error' "$log" | head -n 12 \
-			>"$results/details/$label-${name//\//_}.txt"
+		d="$results/details/$label-${name//\//_}.txt"
+		grep -aE '^\[(FAIL|----)\]|FAIL|CRASH|[Aa]ssert|Sanitizer|runtime error|signal' "$log" | head -n 12 >"$d"
+		[ -s "$d" ] || tail -n 12 "$log" >"$d" # a crash or a hang's end says it there
 	fi
 	rm -f "$log"
 done

@@ -39,7 +39,9 @@ for t in "$here"/*.sh; do
 		mkdir -p "$results/details"
 		awk '/^  FAIL/ {p = 1; print; next} /^        [|]/ {if (p) print; next} {p = 0}' "$log" |
 			sed 's/^/      /' | head -n 60 | tee "$results/details/apps-$name.txt"
-		[ -n "$line" ] || tail -n 5 "$log" | sed 's/^/      /'
+		# Died before its summary, or a case that printed nothing: the log's end.
+		[ -n "$line" ] && [ -s "$results/details/apps-$name.txt" ] ||
+			tail -n 12 "$log" | sed 's/^/      /' | tee -a "$results/details/apps-$name.txt"
 	fi
 done
 echo "apps: $total_p passed, $total_f failed ($((SECONDS - t_all)) s)"

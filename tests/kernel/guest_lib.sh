@@ -44,16 +44,28 @@ guest_copy_libs() {
 }
 
 # guest_fail_details LOG LABEL RESULTS: each failing TEST line of a guest's
-# console log with the lines the test printed after it that say what went
-# wrong (failures, errors, resets, the statistics lines), one file per test
-# under RESULTS/details (scripts/test-summary.sh repeats them at the end of
-# `make test`, where a CI log's tail shows them).
+# console log with the lines around it that say what went wrong (failures,
+# errors, resets, the statistics lines): those since the TEST line before
+# it (a program's own output comes first) and those after it (sl2test shows
+# its files after its verdict), one file per test under RESULTS/details
+# (scripts/test-summary.sh repeats them at the end of `make test`, where a
+# CI log's tail shows them).
 guest_fail_details() {
 	mkdir -p "$3/details"
 	rm -f "$3/details/$2-"*.txt
 	tr -d '\r' <"$1" | awk -v label="$2" -v dir="$3/details" '
-		/^TEST [A-Za-z0-9_]+ FAIL/ { f = dir "/" label "-" $2 ".txt"; n = 0; print > f; next }
-		/^TEST / { f = ""; next }
-		f != "" && n < 30 && !/ failed over after / && /FAIL|[Ff]ail|[Ee]rror|[Rr]eset|refused|timed out|fallback reasons|accelerated [0-9]/ {
-			print > f; n++ }'
+		function telling() {
+			return !/ failed over after / &&
+			       /FAIL|[Ff]ail|[Ee]rror|[Rr]eset|refused|timed out|fallback reasons|accelerated [0-9]/
+		}
+		/^TEST [A-Za-z0-9_]+ FAIL/ {
+			if (f != "") close(f)
+			f = dir "/" label "-" $2 ".txt"; n = 0; print > f
+			for (i = 0; i < nb; i++) print "  (before) " before[i] > f
+			nb = 0; next
+		}
+		/^TEST / { if (f != "") close(f); f = ""; nb = 0; next }
+		!telling() { next }
+		f != "" && n < 20 { print > f; n++; next }
+		nb < 10 { before[nb++] = $0 }'
 }

@@ -102,7 +102,7 @@ while read -r _ name verdict _; do
 		failed=$((failed + 1))
 	fi
 done < <(tr -d '\r' <"$log" | grep -aE '^TEST [A-Za-z0-9_]+ (PASS|FAIL)')
-guest_fail_details "$log" kernel "$results"
+guest_fail_details "$log" kernel1 "$results"
 
 # scilan_ctl status against the state files the guest printed, and its error
 # when there is no driver.
