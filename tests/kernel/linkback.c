@@ -328,19 +328,36 @@ static int cycle(int c, int a, int k, char *why, size_t size)
 /* The two ends in this process, over loopback (the mock pair's two links):
  * the connector in *c, the acceptor in *a, their listener left open; 0, or
  * -1 with errno. */
-static int local_pair(int *c, int *a)
+/* A listener on loopback port `port`, or -1 with errno. */
+static int loopback_listener(int port)
 {
-	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(PORT) };
-	int l, one = 1;
+	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
 	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(l, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(l, 4) < 0 ||
-	    (*c = socket(AF_INET, SOCK_STREAM, 0)) < 0 || connect(*c, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    bind(l, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(l, 8) < 0)
+		return -1;
+	return l;
+}
+
+/* A connection to listener l (at loopback `port`): connector *c, acceptor *a. */
+static int loopback_pair(int l, int port, int *c, int *a)
+{
+	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((*c = socket(AF_INET, SOCK_STREAM, 0)) < 0 || connect(*c, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
 	    (*a = accept(l, NULL, NULL)) < 0)
 		return -1;
 	return 0;
+}
+
+static int local_pair(int *c, int *a)
+{
+	int l = loopback_listener(PORT);
+
+	return l < 0 ? -1 : loopback_pair(l, PORT, c, a);
 }
 
 /* downtime N: what a cut costs while it lasts.  N connections on the
@@ -378,22 +395,17 @@ static int count_opens(int in)
 
 static int downtime(int n, char *why, size_t size)
 {
-	struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(PORT + 1) };
-	int c[DOWNTIME_MAX], a[DOWNTIME_MAX], l, in, links = 0, opens, one = 1, bound;
+	int c[DOWNTIME_MAX], a[DOWNTIME_MAX], l, in, links = 0, opens, bound;
 	double t0, spell_ms;
 	char dev[32];
 
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	if (n < 1 || n > DOWNTIME_MAX || l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(l, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(l, 8) < 0) {
+	if (n < 1 || n > DOWNTIME_MAX || (l = loopback_listener(PORT + 1)) < 0) {
 		snprintf(why, size, "set-up: %s", n < 1 || n > DOWNTIME_MAX ? "bad count" : strerror(errno));
 		return -1;
 	}
 	for (int i = 0; i < n; i++)
-		if ((c[i] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
-		    connect(c[i], (struct sockaddr *)&addr, sizeof(addr)) < 0 || (a[i] = accept(l, NULL, NULL)) < 0 ||
-		    exchange(c[i], a[i], 100) < 0 || accelerated(c[i]) != 1 || accelerated(a[i]) != 1) {
+		if (loopback_pair(l, PORT + 1, &c[i], &a[i]) < 0 || exchange(c[i], a[i], 100) < 0 ||
+		    accelerated(c[i]) != 1 || accelerated(a[i]) != 1) {
 			snprintf(why, size, "connection %d not on the rings at the start (%d/%d, %s)", i,
 				 accelerated(c[i]), accelerated(a[i]), strerror(errno));
 			return -1;
@@ -439,9 +451,9 @@ static int downtime(int n, char *why, size_t size)
 			return -1;
 		}
 	/* A recheck per link and tenth of a second, twice over for the
-	 * connects of a recheck that race (an acceptor's rechecks open
-	 * nothing).  One open per connection and try: 10 per connection in
-	 * 2.3 s here, 320 for 32, where this bound was 92. */
+	 * lookups of a recheck that race (an acceptor's rechecks open
+	 * nothing).  An open per connection and try, as before link_seen.c:
+	 * 480 for 32 connections in 2.3 s here, where this bound was 96. */
 	bound = 2 * links * ((int)(spell_ms / DOWNTIME_LOOK_MS) + 1);
 	printf("linkback: %d connections, link down %.0f ms: %d opens of %d links' devices (bound %d)\n", n, spell_ms,
 	       opens, links, bound);

@@ -18,6 +18,9 @@ const struct sl_map_entry *sl_dev_entry(const struct sl_key *dst);
 void sl_dev_addr16(const struct sl_key *k, uint8_t out[16]);
 /* /dev/scilanN's path. */
 void sl_dev_link_path(int link, char *path, size_t size);
+/* N of a link's device name "scilanN" (N at most SL_DEV_LINK_MAX), or -1. */
+#define SL_DEV_LINK_MAX 65535
+int sl_dev_link_number(const char *name);
 /* A fresh endpoint of the link /dev/NAME (one of the library's own
  * descriptors, O_NONBLOCK), or -1. */
 int sl_dev_open_link(const char *name);

@@ -49,6 +49,16 @@ static bool is_link_name(const char *name)
 	return strlen(name) < DEV_NAME_MAX;
 }
 
+int sl_dev_link_number(const char *name)
+{
+	long n;
+
+	if (!is_link_name(name))
+		return -1;
+	n = strtol(name + 6, NULL, 10);
+	return n > SL_DEV_LINK_MAX ? -1 : (int)n;
+}
+
 static int by_number(const void *a, const void *b)
 {
 	int x = *(const int *)a, y = *(const int *)b;
@@ -69,7 +79,9 @@ static int link_numbers(int **links)
 	if (!dir)
 		return 0;
 	while ((de = readdir(dir))) {
-		if (!is_link_name(de->d_name))
+		int link = sl_dev_link_number(de->d_name);
+
+		if (link < 0)
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 8;
@@ -78,7 +90,7 @@ static int link_numbers(int **links)
 				break;
 			v = grown;
 		}
-		v[n++] = atoi(de->d_name + 6);
+		v[n++] = link;
 	}
 	closedir(dir);
 	if (n)
@@ -179,7 +191,7 @@ static int link_of(int fd)
 	if (n <= 0)
 		return -1;
 	target[n] = '\0';
-	return strncmp(target, "/dev/", 5) == 0 && is_link_name(target + 5) ? atoi(target + 11) : -1;
+	return strncmp(target, "/dev/", 5) == 0 ? sl_dev_link_number(target + 5) : -1;
 }
 
 void sl_dev_close_quietly(int fd)
@@ -547,11 +559,10 @@ static int accept_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 static int link_for(const struct sl_dev_listen *l, const struct sl_key *peer)
 {
 	const struct sl_map_entry *e = peer->family ? sl_dev_entry(peer) : NULL;
-	int link;
+	int link = e ? sl_dev_link_number(e->device) : -1;
 
-	if (!e || !is_link_name(e->device))
+	if (link < 0)
 		return -1;
-	link = atoi(e->device + 6);
 	for (int i = 0; i < l->count; i++)
 		if (l->at[i].link == link)
 			return i;

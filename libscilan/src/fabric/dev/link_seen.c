@@ -7,8 +7,6 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "sync/clock.h"
 
@@ -42,15 +40,4 @@ void sl_dev_link_note(int link, bool up)
 		return;
 	now = sl_mono_ns();
 	atomic_store_explicit(&down_seen_ns[link], up ? 0 : now ? now : 1, memory_order_relaxed);
-}
-
-int sl_dev_link_number(const char *name)
-{
-	char *end;
-	long n;
-
-	if (strncmp(name, "scilan", 6) != 0 || name[6] < '0' || name[6] > '9')
-		return -1;
-	n = strtol(name + 6, &end, 10);
-	return *end || n > 65535 ? -1 : (int)n;
 }

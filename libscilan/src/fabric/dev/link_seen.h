@@ -19,7 +19,5 @@ enum sl_link_seen {
 enum sl_link_seen sl_dev_link_seen(int link);
 /* What a look at link N found (an INFO, a connect, a reset endpoint). */
 void sl_dev_link_note(int link, bool up);
-/* N of a link's device name "scilanN", or -1. */
-int sl_dev_link_number(const char *name);
 
 #endif
