@@ -6,8 +6,9 @@
 #include "fabric/shm/rendezvous.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -309,6 +310,12 @@ void sl_rdv_send_back(int l, int e)
  * One scan takes at most RDV_SCAN entries from the queues, so all fit. */
 #define RDV_LATER RDV_SCAN
 
+/* An entry taken from a queue that is not ours: sent back as the scan ends. */
+struct set_aside {
+	int l, e;
+	uint32_t hops;
+};
+
 struct scan {
 	bool keep; /* others' offers go to the stash, not back to the queue */
 	bool late; /* a look for a late offer (promotion), not an accept */
@@ -325,10 +332,7 @@ struct scan {
 	int *fds;
 	bool *named;
 	int nlater;
-	struct {
-		int l, e;
-		uint32_t hops;
-	} later[RDV_LATER];
+	struct set_aside *later; /* RDV_LATER of them, [0, nlater) in use */
 };
 
 /* Who holds the other end of the connection we accepted: 0, or -1 with errno. */
@@ -664,6 +668,32 @@ static void scan_end(struct scan *sc, const int *ls, struct sl_lease_lock *const
 	sl_rdv_queues_unlock(ls, gates, n, held);
 }
 
+/* Which of ls[0..n) have a connection queued, in waiting[].  An accept4
+ * that finds a queue empty costs several times a poll of it (the kernel
+ * makes the new socket and its file before it looks), and most accepts of
+ * a server with plain or short-lived clients find every queue empty.  What
+ * a poll cannot tell (it failed: a sandbox's filter) counts as waiting. */
+static void queues_waiting(const int *ls, int n, bool *waiting)
+{
+	struct pollfd p[SL_MAX_REG];
+	int at[SL_MAX_REG], k = 0;
+
+	for (int i = 0; i < n; i++) {
+		waiting[i] = false;
+		if (ls[i] >= 0) {
+			p[k] = (struct pollfd){ .fd = ls[i], .events = POLLIN };
+			at[k++] = i;
+		}
+	}
+	if (k && sl_sys.poll(p, (nfds_t)k, 0) < 0) {
+		for (int j = 0; j < k; j++)
+			waiting[at[j]] = true;
+		return;
+	}
+	for (int j = 0; j < k; j++)
+		waiting[at[j]] = p[j].revents != 0;
+}
+
 /* locked: no other acceptor holds an entry of these queues. */
 static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 {
@@ -678,10 +708,11 @@ static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 	/* Unlocked, a second look when the first saw others' offers: another
 	 * acceptor may have been sending ours back to the queue meanwhile. */
 	for (int pass = 0;; pass++) {
-		bool others = false;
+		bool others = false, waiting[SL_MAX_REG];
 
+		queues_waiting(ls, n, waiting);
 		for (int i = 0; i < n; i++) {
-			if (ls[i] < 0)
+			if (!waiting[i])
 				continue;
 			while (budget > 0) {
 				int e = sl_sys.accept4(ls[i], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -710,9 +741,11 @@ static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tcp, struct sl_key *local,
 		struct sl_key *peer, int fds[SL_RDV_FDS], bool *named, bool alone, bool late)
 {
-	struct scan sc = {
-		.keep = alone, .late = late, .tcp = tcp, .local = local, .peer = peer, .fds = fds, .named = named
-	};
+	/* Apart from sc, which an initializer zeroes whole: 1.5 KiB cleared
+	 * at every accept, nearly always to set nothing aside. */
+	struct set_aside later[RDV_LATER];
+	struct scan sc = { .keep = alone, .late = late, .tcp = tcp, .local = local, .peer = peer,
+			   .fds = fds, .named = named, .later = later };
 	int64_t deadline = sl_mono_ns() + (int64_t)RDV_LOCK_WAIT_MS * 1000000;
 	struct timespec until;
 	uint64_t held = 0;
