@@ -26,11 +26,13 @@
 #include "ring/urgent.h"
 #include "sync/fence_policy.h"
 
-void sl_conn_reset(struct sl_sock *s, const char *why)
+/* why: the warning's reason, or NULL for a reset the program asked for. */
+static void reset(struct sl_sock *s, const char *why)
 {
 	if (atomic_exchange(&s->reset, true))
 		return;
-	sl_warn("fd %d: connection reset: %s", s->fd, why);
+	if (why)
+		sl_warn("fd %d: connection reset: %s", s->fd, why);
 	sl_conn_note_error(s);
 	if (s->peer_ctl) {
 		pthread_mutex_lock(&s->ctl_lock);
@@ -44,6 +46,16 @@ void sl_conn_reset(struct sl_sock *s, const char *why)
 		s->fabric->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
 	sl_conn_wake_local(s);
+}
+
+void sl_conn_reset(struct sl_sock *s, const char *why)
+{
+	reset(s, why);
+}
+
+void sl_conn_abort(struct sl_sock *s)
+{
+	reset(s, NULL);
 }
 
 bool sl_conn_peer_died(struct sl_sock *s)

@@ -21,6 +21,8 @@ short sl_conn_ready(struct sl_sock *s, short events);
 uint64_t sl_conn_rcv_mark(struct sl_sock *s);
 /* The peer broke the protocol: log why, mark the connection reset, tell the peer. */
 void sl_conn_reset(struct sl_sock *s, const char *why);
+/* The same, asked for by the program (a connect to AF_UNSPEC): no warning. */
+void sl_conn_abort(struct sl_sock *s);
 /* Wake threads of this process sleeping on s (after shutdown or close). */
 void sl_conn_wake_local(struct sl_sock *s);
 /* The rare halves of the two below, out of line: the peer (or an epoll

@@ -27,6 +27,7 @@
 #include "runtime/sys.h"
 #include "sync/fence_policy.h"
 #include "sync/clock.h"
+#include "socket/disconnect.h"
 #include "socket/offer_policy.h"
 
 static void set_state(struct sl_sock *s, enum sl_state state)
@@ -408,6 +409,8 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 	if (!s)
 		return sl_sys.connect(fd, addr, len);
+	if (sl_is_disconnect(addr, len))
+		return sl_sock_state(s) == SL_FRESH ? sl_sys.connect(fd, addr, len) : sl_sock_disconnect(s, fd, addr, len);
 	if (sl_sock_state(s) != SL_FRESH) {
 		r = sl_sys.connect(fd, addr, len);
 		if (sl_sock_state(s) == SL_CONNECTING)

@@ -1,0 +1,167 @@
+/* test_disconnect.c — connect() to AF_UNSPEC, the program's own disconnect:
+ * as kernel TCP, an accelerated connection is reset at both ends and the
+ * socket connects again; a listener stops listening and may listen again;
+ * a plain connection is the kernel's.  Never a hang, never a byte astray. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cr_helpers.h"
+#include "testutil.h"
+
+static const struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+static struct sockaddr_in loopback(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return a;
+}
+
+static uint16_t port_of(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	return ntohs(a.sin_port);
+}
+
+/* Bytes both ways on a connected pair, read back whole. */
+static void exchange(int c, int s, const char *what)
+{
+	char got[32] = { 0 };
+	size_t n = strlen(what);
+
+	cr_assert_eq(tu_send_all(c, what, n, MSG_NOSIGNAL), (ssize_t)n);
+	cr_assert_eq(tu_recv_all(s, got, n), (ssize_t)n);
+	cr_assert_str_eq(got, what);
+	memset(got, 0, sizeof(got));
+	cr_assert_eq(tu_send_all(s, what, n, MSG_NOSIGNAL), (ssize_t)n);
+	cr_assert_eq(tu_recv_all(c, got, n), (ssize_t)n);
+	cr_assert_str_eq(got, what);
+}
+
+/* Before, the rings went on as if nothing happened (the kernel had sent its
+ * RST): the peer read what followed, and after a reconnect the client's
+ * bytes went into the old ring while its new acceptor waited on kernel TCP. */
+Test(disconnect, accelerated_connection_resets_both_ends_and_connects_again, .timeout = 30)
+{
+	uint16_t port;
+	int l = tu_listen(AF_INET, 4, &port), c, s, s2;
+	struct sockaddr_in to = loopback(port);
+	char b[16];
+
+	cr_assert_geq(l, 0);
+	cr_assert_geq(c = tu_connect(AF_INET, port), 0);
+	cr_assert_geq(s = tu_accept(l), 0);
+	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated");
+	cr_assert_eq(tu_accelerated(s), 1, "server end not accelerated");
+	exchange(c, s, "before");
+
+	cr_assert_eq(scilan_connect(c, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
+	/* The peer: reset, as the kernel's RST would have it. */
+	errno = 0;
+	cr_assert_eq(scilan_recv(s, b, sizeof(b), 0), -1, "the peer read on after the disconnect");
+	cr_assert_eq(errno, ECONNRESET, "peer: %s", strerror(errno));
+	/* This end: no longer connected. */
+	errno = 0;
+	cr_assert_eq(scilan_send(c, "x", 1, MSG_NOSIGNAL), -1, "sent after the disconnect");
+	cr_assert(errno == ECONNRESET || errno == EPIPE, "sender: %s", strerror(errno));
+
+	/* And it connects again, to the same listener, every byte arriving. */
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "reconnect: %s", strerror(errno));
+	cr_assert_geq(s2 = tu_accept(l), 0);
+	exchange(c, s2, "again");
+	scilan_close(c);
+	cr_assert_eq(scilan_recv(s2, b, sizeof(b), 0), 0, "EOF after the client's close");
+	scilan_close(s2);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* Before, the listener stayed registered with its rendezvous: connectors
+ * found it and offered to a socket that no longer listened. */
+Test(disconnect, listener_stops_listening_and_listens_again, .timeout = 30)
+{
+	uint16_t port;
+	int l = tu_listen(AF_INET, 4, &port), c, s;
+	struct sockaddr_in at;
+
+	cr_assert_geq(l, 0);
+	cr_assert_eq(scilan_connect(l, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
+	/* Its port went with the listen (it was the kernel's pick). */
+	errno = 0;
+	c = tu_connect(AF_INET, port);
+	cr_assert_lt(c, 0, "a connect reached a listener that stopped listening");
+	cr_assert_eq(errno, ECONNREFUSED, "%s", strerror(errno));
+
+	at = loopback(0);
+	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&at, sizeof(at)) == 0 || errno == EINVAL, 1);
+	cr_assert_eq(scilan_listen(l, 4), 0, "listen again: %s", strerror(errno));
+	port = port_of(l);
+	cr_assert_geq(c = tu_connect(AF_INET, port), 0);
+	cr_assert_geq(s = tu_accept(l), 0);
+	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated after the listen again");
+	cr_assert_eq(tu_accelerated(s), 1, "server end not accelerated after the listen again");
+	exchange(c, s, "relisten");
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A connection on kernel TCP (its server is no listener of ours) is the
+ * kernel's to disconnect, and its next connection too. */
+Test(disconnect, plain_connection_is_the_kernels, .timeout = 30)
+{
+	int l = socket(AF_INET, SOCK_STREAM, 0), c, s, s2;
+	struct sockaddr_in at = loopback(0);
+	socklen_t len = sizeof(at);
+	char b[16];
+
+	cr_assert_geq(l, 0);
+	cr_assert_eq(bind(l, (struct sockaddr *)&at, sizeof(at)), 0);
+	cr_assert_eq(listen(l, 4), 0);
+	cr_assert_eq(getsockname(l, (struct sockaddr *)&at, &len), 0);
+	cr_assert_geq(c = tu_connect(AF_INET, ntohs(at.sin_port)), 0);
+	cr_assert_geq(s = accept(l, NULL, NULL), 0);
+	cr_assert_eq(tu_accelerated(c), 0);
+	exchange(c, s, "plain");
+
+	cr_assert_eq(scilan_connect(c, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
+	errno = 0;
+	cr_assert_eq(recv(s, b, sizeof(b), 0), -1);
+	cr_assert_eq(errno, ECONNRESET, "peer: %s", strerror(errno));
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&at, sizeof(at)), 0, "reconnect: %s", strerror(errno));
+	cr_assert_geq(s2 = accept(l, NULL, NULL), 0);
+	exchange(c, s2, "plain again");
+	scilan_close(c);
+	close(s2);
+	close(s);
+	close(l);
+}
+
+/* A socket that never connected: nothing to disconnect, and still ours to
+ * accelerate (it used to be made plain for good). */
+Test(disconnect, fresh_socket_stays_accelerable, .timeout = 30)
+{
+	uint16_t port;
+	int l = tu_listen(AF_INET, 4, &port), c, s;
+	struct sockaddr_in to = loopback(port);
+
+	cr_assert_geq(l, 0);
+	cr_assert_geq(c = scilan_socket(AF_INET, SOCK_STREAM, 0), 0);
+	cr_assert_eq(scilan_connect(c, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "connect: %s", strerror(errno));
+	cr_assert_geq(s = tu_accept(l), 0);
+	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated");
+	exchange(c, s, "fresh");
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
