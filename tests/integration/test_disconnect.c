@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -162,6 +163,43 @@ Test(disconnect, fresh_socket_stays_accelerable, .timeout = 30)
 	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated");
 	exchange(c, s, "fresh");
 	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A non-blocking connect whose offer the acceptor has not taken yet: the
+ * offer goes with it, the acceptor's end is the kernel's reset one, and the
+ * number connects again with every byte arriving. */
+Test(disconnect, connect_in_progress_withdraws_its_offer, .timeout = 30)
+{
+	uint16_t port;
+	int l = tu_listen(AF_INET, 4, &port), c, s, s2, r;
+	struct sockaddr_in to = loopback(port);
+	struct pollfd out;
+	char b[16];
+
+	cr_assert_geq(l, 0);
+	cr_assert_geq(c = scilan_socket(AF_INET, SOCK_STREAM, 0), 0);
+	cr_assert_eq(tu_set_nonblock(c, true), 0);
+	r = scilan_connect(c, (struct sockaddr *)&to, sizeof(to));
+	cr_assert(r == 0 || errno == EINPROGRESS, "connect: %s", strerror(errno));
+	cr_assert_eq(scilan_connect(c, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
+
+	/* The first connection, reset before its accept: read as the kernel's. */
+	cr_assert_geq(s = tu_accept(l), 0);
+	errno = 0;
+	r = (int)scilan_recv(s, b, sizeof(b), 0);
+	cr_assert(r == 0 || (r < 0 && errno == ECONNRESET), "first connection read %d (%s)", r, strerror(errno));
+
+	r = scilan_connect(c, (struct sockaddr *)&to, sizeof(to));
+	cr_assert(r == 0 || errno == EINPROGRESS, "reconnect: %s", strerror(errno));
+	out = (struct pollfd){ .fd = c, .events = POLLOUT };
+	cr_assert_eq(scilan_poll(&out, 1, 10000), 1, "the reconnect never completed");
+	cr_assert_eq(tu_set_nonblock(c, false), 0);
+	cr_assert_geq(s2 = tu_accept(l), 0);
+	exchange(c, s2, "in progress");
+	scilan_close(c);
+	scilan_close(s2);
 	scilan_close(s);
 	scilan_close(l);
 }

@@ -85,6 +85,17 @@ static void withdrawn(struct sl_sock *s, enum sl_untaken why)
 	sl_promote_untaken(s, why);
 }
 
+void sl_promote_drop(struct sl_sock *s)
+{
+	bool pending = atomic_exchange(&s->seam_pending, false);
+
+	pending |= atomic_exchange(&s->late_offer, false);
+	s->seam_point.x = NULL;
+	s->seam_point.word = NULL;
+	if (pending)
+		moved_on();
+}
+
 /* Loud at both ends: a promotion that cannot complete once claimed.  With
  * none of our locks held (a reset takes ctl_lock).  The segment stays
  * mapped until the close; nothing tries again. */

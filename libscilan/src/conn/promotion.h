@@ -78,6 +78,9 @@ void sl_promote_before_close(struct sl_sock *s);
  * out is decided now (revoked, or followed if claimed).  true when one was
  * out. */
 bool sl_promote_stop(struct sl_sock *s);
+/* The connection is gone (the program disconnected it; rx_lock held): its
+ * seam is never crossed, nothing of it is read through us again. */
+void sl_promote_drop(struct sl_sock *s);
 /* What a read could take now without waiting (FIONREAD, TCP_INQ; rx_lock
  * held): the ring's, or while the seam is pending the kernel's bytes before
  * the peer's point, and the ring's too once its marker is here. */
