@@ -167,10 +167,11 @@ Test(disconnect, fresh_socket_stays_accelerable, .timeout = 30)
 	scilan_close(l);
 }
 
-/* A non-blocking connect whose offer the acceptor has not taken yet: the
- * offer goes with it, the acceptor's end is the kernel's reset one, and the
- * number connects again with every byte arriving. */
-Test(disconnect, connect_in_progress_withdraws_its_offer, .timeout = 30)
+/* A non-blocking connect whose offer the acceptor has not answered yet:
+ * the offer is revoked, the acceptor's end is the kernel's reset one, and
+ * the number connects again (kernel TCP) with every byte arriving.  It hung
+ * before: the client's bytes went into the old ring. */
+Test(disconnect, offer_not_yet_answered_is_revoked, .timeout = 30)
 {
 	uint16_t port;
 	int l = tu_listen(AF_INET, 4, &port), c, s, s2, r;
@@ -200,6 +201,46 @@ Test(disconnect, connect_in_progress_withdraws_its_offer, .timeout = 30)
 	exchange(c, s2, "in progress");
 	scilan_close(c);
 	scilan_close(s2);
+	scilan_close(s);
+	scilan_close(l);
+}
+
+/* A connect still in its handshake (the listener's queue is full, its SYN
+ * dropped): its offer is withdrawn, and the next connect's two ends agree.
+ * (Made fresh, the socket offered again under the same cookie, and the
+ * acceptor took the withdrawn offer still in its queue: kernel TCP there,
+ * while the client waited out the agreement's second.) */
+Test(disconnect, connect_still_in_its_handshake_withdraws_its_offer, .timeout = 30)
+{
+	uint16_t port;
+	int l = tu_listen(AF_INET, 1, &port), queued[2], c, s, r;
+	struct sockaddr_in to = loopback(port);
+	struct pollfd out;
+
+	cr_assert_geq(l, 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_geq(queued[i] = tu_connect(AF_INET, port), 0);
+	cr_assert_geq(c = scilan_socket(AF_INET, SOCK_STREAM, 0), 0);
+	cr_assert_eq(tu_set_nonblock(c, true), 0);
+	errno = 0;
+	r = scilan_connect(c, (struct sockaddr *)&to, sizeof(to));
+	cr_assert(r < 0 && errno == EINPROGRESS, "the queue was not full: %d (%s)", r, strerror(errno));
+	out = (struct pollfd){ .fd = c, .events = POLLOUT };
+	cr_assert_eq(scilan_poll(&out, 1, 0), 0, "the handshake completed");
+	cr_assert_eq(scilan_connect(c, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
+
+	for (int i = 0; i < 2; i++) {
+		cr_assert_geq(s = tu_accept(l), 0);
+		exchange(queued[i], s, "queued");
+		scilan_close(s);
+		scilan_close(queued[i]);
+	}
+	cr_assert_eq(tu_set_nonblock(c, false), 0);
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "reconnect: %s", strerror(errno));
+	cr_assert_geq(s = tu_accept(l), 0);
+	exchange(c, s, "again");
+	cr_assert_eq(tu_accelerated(c), tu_accelerated(s), "the two ends disagree on the transport");
+	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
 }

@@ -64,7 +64,7 @@ int sl_sock_disconnect(struct sl_sock *s, int fd, const struct sockaddr *addr, s
 	 * progress, an offer the acceptor has not answered (revoked as a close
 	 * revokes it; the RST then discards what that put on the kernel
 	 * socket, as the kernel's disconnect discards what it had queued). */
-	if (st != SL_LISTENING)
+	if (st == SL_PLAIN || st == SL_CONNECTED)
 		sl_promote_stop(s);
 	if (sl_sock_state(s) == SL_CONNECTING)
 		sl_connect_progress(s);
@@ -101,6 +101,10 @@ int sl_sock_disconnect(struct sl_sock *s, int fd, const struct sockaddr *addr, s
 			sl_fabric_listen_unregister(s);
 			set_state(s, SL_FRESH);
 		} else {
+			/* Not fresh, as a connect that failed is: the withdrawn
+			 * offer may still wait in the listener's queue under this
+			 * socket's cookie, which the next connect's offer would
+			 * carry too, and its acceptor would take the stale one. */
 			s->fabric->offer_withdraw(s);
 			set_state(s, SL_PLAIN);
 		}
