@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cr_helpers.h"
 #include "testutil.h"
 
 /* Regular files under dir (recursively) whose name does not start with '.',
@@ -57,23 +58,6 @@ static void assert_rundir_clean(const char *rundir)
 	n = count_files(rundir, own, list, sizeof(list));
 
 	cr_assert_eq(n, 0, "runtime dir %s still holds %d file(s) after every socket closed: %s", rundir, n, list);
-}
-
-static void exchange_bytes(int a, int b, const char *what)
-{
-	char buf[64];
-	ssize_t n;
-
-	n = tu_send_all(a, "ping", 4, 0);
-	cr_assert_eq(n, 4, "%s: send a->b: %s", what, strerror(errno));
-	n = tu_recv_all(b, buf, 4);
-	cr_assert_eq(n, 4, "%s: recv a->b returned %zd: %s", what, n, strerror(errno));
-	cr_assert_arr_eq(buf, "ping", 4);
-	n = tu_send_all(b, "pong!", 5, 0);
-	cr_assert_eq(n, 5, "%s: send b->a: %s", what, strerror(errno));
-	n = tu_recv_all(a, buf, 5);
-	cr_assert_eq(n, 5, "%s: recv b->a returned %zd: %s", what, n, strerror(errno));
-	cr_assert_arr_eq(buf, "pong!", 5);
 }
 
 static uint16_t sa_port(const struct sockaddr_storage *ss)
@@ -326,7 +310,7 @@ Test(connect, eaddrinuse_and_rebind, .timeout = 30)
 	cr_assert_geq(a, 0, "accept: %s", strerror(errno));
 	cr_assert_eq(tu_accelerated(c), 1);
 	cr_assert_eq(tu_accelerated(a), 1);
-	exchange_bytes(c, a, "first listener");
+	exchange_or_die(c, a, "first listener");
 	scilan_close(c);
 	scilan_close(a);
 	cr_assert_eq(scilan_close(l), 0);
@@ -342,7 +326,7 @@ Test(connect, eaddrinuse_and_rebind, .timeout = 30)
 	cr_assert_geq(a, 0, "accept: %s", strerror(errno));
 	cr_assert_eq(tu_accelerated(c), 1, "connection to the re-opened listener not accelerated");
 	cr_assert_eq(tu_accelerated(a), 1);
-	exchange_bytes(c, a, "second listener");
+	exchange_or_die(c, a, "second listener");
 	scilan_close(c);
 	scilan_close(a);
 	scilan_close(l);
@@ -483,7 +467,7 @@ Test(connect, client_bound_before_connect, .timeout = 30)
 	cr_assert_geq(a, 0);
 	cr_assert_eq(tu_accelerated(c), 1);
 	cr_assert_eq(tu_accelerated(a), 1);
-	exchange_bytes(c, a, "bound client");
+	exchange_or_die(c, a, "bound client");
 	scilan_close(c);
 	scilan_close(a);
 	scilan_close(l);
@@ -503,7 +487,7 @@ static void connect_and_check(int lfd, int family, const struct sockaddr_storage
 	cr_assert_geq(a, 0, "%s: accept: %s", what, strerror(errno));
 	cr_assert_eq(tu_accelerated(c), 1, "%s: client not accelerated", what);
 	cr_assert_eq(tu_accelerated(a), 1, "%s: server not accelerated", what);
-	exchange_bytes(c, a, what);
+	exchange_or_die(c, a, what);
 	scilan_close(c);
 	scilan_close(a);
 }
@@ -593,7 +577,7 @@ Test(connect, many_connections, .timeout = 120)
 		y = tu_accept(l);
 		cr_assert_geq(y, 0);
 		cr_assert_eq(tu_accelerated(x), 1, "sequential connection %d not accelerated", i);
-		exchange_bytes(x, y, "sequential");
+		exchange_or_die(x, y, "sequential");
 		scilan_close(x);
 		scilan_close(y);
 	}

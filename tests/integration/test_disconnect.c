@@ -33,19 +33,14 @@ static uint16_t port_of(int fd)
 	return ntohs(a.sin_port);
 }
 
-/* Bytes both ways on a connected pair, read back whole. */
-static void exchange(int c, int s, const char *what)
+/* A connection from a tu_listen listener that stays open, accelerated at
+ * both ends. */
+static void accelerated_from(int l, uint16_t port, int *c, int *s, const char *when)
 {
-	char got[32] = { 0 };
-	size_t n = strlen(what);
-
-	cr_assert_eq(tu_send_all(c, what, n, MSG_NOSIGNAL), (ssize_t)n);
-	cr_assert_eq(tu_recv_all(s, got, n), (ssize_t)n);
-	cr_assert_str_eq(got, what);
-	memset(got, 0, sizeof(got));
-	cr_assert_eq(tu_send_all(s, what, n, MSG_NOSIGNAL), (ssize_t)n);
-	cr_assert_eq(tu_recv_all(c, got, n), (ssize_t)n);
-	cr_assert_str_eq(got, what);
+	cr_assert_geq(*c = tu_connect(AF_INET, port), 0, "connect %s: %s", when, strerror(errno));
+	cr_assert_geq(*s = tu_accept(l), 0, "accept %s: %s", when, strerror(errno));
+	cr_assert_eq(tu_accelerated(*c), 1, "client end not accelerated %s", when);
+	cr_assert_eq(tu_accelerated(*s), 1, "server end not accelerated %s", when);
 }
 
 /* Before, the rings went on as if nothing happened (the kernel had sent its
@@ -59,11 +54,8 @@ Test(disconnect, accelerated_connection_resets_both_ends_and_connects_again, .ti
 	char b[16];
 
 	cr_assert_geq(l, 0);
-	cr_assert_geq(c = tu_connect(AF_INET, port), 0);
-	cr_assert_geq(s = tu_accept(l), 0);
-	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated");
-	cr_assert_eq(tu_accelerated(s), 1, "server end not accelerated");
-	exchange(c, s, "before");
+	accelerated_from(l, port, &c, &s, "before the disconnect");
+	exchange_or_die(c, s, "before");
 
 	cr_assert_eq(scilan_connect(c, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
 	/* The peer: reset, as the kernel's RST would have it. */
@@ -78,7 +70,7 @@ Test(disconnect, accelerated_connection_resets_both_ends_and_connects_again, .ti
 	/* And it connects again, to the same listener, every byte arriving. */
 	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "reconnect: %s", strerror(errno));
 	cr_assert_geq(s2 = tu_accept(l), 0);
-	exchange(c, s2, "again");
+	exchange_or_die(c, s2, "again");
 	scilan_close(c);
 	cr_assert_eq(scilan_recv(s2, b, sizeof(b), 0), 0, "EOF after the client's close");
 	scilan_close(s2);
@@ -105,12 +97,8 @@ Test(disconnect, listener_stops_listening_and_listens_again, .timeout = 30)
 	at = loopback(0);
 	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&at, sizeof(at)) == 0 || errno == EINVAL, 1);
 	cr_assert_eq(scilan_listen(l, 4), 0, "listen again: %s", strerror(errno));
-	port = port_of(l);
-	cr_assert_geq(c = tu_connect(AF_INET, port), 0);
-	cr_assert_geq(s = tu_accept(l), 0);
-	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated after the listen again");
-	cr_assert_eq(tu_accelerated(s), 1, "server end not accelerated after the listen again");
-	exchange(c, s, "relisten");
+	accelerated_from(l, port_of(l), &c, &s, "after the listen again");
+	exchange_or_die(c, s, "relisten");
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
@@ -120,19 +108,16 @@ Test(disconnect, listener_stops_listening_and_listens_again, .timeout = 30)
  * kernel's to disconnect, and its next connection too. */
 Test(disconnect, plain_connection_is_the_kernels, .timeout = 30)
 {
-	int l = socket(AF_INET, SOCK_STREAM, 0), c, s, s2;
-	struct sockaddr_in at = loopback(0);
-	socklen_t len = sizeof(at);
+	uint16_t port;
+	int l = tu_plain_listen(AF_INET, 4, &port), c, s, s2;
+	struct sockaddr_in at = loopback(port);
 	char b[16];
 
 	cr_assert_geq(l, 0);
-	cr_assert_eq(bind(l, (struct sockaddr *)&at, sizeof(at)), 0);
-	cr_assert_eq(listen(l, 4), 0);
-	cr_assert_eq(getsockname(l, (struct sockaddr *)&at, &len), 0);
-	cr_assert_geq(c = tu_connect(AF_INET, ntohs(at.sin_port)), 0);
+	cr_assert_geq(c = tu_connect(AF_INET, port), 0);
 	cr_assert_geq(s = accept(l, NULL, NULL), 0);
 	cr_assert_eq(tu_accelerated(c), 0);
-	exchange(c, s, "plain");
+	exchange_or_die(c, s, "plain");
 
 	cr_assert_eq(scilan_connect(c, &unspec, sizeof(unspec)), 0, "connect(AF_UNSPEC): %s", strerror(errno));
 	errno = 0;
@@ -140,7 +125,7 @@ Test(disconnect, plain_connection_is_the_kernels, .timeout = 30)
 	cr_assert_eq(errno, ECONNRESET, "peer: %s", strerror(errno));
 	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&at, sizeof(at)), 0, "reconnect: %s", strerror(errno));
 	cr_assert_geq(s2 = accept(l, NULL, NULL), 0);
-	exchange(c, s2, "plain again");
+	exchange_or_die(c, s2, "plain again");
 	scilan_close(c);
 	close(s2);
 	close(s);
@@ -161,7 +146,7 @@ Test(disconnect, fresh_socket_stays_accelerable, .timeout = 30)
 	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "connect: %s", strerror(errno));
 	cr_assert_geq(s = tu_accept(l), 0);
 	cr_assert_eq(tu_accelerated(c), 1, "client end not accelerated");
-	exchange(c, s, "fresh");
+	exchange_or_die(c, s, "fresh");
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
@@ -198,7 +183,7 @@ Test(disconnect, offer_not_yet_answered_is_revoked, .timeout = 30)
 	cr_assert_eq(scilan_poll(&out, 1, 10000), 1, "the reconnect never completed");
 	cr_assert_eq(tu_set_nonblock(c, false), 0);
 	cr_assert_geq(s2 = tu_accept(l), 0);
-	exchange(c, s2, "in progress");
+	exchange_or_die(c, s2, "in progress");
 	scilan_close(c);
 	scilan_close(s2);
 	scilan_close(s);
@@ -231,14 +216,14 @@ Test(disconnect, connect_still_in_its_handshake_withdraws_its_offer, .timeout = 
 
 	for (int i = 0; i < 2; i++) {
 		cr_assert_geq(s = tu_accept(l), 0);
-		exchange(queued[i], s, "queued");
+		exchange_or_die(queued[i], s, "queued");
 		scilan_close(s);
 		scilan_close(queued[i]);
 	}
 	cr_assert_eq(tu_set_nonblock(c, false), 0);
 	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&to, sizeof(to)), 0, "reconnect: %s", strerror(errno));
 	cr_assert_geq(s = tu_accept(l), 0);
-	exchange(c, s, "again");
+	exchange_or_die(c, s, "again");
 	cr_assert_eq(tu_accelerated(c), tu_accelerated(s), "the two ends disagree on the transport");
 	scilan_close(c);
 	scilan_close(s);

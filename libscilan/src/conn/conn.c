@@ -26,8 +26,7 @@
 #include "ring/urgent.h"
 #include "sync/fence_policy.h"
 
-/* why: the warning's reason, or NULL for a reset the program asked for. */
-static void reset(struct sl_sock *s, const char *why)
+void sl_conn_reset(struct sl_sock *s, const char *why)
 {
 	if (atomic_exchange(&s->reset, true))
 		return;
@@ -46,16 +45,6 @@ static void reset(struct sl_sock *s, const char *why)
 		s->fabric->stimulate(s, SL_TOKEN_DATA | SL_TOKEN_SPACE);
 	}
 	sl_conn_wake_local(s);
-}
-
-void sl_conn_reset(struct sl_sock *s, const char *why)
-{
-	reset(s, why);
-}
-
-void sl_conn_abort(struct sl_sock *s)
-{
-	reset(s, NULL);
 }
 
 bool sl_conn_peer_died(struct sl_sock *s)

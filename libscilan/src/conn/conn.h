@@ -19,10 +19,10 @@ short sl_conn_ready(struct sl_sock *s, short events);
  * ring, or beyond what the peer keeps in flight, never waits for bytes that
  * cannot come.  A socket from another process asks the kernel once. */
 uint64_t sl_conn_rcv_mark(struct sl_sock *s);
-/* The peer broke the protocol: log why, mark the connection reset, tell the peer. */
+/* Mark the connection reset and tell the peer: the peer broke the protocol
+ * (a warning says why), or why is NULL, the program asked for it (a connect
+ * to AF_UNSPEC). */
 void sl_conn_reset(struct sl_sock *s, const char *why);
-/* The same, asked for by the program (a connect to AF_UNSPEC): no warning. */
-void sl_conn_abort(struct sl_sock *s);
 /* Wake threads of this process sleeping on s (after shutdown or close). */
 void sl_conn_wake_local(struct sl_sock *s);
 /* The rare halves of the two below, out of line: the peer (or an epoll

@@ -17,25 +17,20 @@
 #include "runtime/stats_file.h"
 #include "runtime/sys.h"
 
-static void set_state(struct sl_sock *s, enum sl_state state)
-{
-	atomic_store_explicit(&s->state, (int)state, memory_order_release);
-}
-
 /* The rings' half of the kernel's RST: the peer reads ECONNRESET, and every
  * call of ours after it is the kernel's, on a socket with no connection.
  * The segment stays mapped until close, for threads racing this, and the
  * connection's statistics row closes now: it is over, not a fallback. */
 static void abort_rings(struct sl_sock *s)
 {
-	sl_conn_abort(s);
+	sl_conn_reset(s, NULL);
 	sl_lock(&s->tx_lock);
 	sl_lock(&s->rx_lock);
 	pthread_mutex_lock(&s->ctl_lock);
 	if (sl_sock_state(s) == SL_CONNECTED) {
 		sl_agree_mark_plain(s);
 		sl_stats_conn_close(s);
-		set_state(s, SL_PLAIN);
+		sl_sock_set_state(s, SL_PLAIN);
 	}
 	pthread_mutex_unlock(&s->ctl_lock);
 	sl_unlock(&s->rx_lock);
@@ -99,14 +94,14 @@ int sl_sock_disconnect(struct sl_sock *s, int fd, const struct sockaddr *addr, s
 			 * queues this closes. */
 			atomic_fetch_add(&s->listen_gen, 1);
 			sl_fabric_listen_unregister(s);
-			set_state(s, SL_FRESH);
+			sl_sock_set_state(s, SL_FRESH);
 		} else {
 			/* Not fresh, as a connect that failed is: the withdrawn
 			 * offer may still wait in the listener's queue under this
 			 * socket's cookie, which the next connect's offer would
 			 * carry too, and its acceptor would take the stale one. */
 			s->fabric->offer_withdraw(s);
-			set_state(s, SL_PLAIN);
+			sl_sock_set_state(s, SL_PLAIN);
 		}
 		pthread_mutex_unlock(&s->ctl_lock);
 		if (st == SL_LISTENING)

@@ -30,15 +30,10 @@
 #include "socket/disconnect.h"
 #include "socket/offer_policy.h"
 
-static void set_state(struct sl_sock *s, enum sl_state state)
-{
-	atomic_store_explicit(&s->state, (int)state, memory_order_release);
-}
-
 /* reason: unless a fabric said better (sl_fb_hint). */
 static void become_plain(struct sl_sock *s, enum sl_fb reason, enum sl_fb_side side)
 {
-	set_state(s, SL_PLAIN);
+	sl_sock_set_state(s, SL_PLAIN);
 	sl_fallback(s, sl_fb_take_hint(reason), side);
 }
 
@@ -86,7 +81,7 @@ static void become_listener(struct sl_sock *s)
 
 	pthread_mutex_lock(&s->ctl_lock);
 	if (sl_sock_state(s) == SL_FRESH) {
-		set_state(s, SL_LISTENING);
+		sl_sock_set_state(s, SL_LISTENING);
 		if (!s->reg_path && !sl_config()->off)
 			s->reg_path = calloc(SL_MAX_REG, sizeof(*s->reg_path));
 		/* Known, so that each accept need not ask for a bound address. */
@@ -483,7 +478,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (r == 0)
 		sl_conn_became_connected(s);
 	else if (err == EINPROGRESS || err == EINTR)
-		set_state(s, SL_CONNECTING);
+		sl_sock_set_state(s, SL_CONNECTING);
 	else
 		s->fabric->offer_withdraw(s);
 	pthread_mutex_unlock(&s->ctl_lock);
@@ -505,7 +500,7 @@ void sl_connect_progress(struct sl_sock *s)
 			sl_conn_became_connected(s);
 		} else {
 			s->fabric->offer_withdraw(s);
-			set_state(s, SL_FRESH);
+			sl_sock_set_state(s, SL_FRESH);
 		}
 	}
 	pthread_mutex_unlock(&s->ctl_lock);

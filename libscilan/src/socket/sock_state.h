@@ -446,6 +446,12 @@ static inline enum sl_state sl_sock_state(const struct sl_sock *s)
 	return (enum sl_state)atomic_load_explicit(&s->state, memory_order_acquire);
 }
 
+/* Released: what was set before it is seen by whoever acquires the state. */
+static inline void sl_sock_set_state(struct sl_sock *s, enum sl_state state)
+{
+	atomic_store_explicit(&s->state, (int)state, memory_order_release);
+}
+
 /* The fd table (fd_table.c): chunks of slots, each allocated on first use
  * and never freed, and slots reused, never freed, so that a racing lookup
  * never touches freed memory.  Up to 1M descriptors. */
