@@ -42,7 +42,10 @@ void sl_segment_refuse(int fd, int bell);
 void sl_segment_layout(struct sl_seg_header *hdr, uint64_t cap0, uint64_t cap1);
 /* Check a header copied out of untrusted memory against the mapping size. */
 int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size);
-/* Point s's rings at the mapping; own is the area index s receives into. */
+/* Map in, by reading, the pages a connection's first exchange uses. */
+void sl_segment_touch(const void *base, const struct sl_seg_header *hdr);
+/* Point s's rings at the mapping (touched first); own is the area index s
+ * receives into. */
 void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const struct sl_seg_header *hdr);
 /* The same for areas that are not in one segment (the device fabric maps
  * each side's slice separately): base/len is what s->seg names, h the

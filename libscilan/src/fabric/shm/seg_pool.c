@@ -149,6 +149,8 @@ static int build(const struct sl_seg_header *hdr, bool bells, struct sl_made *m)
 		return -1;
 	}
 	memcpy(m->base, hdr, sizeof(*hdr));
+	/* Here, where a set made ahead pays it before any connect needs it. */
+	sl_segment_touch(m->base, hdr);
 	/* Before the offer is published: the acceptor's compare-and-swap needs it. */
 	atomic_store((_Atomic uint32_t *)((unsigned char *)m->base + SL_SEG_OFFER_OFF), SL_OFFER_OFFERED);
 	if (fstat(m->fd, &st) < 0 || (bells && make_bells(m) < 0)) {
