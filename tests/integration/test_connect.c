@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,6 +396,47 @@ Test(connect, backlog_limits_pending_connects, .timeout = 60)
 		scilan_close(fds[i]);
 	scilan_close(l);
 	assert_rundir_clean(rundir);
+}
+
+/* A connect that timed out on a full queue (its SYN dropped) and is tried
+ * again on the same socket, as Linux allows: the connection it makes is on
+ * the rings at both ends.  The timed-out offer still waits in the
+ * listener's queue under the socket's cookie, which the second offer
+ * carries too: taken first, it put the acceptor on kernel TCP while the
+ * client waited out its agreement on the rings (the ends disagreed). */
+Test(connect, retry_after_timed_out_connect_rides_the_rings, .timeout = 60)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int l, c, s, queued[2], syncnt = 1;
+	uint16_t port;
+
+	tu_watchdog(50, "retry after a timed-out connect");
+	l = tu_listen(AF_INET, 1, &port);
+	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
+	len = tu_loopback(AF_INET, port, &ss);
+	for (int i = 0; i < 2; i++)
+		cr_assert_geq(queued[i] = tu_connect(AF_INET, port), 0, "queued connect %d: %s", i, strerror(errno));
+	cr_assert_geq(c = scilan_socket(AF_INET, SOCK_STREAM, 0), 0);
+	/* One SYN retransmission: ETIMEDOUT after some 3 s. */
+	cr_assert_eq(scilan_setsockopt(c, IPPROTO_TCP, TCP_SYNCNT, &syncnt, sizeof(syncnt)), 0);
+	errno = 0;
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&ss, len), -1, "the queue was not full");
+	cr_assert_eq(errno, ETIMEDOUT, "connect: %s", strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		cr_assert_geq(s = tu_accept(l), 0);
+		exchange_or_die(queued[i], s, "queued");
+		scilan_close(s);
+		scilan_close(queued[i]);
+	}
+	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&ss, len), 0, "connect again: %s", strerror(errno));
+	cr_assert_geq(s = tu_accept(l), 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(s), 1, "the acceptor is not on the rings");
+	cr_assert_eq(tu_accelerated(c), 1, "the connector is not on the rings");
+	exchange_or_die(c, s, "again");
+	scilan_close(c);
+	scilan_close(s);
+	scilan_close(l);
 }
 
 /* ---- non-blocking connect and accept ------------------------------------------- */
