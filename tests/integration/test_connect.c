@@ -406,11 +406,13 @@ Test(connect, backlog_limits_pending_connects, .timeout = 60)
  * client waited out its agreement on the rings (the ends disagreed). */
 Test(connect, retry_after_timed_out_connect_rides_the_rings, .timeout = 60)
 {
+	const char *rundir = tu_isolated_rundir();
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int l, c, s, queued[2], syncnt = 1;
 	uint16_t port;
 
+	cr_assert_not_null(rundir);
 	tu_watchdog(50, "retry after a timed-out connect");
 	l = tu_listen(AF_INET, 1, &port);
 	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
@@ -437,6 +439,7 @@ Test(connect, retry_after_timed_out_connect_rides_the_rings, .timeout = 60)
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
+	assert_rundir_clean(rundir);
 }
 
 /* ---- non-blocking connect and accept ------------------------------------------- */

@@ -75,17 +75,17 @@ static void exchange(int a, int b, size_t size)
  * (/proc/self/pagemap's present bit), each page's bit into map. */
 static size_t mapped_pages(int fd, unsigned char *map, size_t max)
 {
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len, n = 0;
 	void *base;
-	size_t len, n = 0;
 	int own, pm;
 
 	cr_assert_eq(sl_test_segment(fd, &base, &len, &own), 0, "segment: %s", strerror(errno));
 	pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	cr_assert_geq(pm, 0, "pagemap: %s", strerror(errno));
-	for (size_t i = 0; i < len / 4096 && i < max; i++) {
+	for (size_t i = 0; i < len / page && i < max; i++) {
 		uint64_t e = 0;
 
-		cr_assert_eq(pread(pm, &e, sizeof(e), (off_t)(((uintptr_t)base / 4096 + i) * sizeof(e))),
+		cr_assert_eq(pread(pm, &e, sizeof(e), (off_t)(((uintptr_t)base / page + i) * sizeof(e))),
 			     (ssize_t)sizeof(e));
 		map[i] = (unsigned char)(e >> 63);
 		n += map[i];
@@ -112,9 +112,10 @@ Test(reserve, first_exchange_maps_no_page_in, .timeout = 60)
 	exchange(c, s, 64);
 	for (int k = 0; k < 2; k++) {
 		mapped_pages(fds[k], after[k], sizeof(after[k]));
+		/* Newly present only: the kernel may take a page away. */
 		for (size_t i = 0; i < sizeof(after[k]); i++)
-			cr_assert_eq(after[k][i], before[k][i], "%s: page %zu of the segment was mapped in by the exchange",
-				     k ? "acceptor" : "connector", i);
+			cr_assert(!after[k][i] || before[k][i], "%s: page %zu of the segment was mapped in by the exchange",
+				  k ? "acceptor" : "connector", i);
 	}
 	close(c);
 	close(s);

@@ -99,7 +99,7 @@ int sl_sock_disconnect(struct sl_sock *s, int fd, const struct sockaddr *addr, s
 			/* Not fresh, as a connect that failed is: the withdrawn
 			 * offer may still wait in the listener's queue under this
 			 * socket's cookie, which the next connect's offer would
-			 * carry too.  The shm acceptor passes over it (shm_attach.c);
+			 * carry too.  The shm acceptor passes over it (rendezvous.c);
 			 * the device fabric's was not looked at for it. */
 			s->fabric->offer_withdraw(s);
 			sl_sock_set_state(s, SL_PLAIN);

@@ -244,23 +244,36 @@ static int recv_with_fds(int e, struct rdv_msg *m, int *fds, int want, int flags
 	return 0;
 }
 
-/* An offer for another connection that is no longer worth returning: the
- * connector decided it (revoked, refused, or another acceptor attached). */
+/* The offer word of a passed segment; false if it is not one, or cannot be
+ * read.  Checked before the read: anyone can queue here, and a file on a
+ * mount that never answers (FUSE, a hung NFS) would hold our accept. */
+static bool read_offer_word(int seg, uint32_t *word)
+{
+	struct stat st;
+
+	*word = 0;
+	return sl_segment_fd_check(seg, &st) == 0 &&
+	       pread(seg, word, sizeof(*word), SL_SEG_OFFER_OFF) == (ssize_t)sizeof(*word);
+}
+
+/* Decided by its connector (revoked, refused, attached elsewhere, or zeros
+ * once punched): nobody's to take.  LOST is not: its acceptor must see it. */
+static bool offer_decided(uint32_t word)
+{
+	return word != SL_OFFER_OFFERED && word != SL_OFFER_LOST;
+}
+
+/* An offer for another connection that is no longer worth returning. */
 static bool stale_offer(int e)
 {
 	struct rdv_msg m;
 	int fds[SL_RDV_FDS];
-	uint32_t word = 0;
-	struct stat st;
+	uint32_t word;
 	bool stale;
 
 	if (recv_with_fds(e, &m, fds, SL_RDV_FDS, MSG_PEEK, false) < 0)
 		return true;
-	/* Checked before the read: anyone can queue here, and a file on a
-	 * mount that never answers (FUSE, a hung NFS) would hold our accept. */
-	stale = sl_segment_fd_check(fds[0], &st) < 0 ||
-		pread(fds[0], &word, sizeof(word), SL_SEG_OFFER_OFF) != (ssize_t)sizeof(word) ||
-		(word != SL_OFFER_OFFERED && word != SL_OFFER_LOST); /* LOST: its acceptor must still see it */
+	stale = !read_offer_word(fds[0], &word) || offer_decided(word);
 	close_all(fds, SL_RDV_FDS);
 	return stale;
 }
@@ -564,6 +577,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	struct rdv_msg m;
 	struct ucred who;
 	socklen_t len = sizeof(who);
+	uint32_t word;
 	int inner, r;
 	bool ours;
 	enum sl_bell_from from;
@@ -626,6 +640,17 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)sc->end_uid,
 			(int)who.pid, (unsigned)who.uid);
 		sl_fb_hint(SL_FB_BAD_OFFER);
+		close_all(sc->fds, SL_RDV_FDS);
+		return 0;
+	}
+	/* Withdrawn before we looked, maybe by an earlier connect of the same
+	 * socket (tried again after a timeout: the same cookie), whose own
+	 * offer waits behind this one: taking this alone put us on kernel TCP
+	 * while that connector waited out its agreement on the rings.  So it
+	 * is passed over in this same scan.  (Withdrawn after this look, it is
+	 * the connection's own: attach_segment says kernel TCP then.) */
+	if (!sc->late && read_offer_word(sc->fds[0], &word) && offer_decided(word)) {
+		sl_fb_hint(SL_FB_REVOKED);
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}

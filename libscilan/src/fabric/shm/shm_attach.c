@@ -60,19 +60,11 @@ static bool claim_offer(void *base)
 	return atomic_compare_exchange_strong(sl_shm_offer_word(base), &offered, SL_OFFER_ATTACHED);
 }
 
-/* attach_segment's answer for a connect's offer decided before we looked
- * (withdrawn, refused, or punched after its connector let go): kernel TCP,
- * unless a later offer for the same connection waits behind it. */
-#define ATTACH_WITHDRAWN 2
-/* How many withdrawn offers one accept passes over: a connect tried again
- * on the same socket after a timeout offers again under the same cookie. */
-#define WITHDRAWN_PASSED_MAX 8
-
 /* The offered segment fd (closed here), checked by check_segment_fd, with
  * the bells already in s: validate the header, map, and commit.  1 if the
- * rings carry the connection; 0 (or ATTACH_WITHDRAWN) if it stays kernel
- * TCP.  late: a live connection's offer (promotion), whose commitment is
- * our switch (promote.h), -1 with errno when it failed half-way (reset). */
+ * rings carry the connection; 0 if it stays kernel TCP.  late: a live
+ * connection's offer (promotion), whose commitment is our switch
+ * (promote.h), -1 with errno when it failed half-way (reset). */
 static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, const char *who, bool late)
 {
 	struct sl_seg_header hdr;
@@ -97,7 +89,7 @@ static int attach_segment(struct sl_sock *s, int fd, const struct stat *st, cons
 		sl_fb_hint(SL_FB_REVOKED);
 		sl_sys.close(fd);
 		sl_shm_close_bells(s);
-		return word == SL_OFFER_LOST || late ? 0 : ATTACH_WITHDRAWN;
+		return 0;
 	}
 	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !sl_segment_valid(&hdr, (uint64_t)st->st_size)) {
 		sl_warn("segment offered by %s has a bad header; connection uses kernel TCP", who);
@@ -363,26 +355,9 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 	bool named = true;
 	ssize_t got;
 
-	for (int withdrawn = 0;; withdrawn++) {
-		took = sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed,
-				   &named, !sl_sock_maybe_shared(listener), false);
-		if (took != 1 || !sl_own_fd_room(s->fd))
-			break;
-		/* The names of the same offer (our user's connector) are not
-		 * needed any more; another user's are not ours to see. */
-		if (named && sl_shm_offer_path(local, peer, 0, path, sizeof(path)) == 0)
-			sl_shm_unlink_offer(path);
-		took = attach_passed(s, passed, false);
-		/* A withdrawn offer may be an earlier connect's of the same
-		 * socket (tried again after a timeout, same cookie): this
-		 * connect's own may wait behind it, and taking the first alone
-		 * left the connector waiting out its agreement on the rings. */
-		if (took != ATTACH_WITHDRAWN)
-			return took;
-		if (withdrawn == WITHDRAWN_PASSED_MAX)
-			return 0;
-	}
-	if (took == 1) {
+	took = sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed, &named,
+			   !sl_sock_maybe_shared(listener), false);
+	if (took == 1 && !sl_own_fd_room(s->fd)) {
 		/* Our descriptors would crowd the program's: refused at once,
 		 * the client continues on kernel TCP (lifecycle.c's connect, the
 		 * same rule). */
@@ -391,6 +366,13 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 		for (int i = 0; i < SL_RDV_FDS; i++)
 			sl_own_fd_close(passed[i]);
 		return 0;
+	}
+	if (took == 1) {
+		/* The names of the same offer (our user's connector) are not
+		 * needed any more; another user's are not ours to see. */
+		if (named && sl_shm_offer_path(local, peer, 0, path, sizeof(path)) == 0)
+			sl_shm_unlink_offer(path);
+		return attach_passed(s, passed, false);
 	}
 	if (took == SL_RDV_PARTIAL) {
 		/* Out of descriptors (EMFILE) for its bells: the offer file of
@@ -463,7 +445,7 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 		return 0;
 	}
 	snprintf(who, sizeof(who), "pid %d", (int)offer.pid);
-	return attach_segment(s, fd, &st, who, false) == 1;
+	return attach_segment(s, fd, &st, who, false);
 }
 
 int sl_shm_take_late(struct sl_sock *s, struct sl_sock *listener, struct sl_key *local, struct sl_key *peer)
