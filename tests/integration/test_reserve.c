@@ -100,25 +100,22 @@ static size_t mapped_pages(int fd, unsigned char *map, size_t max)
 Test(reserve, first_exchange_maps_no_page_in, .timeout = 60)
 {
 	static unsigned char before[2][1024], after[2][1024];
-	int c, s, fds[2];
+	int fds[2]; /* connector, acceptor */
 
-	cr_assert_eq(tu_pair_rcvbuf(AF_INET, 256 << 10, 256 << 10, &c, &s), 0);
-	cr_assert_eq(tu_accelerated(c), 1);
-	cr_assert_eq(tu_accelerated(s), 1);
-	fds[0] = c;
-	fds[1] = s;
-	for (int k = 0; k < 2; k++)
+	cr_assert_eq(tu_pair_rcvbuf(AF_INET, 256 << 10, 256 << 10, &fds[0], &fds[1]), 0);
+	for (int k = 0; k < 2; k++) {
+		cr_assert_eq(tu_accelerated(fds[k]), 1);
 		cr_assert_gt(mapped_pages(fds[k], before[k], sizeof(before[k])), 0);
-	exchange(c, s, 64);
+	}
+	exchange(fds[0], fds[1], 64);
 	for (int k = 0; k < 2; k++) {
 		mapped_pages(fds[k], after[k], sizeof(after[k]));
 		/* Newly present only: the kernel may take a page away. */
 		for (size_t i = 0; i < sizeof(after[k]); i++)
 			cr_assert(!after[k][i] || before[k][i], "%s: page %zu of the segment was mapped in by the exchange",
 				  k ? "acceptor" : "connector", i);
+		close(fds[k]);
 	}
-	close(c);
-	close(s);
 }
 
 Test(reserve, short_connection_allocates_little, .timeout = 60)

@@ -46,13 +46,14 @@ int sl_segment_valid(const struct sl_seg_header *hdr, uint64_t size)
 	return memcmp(&expect, hdr, sizeof(expect)) == 0 && expect.total_size == size;
 }
 
-/* A page's first touch costs a fault: 0.5-1 us on bare metal, 4-11 us in a
+/* A page's first touch in a process costs a fault: 4-11 us measured in a
  * virtual machine that shadows page tables (a write fault to shared memory
  * twice a read's).  Every connection's first exchange touches both control
  * pages and the first page of both rings; a read now maps each page
- * writable (shmem has no write-notify), so the exchange faults nothing.
- * Reads only: the pages are reserved (the creator's fallocate), and a peer
- * that punched them costs us a page each, as its later writes would. */
+ * writable (shmem has no write-notify), so the exchange takes no page fault
+ * (a software dirty bit may still fault its first write).  Reads only: the
+ * pages are reserved (the creator's fallocate), and a peer that punched
+ * them costs us a page each, as its later writes would. */
 __attribute__((no_sanitize("thread"))) void sl_segment_touch(const void *base, const struct sl_seg_header *hdr)
 {
 	const volatile unsigned char *b = base;
@@ -68,7 +69,6 @@ void sl_segment_bind(struct sl_sock *s, void *base, size_t len, int own, const s
 	unsigned char *b = base;
 
 	sl_segment_touch(base, hdr);
-
 	sl_segment_bind_areas(s, base, len, own, (struct sl_seg_holders *)(b + SL_SEG_HOLDERS_OFF),
 			      (struct sl_area_ctl *)(b + hdr->area_off[own]),
 			      (struct sl_area_ctl *)(b + hdr->area_off[1 - own]), hdr->ring_cap[own],
