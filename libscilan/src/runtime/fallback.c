@@ -79,6 +79,10 @@ static const struct {
 				     "(it changed user without scilan seeing it, or accepts on another user's listener)",
 				     "listen and accept as one user, and change user through libc's setuid and its kin, "
 				     "which scilan sees" },
+	[SL_FB_UNMAPPED_USER] = { "unmapped-user",
+				  "the other end runs as a user this process's user namespace does not map: every "
+				  "such user reads as the overflow uid, so who owns the other end cannot be checked",
+				  "map the other end's uid into this user namespace, or run both ends in one" },
 };
 
 const char *sl_fb_name(unsigned reason)

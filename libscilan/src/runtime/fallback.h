@@ -36,6 +36,7 @@ enum sl_fb {
 	SL_FB_SHORT,        /* connector: its connections to the destination were too short to pay (offer_policy.c) */
 	SL_FB_ZEROCOPY,     /* downgraded: a MSG_ZEROCOPY send with SO_ZEROCOPY set wants the kernel's completions */
 	SL_FB_UNREADABLE_OFFER, /* acceptor: the client's offer file or bells may not be opened by this user */
+	SL_FB_UNMAPPED_USER, /* either side: the other end's user is not mapped in our user namespace */
 	SL_FB_COUNT
 };
 

@@ -29,6 +29,7 @@
 #include "runtime/fallback.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
+#include "runtime/peer_uid.h"
 #include "ring/segment.h"
 #include "runtime/sock_diag.h"
 #include "runtime/sys.h"
@@ -103,12 +104,6 @@ static void close_all(int *fds, int n)
 	}
 }
 
-/* Root may stand in for anyone: it could take the segment by other means. */
-static bool owner_matches(uid_t speaker, uid_t owner)
-{
-	return speaker == owner || speaker == 0;
-}
-
 int sl_rdv_listen(const struct sl_key *key)
 {
 	struct sockaddr_un sun;
@@ -163,33 +158,50 @@ static ssize_t send_with_fds(int conn, const struct rdv_msg *m, const int *fds, 
 	return sl_sys.sendmsg(conn, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
-		unsigned flags)
+int sl_rdv_send_unchecked(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src,
+			  const int fds[SL_RDV_FDS], unsigned flags)
 {
 	struct rdv_msg m = { .magic = RDV_MAGIC,
 			     .kind = RDV_OFFER,
 			     .hops = ((flags & SL_RDV_NAMED) ? RDV_NAMED : 0) | ((flags & SL_RDV_LATE) ? RDV_LATE : 0),
 			     .dst = *dst,
 			     .src = *src };
-	struct ucred listener;
-	socklen_t len = sizeof(listener), cookie_len = sizeof(m.cookie);
-	uid_t owner;
+	socklen_t cookie_len = sizeof(m.cookie);
 
 	if (sl_sys.getsockopt(tcp, SOL_SOCKET, SO_COOKIE, &m.cookie, &cookie_len) < 0 || !m.cookie)
 		return -1;
+	return send_with_fds(conn, &m, fds, SL_RDV_FDS) == (ssize_t)sizeof(m) ? 0 : -1;
+}
+
+int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
+		unsigned flags)
+{
+	struct ucred listener;
+	socklen_t len = sizeof(listener);
+	uid_t owner;
 
 	/* Anyone may bind an abstract name first: the segment goes only to the
 	 * process that made the listener the kernel connects us to. */
 	if (sl_sys.getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &listener, &len) < 0 ||
 	    sl_diag_tcp_listener_owner(tcp, dst, src, &owner) < 0)
 		return -1;
-	if (!owner_matches(listener.uid, owner)) {
+	/* In a user namespace that leaves uids unmapped, a squatter of
+	 * another unmapped user would read as the listener's owner. */
+	if (!sl_uid_names_one_user(listener.uid) || !sl_uid_names_one_user(owner)) {
+		sl_info("the scilan listener for port %u or its TCP listener is of a user this user namespace "
+			"does not map (uid %u, uid %u), who cannot be told from others; connection uses kernel TCP",
+			(unsigned)dst->port, (unsigned)listener.uid, (unsigned)owner);
+		sl_fb_hint(SL_FB_UNMAPPED_USER);
+		errno = EPERM;
+		return -1;
+	}
+	if (!sl_uid_may_speak_for(listener.uid, owner)) {
 		sl_warn("the scilan listener for port %u runs as uid %u but the TCP listener belongs to uid %u; "
 			"connection uses kernel TCP", (unsigned)dst->port, (unsigned)listener.uid, (unsigned)owner);
 		errno = EPERM;
 		return -1;
 	}
-	return send_with_fds(conn, &m, fds, SL_RDV_FDS) == (ssize_t)sizeof(m) ? 0 : -1;
+	return sl_rdv_send_unchecked(conn, tcp, dst, src, fds, flags);
 }
 
 /* Receive (or with MSG_PEEK, copy) the message and exactly want descriptors:
@@ -632,11 +644,21 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
+	/* Both uids read as the overflow uid where our user namespace leaves
+	 * theirs unmapped: a stranger would pass for the connection's owner. */
+	if (!sl_uid_names_one_user(who.uid) || !sl_uid_names_one_user(sc->end_uid)) {
+		sl_info("offer for a connection of uid %u made by pid %d (uid %u): one of them is a user this "
+			"user namespace does not map, who cannot be told from others; connection uses kernel TCP",
+			(unsigned)sc->end_uid, (int)who.pid, (unsigned)who.uid);
+		sl_fb_hint(SL_FB_UNMAPPED_USER);
+		close_all(sc->fds, SL_RDV_FDS);
+		return 0;
+	}
 	/* Not the offer for this connection as far as we can tell: nothing is
 	 * written into it (its maker may have named our 4-tuple to see what
 	 * we do); a real client whose user changed between its socket and its
 	 * connect finds out after its agreement bound. */
-	if (!owner_matches(who.uid, sc->end_uid)) {
+	if (!sl_uid_may_speak_for(who.uid, sc->end_uid)) {
 		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)sc->end_uid,
 			(int)who.pid, (unsigned)who.uid);
 		sl_fb_hint(SL_FB_BAD_OFFER);

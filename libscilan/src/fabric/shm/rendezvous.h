@@ -30,6 +30,11 @@ int sl_rdv_connect(const struct sl_key *dst);
 #define SL_RDV_LATE 2u  /* a live connection's offer (promotion): only a look takes it */
 int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
 		unsigned flags);
+/* The same without looking at who listens: what sl_rdv_send does once the
+ * listener checked out, and all a hostile connector needs (the message is
+ * no secret); the tests that play one use it. */
+int sl_rdv_send_unchecked(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src,
+			  const int fds[SL_RDV_FDS], unsigned flags);
 
 /* Accepting side, after the kernel accept of (local, peer), each read from
  * tcp when first needed if still of family 0 (a scan that finds no offer

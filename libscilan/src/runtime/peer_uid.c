@@ -1,0 +1,75 @@
+/* peer_uid.c — what a uid the kernel reports for another process tells: in
+ * a user namespace that does not map every uid, two strangers both read as
+ * the overflow uid, which then proves nothing about who owns what.
+ */
+#include "runtime/peer_uid.h"
+
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "runtime/sys.h"
+
+#define DEFAULT_OVERFLOW_UID 65534u
+#define EVERY_UID 4294967295ull /* the initial namespace's map: "0 0 4294967295" */
+
+/* The kernel's overflow uid (a sysctl for the whole host), read once; 0
+ * until then, which no overflow uid is. */
+static _Atomic uint32_t overflow_uid;
+
+static uid_t read_overflow_uid(void)
+{
+	uint32_t known = atomic_load_explicit(&overflow_uid, memory_order_relaxed);
+	char buf[16];
+	unsigned long v;
+	ssize_t n;
+	int fd;
+
+	if (known)
+		return known;
+	known = DEFAULT_OVERFLOW_UID;
+	fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			v = strtoul(buf, NULL, 10);
+			if (v > 0 && v < UINT32_MAX)
+				known = (uint32_t)v;
+		}
+		sl_sys.close(fd);
+	}
+	atomic_store_explicit(&overflow_uid, known, memory_order_relaxed);
+	return known;
+}
+
+/* Read at each ask, not kept: the process may enter another user namespace
+ * (unshare, setns) at any time, and only an overflow uid asks.  Unreadable:
+ * not every uid, which costs acceleration and never trust. */
+static bool every_uid_mapped(void)
+{
+	unsigned long long inner, outer, count, total = 0;
+	FILE *f = fopen("/proc/self/uid_map", "re");
+
+	if (!f)
+		return false;
+	while (fscanf(f, "%llu %llu %llu", &inner, &outer, &count) == 3)
+		total += count;
+	fclose(f);
+	return total >= EVERY_UID;
+}
+
+bool sl_uid_names_one_user(uid_t uid)
+{
+	return uid != read_overflow_uid() || every_uid_mapped();
+}
+
+bool sl_uid_may_speak_for(uid_t speaker, uid_t owner)
+{
+	if (!sl_uid_names_one_user(speaker) || !sl_uid_names_one_user(owner))
+		return false;
+	return speaker == owner || speaker == 0;
+}
