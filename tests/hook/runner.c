@@ -127,6 +127,8 @@ void hk_start(struct hk_proc *p, const struct hk_env *e, const char *const argv[
 		for (int i = 0; i < 5 && vars[i]; i++)
 			args[n++] = vars[i];
 	}
+	for (int i = 0; e->wrap && e->wrap[i] && n < 63; i++)
+		args[n++] = e->wrap[i];
 	for (int i = 0; argv[i] && n < 63; i++)
 		args[n++] = argv[i];
 	args[n] = NULL;

@@ -15,6 +15,8 @@ struct hk_env {
 	const char *rundir;  /* SCILAN_RUNDIR (with preload) */
 	const char *conf;    /* SCILAN_CONF (with preload); NULL: an empty map */
 	const char *netns;   /* run through `ip netns exec NETNS` */
+	const char *const *wrap; /* run inside this command (NULL-ended, an absolute path first; after
+				   `ip netns exec`): unshare(1) for a container's namespaces */
 	const char *log;     /* SCILAN_LOG (with preload); NULL: unset */
 };
 

@@ -74,8 +74,15 @@ static void write_conf(const char *conf, bool node_a, bool node_b)
 
 /* The server in node A listens on listen ("addr" or "any"), the client in
  * node B connects to A's address; map lists A and/or B. */
-static void run_case(const char *what, const char *listen, bool server_preload, bool client_preload, bool map_a,
-		     bool map_b, long accelerated)
+/* Each end in pid and mount namespaces of its own, with its own /proc, as a
+ * container runtime starts a program. */
+static const char *const own_pidns[] = { "/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child", NULL };
+
+/* The same as run_case, each end run inside wrap (NULL: as it is); the
+ * client's statistics line is returned in *client_err (malloc'ed) when
+ * client_err is not NULL. */
+static void run_case_in(const char *what, const char *listen, bool server_preload, bool client_preload, bool map_a,
+			bool map_b, long accelerated, const char *const *wrap, char **client_err)
 {
 	struct hk_env pa = { .netns = ns_a }, pb = { .netns = ns_b }, se, ce;
 	struct hk_out rs, rc, s, c;
@@ -88,8 +95,8 @@ static void run_case(const char *what, const char *listen, bool server_preload, 
 	cr_assert_eq(rc.rc, 0, "%s: plain client: %s%s", what, rc.out, rc.err);
 	cr_assert(strstr(rc.out, "intact 1"), "%s: plain client: %s", what, rc.out);
 	write_conf(conf, map_a, map_b);
-	se = (struct hk_env){ .preload = server_preload, .rundir = rundir, .conf = conf, .netns = ns_a };
-	ce = (struct hk_env){ .preload = client_preload, .rundir = rundir, .conf = conf, .netns = ns_b };
+	se = (struct hk_env){ .preload = server_preload, .rundir = rundir, .conf = conf, .netns = ns_a, .wrap = wrap };
+	ce = (struct hk_env){ .preload = client_preload, .rundir = rundir, .conf = conf, .netns = ns_b, .wrap = wrap };
 	hk_run_pair(&se, &ce, laddr, addr_a, BYTES, &s, &c, 60);
 	hk_rmtree(tmp);
 	snprintf(label, sizeof(label), "%s: server", what);
@@ -98,6 +105,8 @@ static void run_case(const char *what, const char *listen, bool server_preload, 
 	hk_check_run(label, &rc, &c, client_preload, accelerated, -1);
 	if (accelerated > 0)
 		cr_expect_eq(hk_stat_sum(c.err, "tx"), BYTES, "%s: client tx through scilan:\n%s", what, c.err);
+	if (client_err)
+		*client_err = strdup(c.err);
 	hk_out_free(&rs);
 	hk_out_free(&rc);
 	hk_out_free(&s);
@@ -107,7 +116,26 @@ static void run_case(const char *what, const char *listen, bool server_preload, 
 	free(conf);
 }
 
+static void run_case(const char *what, const char *listen, bool server_preload, bool client_preload, bool map_a,
+		     bool map_b, long accelerated)
+{
+	run_case_in(what, listen, server_preload, client_preload, map_a, map_b, accelerated, NULL, NULL);
+}
+
 TestSuite(twonode, .init = nodes_up, .fini = nodes_down, .timeout = 180);
+
+/* Containers with their own network and pid namespaces, one runtime
+ * directory and a map: an offer file names its connector by a pid the
+ * other end's /proc does not show, so the connector does not offer (no
+ * second spent waiting for an agreement that cannot come), and says why. */
+Test(twonode, own_pid_namespaces_kernel_tcp_said_at_connect)
+{
+	char *err = NULL;
+
+	run_case_in("own pid namespaces", "addr", true, true, true, true, 0, own_pidns, &err);
+	cr_expect(strstr(err, "fallback reasons: pid-namespace 1"), "the client's reason:\n%s", err);
+	free(err);
+}
 
 Test(twonode, both_preloaded_map_lists_both_nodes_accelerated)
 {
@@ -258,4 +286,39 @@ Test(twonode, wildcard_listener_own_address_ipv6_accelerated)
 	if (!have_v6)
 		cr_skip_test("no IPv6 in the namespaces");
 	own_address("IPv6", "::", addr6_a);
+}
+
+/* Two containers of one pod: one network namespace, each in pid, mount and
+ * user namespaces of its own (root inside, mapped to root), each with a
+ * runtime directory of its own and no map.  Offers pass through the
+ * rendezvous (an abstract socket of the network namespace), which needs no
+ * shared directory and no /proc: accelerated, bytes intact. */
+Test(twonode, pod_containers_own_pid_mount_user_namespaces_accelerated)
+{
+	static const char *const container[] = { "/usr/bin/unshare", "--user", "--map-root-user", "--pid", "--fork",
+						 "--mount-proc", "--kill-child", NULL };
+	struct hk_env pa = { .netns = ns_a }, se, ce;
+	struct hk_out rs, rc, s, c;
+	char *rundir, *conf, *rundir2, *conf2, *tmp = hk_tmpdir(&rundir, &conf), *tmp2 = hk_tmpdir(&rundir2, &conf2);
+
+	hk_run_pair(&pa, &pa, addr_a, addr_a, BYTES, &rs, &rc, 60);
+	cr_assert(rc.rc == 0 && strstr(rc.out, "intact 1"), "plain client: %s%s", rc.out, rc.err);
+	se = (struct hk_env){ .preload = true, .rundir = rundir, .netns = ns_a, .wrap = container };
+	ce = (struct hk_env){ .preload = true, .rundir = rundir2, .netns = ns_a, .wrap = container };
+	hk_run_pair(&se, &ce, addr_a, addr_a, BYTES, &s, &c, 60);
+	hk_rmtree(tmp);
+	hk_rmtree(tmp2);
+	hk_check_run("pod: server", &rs, &s, true, 1, 0);
+	hk_check_run("pod: client", &rc, &c, true, 1, 0);
+	cr_expect_eq(hk_stat_sum(c.err, "tx"), BYTES, "pod: client tx through scilan:\n%s", c.err);
+	hk_out_free(&rs);
+	hk_out_free(&rc);
+	hk_out_free(&s);
+	hk_out_free(&c);
+	free(tmp);
+	free(tmp2);
+	free(rundir);
+	free(rundir2);
+	free(conf);
+	free(conf2);
 }

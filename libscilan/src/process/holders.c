@@ -111,6 +111,12 @@ void sl_holders_learn_self(void)
 	learn_me();
 }
 
+uint32_t sl_holders_self_pidns(void)
+{
+	learn_me();
+	return me_ns;
+}
+
 static struct sl_seg_holders *table(struct sl_sock *s)
 {
 	return s->htab;

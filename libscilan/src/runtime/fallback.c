@@ -83,6 +83,11 @@ static const struct {
 				  "the other end runs as a user this process's user namespace does not map: every "
 				  "such user reads as the overflow uid, so who owns the other end cannot be checked",
 				  "map the other end's uid into this user namespace, or run both ends in one" },
+	[SL_FB_PID_NAMESPACE] = { "pid-namespace",
+				  "the listener is in another network namespace and another pid namespace: the "
+				  "offer would name this process by a pid that means nothing there",
+				  "run both ends in one pid namespace, or in one network namespace (a pod), where "
+				  "offers pass through the rendezvous" },
 };
 
 const char *sl_fb_name(unsigned reason)

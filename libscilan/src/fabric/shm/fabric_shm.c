@@ -20,6 +20,7 @@
 #include "conn/conn.h"
 #include "conn/promote.h"
 #include "process/holders.h"
+#include "runtime/fallback.h"
 #include "sync/barrier.h"
 #include "sync/fence_policy.h"
 #include "runtime/cluster_map.h"
@@ -207,7 +208,18 @@ static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 		/* An entry named within our namespace, or one of an address the
 		 * cluster map gives a node, which is here when the address is. */
 		s->listener_here = !sl_cluster_map_find(&sl_config()->map, dst) || address_is_ours(dst);
-		return sl_registry_find(dst, peer_ring, &flags);
+		if (!sl_registry_find(dst, peer_ring, &flags))
+			return 0;
+		/* The offer file's pid would name nobody there (or someone
+		 * else): the acceptor could not open our segment, and we would
+		 * wait out the agreement's second for nothing. */
+		if (flags & SL_REG_OTHER_PIDNS) {
+			sl_info("the listener for port %u is in another pid namespace; connection uses kernel TCP",
+				(unsigned)dst->port);
+			sl_fb_hint(SL_FB_PID_NAMESPACE);
+			return 0;
+		}
+		return 1;
 	}
 	s->listener_here = true; /* an abstract name lives in one namespace */
 	if (s->rdv_conn >= 0)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fabric/shm/offer_names.h"
+#include "process/holders.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
@@ -42,7 +43,11 @@ struct reg_entry {
 	 * holder of the rendezvous looks at: every other offer reached its
 	 * queue before the TCP connect. */
 	uint8_t file_only_tick;
-	uint8_t pad[6];
+	uint8_t pad[2];
+	/* The listener's pid namespace (inode; 0 unknown, as an older
+	 * version's entry reads): an offer file names its connector by pid,
+	 * which another pid namespace's /proc does not show. */
+	uint32_t pidns;
 };
 
 /* A note this many seconds old or younger may be an offer still waiting
@@ -128,7 +133,8 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, 
 	struct reg_entry entry = { .magic = REG_MAGIC, .pid = getpid(), .ring_bytes = ring_bytes,
 				   .flags = no_rdv ? SL_REG_NAMED : 0,
 				   .named_tick = long_ago,
-				   .file_only_tick = long_ago };
+				   .file_only_tick = long_ago,
+				   .pidns = sl_holders_self_pidns() };
 	int lock, fd, saved;
 
 	if (entry_path(key, path, path_size) < 0)
@@ -265,6 +271,7 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 {
 	struct reg_entry entry;
 	int fd, holder, lock;
+	uint32_t pidns;
 
 	/* Writable: an entry that asks for named offers is told we name one. */
 	fd = open_entry(key, path);
@@ -300,6 +307,9 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 	sl_sys.close(fd);
 	*ring_bytes = entry.ring_bytes;
 	*flags = entry.flags;
+	pidns = sl_holders_self_pidns();
+	if (entry.pidns && pidns && entry.pidns != pidns)
+		*flags |= SL_REG_OTHER_PIDNS;
 	return 1;
 }
 

@@ -25,6 +25,9 @@ void sl_registry_withdraw(int fd, const char *path);
  * made a passed socket listen): it finds offers only as files.  Sticky
  * while the entry has other holders. */
 #define SL_REG_NAMED 1u
+/* Not in the entry: sl_registry_find's word that its listener is in
+ * another pid namespace than ours, where an offer file cannot be opened. */
+#define SL_REG_OTHER_PIDNS 0x80000000u
 /* Might a connector have named an offer for the entry we hold (fd, from
  * sl_registry_add) lately?  It asks for them, and a connector found it so
  * within the last seconds (each notes the time it found the entry asking:
@@ -44,7 +47,8 @@ void sl_registry_note_file_only(const struct sl_key *key);
 /* 1 if a live listener is registered exactly at key (its ring size in
  * *ring_bytes, its flags in *flags), 0 if not; stale entries of dead
  * processes are removed.  An entry that asks for named offers is noted as
- * found (sl_registry_named); one that cannot be is 0. */
+ * found (sl_registry_named); one that cannot be is 0.  *flags also says
+ * SL_REG_OTHER_PIDNS. */
 int sl_registry_find(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *flags);
 
 /* Remove the entry at path if no listener holds it any more. */
