@@ -249,6 +249,7 @@ static int run_op(struct sl_sock *s, struct fuzz_in *in)
 		atomic_store(&c->marker_flags, fuzz_u32(in));
 		atomic_store(&c->marker_uid, fuzz_u32(in));
 		atomic_store(&c->marker_gid, fuzz_u32(in));
+		atomic_store(&c->marker_pidns, fuzz_u32(in));
 		atomic_store(&s->evq_reach, 0);
 		break;
 	case OP_SET_BITS:

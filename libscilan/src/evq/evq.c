@@ -24,6 +24,7 @@
 #include "ring/layout.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
+#include "runtime/self_ns.h"
 #include "runtime/sys.h"
 
 #define EVQ_MAGIC 0x3151564520434c53ull /* "SLC EVQ1" */
@@ -111,8 +112,9 @@ void sl_evq_publish_marker(struct sl_area_ctl *c)
 	/* pidfd_getfd checks the real ids (PTRACE_MODE_ATTACH_REALCREDS). */
 	atomic_store_explicit(&c->marker_uid, (uint32_t)getuid(), memory_order_relaxed);
 	atomic_store_explicit(&c->marker_gid, (uint32_t)getgid(), memory_order_relaxed);
+	atomic_store_explicit(&c->marker_pidns, sl_self_pidns(), memory_order_relaxed);
 	atomic_fetch_or_explicit(&c->marker_flags,
-				 SL_MARKER_CRED | SL_MARKER_GETFD | (any ? SL_MARKER_ANY : 0) |
+				 SL_MARKER_CRED | SL_MARKER_GETFD | SL_MARKER_PIDNS | (any ? SL_MARKER_ANY : 0) |
 					 (sl_evq_can_take(any) ? 0 : SL_MARKER_LOST),
 				 memory_order_release);
 }
@@ -141,6 +143,15 @@ static bool marker_reaches(struct sl_sock *s)
 	/* An older library says nothing: it is trusted to reach us, as before. */
 	if (!(f & SL_MARKER_CRED))
 		return true;
+	/* Our registrations name us by pid, which a peer in another pid
+	 * namespace (a container of the same pod) looks up in its own: it
+	 * would take some process of its own there, or none, at every mark
+	 * while our set waited for its sweep. */
+	if ((f & SL_MARKER_PIDNS) &&
+	    atomic_load_explicit(&s->own_ctl->marker_pidns, memory_order_relaxed) != sl_self_pidns()) {
+		atomic_store_explicit(&s->evq_reach, -1, memory_order_relaxed);
+		return false;
+	}
 	uid = atomic_load_explicit(&s->own_ctl->marker_uid, memory_order_relaxed);
 	gid = atomic_load_explicit(&s->own_ctl->marker_gid, memory_order_relaxed);
 	ok = (f & SL_MARKER_ANY) ||

@@ -14,6 +14,7 @@
 
 #include "ring/layout.h"
 #include "ring/segment.h"
+#include "runtime/self_ns.h"
 
 #define PID_MASK 0xffffffffull
 
@@ -81,16 +82,6 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
 	return end == p ? -1 : 1;
 }
 
-static uint32_t pidns_of(pid_t pid)
-{
-	char path[48];
-	struct stat st;
-
-	format_path(path, pid);
-	strcat(path, "/ns/pid");
-	return stat(path, &st) == 0 ? (uint32_t)st.st_ino : 0;
-}
-
 static void learn_me(void)
 {
 	pid_t pid = sl_self_pid;
@@ -101,7 +92,7 @@ static void learn_me(void)
 		return;
 	if (proc_stat(0, &state, &me_start) != 1)
 		me_start = 0; /* no /proc: our holders are never judged dead */
-	me_ns = pidns_of(0);
+	me_ns = sl_self_pidns();
 	atomic_store_explicit(&me_pid, pid, memory_order_release);
 	errno = saved;
 }
@@ -109,12 +100,6 @@ static void learn_me(void)
 void sl_holders_learn_self(void)
 {
 	learn_me();
-}
-
-uint32_t sl_holders_self_pidns(void)
-{
-	learn_me();
-	return me_ns;
 }
 
 static struct sl_seg_holders *table(struct sl_sock *s)

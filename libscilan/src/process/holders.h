@@ -6,7 +6,6 @@
 #define SCILAN_HOLDERS_H
 
 #include <stdbool.h>
-#include <stdint.h>
 
 #include "socket/sock_state.h"
 
@@ -19,8 +18,6 @@
  * into /proc costs its first connection some 40-70 us; again after a fork,
  * at the child's first connection. */
 void sl_holders_learn_self(void);
-/* The inode of this process's pid namespace (learnt as above), 0 unknown. */
-uint32_t sl_holders_self_pidns(void);
 /* A new connection: our side is held by this process alone. */
 void sl_holders_init(struct sl_sock *s);
 /* An image adopting a connection after exec: the process (same pid) holds it

@@ -52,6 +52,9 @@
 #define SL_MARKER_ANY 0x2u
 #define SL_MARKER_LOST 0x4u
 #define SL_MARKER_GETFD 0x8u
+/* marker_pidns is set: the peer's pid namespace, whose pids its marks can
+ * name (pidfd_open takes a pid of the caller's namespace). */
+#define SL_MARKER_PIDNS 0x10u
 
 /* One epoll set of the peer's holding the connection (evq.c): where its
  * ready bitmap and bell are (process pid's descriptors memfd and bell) and
@@ -106,6 +109,7 @@ struct sl_area_ctl {
 	 * process of the owner's uids and gids, or one with CAP_SYS_PTRACE. */
 	_Alignas(SL_CACHELINE) _Atomic uint32_t marker_flags;
 	_Atomic uint32_t marker_uid, marker_gid;
+	_Atomic uint32_t marker_pidns;
 };
 
 /* The data of an area starts one page after the area's start. */

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "fabric/shm/offer_names.h"
-#include "process/holders.h"
 #include "runtime/config.h"
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
+#include "runtime/self_ns.h"
 #include "runtime/sys.h"
 #include "sync/clock.h"
 
@@ -134,7 +134,7 @@ int sl_registry_add(const struct sl_key *key, uint64_t ring_bytes, bool no_rdv, 
 				   .flags = no_rdv ? SL_REG_NAMED : 0,
 				   .named_tick = long_ago,
 				   .file_only_tick = long_ago,
-				   .pidns = sl_holders_self_pidns() };
+				   .pidns = sl_self_pidns() };
 	int lock, fd, saved;
 
 	if (entry_path(key, path, path_size) < 0)
@@ -307,7 +307,7 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 	sl_sys.close(fd);
 	*ring_bytes = entry.ring_bytes;
 	*flags = entry.flags;
-	pidns = sl_holders_self_pidns();
+	pidns = sl_self_pidns();
 	if (entry.pidns && pidns && entry.pidns != pidns)
 		*flags |= SL_REG_OTHER_PIDNS;
 	return 1;

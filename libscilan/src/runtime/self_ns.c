@@ -1,0 +1,26 @@
+/* self_ns.c — the pid namespace this process is in: a pid we publish (an
+ * offer file, an epoll set's registration) names us only to processes of the
+ * same namespace, so both sides compare it before trusting a pid to reach.
+ */
+#include "runtime/self_ns.h"
+
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#include "socket/sock_state.h"
+
+static _Atomic pid_t known_for;
+static _Atomic uint32_t known_ns;
+
+uint32_t sl_self_pidns(void)
+{
+	struct stat st;
+	uint32_t ns;
+
+	if (atomic_load_explicit(&known_for, memory_order_acquire) == sl_self_pid)
+		return atomic_load_explicit(&known_ns, memory_order_relaxed);
+	ns = stat("/proc/self/ns/pid", &st) == 0 ? (uint32_t)st.st_ino : 0;
+	atomic_store_explicit(&known_ns, ns, memory_order_relaxed);
+	atomic_store_explicit(&known_for, sl_self_pid, memory_order_release);
+	return ns;
+}
