@@ -13,7 +13,7 @@ APPS_CFLAGS   := -D_GNU_SOURCE $(WARN) $(OPT)
 # main's argc/argv and an xdr buffer unused: those warnings only, there.
 APPS_GEN_CFLAGS := $(APPS_CFLAGS) -Wno-cast-function-type -Wno-unused-parameter -Wno-unused-variable
 
-.PHONY: apps-deps test-apps bench-apps-pairs run-apps
+.PHONY: apps-deps test-apps test-containers bench-apps-pairs run-apps
 
 # Missing Debian packages of the programs (as root; else the apt-get line).
 apps-deps:
@@ -49,6 +49,11 @@ APPS_TEST_SOFT = $(if $(filter test-native,$(MAKECMDGOALS)),|| true)
 test-apps: hook apps-deps $(APPS_RPC_BIN)
 	@echo "== [apps] unmodified programs, kernel TCP and scilan (tests/apps)"
 	@tests/apps/run-all.sh $(BUILD) $(BUILD)/results $(APPS_TEST_SOFT)
+
+# Containers alone (tests/apps/containers.sh): says which runtime it used.
+test-containers: hook apps-deps
+	@echo "== [containers] containers of one pod, and two tenants (tests/apps/containers.sh)"
+	@SCILAN_BUILD=$(BUILD) tests/apps/containers.sh
 
 # One connection per program pair (latency, redis, nginx+wrk, iperf3).
 bench-apps-pairs: hook apps-deps
