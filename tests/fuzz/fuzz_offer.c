@@ -14,10 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!sl_offer_parse(data, size, &o))
 		return 0;
-	FUZZ_CHECK(((size == sizeof(o) && o.magic == OFFER_MAGIC) ||
-		    (size == OFFER_V1_SIZE && o.magic == OFFER_MAGIC_V1 && o.pidns == 0)) &&
-			   o.pid > 0 && o.memfd >= 0,
-		   "accepted %zu bytes", size);
+	FUZZ_CHECK(size == sizeof(o) && o.magic == OFFER_MAGIC && o.pid > 0 && o.memfd >= 0, "accepted %zu bytes",
+		   size);
 	n = snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)o.pid, (int)o.memfd);
 	FUZZ_CHECK(n > 0 && (size_t)n < sizeof(path), "path of %d bytes", n);
 	return 0;

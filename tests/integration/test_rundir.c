@@ -16,9 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fabric/shm/offer.h"
 #include "runtime/rundir_sweep.h"
-#include "runtime/self_ns.h"
 #include "testutil.h"
 #include "young_helpers.h"
 
@@ -308,49 +306,6 @@ Test(rundir, reused_pids_do_not_keep_files, .init = setup, .timeout = 60)
 	cr_expect_eq(n, 0, "statistics files no live process holds remain:\n%s", names);
 	n = list_dir("offer", names, sizeof(names));
 	cr_expect_eq(n, 0, "an offer no live process holds remains:\n%s", names);
-	scilan_close(l);
-}
-
-/* A directory shared with a container of the same user (cluster-map nodes
- * in network namespaces of their own): an offer made in another pid
- * namespace names a pid our /proc does not show, which is no sign its
- * maker died; it stays for its own namespace's sweeps.  The same record
- * made in ours, by a pid that is gone, goes. */
-Test(rundir, offer_of_another_pid_namespace_left_to_its_own, .init = setup, .timeout = 60)
-{
-	struct offer offer = { .magic = OFFER_MAGIC, .memfd = 5, .ino = 1, .dev = 1, .pidns = sl_self_pidns() + 1 };
-	char names[4096];
-	uint16_t port;
-	int l = tu_listen(AF_INET, 1, &port), status, n, bells[4];
-	pid_t gone = fork();
-
-	cr_assert_geq(l, 0, "listen: %s", strerror(errno));
-	cr_assert_neq(sl_self_pidns(), 0, "no /proc/self/ns/pid");
-	cr_assert_geq(gone, 0);
-	if (gone == 0)
-		_exit(0);
-	cr_assert_eq(waitpid(gone, &status, 0), gone);
-	offer.pid = gone;
-	make_file("offer", "theirs", 0, &offer, sizeof(offer));
-	offer.pidns = sl_self_pidns();
-	make_file("offer", "ours", 0, &offer, sizeof(offer));
-	/* Both bells held open, as a live connector's are: only the memfd's
-	 * process is left to judge by. */
-	for (int i = 0; i < 4; i++) {
-		char name[32], path[512];
-
-		snprintf(name, sizeof(name), "%s.bell%d", i < 2 ? "theirs" : "ours", i % 2);
-		make_file("offer", name, 1, NULL, 0);
-		snprintf(path, sizeof(path), "%s/offer/%s", rundir, name);
-		bells[i] = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-		cr_assert_geq(bells[i], 0, "%s: %s", path, strerror(errno));
-	}
-	age_dir("offer");
-	sweep_by_listening();
-	n = list_dir("offer", names, sizeof(names));
-	cr_expect(strstr(names, "theirs\n") && !strstr(names, "ours\n"), "offers left (%d):\n%s", n, names);
-	for (int i = 0; i < 4; i++)
-		close(bells[i]);
 	scilan_close(l);
 }
 

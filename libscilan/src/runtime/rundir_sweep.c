@@ -5,7 +5,6 @@
  * ended with _exit run no clean-up of their own.
  */
 #include "runtime/rundir_sweep.h"
-#include "runtime/self_ns.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -84,9 +83,7 @@ static int fifo_held(const char *path)
 /* Is the memfd an offer file names gone from its process (which exited or
  * was killed)?  Not judged by the pid alone, which another process may have
  * now: by the descriptor's inode.  A process we may not look into (EACCES)
- * counts as alive, and so does one of another pid namespace (a container
- * sharing the directory), whose pid our /proc does not show: its own
- * namespace's sweeps judge it. */
+ * counts as alive. */
 static bool offer_memfd_gone(const char *path)
 {
 	unsigned char raw[sizeof(struct offer) + 1];
@@ -100,7 +97,7 @@ static bool offer_memfd_gone(const char *path)
 		return false;
 	got = sl_sys.read(fd, raw, sizeof(raw));
 	sl_sys.close(fd);
-	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &o) || (o.pidns && o.pidns != sl_self_pidns()))
+	if (got < 0 || !sl_offer_parse(raw, (size_t)got, &o))
 		return false;
 	snprintf(fdpath, sizeof(fdpath), "/proc/%d/fd/%d", (int)o.pid, (int)o.memfd);
 	if (stat(fdpath, &st) < 0)

@@ -35,7 +35,6 @@
 #include "fabric/shm/rendezvous.h"
 #include "fabric/shm/shm_attach.h"
 #include "runtime/rundir_sweep.h"
-#include "runtime/self_ns.h"
 #include "runtime/sock_diag.h"
 #include "fabric/shm/seg_pool.h"
 #include "ring/segment.h"
@@ -329,7 +328,7 @@ static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct 
 		      bool late)
 {
 	struct sl_seg_header hdr;
-	struct offer offer = { .magic = OFFER_MAGIC, .pid = sl_self_pid, .pidns = sl_self_pidns() };
+	struct offer offer = { .magic = OFFER_MAGIC, .pid = sl_self_pid };
 	struct sl_made made;
 	void *base;
 	int fd, err;

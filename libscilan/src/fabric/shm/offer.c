@@ -8,14 +8,12 @@
 
 bool sl_offer_parse(const void *buf, size_t len, struct offer *out)
 {
-	struct offer o = { 0 };
+	struct offer o;
 
-	if (len == sizeof(o))
-		memcpy(&o, buf, sizeof(o));
-	else if (len == OFFER_V1_SIZE)
-		memcpy(&o, buf, OFFER_V1_SIZE);
-	if (!((o.magic == OFFER_MAGIC && len == sizeof(o)) || (o.magic == OFFER_MAGIC_V1 && len == OFFER_V1_SIZE)) ||
-	    o.pid <= 0 || o.memfd < 0)
+	if (len != sizeof(o))
+		return false;
+	memcpy(&o, buf, sizeof(o));
+	if (o.magic != OFFER_MAGIC || o.pid <= 0 || o.memfd < 0)
 		return false;
 	*out = o;
 	return true;

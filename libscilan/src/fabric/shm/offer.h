@@ -9,10 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OFFER_MAGIC 0x3246464f20434c53ull /* "SLC OFF2" */
-/* An older library's record: the same without pidns (read as 0, unknown). */
-#define OFFER_MAGIC_V1 0x3146464f20434c53ull /* "SLC OFF1" */
-#define OFFER_V1_SIZE offsetof(struct offer, pidns)
+#define OFFER_MAGIC 0x3146464f20434c53ull /* "SLC OFF1" */
 
 struct offer {
 	uint64_t magic;
@@ -20,11 +17,6 @@ struct offer {
 	int32_t memfd;
 	uint64_t ino;
 	uint64_t dev;
-	/* The maker's pid namespace (runtime/self_ns.h), 0 unknown: pid
-	 * means that process only there.  The maker's word, used only to
-	 * leave alone what our /proc cannot judge (rundir_sweep.c). */
-	uint32_t pidns;
-	uint32_t pad;
 };
 
 /* The offer in the len bytes at buf (as read from the offer file), if they
