@@ -16,19 +16,20 @@
 #define DEFAULT_OVERFLOW_UID 65534u
 #define EVERY_UID 4294967295ull /* the initial namespace's map: "0 0 4294967295" */
 
-/* The kernel's overflow uid (a sysctl for the whole host), read once; 0
+/* The kernel's overflow uid (a sysctl for the whole host, 0 to 65535),
+ * read once: an administrator's change after that is not seen.  UINT32_MAX
  * until then, which no overflow uid is. */
-static _Atomic uint32_t overflow_uid;
+static _Atomic uint32_t overflow_uid = UINT32_MAX;
 
 static uid_t read_overflow_uid(void)
 {
 	uint32_t known = atomic_load_explicit(&overflow_uid, memory_order_relaxed);
-	char buf[16];
+	char buf[16], *end;
 	unsigned long v;
 	ssize_t n;
 	int fd;
 
-	if (known)
+	if (known != UINT32_MAX)
 		return known;
 	known = DEFAULT_OVERFLOW_UID;
 	fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
@@ -36,8 +37,8 @@ static uid_t read_overflow_uid(void)
 		n = read(fd, buf, sizeof(buf) - 1);
 		if (n > 0) {
 			buf[n] = '\0';
-			v = strtoul(buf, NULL, 10);
-			if (v > 0 && v < UINT32_MAX)
+			v = strtoul(buf, &end, 10);
+			if (end != buf && v < UINT32_MAX)
 				known = (uint32_t)v;
 		}
 		sl_sys.close(fd);
@@ -62,14 +63,14 @@ static bool every_uid_mapped(void)
 	return total >= EVERY_UID;
 }
 
-bool sl_uid_names_one_user(uid_t uid)
+bool sl_uids_name_users(uid_t a, uid_t b)
 {
-	return uid != read_overflow_uid() || every_uid_mapped();
+	uid_t overflow = read_overflow_uid();
+
+	return (a != overflow && b != overflow) || every_uid_mapped();
 }
 
 bool sl_uid_may_speak_for(uid_t speaker, uid_t owner)
 {
-	if (!sl_uid_names_one_user(speaker) || !sl_uid_names_one_user(owner))
-		return false;
 	return speaker == owner || speaker == 0;
 }

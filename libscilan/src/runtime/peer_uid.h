@@ -7,14 +7,14 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-/* False for the overflow uid where this process's user namespace leaves
- * some uid unmapped: every unmapped uid reads as that one, so it does not
- * name one user.  True for every other uid. */
-bool sl_uid_names_one_user(uid_t uid);
+/* Do both uids name one user each?  Not the overflow uid where this
+ * process's user namespace leaves some uid unmapped: every unmapped uid
+ * reads as that one.  Reads /proc only when one of them is the overflow uid. */
+bool sl_uids_name_users(uid_t a, uid_t b);
 
 /* Does a process the kernel reports as speaker own what the kernel says
- * owner owns?  The same user, or root (who could take it by other means);
- * never a uid that does not name one user. */
+ * owner owns?  The same user, or root (who could take it by other means).
+ * Only for uids that name users (sl_uids_name_users). */
 bool sl_uid_may_speak_for(uid_t speaker, uid_t owner);
 
 #endif

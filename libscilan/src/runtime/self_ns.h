@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 /* The inode of our pid namespace (/proc/self/ns/pid), 0 if unknown.  Read
- * once per process: a fork child of a process that unshared CLONE_NEWPID is
- * in the new namespace, so a new pid reads it again. */
+ * once per process image and fork: a child forked after unshare(CLONE_NEWPID)
+ * is in the new namespace. */
 uint32_t sl_self_pidns(void);
 
 #endif

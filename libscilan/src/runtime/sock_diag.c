@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/own_fd.h"
@@ -34,6 +35,11 @@ struct kept {
 	int fd;
 	pid_t pid;
 	uint64_t netns; /* SO_NETNS_COOKIE of its network namespace */
+	/* The user namespace it was opened in: the kernel reports owners in
+	 * the opener's terms, and our SO_PEERCRED in today's (unshare, setns
+	 * of a user namespace since): a kept socket of another would compare
+	 * uids of two namespaces (peer_uid.h). */
+	uint64_t userns;
 	uint32_t seq;
 	/* It could not be moved out of the program's numbers (a limit too
 	 * low to go above): used once, never kept, so it never holds the
@@ -48,6 +54,14 @@ static bool netns_cookie(int fd, uint64_t *cookie)
 	socklen_t len = sizeof(*cookie);
 
 	return sl_sys.getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &len) == 0 && len == sizeof(*cookie);
+}
+
+/* The inode of our user namespace now, 0 unknown (then nothing is kept). */
+static uint64_t userns_now(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/user", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
 static void drop(struct kept *k)
@@ -65,11 +79,11 @@ static void drop(struct kept *k)
 static struct kept *take(int tcp)
 {
 	struct kept *k = atomic_exchange(&kept, NULL);
-	uint64_t want;
-	bool known = netns_cookie(tcp, &want);
+	uint64_t want, userns = userns_now();
+	bool known = netns_cookie(tcp, &want) && userns;
 	int fd;
 
-	if (k && (k->pid != sl_self_pid || !known || k->netns != want)) {
+	if (k && (k->pid != sl_self_pid || !known || k->netns != want || k->userns != userns)) {
 		drop(k);
 		k = NULL;
 	}
@@ -81,6 +95,7 @@ static struct kept *take(int tcp)
 		return NULL;
 	}
 	k->pid = sl_self_pid;
+	k->userns = userns;
 	k->seq = 0;
 	fd = sl_sys.socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	k->fd = sl_own_fd(fd);

@@ -234,7 +234,9 @@ static int shm_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 	}
 	if (!*peer_ring)
 		*peer_ring = s->ring_bytes;
-	s->rdv_only = !(flags & SL_REG_NAMED);
+	/* Named offers are opened through /proc, by our pid: not by an
+	 * acceptor of another pid namespace. */
+	s->rdv_only = !(flags & SL_REG_NAMED) || (flags & SL_REG_OTHER_PIDNS);
 	return 1;
 }
 

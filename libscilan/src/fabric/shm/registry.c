@@ -272,6 +272,7 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 	struct reg_entry entry;
 	int fd, holder, lock;
 	uint32_t pidns;
+	bool other_pidns;
 
 	/* Writable: an entry that asks for named offers is told we name one. */
 	fd = open_entry(key, path);
@@ -292,7 +293,11 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 		sl_sys.close(fd);
 		return 0;
 	}
-	if (entry.flags & SL_REG_NAMED) {
+	pidns = sl_self_pidns();
+	other_pidns = entry.pidns && pidns && entry.pidns != pidns;
+	/* No offer of ours is named for a listener of another pid namespace
+	 * (fabric_shm.c): its acceptors are not sent looking for one. */
+	if ((entry.flags & SL_REG_NAMED) && !other_pidns) {
 		uint8_t tick = tick_now();
 
 		/* Before our offer is named, and so before our TCP connect: an
@@ -306,10 +311,7 @@ static int find_at(const struct sl_key *key, uint64_t *ring_bytes, uint32_t *fla
 	}
 	sl_sys.close(fd);
 	*ring_bytes = entry.ring_bytes;
-	*flags = entry.flags;
-	pidns = sl_self_pidns();
-	if (entry.pidns && pidns && entry.pidns != pidns)
-		*flags |= SL_REG_OTHER_PIDNS;
+	*flags = entry.flags | (other_pidns ? SL_REG_OTHER_PIDNS : 0);
 	return 1;
 }
 

@@ -187,7 +187,7 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
 		return -1;
 	/* In a user namespace that leaves uids unmapped, a squatter of
 	 * another unmapped user would read as the listener's owner. */
-	if (!sl_uid_names_one_user(listener.uid) || !sl_uid_names_one_user(owner)) {
+	if (!sl_uids_name_users(listener.uid, owner)) {
 		sl_info("the scilan listener for port %u or its TCP listener is of a user this user namespace "
 			"does not map (uid %u, uid %u), who cannot be told from others; connection uses kernel TCP",
 			(unsigned)dst->port, (unsigned)listener.uid, (unsigned)owner);
@@ -645,12 +645,20 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 		return 0;
 	}
 	/* Both uids read as the overflow uid where our user namespace leaves
-	 * theirs unmapped: a stranger would pass for the connection's owner. */
-	if (!sl_uid_names_one_user(who.uid) || !sl_uid_names_one_user(sc->end_uid)) {
+	 * theirs unmapped: a stranger would pass for the connection's owner.
+	 * Refused, so that the real client, which cannot be told from one,
+	 * moves to kernel TCP at once instead of waiting out its agreement:
+	 * written only into the offer's own segment (sl_segment_refuse checks
+	 * it first), and a stranger learns that the connection exists, which
+	 * sock_diag tells anyone in this namespace. */
+	if (!sl_uids_name_users(who.uid, sc->end_uid)) {
 		sl_info("offer for a connection of uid %u made by pid %d (uid %u): one of them is a user this "
-			"user namespace does not map, who cannot be told from others; connection uses kernel TCP",
+			"user namespace does not map, who cannot be told from others; refused, connection uses "
+			"kernel TCP",
 			(unsigned)sc->end_uid, (int)who.pid, (unsigned)who.uid);
 		sl_fb_hint(SL_FB_UNMAPPED_USER);
+		if (r == 0)
+			sl_segment_refuse(sc->fds[0], sc->fds[1]);
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
