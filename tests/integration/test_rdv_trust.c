@@ -3,19 +3,16 @@
  * cannot slip its ring into someone else's connection, nor collect segments
  * by binding the rendezvous name first (needs root: uid 65534 strangers);
  * and an offer queued where no hooked accept takes it holds no memory once
- * its client went plain. */
+ * its client went plain.  The same from inside a user namespace that leaves
+ * uids unmapped: test_rdv_userns.c. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <net/if.h>
 #include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -27,91 +24,13 @@
 #include "fabric/shm/rendezvous.h"
 #include "ring/segment.h"
 #include "runtime/fallback.h"
+#include "rdv_stranger.h"
 #include "socket/sock_state.h"
 #include "testutil.h"
 
-#define NOBODY 65534
-
-struct stranger {
-	struct tu_sync sync;
-	struct sl_key dst, src;
-	uid_t uid; /* the squatter's or the forger's, 0: NOBODY */
-	bool refused_ok; /* the forger's ring may come back refused */
-};
-
-static void become(uid_t uid)
-{
-	TU_CHECK(setgroups(0, NULL) == 0 && setgid(uid) == 0 && setuid(uid) == 0, "become uid %d", (int)uid);
-}
-
-static void become_nobody(void)
-{
-	become(NOBODY);
-}
-
-static struct sl_key loopback(uint16_t port)
-{
-	struct sl_key k = { .family = AF_INET, .addr = { 127, 0, 0, 1 }, .port = port };
-
-	return k;
-}
-
-static uint16_t local_port(int fd)
-{
-	struct sockaddr_in a;
-	socklen_t len = sizeof(a);
-
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	return ntohs(a.sin_port);
-}
-
-/* A well-formed segment of the stranger's own, offered for the victim's
- * 4-tuple before the victim connects; it reports whether anyone attached. */
-static int forge_offer(void *p)
-{
-	struct stranger *st = p;
-	struct sl_seg_header hdr;
-	int fds[SL_RDV_FDS], conn, tcp, seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-	_Atomic uint32_t *word;
-	uint64_t v;
-	void *base;
-
-	become(st->uid ? st->uid : NOBODY);
-	sl_segment_layout(&hdr, 65536, 65536);
-	fds[0] = memfd_create("forged", MFD_ALLOW_SEALING);
-	TU_CHECK(fds[0] >= 0 && ftruncate(fds[0], (off_t)hdr.total_size) == 0, "memfd");
-	base = mmap(NULL, hdr.total_size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-	TU_CHECK(base != MAP_FAILED, "mmap");
-	memcpy(base, &hdr, sizeof(hdr));
-	word = (_Atomic uint32_t *)((char *)base + SL_SEG_OFFER_OFF);
-	atomic_store(word, SL_OFFER_OFFERED);
-	TU_CHECK(fcntl(fds[0], F_ADD_SEALS, seals) == 0, "seal");
-	{
-		int p1[2], p2[2];
-
-		TU_CHECK(pipe2(p1, O_NONBLOCK) == 0 && pipe2(p2, O_NONBLOCK) == 0, "pipes");
-		/* As the library's own bells are: any acceptor may reopen them. */
-		TU_CHECK(fchmod(p1[1], 0666) == 0 && fchmod(p2[1], 0666) == 0, "bells open to all");
-		fds[1] = p1[1];
-		fds[2] = p2[1];
-	}
-	conn = sl_rdv_connect(&st->dst);
-	TU_CHECK(conn >= 0, "reach the listener's rendezvous");
-	tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* the offer names a socket of its maker */
-	TU_CHECK(tcp >= 0, "socket");
-	TU_CHECK(sl_rdv_send_unchecked(conn, tcp, &st->dst, &st->src, fds, false) == 0, "offer sent");
-	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
-	TU_CHECK(tu_sync_get_child(&st->sync, &v) == 0, "wait for the accept");
-	/* Refused is what an acceptor that cannot tell us from the client
-	 * says to both (a user namespace leaving uids unmapped). */
-	TU_CHECK(atomic_load(word) == SL_OFFER_OFFERED || (st->refused_ok && atomic_load(word) == SL_OFFER_REFUSED),
-		 "the forged ring was attached (word %u)", (unsigned)atomic_load(word));
-	return 0;
-}
-
 Test(rdv_trust, stranger_cannot_inject_a_ring, .timeout = 60)
 {
-	struct stranger *st = tu_shared_alloc(sizeof(*st));
+	struct rdv_stranger *st = tu_shared_alloc(sizeof(*st));
 	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_storage dst;
 	struct tu_child kid;
@@ -128,10 +47,10 @@ Test(rdv_trust, stranger_cannot_inject_a_ring, .timeout = 60)
 	/* The victim's own end is fixed first, so the stranger can name it. */
 	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
 	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&src, sizeof(src)), 0);
-	st->dst = loopback(port);
-	st->src = loopback(local_port(c));
+	st->dst = rdv_loopback(port);
+	st->src = rdv_loopback(tu_local_port(c));
 	cr_assert_eq(tu_sync_init(&st->sync), 0);
-	cr_assert_eq(tu_spawn(&kid, forge_offer, st), 0);
+	cr_assert_eq(tu_spawn(&kid, rdv_forge_offer, st), 0);
 	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "stranger failed:\n%s", (tu_reap(&kid), kid.output));
 	/* Its offer is first in the queue; the victim's own comes behind it. */
 	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&dst, tu_loopback(AF_INET, port, &dst)), 0, "connect: %s",
@@ -156,31 +75,9 @@ Test(rdv_trust, stranger_cannot_inject_a_ring, .timeout = 60)
  * against the owner of the TCP listener (sock_diag).  The connection then
  * has only the offer file in our runtime directory, which our own listener
  * may take (same user): either way both ends agree and the bytes arrive. */
-static int squat(void *p)
-{
-	struct stranger *st = p;
-	char b;
-	int sq, e, n;
-	uint64_t v;
-
-	become(st->uid ? st->uid : NOBODY);
-	sq = sl_rdv_listen(&st->dst);
-	TU_CHECK(sq >= 0, "bind the rendezvous name");
-	TU_CHECK(tu_sync_put_child(&st->sync, 1) == 0, "report");
-	TU_CHECK(tu_sync_get_child(&st->sync, &v) == 0, "wait for the connect");
-	n = 0;
-	while ((e = accept(sq, NULL, NULL)) >= 0) {
-		TU_CHECK(recv(e, &b, 1, MSG_DONTWAIT) <= 0, "the squatter received an offer");
-		close(e);
-		n++;
-	}
-	tu_log("squatter saw %d connections", n);
-	return 0;
-}
-
 Test(rdv_trust, squatter_gets_no_segment, .timeout = 60)
 {
-	struct stranger *st = tu_shared_alloc(sizeof(*st));
+	struct rdv_stranger *st = tu_shared_alloc(sizeof(*st));
 	struct sockaddr_in any = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct tu_child kid;
 	int l, c, s;
@@ -192,9 +89,9 @@ Test(rdv_trust, squatter_gets_no_segment, .timeout = 60)
 	tu_watchdog(50, "squatter");
 	l = scilan_socket(AF_INET, SOCK_STREAM, 0);
 	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&any, sizeof(any)), 0);
-	st->dst = loopback(local_port(l));
+	st->dst = rdv_loopback(tu_local_port(l));
 	cr_assert_eq(tu_sync_init(&st->sync), 0);
-	cr_assert_eq(tu_spawn(&kid, squat, st), 0);
+	cr_assert_eq(tu_spawn(&kid, rdv_squat, st), 0);
 	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "squatter failed:\n%s", (tu_reap(&kid), kid.output));
 	cr_assert_eq(scilan_listen(l, 8), 0);
 	c = tu_connect(AF_INET, st->dst.port);
@@ -212,308 +109,6 @@ Test(rdv_trust, squatter_gets_no_segment, .timeout = 60)
 	scilan_close(c);
 	scilan_close(s);
 	scilan_close(l);
-}
-
-/* ---- ends inside a user namespace that does not map every uid ----------------- */
-
-/* Inside a user namespace, every uid it does not map reads as the overflow
- * uid (65534), in SO_PEERCRED and in sock_diag alike: two strangers look
- * like one user there.  The host uid a namespace's root is, in these tests:
- * nobody else's uid is mapped in it. */
-#define USERNS_HOST_UID 64000
-
-struct in_userns {
-	struct tu_sync sync;
-	uint16_t port;
-	int accelerated;
-	char got[16];
-	char reason[24]; /* its end's fallback reason */
-};
-
-/* In a child: into a new user namespace whose only uid, 0, is host uid
- * USERNS_HOST_UID (the parent writes the maps: map_child_userns), and be it. */
-static void enter_userns(struct tu_sync *sync)
-{
-	uint64_t v;
-
-	TU_CHECK(unshare(CLONE_NEWUSER) == 0, "unshare(CLONE_NEWUSER)");
-	TU_CHECK(tu_sync_put_child(sync, 1) == 0 && tu_sync_get_child(sync, &v) == 0, "maps written");
-	TU_CHECK(setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0, "become the namespace's root");
-}
-
-static void map_child_userns(struct tu_sync *sync, struct tu_child *kid)
-{
-	const char *files[] = { "uid_map", "gid_map" };
-	char path[64], map[32];
-	uint64_t v;
-
-	cr_assert_eq(tu_sync_get(sync, &v), 0, "child did not enter a user namespace:\n%s",
-		     (tu_reap(kid), kid->output));
-	snprintf(map, sizeof(map), "0 %d 1\n", USERNS_HOST_UID);
-	for (int i = 0; i < 2; i++) {
-		int fd;
-
-		snprintf(path, sizeof(path), "/proc/%d/%s", (int)kid->pid, files[i]);
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-		cr_assert_eq(write(fd, map, strlen(map)), (ssize_t)strlen(map), "%s: %s", path, strerror(errno));
-		close(fd);
-	}
-	cr_assert_eq(tu_sync_put(sync, 1), 0);
-}
-
-/* What the end fd of the child's connection is carried by, and why. */
-static void note_end(struct in_userns *a, int fd)
-{
-	a->accelerated = tu_accelerated(fd);
-	snprintf(a->reason, sizeof(a->reason), "%s", sl_fb_name(sl_sock_get(fd)->fb_reason));
-}
-
-/* The acceptor, in its user namespace: listens, reports its port, accepts
- * one connection and reads 14 bytes from it. */
-static int accept_in_userns(void *p)
-{
-	struct in_userns *a = p;
-	int l, s;
-
-	enter_userns(&a->sync);
-	l = tu_listen(AF_INET, 8, &a->port);
-	TU_CHECK(l >= 0, "listen");
-	TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "report the port");
-	s = tu_accept(l);
-	TU_CHECK(s >= 0, "accept");
-	TU_CHECK(tu_recv_all(s, a->got, 14) == 14, "the client's bytes");
-	note_end(a, s);
-	TU_CHECK(scilan_send(s, "ok", 2, 0) == 2, "reply");
-	scilan_close(s);
-	scilan_close(l);
-	return 0;
-}
-
-/* Root (unmapped in the acceptor's namespace: uid 65534 there) connects; a
- * stranger (nobody: 65534 as well) offered its own ring for that 4-tuple
- * first.  The acceptor cannot tell the two apart, so it must take neither:
- * kernel TCP, the client's bytes in order, the forged ring never attached. */
-Test(rdv_trust, stranger_looking_like_the_client_in_a_user_namespace_cannot_inject, .timeout = 60)
-{
-	struct stranger *st = tu_shared_alloc(sizeof(*st));
-	struct in_userns *a = tu_shared_alloc(sizeof(*a));
-	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_storage dst;
-	struct tu_child acceptor, forger;
-	char buf[4] = "";
-	uint64_t v;
-	int c;
-
-	if (geteuid() != 0)
-		cr_skip_test("needs root for a user namespace with another user's uid");
-	tu_watchdog(50, "userns acceptor");
-	cr_assert_not_null(tu_isolated_rundir());
-	/* Made first: the acceptor inherits a library already set up. */
-	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&src, sizeof(src)), 0);
-	cr_assert_eq(tu_sync_init(&a->sync), 0);
-	cr_assert_eq(tu_spawn(&acceptor, accept_in_userns, a), 0);
-	map_child_userns(&a->sync, &acceptor);
-	cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "acceptor failed:\n%s", (tu_reap(&acceptor), acceptor.output));
-
-	st->dst = loopback(a->port);
-	st->src = loopback(local_port(c));
-	st->refused_ok = true;
-	cr_assert_eq(tu_sync_init(&st->sync), 0);
-	cr_assert_eq(tu_spawn(&forger, forge_offer, st), 0);
-	if (tu_sync_get(&st->sync, &v) != 0) {
-		tu_kill(&acceptor);
-		tu_reap(&acceptor);
-		tu_reap(&forger);
-		cr_assert_fail("stranger failed:\n%s\nacceptor:\n%s", forger.output, acceptor.output);
-	}
-	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&dst, tu_loopback(AF_INET, a->port, &dst)), 0,
-		     "connect: %s", strerror(errno));
-	cr_assert_eq(scilan_send(c, "victim's bytes", 14, 0), 14);
-	cr_assert_eq(tu_recv_all(c, buf, 2), 2, "the acceptor's reply");
-	/* Told at once, not left to wait out its agreement's second. */
-	cr_assert_str_eq(sl_fb_name(sl_sock_get(c)->fb_reason), "refused");
-	tu_reap(&acceptor);
-	cr_assert(tu_exited_with(&acceptor, 0), "acceptor:\n%s", acceptor.output);
-	cr_assert_str_eq(a->got, "victim's bytes");
-	cr_assert_eq(a->accelerated, 0, "the acceptor took a ring it could not tell was the client's");
-	cr_assert_str_eq(a->reason, "unmapped-user");
-	cr_assert_eq(tu_sync_put(&st->sync, 1), 0);
-	tu_reap(&forger);
-	cr_assert(tu_exited_with(&forger, 0), "stranger:\n%s", forger.output);
-	scilan_close(c);
-}
-
-/* The connector, in its user namespace, connects to the port and sends 14
- * bytes. */
-static int connect_in_userns(void *p)
-{
-	struct in_userns *a = p;
-	int c;
-
-	enter_userns(&a->sync);
-	c = tu_connect(AF_INET, a->port);
-	TU_CHECK(c >= 0, "connect");
-	TU_CHECK(scilan_send(c, "client's bytes", 14, 0) == 14, "send");
-	note_end(a, c);
-	TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0, "report");
-	scilan_close(c);
-	return 0;
-}
-
-/* A stranger (nobody) holds the rendezvous name of root's listener.  From
- * a user namespace where both are uid 65534, the connector cannot tell the
- * squatter from the listener's owner: no segment goes to it. */
-Test(rdv_trust, squatter_looking_like_the_listener_in_a_user_namespace_gets_no_segment, .timeout = 60)
-{
-	struct stranger *st = tu_shared_alloc(sizeof(*st));
-	struct in_userns *a = tu_shared_alloc(sizeof(*a));
-	struct sockaddr_in any = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct tu_child squatter, connector;
-	char buf[16] = "";
-	uint64_t v;
-	int l, s;
-
-	if (geteuid() != 0)
-		cr_skip_test("needs root for a user namespace with another user's uid");
-	tu_watchdog(50, "userns connector");
-	cr_assert_not_null(tu_isolated_rundir());
-	l = scilan_socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&any, sizeof(any)), 0);
-	st->dst = loopback(local_port(l));
-	cr_assert_eq(tu_sync_init(&st->sync), 0);
-	cr_assert_eq(tu_spawn(&squatter, squat, st), 0);
-	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "squatter failed:\n%s", (tu_reap(&squatter), squatter.output));
-	cr_assert_eq(scilan_listen(l, 8), 0);
-
-	a->port = st->dst.port;
-	cr_assert_eq(tu_sync_init(&a->sync), 0);
-	cr_assert_eq(tu_spawn(&connector, connect_in_userns, a), 0);
-	map_child_userns(&a->sync, &connector);
-	s = tu_accept(l);
-	cr_assert_geq(s, 0);
-	cr_assert_eq(tu_recv_all(s, buf, 14), 14);
-	cr_assert_str_eq(buf, "client's bytes");
-	cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "connector failed:\n%s", (tu_reap(&connector), connector.output));
-	tu_reap(&connector);
-	cr_assert(tu_exited_with(&connector, 0), "connector:\n%s", connector.output);
-	cr_assert_eq(a->accelerated, 0, "the connector rode rings to a listener it could not tell");
-	cr_assert_str_eq(a->reason, "unmapped-user");
-	cr_assert_eq(tu_accelerated(s), 0);
-	cr_assert_eq(tu_sync_put(&st->sync, 1), 0);
-	tu_reap(&squatter);
-	cr_assert(tu_exited_with(&squatter, 0), "squatter:\n%s", squatter.output);
-	scilan_close(s);
-	scilan_close(l);
-}
-
-/* The kernel reports a socket's owner in the user namespace of whoever
- * opened the query socket.  An acceptor that kept one from before it
- * entered a user namespace mapping its own root alone would read the
- * client's owner in the old namespace's terms (uid 1001) while the forger
- * (the new namespace's root, host uid USERNS_HOST_UID) reads as 0 there,
- * and root speaks for anyone: the forged ring would be attached. */
-#define VICTIM_UID 1001
-
-struct late_userns {
-	struct tu_sync sync;
-	uint16_t port, victim_port;
-	int accelerated;
-	char got[16], reason[24];
-};
-
-static int accept_then_enter_userns(void *p)
-{
-	struct late_userns *a = p;
-	uint64_t v;
-	char b;
-	int l, s;
-
-	l = tu_listen(AF_INET, 8, &a->port);
-	TU_CHECK(l >= 0, "listen");
-	TU_CHECK(tu_sync_put_child(&a->sync, 1) == 0, "report the port");
-	s = tu_accept(l); /* root's connection: a query, its socket kept */
-	TU_CHECK(s >= 0 && tu_recv_all(s, &b, 1) == 1 && tu_accelerated(s) == 1, "the first connection");
-	scilan_close(s);
-	TU_CHECK(unshare(CLONE_NEWUSER) == 0, "unshare(CLONE_NEWUSER)");
-	TU_CHECK(tu_sync_put_child(&a->sync, 2) == 0 && tu_sync_get_child(&a->sync, &v) == 0, "maps written");
-	s = tu_accept(l);
-	TU_CHECK(s >= 0 && tu_recv_all(s, a->got, 14) == 14, "the victim's bytes");
-	a->accelerated = tu_accelerated(s);
-	snprintf(a->reason, sizeof(a->reason), "%s", sl_fb_name(sl_sock_get(s)->fb_reason));
-	TU_CHECK(scilan_send(s, "ok", 2, 0) == 2, "reply");
-	scilan_close(s);
-	scilan_close(l);
-	return 0;
-}
-
-/* A plain client of uid VICTIM_UID: binds first (the forger names its
- * port), connects when told, sends, reads the reply. */
-static int plain_victim(void *p)
-{
-	struct late_userns *a = p;
-	struct sockaddr_in at = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	uint64_t v;
-	char buf[4];
-	int c;
-
-	become(VICTIM_UID);
-	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	TU_CHECK(c >= 0 && bind(c, (struct sockaddr *)&at, sizeof(at)) == 0, "bind");
-	a->victim_port = local_port(c);
-	TU_CHECK(tu_sync_put_child(&a->sync, 1) == 0 && tu_sync_get_child(&a->sync, &v) == 0, "wait for the forger");
-	at.sin_port = htons(a->port);
-	TU_CHECK(connect(c, (struct sockaddr *)&at, sizeof(at)) == 0, "connect");
-	TU_CHECK(tu_send_all(c, "victim's bytes", 14, 0) == 14 && tu_recv_all(c, buf, 2) == 2, "exchange");
-	close(c);
-	return 0;
-}
-
-Test(rdv_trust, query_socket_follows_the_user_namespace, .timeout = 60)
-{
-	struct late_userns *a = tu_shared_alloc(sizeof(*a)), *vic = tu_shared_alloc(sizeof(*vic));
-	struct stranger *st = tu_shared_alloc(sizeof(*st));
-	struct tu_child acceptor, victim, forger;
-	uint64_t v;
-	int c;
-
-	if (geteuid() != 0)
-		cr_skip_test("needs root for a user namespace with another user's uid");
-	tu_watchdog(50, "late userns acceptor");
-	cr_assert_not_null(tu_isolated_rundir());
-	c = scilan_socket(AF_INET, SOCK_STREAM, 0); /* the library set up before the fork */
-	scilan_close(c);
-	cr_assert_eq(tu_sync_init(&a->sync), 0);
-	cr_assert_eq(tu_spawn(&acceptor, accept_then_enter_userns, a), 0);
-	cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "acceptor failed:\n%s", (tu_reap(&acceptor), acceptor.output));
-	c = tu_connect(AF_INET, a->port);
-	cr_assert(c >= 0 && scilan_send(c, "x", 1, 0) == 1, "the first connection");
-	map_child_userns(&a->sync, &acceptor);
-	scilan_close(c);
-
-	vic->port = a->port;
-	cr_assert_eq(tu_sync_init(&vic->sync), 0);
-	cr_assert_eq(tu_spawn(&victim, plain_victim, vic), 0);
-	cr_assert_eq(tu_sync_get(&vic->sync, &v), 0, "victim failed:\n%s", (tu_reap(&victim), victim.output));
-	st->dst = loopback(a->port);
-	st->src = loopback(vic->victim_port);
-	st->uid = USERNS_HOST_UID;
-	st->refused_ok = true;
-	cr_assert_eq(tu_sync_init(&st->sync), 0);
-	cr_assert_eq(tu_spawn(&forger, forge_offer, st), 0);
-	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "forger failed:\n%s", (tu_reap(&forger), forger.output));
-	cr_assert_eq(tu_sync_put(&vic->sync, 1), 0);
-	tu_reap(&victim);
-	cr_assert(tu_exited_with(&victim, 0), "victim:\n%s", victim.output);
-	tu_reap(&acceptor);
-	cr_assert(tu_exited_with(&acceptor, 0), "acceptor:\n%s", acceptor.output);
-	cr_assert_str_eq(a->got, "victim's bytes");
-	cr_assert_eq(a->accelerated, 0, "the acceptor took the forger's ring");
-	cr_assert_str_eq(a->reason, "unmapped-user");
-	cr_assert_eq(tu_sync_put(&st->sync, 1), 0);
-	tu_reap(&forger);
-	cr_assert(tu_exited_with(&forger, 0), "forger:\n%s", forger.output);
 }
 
 /* ---- a socket root bound, listened on by a worker that gave root up ---------- */
@@ -587,7 +182,7 @@ static int listen_as_nobody(void *p)
 	int s;
 
 	sl_user_leaving_root(NOBODY);
-	become_nobody();
+	rdv_become_nobody();
 	TU_CHECK(scilan_listen(w->l, 8) == 0, "listen as uid %d", NOBODY);
 	TU_CHECK(tu_sync_put_child(&w->sync, 1) == 0, "report");
 	s = tu_accept(w->l);
@@ -622,7 +217,7 @@ static int bound_by_root(uint16_t *port)
 	int l = scilan_socket(AF_INET, SOCK_STREAM, 0);
 
 	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&lo, sizeof(lo)), 0);
-	*port = local_port(l);
+	*port = tu_local_port(l);
 	return l;
 }
 
@@ -654,7 +249,7 @@ Test(rdv_trust, listen_after_leaving_root_is_accelerated, .timeout = 60)
  * gets no segment and the connection is kernel TCP, every byte in order. */
 Test(rdv_trust, squatter_of_a_socket_root_bound_gets_no_segment, .timeout = 60)
 {
-	struct stranger *st = tu_shared_alloc(sizeof(*st));
+	struct rdv_stranger *st = tu_shared_alloc(sizeof(*st));
 	struct worker *w = tu_shared_alloc(sizeof(*w));
 	struct tu_child squatter, worker;
 	uint16_t port;
@@ -665,10 +260,10 @@ Test(rdv_trust, squatter_of_a_socket_root_bound_gets_no_segment, .timeout = 60)
 		cr_skip_test("needs root to switch users");
 	tu_watchdog(50, "squatter");
 	w->l = bound_by_root(&port);
-	st->dst = loopback(port);
+	st->dst = rdv_loopback(port);
 	st->uid = NOBODY - 1;
 	cr_assert_eq(tu_sync_init(&st->sync), 0);
-	cr_assert_eq(tu_spawn(&squatter, squat, st), 0);
+	cr_assert_eq(tu_spawn(&squatter, rdv_squat, st), 0);
 	cr_assert_eq(tu_sync_get(&st->sync, &v), 0, "squatter failed:\n%s", (tu_reap(&squatter), squatter.output));
 	cr_assert_eq(tu_sync_init(&w->sync), 0);
 	cr_assert_eq(tu_spawn(&worker, listen_as_nobody, w), 0);

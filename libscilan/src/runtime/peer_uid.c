@@ -34,7 +34,7 @@ static uid_t read_overflow_uid(void)
 	known = DEFAULT_OVERFLOW_UID;
 	fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
+		n = sl_sys.read(fd, buf, sizeof(buf) - 1);
 		if (n > 0) {
 			buf[n] = '\0';
 			v = strtoul(buf, &end, 10);

@@ -18,11 +18,10 @@ static _Atomic uint32_t known_ns;
 
 uint32_t sl_self_pidns(void)
 {
-	struct stat st;
-	uint32_t ns;
-
 	unsigned forks = atomic_load_explicit(&sl_forks, memory_order_relaxed);
 	int saved = errno;
+	struct stat st;
+	uint32_t ns;
 
 	if (atomic_load_explicit(&known_for, memory_order_acquire) == sl_self_pid &&
 	    atomic_load_explicit(&known_forks, memory_order_relaxed) == forks)

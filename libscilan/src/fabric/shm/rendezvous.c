@@ -657,8 +657,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 			"kernel TCP",
 			(unsigned)sc->end_uid, (int)who.pid, (unsigned)who.uid);
 		sl_fb_hint(SL_FB_UNMAPPED_USER);
-		if (r == 0)
-			sl_segment_refuse(sc->fds[0], sc->fds[1]);
+		sl_segment_refuse(sc->fds[0], sc->fds[1]);
 		close_all(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
