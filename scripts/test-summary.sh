@@ -17,6 +17,8 @@ for d in "$results"/details/*.txt; do
 	[ -e "$d" ] || continue
 	echo "--- $(basename "$d" .txt):"
 	{ head -n 1 "$d"; tail -n +2 "$d" | tail -n 11; } | cut -c1-400
+	# Nothing in it: its writer could not write (a full disk?).
+	[ -s "$d" ] || echo "    (empty; free space now: $(df -h --output=avail "$results" /tmp | tail -n +2 | tr -s ' \n' ' '))"
 done
 printf '%s' "$fails"
 echo "tests: $passed passed, $failed failed"

@@ -52,6 +52,15 @@ apps_share_run() {
 	RUN=$SHARE/bin/scilan_run PRELOAD=$SHARE/lib/libscilan_preload.so
 }
 
+# apps_scratch: sets SCRATCH, a directory in RAM (/dev/shm) for a test's large
+# files, removed at exit.  The disk under /tmp is shared with the build and
+# every other test, and a CI machine may have little of it free: a test that
+# fills it loses its own log (an empty log, no reason) instead of one case.
+apps_scratch() {
+	SCRATCH=$(mktemp -d "/dev/shm/scilan-apps-$APP.XXXXXX")
+	chmod 755 "$SCRATCH"
+}
+
 apps_cleanup() {
 	local p
 	# Only the daemons this test started (their pids were recorded at start).
@@ -60,6 +69,7 @@ apps_cleanup() {
 	done <"$WORK/pids"
 	wait 2>/dev/null || true
 	if [ -n "${SHARE:-}" ]; then rm -rf "$SHARE"; fi
+	if [ -n "${SCRATCH:-}" ]; then rm -rf "$SCRATCH"; fi
 	if [ -n "${APPS_KEEP:-}" ]; then
 		echo "$APP: work directory kept: $WORK" >&2
 	else

@@ -8,11 +8,15 @@ set -euo pipefail
 apps_init nginx
 
 BIG=$((100 * 1000 * 1000))
-mkdir -p "$WORK/html"
-# Readable by the workers that run as nobody (the work directory is 0700).
-chmod 755 "$WORK" "$WORK/html"
-head -c "$BIG" /dev/urandom >"$WORK/html/big.bin"
-head -c 4096 /dev/urandom | base64 -w 64 | head -c 4096 >"$WORK/html/small.txt"
+# The site in RAM (apps_scratch), readable by the workers that run as nobody;
+# the download is hashed as it arrives, never stored.
+apps_scratch
+HTML=$SCRATCH/html
+mkdir -p "$HTML"
+# The prefixes in the work directory (0700) stay reachable to them too.
+chmod 755 "$WORK" "$HTML"
+head -c "$BIG" /dev/urandom >"$HTML/big.bin"
+head -c 4096 /dev/urandom | base64 -w 64 | head -c 4096 >"$HTML/small.txt"
 
 server() { # MODE [USER]: nginx on a free port, its own prefix, config and logs
 	local user=${2:-root}
@@ -42,7 +46,7 @@ http {
 	types { application/octet-stream bin; text/plain txt; }
 	server {
 		listen 127.0.0.1:$PORT;
-		root $WORK/html;
+		root $HTML;
 	}
 }
 CONF
@@ -58,11 +62,12 @@ curl_case() {
 	local mode=$1
 	server "$mode"
 	pre "$mode"
-	timeout -k 5 120 "${PRE[@]}" curl -sS --fail -o "$WORK/got.bin" "http://127.0.0.1:$PORT/big.bin" \
-		2>"$WORK/cli.err"
-	expect "100 MB downloaded" "$(stat -c %s "$WORK/got.bin")" -eq "$BIG"
-	expect "sha256 of the download = the file's" "$(sha "$WORK/got.bin")" = "$(sha "$WORK/html/big.bin")"
-	rm -f "$WORK/got.bin"
+	local got size
+	got=$(timeout -k 5 120 "${PRE[@]}" curl -sS --fail -w '%{stderr}downloaded %{size_download}\n' \
+		"http://127.0.0.1:$PORT/big.bin" 2>"$WORK/cli.err" | sha256sum | cut -d' ' -f1)
+	size=$(awk '/^downloaded / {print $2}' "$WORK/cli.err")
+	expect "100 MB downloaded" "${size:-0}" -eq "$BIG"
+	expect "sha256 of the download = the file's" "$got" = "$(sha "$HTML/big.bin")"
 	check_stats "$mode" client 1 0 "$BIG" "$WORK/cli.err"
 	server_stop
 	check_stats "$mode" server 1 "$BIG" 0 "$WORK/srv.err"

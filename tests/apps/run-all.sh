@@ -42,6 +42,11 @@ for t in "$here"/*.sh; do
 		# Died before its summary, or a case that printed nothing: the log's end.
 		[ -n "$line" ] && [ -s "$results/details/apps-$name.txt" ] ||
 			tail -n 12 "$log" | sed 's/^/      /' | tee -a "$results/details/apps-$name.txt"
+		# A log with nothing in it: the disk may have been full (a write that
+		# failed takes the log's lines with it).  Say so, with the free space.
+		[ -s "$log" ] ||
+			echo "      its log is empty; free now: $(df -h --output=avail "$build" /tmp | tail -n +2 | tr -s ' \n' ' ')" |
+			tee -a "$results/details/apps-$name.txt"
 	fi
 done
 echo "apps: $total_p passed, $total_f failed ($((SECONDS - t_all)) s)"
