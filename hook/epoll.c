@@ -186,6 +186,9 @@ int hk_ep_reconcile(int epfd, struct epset *set)
 		set->promote_epoch = epoch;
 		hk_ep_unsettle(set);
 	}
+	/* Deleted members not added back before this wait leave the queue. */
+	if (set->nparked)
+		hk_evq_release_parked(epfd, set, -1);
 	if (set->settled)
 		return set->nscan;
 	for (int i = 0; i < set->n; i++) {
@@ -456,6 +459,10 @@ static int add_member(int epfd, struct epset *set, int fd, const struct epoll_ev
 	*m = (struct member){ .fd = fd, .events = ev->events, .data = ev->data, .q = -1 };
 	/* Before a thread asleep on the set could miss the member's move. */
 	bell_if_may_move(epfd, set, sl_sock_get(fd));
+	if (set->nparked && hk_evq_unpark(epfd, set, set->n)) {
+		set->n++;
+		return 0;
+	}
 	if (!wants_emulation(fd)) {
 		struct epoll_event kev = *ev;
 
@@ -512,6 +519,7 @@ HK_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		} else if (m->in_kernel && sl_sys.epoll_ctl(epfd, op, fd, ev) < 0) {
 			r = -1;
 		} else if (op == EPOLL_CTL_DEL) {
+			hk_evq_park(set, m); /* else remove_at unqueues it */
 			remove_at(epfd, set, m);
 		} else {
 			m->events = ev->events;
@@ -551,6 +559,18 @@ void hk_epoll_forget_fd(int fd)
 		pthread_mutex_unlock(&set->lock);
 		atomic_fetch_sub(&open_sets, 1);
 	}
+	/* A parked place's kernel entry is ours to remove while fd names it
+	 * (a dup of the file would keep it in the kernel set). */
+	if (hk_evq_any_parked())
+		for (int e = 0, hi = atomic_load(&highest_set_fd); e <= hi; e++) {
+			struct epset *other = atomic_load_explicit(&sets[e], memory_order_acquire);
+
+			if (!other || !other->open || other == set)
+				continue;
+			pthread_mutex_lock(&other->lock);
+			hk_evq_release_parked(e, other, fd);
+			pthread_mutex_unlock(&other->lock);
+		}
 	/* The kernel drops a member when its last descriptor closes. */
 	s = sl_sock_get(fd);
 	if (!set && (!s || atomic_load(&s->fd_refs) > 1))

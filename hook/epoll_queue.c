@@ -150,6 +150,26 @@ static int take_slot(struct epset *set)
 	return set->slot_hi++;
 }
 
+/* Member i takes queue place q (registration k, published as pub) of s. */
+static void seat(struct epset *set, int i, struct sl_sock *s, int q, int k, uint64_t pub)
+{
+	struct member *m = &set->m[i];
+
+	set->slot_member[q] = i;
+	m->q = q;
+	m->q_k = k;
+	m->q_pub = pub;
+	m->q_sock = s;
+	m->q_stale = false;
+	m->on_list = false;
+	m->in_kernel = false;
+	set->nqueued++;
+	set->poll_us = atomic_load(&s->poll_us);
+	/* Its first look decides what it asks the peer for, and reports what
+	 * is ready, as a fresh add's (an edge). */
+	list_add(set, m);
+}
+
 bool hk_evq_queue(int epfd, struct epset *set, int i)
 {
 	struct member *m = &set->m[i];
@@ -178,17 +198,7 @@ bool hk_evq_queue(int epfd, struct epset *set, int i)
 		return false;
 	}
 	add_bells(epfd, set);
-	set->slot_member[q] = i;
-	m->q = q;
-	m->q_k = k;
-	m->q_sock = s;
-	m->q_stale = false;
-	m->on_list = false;
-	m->in_kernel = false;
-	set->nqueued++;
-	set->poll_us = atomic_load(&s->poll_us);
-	/* Its first look decides what it asks the peer for. */
-	list_add(set, m);
+	seat(set, i, s, q, k, m->q_pub);
 	return true;
 }
 
@@ -209,6 +219,118 @@ void hk_evq_unqueue(int epfd, struct epset *set, struct member *m)
 	set->free_slots[set->nfree++] = m->q;
 	set->nqueued--;
 	m->q = -1;
+}
+
+/* Event loops (redis's ae, libevent's users) delete a connection from the
+ * set and add it back in the same callback, once or twice a request.  Its
+ * queue place (a registration in the peer's area, a bit, the tagged kernel
+ * entry: two epoll_ctl calls) then goes and comes back each time, costing
+ * more than the request; parked, the place waits for the re-add until the
+ * set's next wait (hk_ep_reconcile releases it).  A parked bit is no
+ * member's, so marks and kernel edges on it report nothing. */
+#define PARKED_MAX 64
+
+static _Atomic int parked_total;
+
+bool hk_evq_any_parked(void)
+{
+	return atomic_load_explicit(&parked_total, memory_order_relaxed) > 0;
+}
+
+bool hk_evq_park(struct epset *set, struct member *m)
+{
+	if (m->q < 0 || set->forked || m->q_stale || m->q_sock != sl_sock_get(m->fd))
+		return false;
+	if (set->nparked == set->parked_cap) {
+		int cap = set->parked_cap ? set->parked_cap * 2 : 4;
+		struct parked *grown;
+
+		if (cap > PARKED_MAX || !(grown = realloc(set->parked, (size_t)cap * sizeof(*grown))))
+			return false;
+		set->parked = grown;
+		set->parked_cap = cap;
+	}
+	list_del(set, m);
+	hk_evq_stall_forget(set, m);
+	fence_forget(set, m);
+	set->parked[set->nparked++] =
+		(struct parked){ .fd = m->fd, .q = m->q, .k = m->q_k, .pub = m->q_pub, .sock = m->q_sock };
+	atomic_fetch_add_explicit(&parked_total, 1, memory_order_relaxed);
+	set->slot_member[m->q] = -1;
+	set->nqueued--;
+	m->q = -1;
+	return true;
+}
+
+static struct parked take_parked(struct epset *set, int j)
+{
+	struct parked p = set->parked[j];
+
+	set->parked[j] = set->parked[--set->nparked];
+	atomic_fetch_sub_explicit(&parked_total, 1, memory_order_relaxed);
+	return p;
+}
+
+/* Does the number still name the parked connection?  A close releases the
+ * place first; one behind our back (a new file on the number), or racing
+ * the delete in another thread, leaves nothing of ours to undo: the kernel
+ * entry went with its file and the connection's area with the connection. */
+static bool parked_live(const struct parked *p)
+{
+	return sl_sock_get(p->fd) == p->sock;
+}
+
+static void release_parked_at(int epfd, struct epset *set, int j)
+{
+	struct parked p = take_parked(set, j);
+
+	if (parked_live(&p)) {
+		sl_evq_unregister(p.sock, p.k, p.pub);
+		sl_sys.epoll_ctl(epfd, EPOLL_CTL_DEL, p.fd, NULL);
+	}
+	set->free_slots[set->nfree++] = p.q;
+}
+
+void hk_evq_release_parked(int epfd, struct epset *set, int fd)
+{
+	for (int j = set->nparked - 1; j >= 0; j--)
+		if (fd < 0 || set->parked[j].fd == fd)
+			release_parked_at(epfd, set, j);
+}
+
+bool hk_evq_unpark(int epfd, struct epset *set, int i)
+{
+	struct member *m = &set->m[i];
+	struct sl_sock *s;
+	struct parked p;
+	int j;
+
+	for (j = 0; j < set->nparked && set->parked[j].fd != m->fd; j++)
+		;
+	if (j == set->nparked)
+		return false;
+	s = hk_ep_ring_socket(m->fd);
+	if (set->forked || s != set->parked[j].sock || !sl_evq_eligible(s)) {
+		release_parked_at(epfd, set, j);
+		return false;
+	}
+	p = take_parked(set, j);
+	seat(set, i, s, p.q, p.k, p.pub);
+	return true;
+}
+
+/* A kernel edge on a parked place: the connection's end, as a member's. */
+static void parked_kernel_woke(struct epset *set, uint32_t q)
+{
+	for (int j = 0; j < set->nparked; j++) {
+		struct parked *p = &set->parked[j];
+
+		if ((uint32_t)p->q == q) {
+			if (parked_live(p) && hk_ep_ring_socket(p->fd) == p->sock)
+				sl_conn_kernel_woke(p->sock);
+			return;
+		}
+	}
 }
 
 void hk_evq_touch(struct epset *set, struct member *m)
@@ -348,6 +470,8 @@ int hk_evq_strip(struct epset *set, struct epoll_event *evs, int n, bool *woken)
 				sl_conn_kernel_woke(s);
 			if (m)
 				list_add(set, m);
+			else if (set->nparked)
+				parked_kernel_woke(set, (uint32_t)tag);
 			continue;
 		}
 		evs[kept++] = evs[i];
@@ -499,6 +623,13 @@ void hk_evq_release(struct epset *set)
 		m->q = -1;
 		m->on_list = false;
 	}
+	/* Their kernel entries go with the kernel set. */
+	while (set->nparked) {
+		struct parked p = take_parked(set, set->nparked - 1);
+
+		if (!set->forked && parked_live(&p))
+			sl_evq_unregister(p.sock, p.k, p.pub);
+	}
 	hk_evq_stall_reset(set);
 	fence_reset(set);
 	if (set->evq.sh && !set->forked)
@@ -524,6 +655,8 @@ void hk_evq_after_fork_child(struct epset *set)
 	 * shared kernel set), and makes its own queue for its next set on
 	 * this number. */
 	set->forked = true;
+	while (set->nparked)
+		take_parked(set, set->nparked - 1); /* the parent's, as the queue */
 	hk_ep_unsettle(set);
 	hk_evq_stall_reset(set);
 	fence_reset(set);
@@ -537,5 +670,6 @@ void hk_evq_before_exec(int epfd, struct epset *set)
 		return; /* a forked child's copy: the queue is the parent's */
 	for (int i = 0; i < set->n; i++)
 		hk_evq_unqueue(epfd, set, &set->m[i]);
+	hk_evq_release_parked(epfd, set, -1);
 	hk_ep_unsettle(set);
 }

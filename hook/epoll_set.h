@@ -52,6 +52,14 @@ struct member {
 	bool on_fence;   /* in the set's fence list (epoll_queue.c) */
 };
 
+/* The queue place of a member the program deleted, kept for its return
+ * (epoll_queue.c, "parked"). */
+struct parked {
+	int fd, q, k;
+	uint64_t pub;
+	struct sl_sock *sock;
+};
+
 struct epset {
 	pthread_mutex_t lock;
 	bool open;
@@ -100,6 +108,8 @@ struct epset {
 	int nfence;
 	bool fence_barrier;   /* one of them asks for the barrier (not a device peer's) */
 	int nqueued;
+	struct parked *parked; /* deleted members' places, until the next wait */
+	int nparked, parked_cap;
 	int poll_us;          /* the spin of the queued members (SL_POLL_ADAPTIVE: learnt) */
 	_Atomic uint64_t spin_learn;
 	/* A learnt spin that did not pay (or was skipped): when the wait
@@ -197,6 +207,18 @@ void hk_evq_release(struct epset *set);
 void hk_evq_moved(struct epset *set, int to);
 /* One of the queue's descriptors was moved (a dup2 onto its number). */
 void hk_evq_fd_moved(struct epset *set, int from, int to);
+/* The program deletes queued member m: keep its queue place (registration,
+ * bit, kernel entry) for a re-add before the next wait, and take it out of
+ * the queue as unqueue does; false if it is not kept (unqueue it). */
+bool hk_evq_park(struct epset *set, struct member *m);
+/* Member i is being added: it takes its fd's parked place back if the
+ * connection is the one that left it and still fit for the queue (true);
+ * a place that is not is released. */
+bool hk_evq_unpark(int epfd, struct epset *set, int i);
+/* The parked places are released: all of them (fd -1), or fd's. */
+void hk_evq_release_parked(int epfd, struct epset *set, int fd);
+/* Any set holds a parked place (a hint for the close path). */
+bool hk_evq_any_parked(void);
 /* In a forked child: its copy of the set scans; the queue is the parent's. */
 void hk_evq_after_fork_child(struct epset *set);
 /* Before an exec: the queued members leave the queue (their registrations

@@ -15,6 +15,7 @@ Test(epollq, closed_reset_shut_members_under_a_waiter, .timeout = 120) { hk_scen
 Test(epollq, nested_large_set, .timeout = 120) { hk_scenario("epollq", "nested", 600, -1, 60); }
 Test(epollq, set_shared_with_forked_child, .timeout = 120) { hk_scenario("epollq", "fork", 400, -1, 60); }
 Test(epollq, one_connection_in_six_sets, .timeout = 120) { hk_scenario("epollq", "six_sets", 2, -1, 60); }
+Test(epollq, members_deleted_and_added_back, .timeout = 120) { hk_scenario("epollq", "readd", 7, -1, 60); }
 Test(epollq, set_level_handoffs_watchdog, .timeout = 600) { hk_scenario("epollq", "handoff", 404, -1, 500); }
 
 /* The waits of "large" sleep 20 times on 2,000 members: scanning them armed

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -286,6 +287,125 @@ static int sc_six_sets(void)
 	return 0;
 }
 
+static void ep_set(int ep, int op, int fd, uint32_t events, uint64_t id)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = id };
+
+	MUST(epoll_ctl(ep, op, fd, &ev));
+}
+
+/* An event loop that deletes a connection and adds it back in one callback,
+ * as redis's ae does at each request (the hook keeps the deleted member's
+ * queue place for the re-add: epoll_queue.c, "parked"): each cycle's answer
+ * names the new data and the new events, and a member deleted and not added
+ * back, or closed, moved, duplicated, ended while out of the set, is what
+ * the kernel says it is. */
+static int sc_readd(void)
+{
+	struct epoll_event ev[8];
+	int ep, n = 7, wrong = 0, d, rc;
+	char b;
+
+	pairs(n);
+	ep = set_of_servers(n, EPOLLIN);
+	for (int i = 0; i < 300; i++) {
+		uint64_t id = 1000 + (uint64_t)i;
+
+		/* Writable: the request goes out. */
+		MUST(epoll_ctl(ep, EPOLL_CTL_DEL, ss[0], NULL));
+		ep_set(ep, EPOLL_CTL_ADD, ss[0], EPOLLOUT, id);
+		rc = epoll_wait(ep, ev, 8, 1000);
+		wrong += rc != 1 || ev[0].data.u64 != id || ev[0].events != EPOLLOUT;
+		/* Readable: the reply comes back, edge-triggered every other time. */
+		MUST(epoll_ctl(ep, EPOLL_CTL_DEL, ss[0], NULL));
+		ep_set(ep, EPOLL_CTL_ADD, ss[0], EPOLLIN | (i % 2 ? EPOLLET : 0u), id + 1);
+		MUST(send(cs[0], "r", 1, 0));
+		rc = epoll_wait(ep, ev, 8, 1000);
+		wrong += rc != 1 || ev[0].data.u64 != id + 1 || ev[0].events != EPOLLIN;
+		MUST(recv(ss[0], &b, 1, 0));
+	}
+	say("300 delete and add cycles, answers not as asked: %d", wrong);
+	/* Deleted, then data: nothing, and nothing after the next wait either. */
+	MUST(epoll_ctl(ep, EPOLL_CTL_DEL, ss[1], NULL));
+	MUST(send(cs[1], "a", 1, 0));
+	ewait("1 deleted, data came", ep, 0);
+	ewait("1 deleted, a second wait", ep, 0);
+	/* Data while out, added back edge-triggered: one edge, then none. */
+	ep_set(ep, EPOLL_CTL_ADD, ss[1], EPOLLIN | EPOLLET, 1);
+	ewait("1 back (edge)", ep, 0);
+	ewait("1 back, its edge taken", ep, 0);
+	scen_drain(ss[1]);
+	/* The peer closes while the member is out. */
+	MUST(epoll_ctl(ep, EPOLL_CTL_DEL, ss[2], NULL));
+	close(cs[2]);
+	cs[2] = -1;
+	usleep(20000);
+	ep_set(ep, EPOLL_CTL_ADD, ss[2], EPOLLIN | EPOLLRDHUP, 2);
+	ewait("2 back after its peer closed", ep, 0);
+	MUST(epoll_ctl(ep, EPOLL_CTL_DEL, ss[2], NULL));
+	/* Closed while out (3; 6 behind the hook's back): a new file on its
+	 * number is a new member. */
+	for (int raw = 0; raw < 2; raw++) {
+		int *slot = raw ? &ss[6] : &ss[3], old = *slot, sp[2];
+
+		MUST(epoll_ctl(ep, EPOLL_CTL_DEL, old, NULL));
+		/* The second time behind the hook's back, as a raw syscall. */
+		if (raw)
+			syscall(SYS_close, old);
+		else
+			close(old);
+		/* Lower numbers that are free come first: fill them. */
+		int fill[32], nfill = 0;
+
+		for (;;) {
+			MUST(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp));
+			if (sp[0] == old || sp[1] == old || nfill == 32)
+				break;
+			fill[nfill++] = sp[0];
+			fill[nfill++] = sp[1];
+		}
+		while (nfill)
+			close(fill[--nfill]);
+		say("the number came back: %d", sp[0] == old || sp[1] == old);
+		ep_set(ep, EPOLL_CTL_ADD, old == sp[1] ? sp[1] : sp[0], EPOLLIN, 30 + (uint64_t)raw);
+		MUST(write(old == sp[1] ? sp[0] : sp[1], "u", 1));
+		ewait(raw ? "6's number reused after a raw close" : "3's number reused", ep, 1000);
+		close(sp[0]);
+		close(sp[1]);
+		ewait("the pair closed", ep, 0);
+		*slot = -1;
+	}
+	/* Duplicated and its first number closed while out: added back under
+	 * the duplicate's number. */
+	MUST(epoll_ctl(ep, EPOLL_CTL_DEL, ss[4], NULL));
+	d = MUST(dup(ss[4]));
+	close(ss[4]);
+	ss[4] = d;
+	ep_set(ep, EPOLL_CTL_ADD, ss[4], EPOLLIN, 4);
+	MUST(send(cs[4], "d", 1, 0));
+	ewait("4 back under its duplicate", ep, 1000);
+	scen_drain(ss[4]);
+	ewait("4 read", ep, 0);
+	/* Deleted from one set, added to another, and back. */
+	{
+		int other = MUST(epoll_create1(0));
+
+		MUST(epoll_ctl(ep, EPOLL_CTL_DEL, ss[5], NULL));
+		ep_set(other, EPOLL_CTL_ADD, ss[5], EPOLLIN, 55);
+		MUST(send(cs[5], "o", 1, 0));
+		ewait("5 in the other set", other, 1000);
+		ewait("5 not in the first", ep, 0);
+		MUST(epoll_ctl(other, EPOLL_CTL_DEL, ss[5], NULL));
+		ep_set(ep, EPOLL_CTL_ADD, ss[5], EPOLLIN, 5);
+		ewait("5 back in the first", ep, 0);
+		ewait("5 gone from the other", other, 0);
+		close(other);
+	}
+	close(ep);
+	unpairs(n);
+	return 0;
+}
+
 static int ep_forked;
 
 static int child_waits(void *arg)
@@ -414,7 +534,8 @@ int main(int argc, char **argv)
 {
 	static const struct scenario t[] = {
 		{ "large", sc_large }, { "ends", sc_ends },       { "nested", sc_nested },
-		{ "fork", sc_fork },   { "handoff", sc_handoff }, { "six_sets", sc_six_sets }, { NULL, NULL },
+		{ "fork", sc_fork },   { "handoff", sc_handoff }, { "six_sets", sc_six_sets },
+		{ "readd", sc_readd }, { NULL, NULL },
 	};
 
 	/* Interrupt mode, so that every hand-off is a set-level sleep and
