@@ -1,6 +1,8 @@
 /* ctl_stat.c — `scilan_ctl stat [--all] [--watch SECONDS] [--exited]`: every accelerated
- * connection of every live scilan process of this user (pid, program, fd,
- * endpoints, fabric, bytes each way, sleeps, wake-ups) and, with --all, every kernel
+ * connection of every live scilan process of this user that our /proc shows
+ * (pid, program, fd, endpoints, fabric, bytes each way, sleeps, wake-ups; a
+ * container's process also its pid there and its container: ctl_procs.c)
+ * and, with --all, every kernel
  * TCP one with the reason why (fallback.h), like smcss; once, as JSON, or
  * refreshed with rates until interrupted.  Files of dead processes (no live
  * process holds their lock) are removed, and each run sweeps some of what dead
@@ -28,6 +30,7 @@
 #include "runtime/config.h"
 #include "ctl_devices.h"
 #include "ctl_links.h"
+#include "ctl_procs.h"
 #include "runtime/cluster_map.h"
 #include "runtime/fallback.h"
 #include "runtime/rundir_sweep.h"
@@ -35,7 +38,10 @@
 #include "runtime/stats_sink.h"
 
 struct conn_row {
-	int pid, fd;
+	int pid, fd;           /* pid: as our /proc numbers the process */
+	int ns_pid;            /* the pid in its own pid namespace */
+	uint32_t pidns, netns; /* their inodes; 0 not known (an older library's file) */
+	char container[80];    /* what its control group names (ctl_procs.h), or "" */
 	unsigned reason, side; /* fallback.h: SL_FB_NONE accelerated */
 	unsigned fabric;       /* stats_file.h: SL_STATS_TCP, _SHM, _DEV */
 	int link;              /* SL_STATS_DEV: N of its /dev/scilanN, -1 not known */
@@ -80,38 +86,63 @@ static int add_row(struct table *t, const struct conn_row *r)
 	return 0;
 }
 
+/* Who wrote the file, as we see it (ctl_procs.c): false if it is a process
+ * of another pid namespace our /proc does not show (another container's,
+ * seen from inside one), whose connections are not ours to list. */
+static bool writer_of(const struct sl_stats_map *m, size_t size, struct conn_row *who)
+{
+	struct ctl_proc p;
+
+	*who = (struct conn_row){ .pid = m->hdr.pid, .ns_pid = m->hdr.pid };
+	if (size < sizeof(*m) || m->ident.magic != SL_STATS_IDENT_MAGIC || !m->ident.pidns)
+		return true; /* an older library's file: its pid as it says */
+	who->pidns = m->ident.pidns;
+	if (ctl_proc_find(m->ident.pidns, m->hdr.pid, &p)) {
+		who->pid = p.pid;
+		who->netns = p.netns;
+		snprintf(who->container, sizeof(who->container), "%s", p.container);
+		return true;
+	}
+	/* Not found where it should be: ours but hidden (hidepid), or gone. */
+	return m->ident.pidns == ctl_own_pidns();
+}
+
 /* Read one process's file; a dead process's file is removed. */
 static void read_file(const char *dir, const char *name, struct table *t, bool all)
 {
 	char path[4200 + 256];
 	struct sl_stats_map *m;
+	struct conn_row who;
 	struct stat st;
+	size_t size;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
-	if (fstat(fd, &st) < 0 || (size_t)st.st_size < sizeof(*m)) {
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < SL_STATS_MAP_V6_SIZE) {
 		close(fd);
 		return;
 	}
-	m = mmap(NULL, sizeof(*m), PROT_READ, MAP_SHARED, fd, 0);
+	/* No further than the file goes: an older library's ends at its slots. */
+	size = (size_t)st.st_size < sizeof(*m) ? SL_STATS_MAP_V6_SIZE : sizeof(*m);
+	m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m == MAP_FAILED)
 		return;
 	if (m->hdr.magic != SL_STATS_MAGIC || m->hdr.pid <= 0 || m->hdr.slots != SL_STATS_SLOTS) {
-		munmap(m, sizeof(*m));
+		munmap(m, size);
 		return;
 	}
 	/* Not kill(pid, 0): the pid may be another process's by now. */
-	if (sl_stats_file_reap(path)) {
-		munmap(m, sizeof(*m));
+	if (sl_stats_file_reap(path) || !writer_of(m, size, &who)) {
+		munmap(m, size);
 		return;
 	}
 	for (unsigned i = 0; i < SL_STATS_SLOTS; i++) {
 		const struct sl_stats_slot *s = &m->slot[i];
-		struct conn_row r = { .pid = m->hdr.pid, .fd = s->fd };
+		struct conn_row r = who;
 
 		if (!atomic_load_explicit(&s->in_use, memory_order_acquire))
 			continue;
@@ -134,7 +165,7 @@ static void read_file(const char *dir, const char *name, struct table *t, bool a
 		if (add_row(t, &r) < 0)
 			break;
 	}
-	munmap(m, sizeof(*m));
+	munmap(m, size);
 }
 
 /* A device connection's peer port, from the driver's state of its link. */
@@ -179,6 +210,7 @@ static int collect(struct table *t, bool all)
 	d = opendir(dir);
 	if (!d)
 		return 0; /* no scilan process has run yet */
+	ctl_procs_forget(); /* each look reads /proc afresh */
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
 			read_file(dir, de->d_name, t, all);
@@ -218,6 +250,17 @@ static void print_json(const struct table *t)
 
 		printf("%s{\"pid\":%d,\"comm\":", i ? "," : "", r->pid);
 		ctl_json_str(stdout, r->comm);
+		printf(",\"ns_pid\":%d", r->ns_pid);
+		if (r->pidns)
+			printf(",\"pid_namespace\":%u", (unsigned)r->pidns);
+		else
+			printf(",\"pid_namespace\":null");
+		if (r->netns)
+			printf(",\"net_namespace\":%u", (unsigned)r->netns);
+		else
+			printf(",\"net_namespace\":null");
+		printf(",\"container\":");
+		ctl_json_str(stdout, r->container);
 		printf(",\"fd\":%d,\"local\":", r->fd);
 		ctl_json_str(stdout, r->local);
 		printf(",\"peer\":");
@@ -244,11 +287,17 @@ static void print_table(const struct table *t, const struct table *prev, double 
 		printf(all ? "no connections\n" : "no accelerated connections\n");
 		return;
 	}
+	/* Containers' processes among them: which container each is. */
+	bool where = false;
+	uint32_t own_ns = ctl_own_pidns();
+
+	for (size_t i = 0; i < t->n; i++)
+		where |= t->rows[i].container[0] || (t->rows[i].pidns && t->rows[i].pidns != own_ns);
 	printf("%7s %-15s %4s %-22s %-22s %-18s", "PID", "COMMAND", "FD", "LOCAL", "PEER", "FABRIC");
 	if (all)
 		printf(" %-7s %-12s", "SIDE", "MODE");
-	printf(" %14s %14s %9s %9s%s\n", "TX bytes", "RX bytes", "sleeps", "wakeups",
-	       prev ? "      TX MB/s      RX MB/s" : "");
+	printf(" %14s %14s %9s %9s%s%s\n", "TX bytes", "RX bytes", "sleeps", "wakeups",
+	       prev ? "      TX MB/s      RX MB/s" : "", where ? "  CONTAINER (pid there)" : "");
 	for (size_t i = 0; i < t->n; i++) {
 		const struct conn_row *r = &t->rows[i];
 
@@ -273,6 +322,12 @@ static void print_table(const struct table *t, const struct table *prev, double 
 				}
 			printf(" %12.1f %12.1f", (double)(r->tx - tx0) / secs / 1e6, (double)(r->rx - rx0) / secs / 1e6);
 		}
+		if (where && r->container[0])
+			printf("  %s (%d)", r->container, r->ns_pid);
+		else if (where && r->pidns && r->pidns != own_ns)
+			printf("  pid namespace %u (%d)", (unsigned)r->pidns, r->ns_pid);
+		else if (where)
+			printf("  -");
 		printf("\n");
 	}
 }

@@ -36,7 +36,7 @@ make_image() {
 	local root=$WORK/image b l
 	mkdir -p "$root/tmp" "$root/run"
 	chmod 1777 "$root/tmp"
-	for b in $(command -v redis-server redis-cli redis-benchmark); do
+	for b in $(command -v redis-server redis-cli redis-benchmark) "$BUILD/bin/scilan_ctl"; do
 		mkdir -p "$root$(dirname "$b")"
 		cp -L "$b" "$root$b"
 		for l in $(ldd "$b" | grep -o '/[^ ]*'); do
@@ -62,7 +62,10 @@ PODMAN_LIMITS=(--ulimit "nofile=$NOFILE:$NOFILE" --ulimit "nproc=$NPROC:$NPROC")
 
 RUNTIME=namespaces
 why="podman or runc not installed"
-if command -v podman >/dev/null && [ -x /usr/sbin/runc ]; then
+# CONTAINERS_RUNTIME=namespaces: the fallback even where podman runs.
+if [ "${CONTAINERS_RUNTIME:-}" = namespaces ]; then
+	why="CONTAINERS_RUNTIME=namespaces"
+elif command -v podman >/dev/null && [ -x /usr/sbin/runc ]; then
 	if ! make_image 2>"$WORK/image.err"; then
 		why="podman import failed: $(tail -n 1 "$WORK/image.err")"
 	elif ! "${PODMAN[@]}" run --rm "${PODMAN_LIMITS[@]}" --network "ns:/run/netns/$NETNS" "$IMAGE" \
@@ -80,7 +83,9 @@ fi
 
 # ctr NAME TENANT [-i] CMD...: CMD in a container of the pod, under the hook,
 # stdout and stderr in $WORK/NAME.out and .err.  TENANT: the host uid its
-# root is (podman; 0: root), each container a runtime directory of its own.
+# root is (podman; 0: root), each container a runtime directory of its own,
+# or the host's directory $SHARED, mounted into each, when it is set.
+SHARED=
 ctr() {
 	local name=$1 tenant=$2 input=()
 	shift 2
@@ -89,15 +94,16 @@ ctr() {
 		shift
 	fi
 	if [ "$RUNTIME" = podman ]; then
-		local map=()
+		local map=() run=(--tmpfs /run/scilan:rw,mode=0700)
 		[ "$tenant" -ne 0 ] && map=(--uidmap "0:$tenant:65536" --gidmap "0:$tenant:65536")
+		[ -n "$SHARED" ] && run=(-v "$SHARED:/run/scilan")
 		timeout -k 5 120 "${PODMAN[@]}" run --rm "${input[@]}" --name "${NETNS}-$name" "${PODMAN_LIMITS[@]}" \
 			--network "ns:/run/netns/$NETNS" "${map[@]}" -v "$(dirname "$PRELOAD"):/scilan:ro" \
-			--tmpfs /run/scilan:rw,mode=0700 -e LD_PRELOAD=/scilan/libscilan_preload.so \
+			"${run[@]}" -e LD_PRELOAD=/scilan/libscilan_preload.so \
 			-e SCILAN_STATS=stderr -e SCILAN_RUNDIR=/run/scilan -e SCILAN_LOG=warn "$IMAGE" "$@" \
 			>"$WORK/$name.out" 2>"$WORK/$name.err"
 	else
-		local rundir=$WORK/rundir-$name
+		local rundir=${SHARED:-$WORK/rundir-$name}
 		[ -d "$rundir" ] || mkdir -m 700 "$rundir"
 		timeout -k 5 120 ip netns exec "$NETNS" unshare --user --map-root-user --pid --fork --mount-proc \
 			--kill-child env LD_PRELOAD="$PRELOAD" SCILAN_STATS=stderr SCILAN_RUNDIR="$rundir" SCILAN_LOG=warn \
@@ -169,8 +175,67 @@ tenants_case() {
 	echo "ok: $fb client connections on kernel TCP, unmapped-user"
 }
 
+# scilan_ctl stat --json as a process of the server's container runs it
+# (its own pid namespace and /proc): output in $WORK/inside.json.
+ctl_inside_srv() {
+	if [ "$RUNTIME" = podman ]; then
+		timeout -k 5 30 podman exec -e LD_PRELOAD= "${NETNS}-srv" "$BUILD/bin/scilan_ctl" --json stat \
+			>"$WORK/inside.json"
+	else
+		local pid
+		pid=$(pgrep -n -f "redis-server 127.0.0.1:$PORT|redis-server \*:$PORT|redis-server.*$PORT")
+		timeout -k 5 30 nsenter --target "$pid" --pid --mount env SCILAN_RUNDIR="$SHARED" \
+			"$BUILD/bin/scilan_ctl" --json stat >"$WORK/inside.json"
+	fi
+}
+
+# Containers given one runtime directory (the host's, mounted into each):
+# redis-server and redis-cli are each pid 1 of their own pid namespace, and
+# each keeps its statistics file; scilan_ctl on the host lists both with
+# their host pids and containers, inside the server's container only its own.
+shared_case() {
+	local json n host_ns
+	SHARED=$WORK/shared
+	mkdir -m 700 "$SHARED"
+	redis_start 0
+	ctr hold 0 /usr/bin/redis-cli -p "$PORT" -r 30 -i 0.1 ping &
+	local hold=$! i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(SCILAN_RUNDIR=$SHARED "$BUILD/bin/scilan_ctl" --json stat | jq '.connections | length')" = 2 ] && break
+		sleep 0.05
+	done
+	json=$(SCILAN_RUNDIR=$SHARED "$BUILD/bin/scilan_ctl" --json stat)
+	echo "$json"
+	if [ "$RUNTIME" = podman ]; then
+		podman ps --no-trunc --format '{{.ID}}' --filter "name=^${NETNS}-" | cut -c1-12 | sort >"$WORK/ids"
+		echo "containers running: $(tr '\n' ' ' <"$WORK/ids")"
+	fi
+	SCILAN_RUNDIR=$SHARED "$BUILD/bin/scilan_ctl" stat
+	ctl_inside_srv
+	cat "$WORK/inside.json"
+	wait "$hold"
+	redis_stop
+	host_ns=$(stat -Lc %i /proc/self/ns/pid)
+	n=$(jq --argjson h "$host_ns" '[.connections[] | select(.accelerated and .ns_pid == 1
+		and .pid_namespace != $h and .pid != 1)] | length' <<<"$json")
+	expect "both ends listed from the host, pid 1 each in its own pid namespace" "$n" -eq 2
+	n=$(jq '[.connections[].pid_namespace] | unique | length' <<<"$json")
+	expect "two pid namespaces" "$n" -eq 2
+	if [ "$RUNTIME" = podman ]; then
+		expect "each end named by its podman container" \
+			"$(jq -r '.connections[].container' <<<"$json" | sed -n 's/^libpod //p' | sort | tr '\n' ' ')" \
+			= "$(tr '\n' ' ' <"$WORK/ids")"
+	fi
+	n=$(jq '[.connections[] | select(.pid == 1 and .comm == "redis-server")] | length' "$WORK/inside.json")
+	expect "inside the server's container: its own end, as pid 1" "$n" -eq 1
+	n=$(jq '.connections | length' "$WORK/inside.json")
+	expect "inside the server's container: nothing of the other's" "$n" -eq 1
+	echo "ok: two pid 1s listed from the host, one from inside"
+}
+
 run_case "pod: redis" pod_case
 if [ "$RUNTIME" = podman ]; then
 	run_case "tenants: redis, kernel TCP" tenants_case
 fi
+run_case "pod, one runtime directory: scilan_ctl" shared_case
 apps_finish

@@ -1,5 +1,6 @@
 /* stats_file.c — publishes this process's live per-connection counters in
- * <rundir>/stats/<pid>, a shared mapping kept until exit; scilan_ctl stat
+ * <rundir>/stats/<pid> (<pid>.<pid namespace> where a live process of
+ * another pid namespace holds that name), a shared mapping kept until exit; scilan_ctl stat
  * maps it read-only.  Made at the first kernel TCP connection (fallback.c:
  * the reason why), or, for accelerated ones made in the process's first
  * 10 ms (young.h), at its first wait after them (idle.c).  The owner holds
@@ -25,6 +26,7 @@
 #include "runtime/log.h"
 #include "runtime/own_fd.h"
 #include "runtime/rundir_sweep.h"
+#include "runtime/self_ns.h"
 #include "runtime/sys.h"
 #include "runtime/young.h"
 
@@ -80,7 +82,8 @@ static int read_lock(int fd)
 /* Create our file already locked.  A sweeper removes a file only while it
  * holds the write lock, so once our read lock is granted the file either
  * still has its name (and is safe from then on) or was removed in the gap
- * between create and lock, and we make it again. */
+ * between create and lock, and we make it again.  EBUSY: a live process
+ * holds the name. */
 static int create_locked(const char *path)
 {
 	struct stat st;
@@ -88,9 +91,15 @@ static int create_locked(const char *path)
 
 	for (int tries = 0; tries < 3; tries++) {
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		/* A file under our pid is a dead process's: the pid is ours now. */
-		if (fd < 0 && errno == EEXIST && unlink(path) == 0)
-			continue;
+		/* A file under our pid is a dead process's (removed, and the
+		 * pid is ours now), or a live one's of another pid namespace
+		 * sharing the directory (a container's: its pid 1 is not ours). */
+		if (fd < 0 && errno == EEXIST) {
+			if (sl_stats_file_reap(path))
+				continue;
+			errno = EBUSY;
+			return -1;
+		}
 		if (fd < 0)
 			return -1;
 		if (read_lock(fd) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
@@ -120,6 +129,21 @@ bool sl_stats_file_reap(const char *path)
 	return gone;
 }
 
+/* <rundir>/stats/<pid>, or with our pid namespace's inode after it, made
+ * and locked in map_path. */
+static int create_named(const char *rundir, bool with_ns)
+{
+	int n = with_ns ? snprintf(map_path, sizeof(map_path), "%s/stats/%d.%u", rundir, (int)sl_self_pid,
+				   (unsigned)sl_self_pidns())
+			: snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid);
+
+	if (n >= (int)sizeof(map_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return create_locked(map_path);
+}
+
 /* Under map_lock. */
 static struct sl_stats_map *open_map(void)
 {
@@ -133,12 +157,10 @@ static struct sl_stats_map *open_map(void)
 	/* Where processes come and go: clean up after those that left, at
 	 * our next wait (not on the first connection's path). */
 	sl_rundir_sweep_soon();
-	if (snprintf(map_path, sizeof(map_path), "%s/stats/%d", rundir, (int)sl_self_pid) >= (int)sizeof(map_path)) {
-		errno = ENAMETOOLONG;
-		fd = -1;
-	} else {
-		fd = sl_own_fd_lasting(create_locked(map_path));
-	}
+	fd = create_named(rundir, false);
+	if (fd < 0 && errno == EBUSY)
+		fd = create_named(rundir, true);
+	fd = sl_own_fd_lasting(fd);
 	if (fd < 0 || ftruncate(fd, sizeof(*m)) < 0) {
 		sl_debug("no live statistics file %s: %s", map_path, strerror(errno));
 		if (fd >= 0) {
@@ -166,6 +188,8 @@ static struct sl_stats_map *open_map(void)
 	if (prctl(PR_GET_NAME, m->hdr.comm) < 0)
 		m->hdr.comm[0] = '\0';
 	m->hdr.accelerated = accelerated_before_file;
+	m->ident.pidns = sl_self_pidns();
+	m->ident.magic = SL_STATS_IDENT_MAGIC;
 	/* The magic last: a reader that sees it sees the header complete. */
 	__atomic_store_n(&m->hdr.magic, SL_STATS_MAGIC, __ATOMIC_RELEASE);
 	map = m;

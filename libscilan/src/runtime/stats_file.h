@@ -6,6 +6,7 @@
 #define SCILAN_STATS_FILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "socket/sock_state.h"
@@ -39,10 +40,28 @@ struct sl_stats_file_hdr {
 	_Atomic uint64_t accelerated; /* connections accelerated so far */
 };
 
+/* After the slots (a file of an older library ends before it): the pid
+ * namespace the header's pid means something in.  Processes of pid
+ * namespaces of their own (containers) may share the runtime directory, and
+ * the same pid (1, often) in two of them: the second names its file
+ * <pid>.<namespace> (stats_file.c), and scilan_ctl finds the process behind
+ * each file by pid and namespace in its own /proc (ctl_procs.c). */
+#define SL_STATS_IDENT_MAGIC 0x31544e4449534c53ull /* "SLSIDNT1" */
+
+struct sl_stats_ident {
+	uint64_t magic; /* SL_STATS_IDENT_MAGIC once pidns is written */
+	uint32_t pidns; /* inode of /proc/self/ns/pid, 0 not known */
+	uint32_t reserved;
+};
+
 struct sl_stats_map {
 	struct sl_stats_file_hdr hdr;
 	struct sl_stats_slot slot[SL_STATS_SLOTS];
+	struct sl_stats_ident ident;
 };
+
+/* The size of a file an older library made: it ends with the slots. */
+#define SL_STATS_MAP_V6_SIZE offsetof(struct sl_stats_map, ident)
 
 /* A connection became accelerated: count it in a slot of our stats file;
  * until the file is made (sl_stats_publish_idle) it counts in the socket. */
