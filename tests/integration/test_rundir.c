@@ -6,10 +6,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <arpa/inet.h>
@@ -99,10 +101,11 @@ static int list_dir(const char *sub, char *out, size_t size)
 	return n;
 }
 
-/* As if the grace time for files in the middle of a set-up had passed. */
-static void age_dir(const char *sub)
+/* As if the grace time for files in the middle of a set-up had passed:
+ * the files made secs seconds ago. */
+static void age_dir_by(const char *sub, time_t secs)
 {
-	struct timespec old[2] = { { time(NULL) - 3600, 0 }, { time(NULL) - 3600, 0 } };
+	struct timespec old[2] = { { time(NULL) - secs, 0 }, { time(NULL) - secs, 0 } };
 	char path[512];
 	struct dirent *de;
 	DIR *d;
@@ -114,6 +117,11 @@ static void age_dir(const char *sub)
 		if (de->d_name[0] != '.')
 			utimensat(dirfd(d), de->d_name, old, AT_SYMLINK_NOFOLLOW);
 	closedir(d);
+}
+
+static void age_dir(const char *sub)
+{
+	age_dir_by(sub, 3600);
 }
 
 /* Listening is one of the moments a process sweeps. */
@@ -377,6 +385,107 @@ Test(rundir, live_files_survive_sweeps, .init = setup, .timeout = 60)
 	tu_kill(&kid);
 	tu_reap(&kid);
 	scilan_close(l);
+}
+
+/* A container given the same runtime directory: a named listener and its
+ * live connector, both of a pid namespace of their own, so the pids in the
+ * connector's offer name nothing of ours. */
+struct other_ns {
+	_Atomic int ready, go, accepted;
+};
+
+static int connector_there(void *p)
+{
+	struct storm *st = p;
+	int fd = tu_connect(AF_INET, st->port);
+
+	TU_CHECK(fd >= 0, "connect");
+	TU_CHECK(tu_accelerated(fd) == 1, "not accelerated");
+	tu_grow_up();
+	atomic_fetch_add(&st->ready, 1);
+	for (;;)
+		pause();
+}
+
+static int listener_there(struct other_ns *o)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct storm *st = tu_shared_alloc(sizeof(*st));
+	int l = scilan_socket(AF_INET, SOCK_STREAM, 0), fd;
+	struct tu_child kid;
+	pid_t fork_kid;
+
+	TU_CHECK(l >= 0 && scilan_bind(l, (struct sockaddr *)&me, sizeof(me)) == 0, "bind");
+	/* A fork while it exists: its offers are named (registry.h). */
+	fork_kid = fork();
+	TU_CHECK(fork_kid >= 0, "fork");
+	if (fork_kid == 0)
+		_exit(0);
+	waitpid(fork_kid, NULL, 0);
+	TU_CHECK(scilan_listen(l, 4) == 0, "listen");
+	st->port = tu_local_port(l);
+	TU_CHECK(tu_spawn(&kid, connector_there, st) == 0, "spawn");
+	while (atomic_load(&st->ready) == 0)
+		tu_sleep_ms(10);
+	atomic_store(&o->ready, 1);
+	while (atomic_load(&o->go) == 0)
+		tu_sleep_ms(10);
+	fd = tu_accept(l);
+	atomic_store(&o->accepted, fd >= 0 ? 1 + tu_accelerated(fd) : -1);
+	tu_kill(&kid);
+	tu_reap(&kid);
+	return 0;
+}
+
+static int in_own_pid_namespace(void *p)
+{
+	pid_t kid;
+	int status;
+
+	TU_CHECK(unshare(CLONE_NEWPID) == 0, "unshare(CLONE_NEWPID)");
+	kid = fork();
+	TU_CHECK(kid >= 0, "fork");
+	if (kid == 0)
+		_exit(listener_there(p));
+	waitpid(kid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* A named offer of another pid namespace, unaccepted a minute: its memfd
+ * is not where its pid points here, but its bells are held, and it is kept
+ * (the janitor once took it for a dead connector's, after 10 s). */
+Test(rundir, offer_of_another_pid_namespace_survives_sweeps, .init = setup, .timeout = 60)
+{
+	struct other_ns *o = tu_shared_alloc(sizeof(*o));
+	struct tu_child kid;
+	char names[4096];
+	int n;
+
+	{
+		pid_t probe = fork();
+		int status;
+
+		if (probe == 0)
+			_exit(unshare(CLONE_NEWPID) == 0 ? 0 : 1);
+		waitpid(probe, &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			cr_skip_test("no new pid namespace here (needs CAP_SYS_ADMIN)");
+	}
+	tu_watchdog(50, "the listener and client of another pid namespace");
+	cr_assert_eq(tu_spawn(&kid, in_own_pid_namespace, o), 0);
+	while (atomic_load(&o->ready) == 0)
+		tu_sleep_ms(10);
+	age_dir_by("offer", 60);
+	sweep_by_listening();
+	n = list_dir("offer", names, sizeof(names));
+	cr_expect_eq(n, 3, "a live connector's offer was swept (%d left):\n%s", n, names);
+	atomic_store(&o->go, 1);
+	while (atomic_load(&o->accepted) == 0)
+		tu_sleep_ms(10);
+	cr_expect_eq(atomic_load(&o->accepted), 2, "accepted after the sweeps: %d (-1 failed, 1 kernel TCP)",
+		     atomic_load(&o->accepted));
+	tu_watchdog_cancel();
+	cr_expect_eq(tu_reap(&kid), 0, "the other namespace's processes failed");
 }
 
 /* Creation racing sweeps: a sweeper may find a statistics file between its

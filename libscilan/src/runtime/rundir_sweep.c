@@ -33,6 +33,12 @@
  * set-up that is slower still finds its name gone and falls back to kernel
  * TCP. */
 #define SETUP_GRACE_S 10
+/* An offer whose bells are held but whose memfd is not where its pid
+ * points here: its connector died with the bells in flight in the
+ * listener's rendezvous queue, or lives in another pid namespace sharing
+ * the directory (a container's), where the pid names nothing of ours.  We
+ * cannot tell which, so it goes only after a wait no acceptor makes. */
+#define HELD_GRACE_S 120
 
 static const char *const subdirs[] = { "stats", "offer", "listen" };
 #define NSUB (sizeof(subdirs) / sizeof(subdirs[0]))
@@ -58,11 +64,16 @@ static bool ends_with(const char *name, const char *suffix)
 	return n > s && strcmp(name + n - s, suffix) == 0;
 }
 
-static bool older_than_grace(const char *path)
+static bool older_than(const char *path, time_t secs)
 {
 	struct stat st;
 
-	return lstat(path, &st) == 0 && time(NULL) - st.st_mtime > SETUP_GRACE_S;
+	return lstat(path, &st) == 0 && time(NULL) - st.st_mtime > secs;
+}
+
+static bool older_than_grace(const char *path)
+{
+	return older_than(path, SETUP_GRACE_S);
 }
 
 /* The connecting side opens both wake-up FIFOs O_RDWR and keeps them while
@@ -110,8 +121,8 @@ static bool offer_memfd_gone(const char *path)
  * held by others than its connector: its descriptor also travels with the
  * offer through the listener's rendezvous (rendezvous.c), where it waits
  * until an acceptor looks, also after the connector died.  So an offer
- * also goes when its memfd is gone from its process, and a bell when its
- * offer is gone. */
+ * also goes when its memfd is gone from its process (HELD_GRACE_S), and a
+ * bell when its offer is gone. */
 static void sweep_offer_entry(const char *path, const char *name)
 {
 	char bell[SL_BELL_PATH_SIZE];
@@ -139,7 +150,7 @@ static void sweep_offer_entry(const char *path, const char *name)
 		/* A name too long for a bell was never offered: none is held. */
 		held = sl_shm_bell_path(path, i, bell, sizeof(bell)) == 0 && fifo_held(bell) == 1;
 	}
-	if ((!held || offer_memfd_gone(path)) && older_than_grace(path)) {
+	if (older_than_grace(path) && (!held || (older_than(path, HELD_GRACE_S) && offer_memfd_gone(path)))) {
 		sl_debug("removing the offer %s of a process that is gone", path);
 		sl_shm_unlink_offer(path);
 	}
