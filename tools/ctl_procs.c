@@ -205,8 +205,20 @@ static void container_of(int pid, char *out, size_t size)
 	ctl_container_of_cgroup(best, out, size);
 }
 
+static void describe(int pid, struct ctl_proc *out)
+{
+	out->pid = pid;
+	out->netns = ns_inode(pid, "net");
+	container_of(pid, out->container, sizeof(out->container));
+}
+
 bool ctl_proc_find(uint32_t pidns, int ns_pid, struct ctl_proc *out)
 {
+	/* Our namespace's, where our /proc is its: the pid itself, no scan. */
+	if (ns_pid > 0 && ns_inode(ns_pid, "pid") == pidns && own_ns_pid(ns_pid) == ns_pid) {
+		describe(ns_pid, out);
+		return true;
+	}
 	if (!scanned)
 		scan();
 	for (size_t i = 0; i < nprocs; i++) {
@@ -218,9 +230,7 @@ bool ctl_proc_find(uint32_t pidns, int ns_pid, struct ctl_proc *out)
 			p->ns_pid = own_ns_pid(p->pid);
 		if (p->ns_pid != ns_pid)
 			continue;
-		out->pid = p->pid;
-		out->netns = ns_inode(p->pid, "net");
-		container_of(p->pid, out->container, sizeof(out->container));
+		describe(p->pid, out);
 		return true;
 	}
 	return false;
