@@ -394,19 +394,6 @@ struct other_ns {
 	_Atomic int ready, go, accepted;
 };
 
-static int connector_there(void *p)
-{
-	struct storm *st = p;
-	int fd = tu_connect(AF_INET, st->port);
-
-	TU_CHECK(fd >= 0, "connect");
-	TU_CHECK(tu_accelerated(fd) == 1, "not accelerated");
-	tu_grow_up();
-	atomic_fetch_add(&st->ready, 1);
-	for (;;)
-		pause();
-}
-
 static int listener_there(struct other_ns *o)
 {
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -424,7 +411,7 @@ static int listener_there(struct other_ns *o)
 	waitpid(fork_kid, NULL, 0);
 	TU_CHECK(scilan_listen(l, 4) == 0, "listen");
 	st->port = tu_local_port(l);
-	TU_CHECK(tu_spawn(&kid, connector_there, st) == 0, "spawn");
+	TU_CHECK(tu_spawn(&kid, connect_and_wait, st) == 0, "spawn");
 	while (atomic_load(&st->ready) == 0)
 		tu_sleep_ms(10);
 	atomic_store(&o->ready, 1);
