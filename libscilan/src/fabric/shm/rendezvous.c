@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "fabric/shm/rdv_lock.h"
+#include "fabric/shm/rdv_msg.h"
+#include "fabric/shm/rdv_stash.h"
 #include "ring/layout.h"
 #include "runtime/bell_fd.h"
 #include "runtime/endpoint_key.h"
@@ -36,46 +38,13 @@
 #include "sync/clock.h"
 #include "sync/lease_lock.h"
 
-#define RDV_MAGIC 0x32564452204c53ull /* "SL RDV2" */
 #define RDV_SCAN 128                   /* queue entries one accept looks at */
 /* An offer nobody takes is dropped after this many returns.  Each accept
  * of a connection that is not its own returns it once, a plain client's
  * included, and a decided offer is dropped on sight (stale_offer): the
  * limit only bounds what a connector that died undecided leaves cycling. */
 #define RDV_MAX_HOPS 1024
-#define RDV_STASH 1024                 /* offers a process that accepts alone keeps for later */
-
-enum { RDV_OFFER = 1, RDV_CARRIER = 2 };
-/* In an offer's hops (a carrier's count is its own): the connector also
- * made the offer's names, which the acceptor then removes (the connector
- * does too once it sees the offer taken, and sweeps take a dead one's).
- * The connector's word: it can only spare or cost itself the tidying. */
-#define RDV_NAMED 0x80000000u
-/* Also in its hops: a live connection's late offer (promotion), which only
- * a look for that connection takes; an accept's scan never takes one for
- * the connection it accepted (rendezvous.h).  The flag is the connector's
- * word too, and checked where it counts: the segment itself must say late
- * to a look and not to an accept (shm_attach.c). */
-#define RDV_LATE 0x40000000u
-#define RDV_FLAGS (RDV_NAMED | RDV_LATE)
-/* A late offer another connection's look kept (the stash) is dropped after
- * this: its connector revokes it after SL_PROMOTE_WAIT_MS (2 s). */
-#define RDV_LATE_KEEP_NS (4 * 1000000000LL)
-
-/* An offer: dst and src as the connector sees its connection, and the
- * connector's TCP socket (its SO_COOKIE), with the SL_RDV_FDS descriptors.
- * Made before the kernel's connect picked the connector's port, it has
- * src.port 0 and names the socket alone: the acceptor asks the kernel which
- * socket holds the other end of what it accepted.  A carrier: an offer's
- * Unix connection (one descriptor) sent back to the queue by an acceptor it
- * was not for. */
-struct rdv_msg {
-	uint64_t magic;
-	uint32_t kind;
-	uint32_t hops;
-	struct sl_key dst, src;
-	uint64_t cookie;
-};
+_Static_assert(SL_RDV_FDS <= RDV_MSG_FDS, "an offer's descriptors fit a message");
 
 static socklen_t rdv_name(const struct sl_key *key, struct sockaddr_un *sun)
 {
@@ -93,15 +62,6 @@ static socklen_t rdv_name(const struct sl_key *key, struct sockaddr_un *sun)
 		n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "%%%u", (unsigned)key->scope);
 	n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "-%u", (unsigned)key->port);
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n);
-}
-
-static void close_all(int *fds, int n)
-{
-	for (int i = 0; i < n; i++) {
-		if (fds[i] >= 0)
-			sl_sys.close(fds[i]);
-		fds[i] = -1;
-	}
 }
 
 int sl_rdv_listen(const struct sl_key *key)
@@ -139,25 +99,6 @@ int sl_rdv_connect(const struct sl_key *dst)
 	return fd;
 }
 
-static ssize_t send_with_fds(int conn, const struct rdv_msg *m, const int *fds, int n)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * SL_RDV_FDS)];
-	} ctl;
-	struct iovec iov = { .iov_base = (void *)m, .iov_len = sizeof(*m) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			      .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	memset(&ctl, 0, sizeof(ctl));
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
-	return sl_sys.sendmsg(conn, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
 int sl_rdv_send_unchecked(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src,
 			  const int fds[SL_RDV_FDS], unsigned flags)
 {
@@ -170,7 +111,7 @@ int sl_rdv_send_unchecked(int conn, int tcp, const struct sl_key *dst, const str
 
 	if (sl_sys.getsockopt(tcp, SOL_SOCKET, SO_COOKIE, &m.cookie, &cookie_len) < 0 || !m.cookie)
 		return -1;
-	return send_with_fds(conn, &m, fds, SL_RDV_FDS) == (ssize_t)sizeof(m) ? 0 : -1;
+	return sl_rdv_msg_send(conn, &m, fds, SL_RDV_FDS) == (ssize_t)sizeof(m) ? 0 : -1;
 }
 
 int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key *src, const int fds[SL_RDV_FDS],
@@ -204,58 +145,6 @@ int sl_rdv_send(int conn, int tcp, const struct sl_key *dst, const struct sl_key
 	return sl_rdv_send_unchecked(conn, tcp, dst, src, fds, flags);
 }
 
-/* Receive (or with MSG_PEEK, copy) the message and exactly want descriptors:
- * 0.  With partial_ok, a whole message whose descriptors did not all fit
- * (EMFILE: the kernel installs what it can and drops the rest) is 1, with
- * those that came first in fds (the rest -1). */
-static int recv_with_fds(int e, struct rdv_msg *m, int *fds, int want, int flags, bool partial_ok)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * (SL_RDV_FDS + 1))];
-	} ctl;
-	struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			      .msg_controllen = sizeof(ctl.buf) };
-	int got = 0;
-	ssize_t n;
-
-	for (int i = 0; i < want; i++)
-		fds[i] = -1;
-	n = sl_sys.recvmsg(e, &msg, flags | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		size_t k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (got < want)
-				fds[got] = fd;
-			else
-				sl_sys.close(fd);
-			got++;
-		}
-	}
-	if (partial_ok && n == (ssize_t)sizeof(*m) && m->magic == RDV_MAGIC && (msg.msg_flags & MSG_CTRUNC) &&
-	    got > 0 && got < want)
-		return 1;
-	if (n != (ssize_t)sizeof(*m) || got != want || (msg.msg_flags & MSG_CTRUNC) || m->magic != RDV_MAGIC) {
-		/* An offer whose descriptors did not fit (EMFILE) is lost to
-		 * us: the connection is kernel TCP for want of them. */
-		if (msg.msg_flags & MSG_CTRUNC)
-			sl_fb_hint(SL_FB_RESOURCE);
-		close_all(fds, want < got ? want : got);
-		return -1;
-	}
-	return 0;
-}
-
 /* The offer word of a passed segment; false if it is not one, or cannot be
  * read.  Checked before the read: anyone can queue here, and a file on a
  * mount that never answers (FUSE, a hung NFS) would hold our accept. */
@@ -283,27 +172,11 @@ static bool stale_offer(int e)
 	uint32_t word;
 	bool stale;
 
-	if (recv_with_fds(e, &m, fds, SL_RDV_FDS, MSG_PEEK, false) < 0)
+	if (sl_rdv_msg_recv(e, &m, fds, SL_RDV_FDS, MSG_PEEK, false) < 0)
 		return true;
 	stale = !read_offer_word(fds[0], &word) || offer_decided(word);
-	close_all(fds, SL_RDV_FDS);
+	sl_rdv_close_fds(fds, SL_RDV_FDS);
 	return stale;
-}
-
-/* Back to the queue for the process that accepted its TCP connection: the
- * offer's own Unix connection travels, so its SO_PEERCRED (the connector)
- * travels with it. */
-static void send_back_to(const struct sockaddr_un *at, socklen_t at_len, int e, uint32_t hops)
-{
-	struct rdv_msg m = { .magic = RDV_MAGIC, .kind = RDV_CARRIER, .hops = hops + 1 };
-	int c = sl_sys.socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (c >= 0) {
-		if (sl_sys.connect(c, (const struct sockaddr *)at, at_len) < 0 || send_with_fds(c, &m, &e, 1) < 0)
-			sl_debug("an offer for another connection could not be queued again (%s)", strerror(errno));
-		sl_sys.close(c);
-	}
-	sl_sys.close(e);
 }
 
 static void send_back(int l, int e, uint32_t hops)
@@ -312,7 +185,7 @@ static void send_back(int l, int e, uint32_t hops)
 	socklen_t len = sizeof(sun);
 
 	if (sl_sys.getsockname(l, (struct sockaddr *)&sun, &len) == 0)
-		send_back_to(&sun, len, e, hops);
+		sl_rdv_requeue(&sun, len, e, hops);
 	else
 		sl_sys.close(e);
 }
@@ -386,176 +259,44 @@ static bool for_us(struct scan *sc, const struct sl_key *dst, const struct sl_ke
 	return cookie && other_end(sc) == 0 && cookie == sc->end_cookie;
 }
 
-/* The stash.  A listener no other process holds (sl_sock_maybe_shared) has
- * one acceptor: every offer in its queue is for a connection this process
- * will accept, or for none.  Sending the others back costs four system
- * calls each and a hop, at every accept that passes them: a burst of
- * connections whose accepts come in another order than their offers (a
- * backlog that overflowed completes handshakes out of order) made each
- * accept pay O(queue), and offers were dropped after RDV_MAX_HOPS or lay
- * beyond RDV_SCAN, their connections falling back to kernel TCP (2 of 5
- * clients of a 5,000-connection burst on redis).  Kept here instead, each
- * offer is looked at once.  The oldest gives way when full (its client, if
- * alive, revokes); at a fork, after which a child may accept, they go back
- * into their queues, where every acceptor looks. */
-struct stashed {
-	int e;                  /* the offer's Unix connection (one of ours) */
-	uint32_t hops;
-	bool late;              /* a late offer: for a look, never an accept */
-	int64_t expires_ns;     /* a late one's: dropped after (CLOCK_MONOTONIC) */
-	uint64_t seq;           /* age: the oldest gives way */
-	struct sl_key dst, src; /* as its message says */
-	uint64_t cookie;
-	struct sockaddr_un at;  /* the queue it came from */
-	socklen_t at_len;
-};
-
-static pthread_mutex_t stash_lock = PTHREAD_MUTEX_INITIALIZER;
 /* One scan at a time in this process (see "Offers in flight"), taken first. */
 static pthread_mutex_t scan_mutex = PTHREAD_MUTEX_INITIALIZER;
-static struct stashed *stash;
-static _Atomic int nstash; /* read unlocked only to skip an empty stash */
-static uint64_t stash_seq;
 
-static void send_back_to(const struct sockaddr_un *at, socklen_t at_len, int e, uint32_t hops);
-
-static void stash_drop_locked(int i)
+static bool stash_match(void *ctx, const struct sl_key *dst, const struct sl_key *src, uint64_t cookie)
 {
-	sl_sys.close(stash[i].e);
-	stash[i] = stash[--nstash];
-}
-
-/* Keep e (an offer for another connection of queue l); false if it cannot. */
-static bool stash_put(int l, int e, uint32_t hops, const struct rdv_msg *m)
-{
-	bool late = (m->hops & RDV_LATE) != 0;
-	struct stashed st = { .hops = hops,
-			      .late = late,
-			      .expires_ns = late ? sl_mono_ns() + RDV_LATE_KEEP_NS : 0,
-			      .dst = m->dst,
-			      .src = m->src,
-			      .cookie = m->cookie,
-			      .at_len = sizeof(st.at) };
-
-	if (sl_sys.getsockname(l, (struct sockaddr *)&st.at, &st.at_len) < 0)
-		return false;
-	pthread_mutex_lock(&stash_lock);
-	if (!stash)
-		stash = calloc(RDV_STASH, sizeof(*stash));
-	pthread_mutex_unlock(&stash_lock);
-	if (!stash)
-		return false;
-	st.e = sl_own_fd(e); /* many may be kept: above the program's numbers */
-	pthread_mutex_lock(&stash_lock);
-	if (nstash == RDV_STASH) {
-		int oldest = 0;
-
-		for (int i = 1; i < nstash; i++)
-			if (stash[i].seq < stash[oldest].seq)
-				oldest = i;
-		stash_drop_locked(oldest);
-	}
-	st.seq = ++stash_seq;
-	stash[nstash++] = st;
-	pthread_mutex_unlock(&stash_lock);
-	return true;
-}
-
-/* Does a kept offer of our kind name its connector's socket alone (so that
- * matching it needs the kernel's word on our other end)?  Late ones whose
- * time is over are dropped on the way. */
-static bool stash_needs_end(const struct scan *sc)
-{
-	int64_t now = sl_mono_ns();
-	bool needs = false;
-
-	pthread_mutex_lock(&stash_lock);
-	for (int i = 0; i < nstash;) {
-		if (stash[i].late && now > stash[i].expires_ns) {
-			stash_drop_locked(i);
-			continue;
-		}
-		needs |= stash[i].late == sc->late && !stash[i].src.port;
-		i++;
-	}
-	pthread_mutex_unlock(&stash_lock);
-	return needs;
+	return for_us(ctx, dst, src, cookie);
 }
 
 /* The kept offer of our kind for our connection, or -1. */
 static int stash_take(struct scan *sc, uint32_t *hops)
 {
-	int e = -1;
-
-	/* Asked outside the lock: a kept offer that names its socket needs
-	 * it.  Only then: a late offer kept for another connection must not
-	 * cost every later accept a question to sock_diag. */
-	if (atomic_load_explicit(&nstash, memory_order_relaxed) && stash_needs_end(sc))
+	/* Asked outside the stash's lock: a kept offer that names its socket
+	 * needs it.  Only then: a late offer kept for another connection must
+	 * not cost every later accept a question to sock_diag. */
+	if (sl_rdv_stash_any() && sl_rdv_stash_names_socket(sc->late))
 		other_end(sc);
-	pthread_mutex_lock(&stash_lock);
-	for (int i = 0; i < nstash; i++)
-		if (stash[i].late == sc->late && for_us(sc, &stash[i].dst, &stash[i].src, stash[i].cookie)) {
-			e = stash[i].e;
-			*hops = stash[i].hops;
-			stash[i] = stash[--nstash];
-			break;
-		}
-	pthread_mutex_unlock(&stash_lock);
-	return e;
-}
-
-/* Offers kept from queue l: back into it (to_queue), or dropped. */
-static void stash_release(int l, bool to_queue)
-{
-	struct sockaddr_un at;
-	socklen_t at_len = sizeof(at);
-
-	if (!atomic_load_explicit(&nstash, memory_order_relaxed) ||
-	    sl_sys.getsockname(l, (struct sockaddr *)&at, &at_len) < 0)
-		return;
-	pthread_mutex_lock(&stash_lock);
-	for (int i = 0; i < nstash;) {
-		if (stash[i].at_len != at_len || memcmp(&stash[i].at, &at, at_len)) {
-			i++;
-			continue;
-		}
-		if (to_queue)
-			send_back_to(&at, at_len, stash[i].e, stash[i].hops);
-		else
-			sl_sys.close(stash[i].e);
-		stash[i] = stash[--nstash];
-	}
-	pthread_mutex_unlock(&stash_lock);
+	return sl_rdv_stash_take(sc->late, stash_match, sc, hops);
 }
 
 void sl_rdv_forget_listener(int l)
 {
 	if (l >= 0)
-		stash_release(l, false);
+		sl_rdv_stash_release(l, false);
 }
 
 void sl_rdv_fork_lock(void)
 {
 	pthread_mutex_lock(&scan_mutex);
-	pthread_mutex_lock(&stash_lock);
-	/* Every listener is shared from the fork on, and a child may accept
-	 * before we do: what we kept goes back to its queue now, not at our
-	 * next accept, or the child that accepts one of those connections
-	 * finds no offer and its client waits out its second. */
-	for (int i = 0; i < nstash; i++)
-		send_back_to(&stash[i].at, stash[i].at_len, stash[i].e, stash[i].hops);
-	nstash = 0;
+	sl_rdv_stash_fork_lock();
 }
 
 void sl_rdv_fork_unlock(bool child)
 {
-	if (!child) {
-		pthread_mutex_unlock(&stash_lock);
+	sl_rdv_stash_fork_unlock(child);
+	if (child)
+		pthread_mutex_init(&scan_mutex, NULL);
+	else
 		pthread_mutex_unlock(&scan_mutex);
-		return;
-	}
-	pthread_mutex_init(&scan_mutex, NULL);
-	pthread_mutex_init(&stash_lock, NULL);
 }
 
 static bool is_unix_stream(int fd)
@@ -603,7 +344,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 		goto drop;
 	if (m.kind == RDV_CARRIER) {
 		/* Carriers carry offers, never carriers. */
-		if (hops || recv_with_fds(e, &m, &inner, 1, 0, false) < 0)
+		if (hops || sl_rdv_msg_recv(e, &m, &inner, 1, 0, false) < 0)
 			goto drop;
 		sl_sys.close(e);
 		if (!is_unix_stream(inner)) {
@@ -623,7 +364,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	if (!ours) {
 		if (hops >= RDV_MAX_HOPS)
 			goto drop;
-		if (sc->keep && stash_put(l, e, hops, &m))
+		if (sc->keep && sl_rdv_stash_put(l, e, hops, &m))
 			return 0;
 		if (stale_offer(e))
 			goto drop;
@@ -634,14 +375,14 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	 * kernel's word (SO_PEERCRED of the connector, sock_diag of the socket);
 	 * anything else local could have connected here and said so. */
 	if (sl_sys.getsockopt(e, SOL_SOCKET, SO_PEERCRED, &who, &len) < 0 ||
-	    (r = recv_with_fds(e, &m, sc->fds, SL_RDV_FDS, 0, true)) < 0)
+	    (r = sl_rdv_msg_recv(e, &m, sc->fds, SL_RDV_FDS, 0, true)) < 0)
 		goto drop;
 	sl_sys.close(e);
 	if (other_end(sc) < 0) {
 		sl_info("cannot tell who owns the other end of port %u (%s); connection uses kernel TCP",
 			(unsigned)sc->local->port, strerror(errno));
 		sl_fb_hint(SL_FB_OTHER); /* an offer came: not `no-offer` */
-		close_all(sc->fds, SL_RDV_FDS);
+		sl_rdv_close_fds(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	/* Both uids read as the overflow uid where our user namespace leaves
@@ -658,7 +399,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 			(unsigned)sc->end_uid, (int)who.pid, (unsigned)who.uid);
 		sl_fb_hint(SL_FB_UNMAPPED_USER);
 		sl_segment_refuse(sc->fds[0], sc->fds[1]);
-		close_all(sc->fds, SL_RDV_FDS);
+		sl_rdv_close_fds(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	/* Not the offer for this connection as far as we can tell: nothing is
@@ -669,7 +410,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 		sl_warn("offer for a connection of uid %u made by pid %d (uid %u) ignored", (unsigned)sc->end_uid,
 			(int)who.pid, (unsigned)who.uid);
 		sl_fb_hint(SL_FB_BAD_OFFER);
-		close_all(sc->fds, SL_RDV_FDS);
+		sl_rdv_close_fds(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	/* Withdrawn before we looked, maybe by an earlier connect of the same
@@ -680,7 +421,7 @@ static int consider(struct scan *sc, int l, int e, uint32_t hops)
 	 * the connection's own: attach_segment says kernel TCP then.) */
 	if (!sc->late && read_offer_word(sc->fds[0], &word) && offer_decided(word)) {
 		sl_fb_hint(SL_FB_REVOKED);
-		close_all(sc->fds, SL_RDV_FDS);
+		sl_rdv_close_fds(sc->fds, SL_RDV_FDS);
 		return 0;
 	}
 	/* The bells become ours (runtime/bell_fd.c): the connector keeps the
@@ -752,7 +493,7 @@ static void queues_waiting(const int *ls, int n, bool *waiting)
 static int scan_queues(struct scan *sc, const int *ls, int n, bool locked)
 {
 	/* Kept offers are looked at once each: the whole queue may be. */
-	int budget = sc->keep ? RDV_STASH : RDV_SCAN, r;
+	int budget = sc->keep ? SL_RDV_STASH : RDV_SCAN, r;
 	uint32_t hops;
 	int e;
 
@@ -825,7 +566,7 @@ int sl_rdv_take(const int *ls, struct sl_lease_lock *const *gates, int n, int tc
 	if (!alone) /* shared since it kept some: its other acceptors look there */
 		for (int i = 0; i < n; i++)
 			if (ls[i] >= 0)
-				stash_release(ls[i], true);
+				sl_rdv_stash_release(ls[i], true);
 	if (!locked && !alone)
 		sl_rdv_unlocked_scan_say(ls, n, &held);
 	r = scan_queues(&sc, ls, n, locked);
