@@ -1,6 +1,6 @@
-/* dev_conn.h — what the device fabric's files share (fabric_dev.c, late.c):
- * the map's device entries, the links' nodes, a connection's mapping and
- * agreement word; and the late moves of a live connection (late.c).
+/* dev_conn.h — what the device fabric's files share (fabric_dev.c, late.c,
+ * dev_links.c): the map's device entries, the links' nodes, a connection's
+ * mapping and agreement word; and the late moves of a live connection (late.c).
  */
 #ifndef SCILAN_DEV_CONN_H
 #define SCILAN_DEV_CONN_H
@@ -21,6 +21,20 @@ void sl_dev_link_path(int link, char *path, size_t size);
 /* N of a link's device name "scilanN" (N at most SL_DEV_LINK_MAX), or -1. */
 #define SL_DEV_LINK_MAX 65535
 int sl_dev_link_number(const char *name);
+/* The N of every /dev/scilanN, in order, into *links (malloc'd, the
+ * caller's to free; NULL when none): how many. */
+int sl_dev_link_numbers(int **links);
+/* N of the /dev/scilanN the endpoint fd was opened as; -1 if not known. */
+int sl_dev_link_of(int fd);
+/* SCILAN_IOC_INFO into *in, refusing a driver of another ABI or a slice
+ * size that cannot hold a ring: 0, or -1 with errno (EPROTO). */
+struct scilan_info;
+int sl_dev_link_info(int fd, struct scilan_info *in);
+/* The largest power-of-two ring that fits a slice after its control page
+ * (0 if none does). */
+uint64_t sl_dev_ring_for_slice(uint64_t slice);
+/* A link's device name is at most this long, its NUL included. */
+#define SL_DEV_NAME_MAX 32
 /* A fresh endpoint of the link /dev/NAME (one of the library's own
  * descriptors, O_NONBLOCK), or -1. */
 int sl_dev_open_link(const char *name);

@@ -4,7 +4,6 @@
  * its 4-tuple, which the driver reads from our own sockets and the client's
  * driver vouches for; wake-ups are the endpoint's tokens and SCILAN_IOC_STIMULATE.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -32,175 +31,9 @@
 #include "runtime/sys.h"
 #include "sync/clock.h"
 
-#define DEV_NAME_MAX 32
-
 _Static_assert(SL_TOKEN_DATA == SCILAN_TOKEN_DATA && SL_TOKEN_SPACE == SCILAN_TOKEN_SPACE &&
 		       SL_TOKEN_LOCAL == SCILAN_TOKEN_LOCAL,
 	       "bell tokens and device tokens are the same bits");
-
-/* "scilan" followed by digits only: the driver's nodes, nothing else in /dev. */
-static bool is_link_name(const char *name)
-{
-	if (strncmp(name, "scilan", 6) != 0 || !name[6])
-		return false;
-	for (const char *p = name + 6; *p; p++)
-		if (*p < '0' || *p > '9')
-			return false;
-	return strlen(name) < DEV_NAME_MAX;
-}
-
-int sl_dev_link_number(const char *name)
-{
-	long n;
-
-	if (!is_link_name(name))
-		return -1;
-	n = strtol(name + 6, NULL, 10);
-	return n > SL_DEV_LINK_MAX ? -1 : (int)n;
-}
-
-static int by_number(const void *a, const void *b)
-{
-	int x = *(const int *)a, y = *(const int *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The N of every /dev/scilanN, in order, into *links (malloc'd, the
- * caller's to free; NULL when none): how many.  As many as there are: a
- * node of a switched fabric has a link per peer. */
-static int link_numbers(int **links)
-{
-	DIR *dir = opendir("/dev");
-	struct dirent *de;
-	int n = 0, cap = 0, *v = NULL, *grown;
-
-	*links = NULL;
-	if (!dir)
-		return 0;
-	while ((de = readdir(dir))) {
-		int link = sl_dev_link_number(de->d_name);
-
-		if (link < 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			grown = realloc(v, (size_t)cap * sizeof(*v));
-			if (!grown)
-				break;
-			v = grown;
-		}
-		v[n++] = link;
-	}
-	closedir(dir);
-	if (n)
-		qsort(v, (size_t)n, sizeof(*v), by_number);
-	*links = v;
-	return n;
-}
-
-/* /dev/scilanN's path. */
-void sl_dev_link_path(int link, char *path, size_t size)
-{
-	snprintf(path, size, "/dev/scilan%d", link);
-}
-
-/* Asked by every process at its first socket: reading /dev (some 60 us
- * here, 110 entries) only where the driver is loaded; its first link's
- * node, when there, answers at once. */
-bool sl_dev_present(void)
-{
-	struct stat st;
-	int *links, n;
-
-	if (stat("/dev/scilan0", &st) == 0 && S_ISCHR(st.st_mode))
-		return true;
-	if (stat("/sys/module/scilan", &st) < 0 && errno == ENOENT)
-		return false;
-	n = link_numbers(&links);
-	free(links);
-	return n > 0;
-}
-
-/* A key's address as the driver takes it: IPv6, IPv4 as IPv4-mapped. */
-void sl_dev_addr16(const struct sl_key *k, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (k->family == AF_INET) {
-		out[10] = out[11] = 0xff;
-		memcpy(out + 12, k->addr, 4);
-	} else {
-		memcpy(out, k->addr, 16);
-	}
-}
-
-/* The map entry that sends dst over a device, or NULL. */
-const struct sl_map_entry *sl_dev_entry(const struct sl_key *dst)
-{
-	const struct sl_map_entry *e = sl_cluster_map_find(&sl_config()->map, dst);
-
-	return e && e->fabric == SL_MAP_DEV ? e : NULL;
-}
-
-/* The largest power-of-two ring that fits a slice after its control page
- * (0 if none does). */
-static uint64_t ring_for_slice(uint64_t slice)
-{
-	uint64_t cap = SL_RING_MIN;
-
-	if (slice < SL_AREA_CTL_SIZE + SL_RING_MIN)
-		return 0;
-	while (cap * 2 <= slice - SL_AREA_CTL_SIZE && cap * 2 <= SL_RING_MAX)
-		cap *= 2;
-	return cap;
-}
-
-/* SCILAN_IOC_INFO, refusing a driver of another ABI or a slice size that
- * cannot hold a ring. */
-static int link_info(int fd, struct scilan_info *in)
-{
-	if (sl_sys.ioctl(fd, SCILAN_IOC_INFO, in) < 0)
-		return -1;
-	if (in->abi_version != SCILAN_ABI_VERSION || in->slice_size % SL_PAGE || !ring_for_slice(in->slice_size)) {
-		sl_warn("/dev/scilan: driver ABI %u (want %u), slice size %u: not usable", in->abi_version,
-			SCILAN_ABI_VERSION, in->slice_size);
-		errno = EPROTO;
-		return -1;
-	}
-	return 0;
-}
-
-int sl_dev_open_link(const char *name)
-{
-	char path[DEV_NAME_MAX + 8];
-
-	snprintf(path, sizeof(path), "/dev/%.*s", DEV_NAME_MAX - 1, name);
-	/* O_NONBLOCK: draining tokens must never block (connect does not care).
-	 * One of the library's own descriptors: kept out of the program's way. */
-	return sl_own_fd(open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK));
-}
-
-/* N of the /dev/scilanN the endpoint fd was opened as; -1 if not known. */
-static int link_of(int fd)
-{
-	char path[64], target[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n <= 0)
-		return -1;
-	target[n] = '\0';
-	return strncmp(target, "/dev/", 5) == 0 ? sl_dev_link_number(target + 5) : -1;
-}
-
-void sl_dev_close_quietly(int fd)
-{
-	int err = errno;
-
-	sl_own_fd_close(fd);
-	errno = err;
-}
 
 /* Room in s->dev_listen for n endpoints (a later listen of the same state
  * may find more links than its first did); false if there is none. */
@@ -231,8 +64,8 @@ static int dev_listen_register(struct sl_sock *s, const struct sl_key *local)
 	/* Backlog 0: the driver queues as many connections before accept()
 	 * as the socket's own listen() backlog lets the kernel queue. */
 	struct scilan_listen req = { .sockfd = s->fd, .backlog = 0 };
-	char path[DEV_NAME_MAX + 8];
-	int *links, n = link_numbers(&links), fd;
+	char path[SL_DEV_NAME_MAX + 8];
+	int *links, n = sl_dev_link_numbers(&links), fd;
 
 	if (n && !listen_room(s, n)) {
 		sl_warn("no memory for the device registrations of port %u; its connections over the links use kernel TCP",
@@ -298,14 +131,14 @@ static int dev_lookup(struct sl_sock *s, const struct sl_key *dst, uint64_t *pee
 		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
 	}
-	ok = link_info(fd, &in) == 0 && in.link_up;
+	ok = sl_dev_link_info(fd, &in) == 0 && in.link_up;
 	sl_dev_close_quietly(fd);
 	sl_dev_link_note(link, ok);
 	if (!ok) {
 		sl_fb_hint(SL_FB_LINK_DOWN);
 		return 0;
 	}
-	*peer_ring = ring_for_slice(in.slice_size);
+	*peer_ring = sl_dev_ring_for_slice(in.slice_size);
 	return 1;
 }
 
@@ -337,9 +170,9 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 	int hfd = holders_fd, err;
 
 	*holders = *local = *peer = MAP_FAILED;
-	if (link_info(fd, &in) < 0)
+	if (sl_dev_link_info(fd, &in) < 0)
 		return -1;
-	*cap = ring_for_slice(in.slice_size);
+	*cap = sl_dev_ring_for_slice(in.slice_size);
 	if (hfd < 0) {
 		hfd = memfd_create("scilan-dev-holders", MFD_CLOEXEC);
 		if (hfd >= 0 && ftruncate(hfd, (off_t)(SL_PAGE + (sl_config()->fail_over ? *cap : 0))) < 0) {
@@ -373,7 +206,7 @@ static int map_slices(struct sl_sock *s, int fd, int holders_fd, void **holders,
 	s->dev_map[0] = *local;
 	s->dev_map[1] = *peer;
 	s->dev_slice = in.slice_size;
-	s->dev_link = link_of(fd);
+	s->dev_link = sl_dev_link_of(fd);
 	s->dev_own_slice = in.slice;
 	s->dev_peer_slice = in.peer_slice;
 	atomic_store(&s->dev_lost, false);
@@ -518,7 +351,7 @@ static int dev_offer(struct sl_sock *s, const struct sl_key *dst, const struct s
 static int accept_on(struct sl_sock *s, const struct sl_dev_listen *l, int i)
 {
 	struct scilan_accept_sock req = { .sockfd = s->fd };
-	char path[DEV_NAME_MAX + 8];
+	char path[SL_DEV_NAME_MAX + 8];
 	int fd;
 
 	sl_dev_link_path(l->at[i].link, path, sizeof(path));
@@ -632,7 +465,7 @@ static void dev_release(struct sl_sock *s)
 	munmap(peer, slice);
 	munmap(holders, SL_PAGE);
 	if (s->dev_mirror)
-		munmap(s->dev_mirror, ring_for_slice(slice));
+		munmap(s->dev_mirror, sl_dev_ring_for_slice(slice));
 	s->dev_mirror = NULL;
 	sl_dev_close_quietly(s->memfd);
 	s->memfd = -1;
