@@ -143,7 +143,8 @@ int sl_dev_link_info(int fd, struct scilan_info *in)
 {
 	if (sl_sys.ioctl(fd, SCILAN_IOC_INFO, in) < 0)
 		return -1;
-	if (in->abi_version != SCILAN_ABI_VERSION || in->slice_size % SL_PAGE || !sl_dev_ring_for_slice(in->slice_size)) {
+	if (in->abi_version != SCILAN_ABI_VERSION || in->slice_size % SL_PAGE ||
+	    !sl_dev_ring_for_slice(in->slice_size)) {
 		sl_warn("/dev/scilan: driver ABI %u (want %u), slice size %u: not usable", in->abi_version,
 			SCILAN_ABI_VERSION, in->slice_size);
 		errno = EPROTO;
@@ -183,4 +184,3 @@ void sl_dev_close_quietly(int fd)
 	sl_own_fd_close(fd);
 	errno = err;
 }
-

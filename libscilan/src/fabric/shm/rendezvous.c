@@ -10,11 +10,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
