@@ -1,13 +1,15 @@
 /* test_offer_policy.c — a process that opens one short connection after
  * another to the same listener keeps kernel TCP for the next ones (reason
  * short), both ends agreeing and every byte delivered; connections that carry
- * round trips or bulk stay on the rings, and a probe that pays brings them
- * back.  Thresholds are offer_policy.h's; no timing is asserted. */
+ * round trips or bulk stay on the rings; one that lasts is promoted and
+ * brings them back (without promotion, a probe that pays does).  Thresholds
+ * are offer_policy.h's; no timing is asserted. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/stats.h"
@@ -16,28 +18,35 @@
 
 TestSuite(offer_policy_conns, .timeout = 60);
 
+/* Request t and its reply, 16 bytes each way from client c to server s,
+ * checked. */
+static void round_trip(int c, int s, int t)
+{
+	char req[16], got[16];
+
+	memset(req, 'a' + t % 26, sizeof(req));
+	cr_assert_eq(tu_send_all(c, req, sizeof(req), 0), (ssize_t)sizeof(req));
+	cr_assert_eq(tu_recv_all(s, got, sizeof(got)), (ssize_t)sizeof(got));
+	cr_assert_eq(memcmp(req, got, sizeof(req)), 0, "request %d changed on the way", t);
+	cr_assert_eq(tu_send_all(s, got, sizeof(got), 0), (ssize_t)sizeof(got));
+	cr_assert_eq(tu_recv_all(c, req, sizeof(req)), (ssize_t)sizeof(req));
+	cr_assert_eq(memcmp(req, got, sizeof(req)), 0, "reply %d changed on the way", t);
+}
+
 /* One connection to port: `turns` request/response round trips of 16 bytes,
  * then `bulk` bytes one way; both ends must agree and every byte arrive.
  * Returns whether it rode the rings. */
 static int one_connection(int l, uint16_t port, int turns, size_t bulk)
 {
 	int c = tu_connect(AF_INET, port), s, on;
-	char req[16], got[16];
 
 	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
 	s = tu_accept(l);
 	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
 	on = tu_accelerated(c);
 	cr_assert_eq(on, tu_accelerated(s), "ends disagree: client %d, server %d", on, tu_accelerated(s));
-	for (int t = 0; t < turns; t++) {
-		memset(req, 'a' + t % 26, sizeof(req));
-		cr_assert_eq(tu_send_all(c, req, sizeof(req), 0), (ssize_t)sizeof(req));
-		cr_assert_eq(tu_recv_all(s, got, sizeof(got)), (ssize_t)sizeof(got));
-		cr_assert_eq(memcmp(req, got, sizeof(req)), 0, "request %d changed on the way", t);
-		cr_assert_eq(tu_send_all(s, got, sizeof(got), 0), (ssize_t)sizeof(got));
-		cr_assert_eq(tu_recv_all(c, req, sizeof(req)), (ssize_t)sizeof(req));
-		cr_assert_eq(memcmp(req, got, sizeof(req)), 0, "reply %d changed on the way", t);
-	}
+	for (int t = 0; t < turns; t++)
+		round_trip(c, s, t);
 	if (bulk) {
 		char *out = malloc(bulk), *in = malloc(bulk);
 
@@ -81,9 +90,11 @@ Test(offer_policy_conns, one_request_per_connection_moves_to_kernel_tcp)
 	l = fresh_listener(&port);
 	for (int i = 0; i < SL_OFFER_SHORT_RUN; i++)
 		cr_assert_eq(one_connection(l, port, 1, 0), 1, "connection %d of the learning run not accelerated", i);
+	/* Promotion follows a connection kept plain: none of them pays a
+	 * probe's set-up at connect. */
 	for (int i = 0; i < 40; i++)
 		plain += !one_connection(l, port, 1, 0);
-	cr_assert_geq(plain, 30, "only %d of 40 short connections after the run on kernel TCP", plain);
+	cr_assert_eq(plain, 40, "only %d of 40 short connections after the run on kernel TCP", plain);
 	cr_assert_eq(short_fallbacks(), (uint64_t)plain, "fallbacks not counted as short");
 	scilan_close(l);
 }
@@ -112,11 +123,77 @@ Test(offer_policy_conns, bulk_keeps_the_rings)
 	all_stay_on_rings(2 * SL_OFFER_SHORT_RUN, 0, SL_OFFER_BYTES_PAID);
 }
 
-Test(offer_policy_conns, a_probe_that_pays_brings_the_rings_back)
+/* A connection of the run's destination that lasts: made plain by the
+ * policy, it carries round trips 5 ms apart until promotion has moved both
+ * ends, every byte checked; then it closes. */
+static void one_lasting_connection(int l, uint16_t port)
+{
+	int c = tu_connect(AF_INET, port), s, rounds = 0;
+
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_not(tu_accelerated(c), "a connection after the short run offered at connect");
+	for (; rounds < 2000 && !(tu_accelerated(c) && tu_accelerated(s)); rounds++) {
+		round_trip(c, s, rounds);
+		nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
+	}
+	cr_assert(tu_accelerated(c) && tu_accelerated(s), "not promoted after %d round trips", rounds);
+	scilan_close(c);
+	scilan_close(s);
+}
+
+/* A pool opened after a burst of short ones: its connection is promoted,
+ * and the destination's next connects offer rings at once. */
+Test(offer_policy_conns, a_connection_that_lasts_brings_the_rings_back)
+{
+	uint16_t port;
+	int l;
+
+	l = fresh_listener(&port);
+	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
+		one_connection(l, port, 1, 0);
+	one_lasting_connection(l, port);
+	for (int i = 0; i < 2 * SL_OFFER_SHORT_RUN; i++)
+		cr_assert_eq(one_connection(l, port, SL_OFFER_TURNS_PAID, 0), 1,
+			     "connection %d after a promoted one not accelerated", i);
+	scilan_close(l);
+}
+
+/* A connection kept plain that lasted only because nothing moved on it (a
+ * slow server) proves nothing of the rings: it is not promoted, and the
+ * next connects stay on kernel TCP. */
+Test(offer_policy_conns, a_plain_connection_that_idled_keeps_the_run)
+{
+	uint16_t port;
+	int l, c, s;
+	char b = 'x';
+
+	l = fresh_listener(&port);
+	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
+		one_connection(l, port, 1, 0);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	s = tu_accept(l);
+	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+	cr_assert_not(tu_accelerated(c), "a connection after the short run offered at connect");
+	cr_assert_eq(tu_send_all(c, &b, 1, 0), 1);
+	cr_assert_eq(tu_recv_all(s, &b, 1), 1);
+	nanosleep(&(struct timespec){ .tv_nsec = 2 * SL_OFFER_LIFE_PAID_NS }, NULL);
+	cr_assert_not(tu_accelerated(c) || tu_accelerated(s), "promoted without a call");
+	scilan_close(c);
+	scilan_close(s);
+	cr_assert_eq(one_connection(l, port, 1, 0), 0, "an idle plain connection brought the offers back");
+	scilan_close(l);
+}
+
+/* SCILAN_PROMOTE=off: the policy's probes are the way back. */
+Test(offer_policy_conns, without_promotion_a_probe_that_pays_brings_the_rings_back)
 {
 	uint16_t port;
 	int l, tries = 0;
 
+	setenv("SCILAN_PROMOTE", "off", 1);
 	l = fresh_listener(&port);
 	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
 		one_connection(l, port, 1, 0);

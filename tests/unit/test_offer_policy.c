@@ -1,6 +1,7 @@
 /* test_offer_policy.c — unit tests of which destinations a connect offers
  * rings to (offer_policy.c): kernel TCP after a run of connections too short
- * to pay, probes that grow sparser, rings again once one pays. */
+ * to pay, probes that grow sparser where promotion cannot follow, none where
+ * it can, rings again once one pays. */
 #include <criterion/criterion.h>
 
 #include <netinet/in.h>
@@ -24,13 +25,24 @@ static void note_short(const struct sl_key *dst, int n)
 		sl_offer_note_at(dst, &one_request, T0);
 }
 
-/* Offers among the next n connects to dst. */
+/* Offers among the next n connects to dst, made where a connection kept on
+ * kernel TCP cannot be promoted (the policy's probes are the only way back). */
 static int offers_among(const struct sl_key *dst, int n)
 {
 	int offered = 0;
 
 	for (int i = 0; i < n; i++)
-		offered += sl_offer_worth_it_at(dst, T0);
+		offered += sl_offer_worth_it_at(dst, false, T0);
+	return offered;
+}
+
+/* The same where a connection kept plain moves onto the rings if it lasts. */
+static int offers_among_promotable(const struct sl_key *dst, int n)
+{
+	int offered = 0;
+
+	for (int i = 0; i < n; i++)
+		offered += sl_offer_worth_it_at(dst, true, T0);
 	return offered;
 }
 
@@ -78,6 +90,23 @@ Test(offer_policy, a_run_of_short_connections_stops_offers_but_for_sparse_probes
 	cr_assert_eq(offers_among(&d, SL_OFFER_PROBE_GAP_MAX * 4), 4);
 }
 
+/* Promotion takes a connection that lasts onto the rings, and its close
+ * (paid by its lifetime) brings the offers back: no connect pays a probe's
+ * set-up in the meantime. */
+Test(offer_policy, where_promotion_follows_a_short_run_makes_no_probe)
+{
+	static const struct sl_offer_outcome promoted = { .lifetime_ns = SL_OFFER_LIFE_PAID_NS };
+	struct sl_key d = dest(1009);
+
+	note_short(&d, SL_OFFER_SHORT_RUN);
+	cr_assert_eq(offers_among_promotable(&d, 1000), 0, "offered at connect where promotion follows");
+	/* The probes' count was not spent meanwhile: without promotion, the
+	 * first connect after the run still probes. */
+	cr_assert_eq(offers_among(&d, 1), 1, "the probe gap grew while promotion followed");
+	sl_offer_note_at(&d, &promoted, T0);
+	cr_assert_eq(offers_among_promotable(&d, 100), 100, "a promoted connection's close did not bring offers back");
+}
+
 Test(offer_policy, a_probe_that_pays_brings_every_offer_back)
 {
 	struct sl_key d = dest(1003);
@@ -116,11 +145,12 @@ Test(offer_policy, short_connections_that_stopped_coming_get_offers_again)
 	note_short(&d, 3 * SL_OFFER_SHORT_RUN);
 	cr_assert_lt(offers_among(&d, 100), 100);
 	/* A pool's connection a while after the last health check. */
-	cr_assert(sl_offer_worth_it_at(&d, T0 + SL_OFFER_SHORT_FRESH_MS + 1), "kept off the rings after a pause");
-	cr_assert(sl_offer_worth_it_at(&d, T0 + 3600 * 1000), "kept off the rings an hour later");
+	cr_assert(sl_offer_worth_it_at(&d, false, T0 + SL_OFFER_SHORT_FRESH_MS + 1), "kept off the rings after a pause");
+	cr_assert(sl_offer_worth_it_at(&d, false, T0 + 3600 * 1000), "kept off the rings an hour later");
 	/* Shorts coming again: skipping again. */
 	sl_offer_note_at(&d, &one_request, T0 + 3600 * 1000);
-	cr_assert_not(sl_offer_worth_it_at(&d, T0 + 3600 * 1000 + 10) && sl_offer_worth_it_at(&d, T0 + 3600 * 1000 + 10),
+	cr_assert_not(sl_offer_worth_it_at(&d, false, T0 + 3600 * 1000 + 10) &&
+			      sl_offer_worth_it_at(&d, false, T0 + 3600 * 1000 + 10),
 		      "short connections arriving again still offered twice in a row");
 }
 

@@ -65,9 +65,14 @@ static int64_t ms_from_now(uint32_t ms)
 	return sl_mono_ns() + (int64_t)ms * 1000000;
 }
 
+bool sl_promote_connector_possible(const struct sl_sock *s)
+{
+	return sl_config()->promote && s->fabric->offer_late && atomic_load(&s->promote_role) != SL_PROMOTE_NEVER;
+}
+
 void sl_promote_arm_connector(struct sl_sock *s, int64_t after_ns)
 {
-	if (!sl_config()->promote || !s->fabric->offer_late || atomic_load(&s->promote_role) == SL_PROMOTE_NEVER)
+	if (!sl_promote_connector_possible(s))
 		return;
 	atomic_store(&s->promote_gap_ms, CONNECTOR_GAP_FIRST_MS);
 	atomic_store(&s->promote_role, SL_PROMOTE_CONNECTOR);

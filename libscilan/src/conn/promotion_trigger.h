@@ -23,6 +23,9 @@ static inline bool sl_promote_armed(int role)
  * once it has lived after_ns (as long as a connection that pays for the
  * rings). */
 void sl_promote_arm_connector(struct sl_sock *s, int64_t after_ns);
+/* Would sl_promote_arm_connector arm s (promotion on, its fabric able to
+ * offer late, nothing forbidding it)? */
+bool sl_promote_connector_possible(const struct sl_sock *s);
 /* A connection accepted from listener without an offer (no-offer): it looks
  * for a late one from after_ns on, now and then, while the listener lives. */
 void sl_promote_arm_acceptor(struct sl_sock *s, struct sl_sock *listener, int64_t after_ns);

@@ -69,8 +69,8 @@ static const struct {
 			  "another failure (a warning before this line says what, or, at SCILAN_LOG=info, a line)", NULL },
 	[SL_FB_SHORT] = { "short",
 			  "this process's recent connections to the destination were too short for the rings' "
-			  "set-up to pay (learnt: one in up to 256 still tries them; SCILAN_SHORT_CONNS=accelerate "
-			  "offers always)", NULL },
+			  "set-up to pay (learnt: one that lasts moves onto the rings, SCILAN_PROMOTE; "
+			  "SCILAN_SHORT_CONNS=accelerate offers always)", NULL },
 	[SL_FB_ZEROCOPY] = { "zerocopy",
 			     "downgraded: a MSG_ZEROCOPY send with SO_ZEROCOPY set, whose completions only the "
 			     "kernel's error queue reports", NULL },

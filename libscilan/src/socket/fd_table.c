@@ -204,10 +204,10 @@ reset:
 	reset_store(&s->counting_turns, false);
 	reset_store(&s->sent_unanswered, false);
 	reset_store(&s->turns, 0);
-	memset(&s->offered_to, 0, sizeof(s->offered_to));
+	memset(&s->policy_dst, 0, sizeof(s->policy_dst));
 	memset(&s->known_local, 0, sizeof(s->known_local));
 	memset(&s->known_peer, 0, sizeof(s->known_peer));
-	s->offered_ns = 0;
+	s->policy_since_ns = 0;
 	atomic_store_explicit(&s->ctr, &s->own_ctr, memory_order_relaxed);
 	s->stats_slot = -1;
 	atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);

@@ -384,9 +384,13 @@ static int connect_plain(struct sl_sock *s, const struct sockaddr *addr, socklen
 
 		become_plain(s, reason, SL_FB_CONNECTOR);
 		/* Kept off the rings for being like the short ones before it:
-		 * it offers late if it lives longer (promotion_trigger.c). */
-		if (reason == SL_FB_SHORT)
+		 * it offers late if it lives longer (promotion_trigger.c), and
+		 * tells the policy at its close whether it did. */
+		if (reason == SL_FB_SHORT) {
 			sl_promote_arm_connector(s, SL_OFFER_LIFE_PAID_NS);
+			s->policy_dst = s->known_peer;
+			s->policy_since_ns = sl_mono_ns();
+		}
 		errno = err;
 	} else {
 		sl_fb_take_hint(SL_FB_NONE); /* no connection, nothing fell back */
@@ -425,7 +429,7 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		why = SL_FB_OTHER;
 	else if (!*sl_config()->rundir)
 		why = unusable_reason();
-	else if (sl_config()->learn_short_conns && !sl_offer_worth_it(&dst))
+	else if (sl_config()->learn_short_conns && !sl_offer_worth_it(&dst, sl_promote_connector_possible(s)))
 		why = SL_FB_SHORT;
 	else if (sl_listener_absent(&dst))
 		why = SL_FB_NO_LISTENER;
@@ -448,8 +452,8 @@ int scilan_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		} else if (s->fabric->offer(s, &dst, &src, sl_ring_cap_for(peer_ring)) < 0) {
 			why = sl_fb_of_errno(errno, SL_FB_OTHER);
 		} else {
-			s->offered_to = dst;
-			s->offered_ns = sl_mono_ns();
+			s->policy_dst = dst;
+			s->policy_since_ns = sl_mono_ns();
 			atomic_store_explicit(&s->counting_turns, sl_config()->learn_short_conns, memory_order_relaxed);
 		}
 	}
@@ -563,19 +567,23 @@ static void release_segment(struct sl_sock *s)
 	pthread_mutex_unlock(&s->sleep_lock[0]);
 }
 
-/* What a connection this process offered carried, for its destination's
- * next connects (offer_policy.c). */
+/* What a connection this process connected carried (offered, or kept plain
+ * as short), for its destination's next connects (offer_policy.c).  Once. */
 static void note_offer_outcome(struct sl_sock *s)
 {
 	struct sl_offer_outcome outcome;
 
-	if (!s->offered_to.family || s->owner != sl_self_pid || !sl_config()->learn_short_conns)
+	if (!s->policy_dst.family || s->owner != sl_self_pid || !sl_config()->learn_short_conns)
 		return;
 	outcome.turns = atomic_load_explicit(&s->turns, memory_order_relaxed);
 	outcome.bytes = atomic_load_explicit(&sl_ctr(s)->tx_bytes, memory_order_relaxed) +
 			atomic_load_explicit(&sl_ctr(s)->rx_bytes, memory_order_relaxed);
-	outcome.lifetime_ns = sl_mono_ns() - s->offered_ns;
-	sl_offer_note(&s->offered_to, &outcome);
+	/* A plain connection's length says nothing of the rings: its peer
+	 * may merely be slow (a server under load), and counted, every stall
+	 * would bring the short run's offers back.  Promoted, it paid. */
+	outcome.lifetime_ns = sl_sock_state(s) == SL_PLAIN ? 0 : sl_mono_ns() - s->policy_since_ns;
+	sl_offer_note(&s->policy_dst, &outcome);
+	s->policy_dst.family = 0;
 }
 
 static void close_connected(struct sl_sock *s)
@@ -662,6 +670,7 @@ void sl_sock_release(int fd)
 			close_connected(s);
 			break;
 		case SL_PLAIN:
+			note_offer_outcome(s);
 			/* A late offer still out (promotion): revoked, or, claimed
 			 * already, followed, so that the acceptor meets our marker
 			 * before our FIN, and closed as a ring connection.  Not

@@ -80,7 +80,7 @@ bool sl_offer_paid_off(const struct sl_offer_outcome *outcome)
 	       outcome->lifetime_ns >= SL_OFFER_LIFE_PAID_NS;
 }
 
-bool sl_offer_worth_it_at(const struct sl_key *dst, int64_t now_ms)
+bool sl_offer_worth_it_at(const struct sl_key *dst, bool promotes, int64_t now_ms)
 {
 	uint32_t hash = hash_of(dst);
 	_Atomic uint64_t *slot = &table[hash % SLOTS];
@@ -95,15 +95,19 @@ bool sl_offer_worth_it_at(const struct sl_key *dst, int64_t now_ms)
 		if ((uint32_t)now_ms - atomic_load_explicit(&last_short_ms[hash % SLOTS], memory_order_relaxed) >
 		    SL_OFFER_SHORT_FRESH_MS)
 			return true;
+		/* Promotion is the way back: the probe's count stays where it
+		 * is for a connect that could not be promoted. */
+		if (promotes)
+			return false;
 		offer = probe_turn(&r);
 		next = pack(r);
 	} while (!atomic_compare_exchange_weak_explicit(slot, &old, next, memory_order_relaxed, memory_order_relaxed));
 	return offer;
 }
 
-bool sl_offer_worth_it(const struct sl_key *dst)
+bool sl_offer_worth_it(const struct sl_key *dst, bool promotes)
 {
-	return sl_offer_worth_it_at(dst, sl_mono_ms());
+	return sl_offer_worth_it_at(dst, promotes, sl_mono_ms());
 }
 
 void sl_offer_note_at(const struct sl_key *dst, const struct sl_offer_outcome *outcome, int64_t now_ms)

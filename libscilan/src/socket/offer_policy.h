@@ -14,7 +14,7 @@
 struct sl_offer_outcome {
 	uint32_t turns;       /* replies: receives that found data after a send of ours */
 	uint64_t bytes;       /* sent and received */
-	int64_t lifetime_ns;  /* from the offer to the close */
+	int64_t lifetime_ns;  /* from the connect to the close */
 };
 
 /* Thresholds: a connection paid for its set-up (some 35 us more than kernel
@@ -26,11 +26,14 @@ struct sl_offer_outcome {
 #define SL_OFFER_BYTES_PAID (256u << 10)
 #define SL_OFFER_LIFE_PAID_NS 100000000LL
 /* Unpaid connections in a row to one destination, the last of them closed
- * within SL_OFFER_SHORT_FRESH_MS, before its next ones keep kernel TCP; then
- * one in 2, 4 ... SL_OFFER_PROBE_GAP_MAX still offers, to notice when they
- * pay again.  The freshness: short connections that come seldom (a health
- * check every few seconds) cost little, and a connection made after them (a
- * pool's, which may live for hours) must not be kept off the rings. */
+ * within SL_OFFER_SHORT_FRESH_MS, before its next ones keep kernel TCP.  The
+ * way back: where promotion follows a connection kept plain, one that lasts
+ * moves onto the rings and its close (paid by its lifetime) brings the
+ * offers back, so no connect pays a probe; elsewhere one in 2, 4 ...
+ * SL_OFFER_PROBE_GAP_MAX still offers, to notice when they pay again.  The
+ * freshness: short connections that come seldom (a health check every few
+ * seconds) cost little, and a connection made after them (a pool's, which
+ * may live for hours) must not wait for promotion. */
 #define SL_OFFER_SHORT_RUN 8
 #define SL_OFFER_SHORT_FRESH_MS 1000
 #define SL_OFFER_PROBE_GAP_MAX 256 /* a power of two */
@@ -78,12 +81,15 @@ bool sl_listener_absent_at(const struct sl_key *dst, int64_t now_ms);
 void sl_listener_note_at(const struct sl_key *dst, bool found, int64_t now_ms);
 
 /* Offer rings to dst on this connect?  false: connect on kernel TCP (fallback
- * reason short).  Counts the skip, or the probe it lets through. */
-bool sl_offer_worth_it(const struct sl_key *dst);
-/* A connection this process offered to dst is closed. */
+ * reason short).  promotes: a connection kept plain will offer late if it
+ * lasts (promotion_trigger.c), and no probe is made; else counts the skip, or
+ * the probe it lets through. */
+bool sl_offer_worth_it(const struct sl_key *dst, bool promotes);
+/* A connection this process connected to dst, offered or kept plain as
+ * short, is closed. */
 void sl_offer_note(const struct sl_key *dst, const struct sl_offer_outcome *outcome);
 /* The same at a given CLOCK_MONOTONIC time in ms (tests). */
-bool sl_offer_worth_it_at(const struct sl_key *dst, int64_t now_ms);
+bool sl_offer_worth_it_at(const struct sl_key *dst, bool promotes, int64_t now_ms);
 void sl_offer_note_at(const struct sl_key *dst, const struct sl_offer_outcome *outcome, int64_t now_ms);
 
 #endif

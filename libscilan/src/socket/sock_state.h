@@ -276,8 +276,10 @@ struct sl_sock {
 	_Atomic bool counting_turns;  /* connecting side, offered by us: until the connection paid */
 	_Atomic bool sent_unanswered; /* a send of ours since our last receive of data */
 	_Atomic uint32_t turns;   /* written under rx_lock: receives of data that followed a send */
-	struct sl_key offered_to; /* connecting side, in the process that offered: the destination */
-	int64_t offered_ns;       /* CLOCK_MONOTONIC at the offer */
+	/* connecting side, in the process that connected, offered or kept
+	 * plain as short: the destination that learns from it, and when */
+	struct sl_key policy_dst;
+	int64_t policy_since_ns; /* CLOCK_MONOTONIC */
 
 	/* counters */
 	/* &own_ctr, or a slot of the stats file: switched by whichever thread
