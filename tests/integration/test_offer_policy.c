@@ -2,7 +2,8 @@
  * another to the same listener keeps kernel TCP for the next ones (reason
  * short), both ends agreeing and every byte delivered; connections that carry
  * round trips or bulk stay on the rings; one that lasts is promoted and
- * brings them back (without promotion, a probe that pays does).  Thresholds
+ * brings them back, also when its close comes just after the claim (without
+ * promotion, a probe that pays does).  Thresholds
  * are offer_policy.h's; no timing is asserted. */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -12,8 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conn/promotion_trigger.h"
+#include "ring/layout.h"
 #include "runtime/stats.h"
 #include "socket/offer_policy.h"
+#include "socket/sock_state.h"
 #include "testutil.h"
 
 TestSuite(offer_policy_conns, .timeout = 60);
@@ -184,6 +188,40 @@ Test(offer_policy_conns, a_plain_connection_that_idled_keeps_the_run)
 	scilan_close(c);
 	scilan_close(s);
 	cr_assert_eq(one_connection(l, port, 1, 0), 0, "an idle plain connection brought the offers back");
+	scilan_close(l);
+}
+
+/* The connector closes just after its acceptor claimed its late offer,
+ * before any call of its own saw the claim: the close follows the
+ * promotion, and the connection counts as promoted (it lasted, it paid),
+ * not as one kept plain. */
+Test(offer_policy_conns, a_close_just_after_the_claim_counts_as_promoted)
+{
+	uint16_t port;
+	int l, c, a;
+	struct sl_sock *sc, *sa;
+
+	l = fresh_listener(&port);
+	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
+		one_connection(l, port, 1, 0);
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	a = tu_accept(l);
+	cr_assert_geq(a, 0, "accept: %s", strerror(errno));
+	cr_assert_not(tu_accelerated(c), "a connection after the short run offered at connect");
+	round_trip(c, a, 0);
+	nanosleep(&(struct timespec){ .tv_nsec = 2 * SL_OFFER_LIFE_PAID_NS }, NULL);
+	sc = sl_sock_get(c);
+	sa = sl_sock_get(a);
+	atomic_store(&sc->promote_at_ns, 1);
+	sl_promote_try(sc);
+	cr_assert(sl_sock_promoting(sc), "no late offer from a connection that lasted");
+	atomic_store(&sa->promote_at_ns, 1);
+	sl_promote_try(sa);
+	cr_assert(sl_offer_agreed(atomic_load(sc->offer_word)), "the acceptor did not claim the late offer");
+	scilan_close(c);
+	scilan_close(a);
+	cr_assert_eq(one_connection(l, port, 1, 0), 1, "a promoted connection did not bring the offers back");
 	scilan_close(l);
 }
 

@@ -670,16 +670,17 @@ void sl_sock_release(int fd)
 			close_connected(s);
 			break;
 		case SL_PLAIN:
-			note_offer_outcome(s);
 			/* A late offer still out (promotion): revoked, or, claimed
 			 * already, followed, so that the acceptor meets our marker
-			 * before our FIN, and closed as a ring connection.  Not
-			 * where another process holds the socket: it decides. */
+			 * before our FIN, and closed as a ring connection (whose
+			 * close reports it promoted).  Not where another process
+			 * holds the socket: it decides. */
 			if (sl_sock_promoting(s) && !sl_sock_maybe_shared(s) && sl_promote_settle(s)) {
 				sl_promote_before_close(s);
 				close_connected(s);
 				break;
 			}
+			note_offer_outcome(s);
 			/* Fell back (agree.c): the segment stayed mapped for threads
 			 * racing the fall-back, gone once we hold the locks. */
 			if (s->seg)
