@@ -492,3 +492,14 @@ void scen_drain(int fd)
 	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) {
 	}
 }
+
+void carry(const char *what, int a, int b)
+{
+	char buf[128] = { 0 };
+	size_t len = strlen(what) < sizeof(buf) - 1 ? strlen(what) : sizeof(buf) - 1;
+	ssize_t w = send(a, what, len, MSG_NOSIGNAL), r;
+
+	/* Blocking, all of it: Nagle may hold a small segment back a while. */
+	r = w > 0 ? recv(b, buf, len, MSG_WAITALL) : -1;
+	say("carry '%s': send %zd, recv %zd '%s'", what, w, r, r > 0 ? buf : "");
+}

@@ -103,6 +103,8 @@ int chan_get(int fd);
  * checked on its own. */
 void stream_fill(uint64_t seed, uint64_t off, void *buf, size_t len);
 bool stream_check(uint64_t seed, uint64_t off, const void *buf, size_t len);
+/* One message what, a -> b, sent and received whole (blocking), printed. */
+void carry(const char *what, int a, int b);
 /* FNV-1a, 64-bit; feed h = FNV_INIT first.  Split-independent. */
 #define FNV_INIT 0xcbf29ce484222325ull
 uint64_t fnv(uint64_t h, const void *buf, size_t len);
