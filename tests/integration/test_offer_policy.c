@@ -127,17 +127,25 @@ Test(offer_policy_conns, bulk_keeps_the_rings)
 	all_stay_on_rings(2 * SL_OFFER_SHORT_RUN, 0, SL_OFFER_BYTES_PAID);
 }
 
+/* One more connection to port after a short run: the policy keeps it
+ * plain at connect (client end *c, server end *s). */
+static void plain_pair(int l, uint16_t port, int *c, int *s)
+{
+	*c = tu_connect(AF_INET, port);
+	cr_assert_geq(*c, 0, "connect: %s", strerror(errno));
+	*s = tu_accept(l);
+	cr_assert_geq(*s, 0, "accept: %s", strerror(errno));
+	cr_assert_not(tu_accelerated(*c), "a connection after the short run offered at connect");
+}
+
 /* A connection of the run's destination that lasts: made plain by the
  * policy, it carries round trips 5 ms apart until promotion has moved both
  * ends, every byte checked; then it closes. */
 static void one_lasting_connection(int l, uint16_t port)
 {
-	int c = tu_connect(AF_INET, port), s, rounds = 0;
+	int c, s, rounds = 0;
 
-	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
-	s = tu_accept(l);
-	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
-	cr_assert_not(tu_accelerated(c), "a connection after the short run offered at connect");
+	plain_pair(l, port, &c, &s);
 	for (; rounds < 2000 && !(tu_accelerated(c) && tu_accelerated(s)); rounds++) {
 		round_trip(c, s, rounds);
 		nanosleep(&(struct timespec){ .tv_nsec = 5000000 }, NULL);
@@ -176,11 +184,7 @@ Test(offer_policy_conns, a_plain_connection_that_idled_keeps_the_run)
 	l = fresh_listener(&port);
 	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
 		one_connection(l, port, 1, 0);
-	c = tu_connect(AF_INET, port);
-	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
-	s = tu_accept(l);
-	cr_assert_geq(s, 0, "accept: %s", strerror(errno));
-	cr_assert_not(tu_accelerated(c), "a connection after the short run offered at connect");
+	plain_pair(l, port, &c, &s);
 	cr_assert_eq(tu_send_all(c, &b, 1, 0), 1);
 	cr_assert_eq(tu_recv_all(s, &b, 1), 1);
 	nanosleep(&(struct timespec){ .tv_nsec = 2 * SL_OFFER_LIFE_PAID_NS }, NULL);
@@ -204,11 +208,7 @@ Test(offer_policy_conns, a_close_just_after_the_claim_counts_as_promoted)
 	l = fresh_listener(&port);
 	for (int i = 0; i < 3 * SL_OFFER_SHORT_RUN; i++)
 		one_connection(l, port, 1, 0);
-	c = tu_connect(AF_INET, port);
-	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
-	a = tu_accept(l);
-	cr_assert_geq(a, 0, "accept: %s", strerror(errno));
-	cr_assert_not(tu_accelerated(c), "a connection after the short run offered at connect");
+	plain_pair(l, port, &c, &a);
 	round_trip(c, a, 0);
 	nanosleep(&(struct timespec){ .tv_nsec = 2 * SL_OFFER_LIFE_PAID_NS }, NULL);
 	sc = sl_sock_get(c);
