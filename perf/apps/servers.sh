@@ -127,10 +127,9 @@ if ! skipped pg_c1; then
 	bench "${PG_KEYS[*]}" "pgbench cluster setup" pg_setup
 	[ "$failed" -eq "$f0" ] && PG_OK=1
 fi
-# The transports' order within each pair, turn about by rep: the run after
-# another tends to be the slower one on this VM (the one before's sockets and
-# netns still being torn down), and a fixed order would charge that to one
-# transport.
+# The transports' order within each pair, turn about by rep: a run right
+# after another may pay for the one before (its sockets still being torn
+# down), and a fixed order would charge that to one transport.
 pair() { # REP [EXTRA]: "kernel scilan EXTRA" on odd reps, "scilan EXTRA kernel" on even
 	if (($1 % 2)); then echo "kernel scilan${2:+ $2}"; else echo "scilan${2:+ $2} kernel"; fi
 }

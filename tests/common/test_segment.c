@@ -25,7 +25,7 @@ int sl_test_segment(int fd, void **base, size_t *len, int *own_area)
 	return 0;
 }
 
-void hostile_view(int fd, struct hseg *h)
+void sl_test_hostile_view(int fd, struct sl_test_hseg *h)
 {
 	void *base;
 
@@ -44,7 +44,7 @@ void hostile_view(int fd, struct hseg *h)
 	h->victim_cap = h->hdr.ring_cap[1 - h->own];
 }
 
-void poke(int fd)
+void sl_test_poke(int fd)
 {
 	cr_assert_eq(send(fd, "!", 1, MSG_NOSIGNAL), 1, "raw send on the kernel socket: %s", strerror(errno));
 }

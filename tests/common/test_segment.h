@@ -16,7 +16,7 @@ int sl_test_segment(int fd, void **base, size_t *len, int *own_area);
 
 /* The hostile end's view of a connection's shared segment: its header, checked
  * for being inside the mapping, and the two areas' control words. */
-struct hseg {
+struct sl_test_hseg {
 	unsigned char *base;
 	size_t len;
 	int own;
@@ -27,9 +27,9 @@ struct hseg {
 };
 /* Fill *h for the accelerated connection fd (a Criterion assertion fails
  * the test where it cannot be). */
-void hostile_view(int fd, struct hseg *h);
+void sl_test_hostile_view(int fd, struct sl_test_hseg *h);
 /* Wake a sleeping victim the way any peer can, outside the library: a byte
  * on the kernel TCP connection. */
-void poke(int fd);
+void sl_test_poke(int fd);
 
 #endif

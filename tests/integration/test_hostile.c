@@ -156,7 +156,7 @@ static void run_scenario(enum scenario sc, bool victim_is_server)
 {
 	struct victim_arg *a = tu_shared_alloc(sizeof(*a));
 	struct tu_child child;
-	struct hseg h;
+	struct sl_test_hseg h;
 	uint64_t v, w;
 	int l = -1, fd;
 	char st[128], b;
@@ -181,7 +181,7 @@ static void run_scenario(enum scenario sc, bool victim_is_server)
 	cr_assert_geq(fd, 0, "hostile end: %s", strerror(errno));
 	cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim failed:\n%s", (tu_reap(&child), child.output));
 	cr_assert_eq(tu_accelerated(fd), 1);
-	hostile_view(fd, &h);
+	sl_test_hostile_view(fd, &h);
 
 	switch (sc) {
 	case RX_WRITE_BEYOND_CAP:
@@ -216,7 +216,7 @@ static void run_scenario(enum scenario sc, bool victim_is_server)
 		if (sc == RX_BLOCKED_SHUTDOWN)
 			cr_assert_eq(scilan_shutdown(fd, SHUT_WR), 0);
 		else
-			poke(fd);
+			sl_test_poke(fd);
 		break;
 	case TX_READ_AHEAD:
 		cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim:\n%s", (tu_reap(&child), child.output));
@@ -237,7 +237,7 @@ static void run_scenario(enum scenario sc, bool victim_is_server)
 		tu_sleep_ms(200);
 		w = atomic_load(&h.mine->rx_write);
 		atomic_store(&h.victim->peer_read, w + 1);
-		poke(fd);
+		sl_test_poke(fd);
 		break;
 	}
 	cr_assert_eq(tu_sync_get(&a->sync, &v), 0, "victim did not finish:\n%s", (tu_reap(&child), child.output));

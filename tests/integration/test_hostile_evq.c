@@ -113,21 +113,14 @@ struct scene {
 
 static void scene_open(struct scene *sc)
 {
-	struct sl_seg_header hdr;
-	unsigned char *base;
-	void *b;
-	size_t len;
-	int own;
+	struct sl_test_hseg h;
 
 	memset(sc, 0, sizeof(*sc));
 	cr_assert_eq(tu_pair(AF_INET, &sc->hostile, &sc->victim), 0);
 	cr_assert_eq(tu_accelerated(sc->victim), 1);
-	cr_assert_eq(sl_test_segment(sc->hostile, &b, &len, &own), 0, "segment: %s", strerror(errno));
-	base = b;
-	memcpy(&hdr, base, sizeof(hdr));
-	cr_assert_eq(hdr.magic, SL_SEG_MAGIC);
-	sc->victim_ctl = (struct sl_area_ctl *)(base + hdr.area_off[1 - own]);
-	sc->peer_ctl = (struct sl_area_ctl *)(base + hdr.area_off[own]);
+	sl_test_hostile_view(sc->hostile, &h); /* the segment's magic and areas checked */
+	sc->victim_ctl = h.victim;
+	sc->peer_ctl = h.mine;
 }
 
 static void scene_close(struct scene *sc)

@@ -178,7 +178,7 @@ static uint64_t plausible(struct tu_rng *rng, uint64_t around, uint64_t cap)
 	}
 }
 
-static void corrupt(struct hseg *h, struct tu_rng *rng, int mode)
+static void corrupt(struct sl_test_hseg *h, struct tu_rng *rng, int mode)
 {
 	struct sl_area_ctl *v = h->victim;
 
@@ -244,7 +244,7 @@ static void run_fuzz(bool victim_is_server)
 		cr_assert_eq(tu_spawn(&child, fuzz_victim, a), 0);
 	}
 	for (int r = 0; r < a->rounds; r++) {
-		struct hseg h;
+		struct sl_test_hseg h;
 		unsigned char junk[512];
 		int fd;
 
@@ -264,9 +264,9 @@ static void run_fuzz(bool victim_is_server)
 		/* Some legit traffic first, so the rings are not all empty. */
 		memset(junk, 0x5a, sizeof(junk));
 		scilan_send(fd, junk, tu_rng_range(&rng, 0, sizeof(junk)), MSG_DONTWAIT | MSG_NOSIGNAL);
-		hostile_view(fd, &h);
+		sl_test_hostile_view(fd, &h);
 		corrupt(&h, &rng, r % 5);
-		poke(fd);
+		sl_test_poke(fd);
 		tu_sync_put(&a->sync, 2);
 		if (tu_sync_get(&a->sync, &v) < 0)
 			break;

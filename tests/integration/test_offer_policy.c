@@ -3,8 +3,8 @@
  * short), both ends agreeing and every byte delivered; connections that carry
  * round trips or bulk stay on the rings; one that lasts is promoted and
  * brings them back, also when its close comes just after the claim (without
- * promotion, a probe that pays does).  Thresholds
- * are offer_policy.h's; no timing is asserted. */
+ * promotion, a probe that pays does).  Thresholds are offer_policy.h's; no
+ * timing is asserted. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
