@@ -1,5 +1,5 @@
 /* socket_calls.c — the socket-lifecycle calls the hook interposes: socket,
- * listen, accept, connect, shutdown, close and the socket options.  Each goes
+ * bind, listen, accept, connect, shutdown, close and the socket options.  Each goes
  * to libscilan, which passes anything it does not accelerate to the kernel.
  */
 #include <errno.h>
@@ -45,6 +45,12 @@ HK_EXPORT int socket(int domain, int type, int protocol)
 {
 	hk_enter();
 	return created(RETRY_EMFILE(scilan_socket(domain, type, protocol)), tcp_type(domain, type, protocol));
+}
+
+HK_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	hk_enter();
+	return scilan_bind(fd, addr, len);
 }
 
 HK_EXPORT int listen(int fd, int backlog)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "runtime/fallback.h"
+#include "fabric/shm/rendezvous.h"
 #include "scilan.h"
 #include "testutil.h"
 
@@ -44,7 +45,7 @@ static inline int listen_at_without_rendezvous(in_addr_t host, uint16_t *port, i
 	cr_assert_geq(l, 0);
 	cr_assert_eq(scilan_bind(l, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
 	*port = tu_local_port(l);
-	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv2/4-%08x-%u", (unsigned)host,
+	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, SL_RDV_NAME_PREFIX "4-%08x-%u", (unsigned)host,
 			 (unsigned)*port);
 	*squat = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(*squat, 0);

@@ -2,6 +2,7 @@
  * loopback addresses, scilan and plain listeners/connects, in-process pairs, option
  * shortcuts and send/recv-all loops. */
 #include "testutil.h"
+#include "fabric/shm/offer_port.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -79,6 +80,24 @@ uint16_t tu_local_port(int fd)
 	if (ss.ss_family == AF_INET)
 		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	return 0;
+}
+
+int tu_bind_offer_port(int fd)
+{
+	const unsigned span = SL_OFFER_PORT_HI - SL_OFFER_PORT_LO + 1;
+	struct sockaddr_in at = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/* Tests of other processes pick theirs from the same range. */
+	unsigned first = (unsigned)getpid() * 7919u % span;
+
+	for (unsigned i = 0; i < span; i++) {
+		at.sin_port = htons((uint16_t)(SL_OFFER_PORT_LO + (first + i) % span));
+		if (bind(fd, (struct sockaddr *)&at, sizeof(at)) == 0)
+			return 0;
+		if (errno != EADDRINUSE)
+			return -1;
+	}
+	errno = EADDRINUSE;
+	return -1;
 }
 
 bool tu_have_ipv6(void)

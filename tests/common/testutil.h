@@ -36,6 +36,11 @@ uint64_t tu_env_u64(const char *name, uint64_t dflt);
 socklen_t tu_loopback(int family, uint16_t port, struct sockaddr_storage *ss);
 /* Local port of a bound socket (host order), 0 on error. */
 uint16_t tu_local_port(int fd);
+/* Bind fd (AF_INET) to 127.0.0.1 and a free port of the range offers
+ * through a rendezvous come from (offer_port.h): a client that fixes its end
+ * before its connect and still has its acceptor look for its offer, as a
+ * test of what that look checks needs.  0, or -1 (errno). */
+int tu_bind_offer_port(int fd);
 /* 1 if ::1 can be bound here. */
 bool tu_have_ipv6(void);
 

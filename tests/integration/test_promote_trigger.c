@@ -22,24 +22,6 @@
 TestSuite(promote_trigger, .timeout = 60);
 
 
-/* One request and its reply, each n bytes of a checked stream. */
-static void round_trip(int c, int a, uint64_t off, size_t n)
-{
-	char *out = malloc(n), *in = malloc(n);
-
-	cr_assert(out && in);
-	tu_stream_fill(1, off, out, n);
-	cr_assert_eq(tu_send_all(c, out, n, 0), (ssize_t)n);
-	cr_assert_eq(tu_recv_all(a, in, n), (ssize_t)n, "recv: %s", strerror(errno));
-	cr_assert_eq(tu_stream_check(1, off, in, n), -1, "request bytes changed at %llu", (unsigned long long)off);
-	tu_stream_fill(2, off, out, n);
-	cr_assert_eq(tu_send_all(a, out, n, 0), (ssize_t)n);
-	cr_assert_eq(tu_recv_all(c, in, n), (ssize_t)n, "recv: %s", strerror(errno));
-	cr_assert_eq(tu_stream_check(2, off, in, n), -1, "reply bytes changed at %llu", (unsigned long long)off);
-	free(out);
-	free(in);
-}
-
 static void sleep_ms(long ms)
 {
 	nanosleep(&(struct timespec){ .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 }, NULL);
@@ -57,13 +39,13 @@ Test(promote_trigger, a_live_short_connection_moves_at_its_own_calls)
 	cr_assert_eq(atomic_load(&sl_sock_get(c)->promote_role), SL_PROMOTE_CONNECTOR);
 	cr_assert_eq(atomic_load(&sl_sock_get(a)->promote_role), SL_PROMOTE_ACCEPTOR);
 	for (; rounds < 2000 && !(tu_accelerated(c) && tu_accelerated(a)); rounds++) {
-		round_trip(c, a, off, 1 + (size_t)(rounds * 977 % 9000));
+		tu_checked_round_trip(c, a, off, 1 + (size_t)(rounds * 977 % 9000));
 		off += 1 + (size_t)(rounds * 977 % 9000);
 		sleep_ms(5);
 	}
 	cr_assert(tu_accelerated(c) && tu_accelerated(a), "not promoted after %d rounds", rounds);
 	for (int i = 0; i < 50; i++, off += 4096)
-		round_trip(c, a, off, 4096);
+		tu_checked_round_trip(c, a, off, 4096);
 	scilan_close(c);
 	scilan_close(a);
 	scilan_close(l);
@@ -131,7 +113,7 @@ Test(promote_trigger, a_forbidden_connection_never_tries)
 	sl_promote_forbid(sl_sock_get(a));
 	atomic_store(&sl_sock_get(c)->promote_at_ns, 1);
 	for (int i = 0; i < 40; i++, sleep_ms(10))
-		round_trip(c, a, (uint64_t)i * 100, 100);
+		tu_checked_round_trip(c, a, (uint64_t)i * 100, 100);
 	cr_assert_not(tu_accelerated(c) || tu_accelerated(a) || sl_sock_promoting(sl_sock_get(c)));
 	cr_assert_eq(atomic_load(&sl_sock_get(c)->promote_role), SL_PROMOTE_NEVER);
 	scilan_close(c);

@@ -31,7 +31,6 @@
 Test(rdv_trust, stranger_cannot_inject_a_ring, .timeout = 60)
 {
 	struct rdv_stranger *st = tu_shared_alloc(sizeof(*st));
-	struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_storage dst;
 	struct tu_child kid;
 	uint16_t port;
@@ -44,9 +43,10 @@ Test(rdv_trust, stranger_cannot_inject_a_ring, .timeout = 60)
 	tu_watchdog(50, "stranger");
 	l = tu_listen(AF_INET, 8, &port);
 	cr_assert_geq(l, 0);
-	/* The victim's own end is fixed first, so the stranger can name it. */
+	/* The victim's own end is fixed first, so the stranger can name it;
+	 * in the offers' range, where its acceptor looks. */
 	c = scilan_socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&src, sizeof(src)), 0);
+	cr_assert_eq(tu_bind_offer_port(c), 0, "bind: %s", strerror(errno));
 	st->dst = rdv_loopback(port);
 	st->src = rdv_loopback(tu_local_port(c));
 	cr_assert_eq(tu_sync_init(&st->sync), 0);

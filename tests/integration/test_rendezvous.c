@@ -380,7 +380,7 @@ Test(rendezvous, connector_still_sending_keeps_its_place, .timeout = 30)
 	cr_assert_not_null(tu_isolated_rundir());
 	l = tu_listen(AF_INET, 4, &port);
 	cr_assert_geq(l, 0);
-	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, "scilan-rdv2/4-7f000001-%u", (unsigned)port);
+	n = 1 + snprintf(sun.sun_path + 1, sizeof(sun.sun_path) - 1, SL_RDV_NAME_PREFIX "4-7f000001-%u", (unsigned)port);
 	raw = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(raw, 0);
 	cr_assert_eq(connect(raw, (struct sockaddr *)&sun, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n)),

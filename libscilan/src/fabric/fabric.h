@@ -53,6 +53,13 @@ struct sl_fabric_ops {
 	 * session goes, and it can offer or take late as one that never rode
 	 * the fabric.  Under the connection's three locks; no-op otherwise. */
 	void (*late_retire)(struct sl_sock *s);
+	/* Optional: connecting side, just after the kernel's connect that
+	 * followed an offer which confined our port (s->port_confined; taken:
+	 * the connect took a port, it returned 0, EINPROGRESS or EINTR).  The
+	 * confinement goes; false: the port taken is one the offer cannot
+	 * stand on (its acceptor will not look for it), reason hinted, and the
+	 * caller withdraws the offer. */
+	bool (*offer_port_settle)(struct sl_sock *s, bool taken);
 	/* The connect failed: remove the offer and the segment. */
 	void (*offer_withdraw)(struct sl_sock *s);
 	/* Optional: connecting side, before it takes an undecided offer back

@@ -38,6 +38,7 @@ enum sl_fb {
 	SL_FB_UNREADABLE_OFFER, /* acceptor: the client's offer file or bells may not be opened by this user */
 	SL_FB_UNMAPPED_USER, /* either side: the other end's user is not mapped in our user namespace */
 	SL_FB_PID_NAMESPACE, /* connector: the listener, found only by its registry entry, is in another pid namespace */
+	SL_FB_PORT_RANGE,   /* connector: its port is outside the range offers at connect come from (offer_port.h) */
 	SL_FB_COUNT
 };
 

@@ -171,6 +171,7 @@ struct sl_sock {
 	int rdv_conn;           /* connecting side, between lookup and offer: the listener's rendezvous */
 	bool rdv_only;          /* with rdv_conn: no acceptor of our user needs the offer as files */
 	bool listener_here;     /* after lookup: the listener is in our network namespace */
+	bool port_confined;     /* an offer confined our connect's port (offer_port.h) until it returns */
 	/* Another process may hold this socket (sl_sock_maybe_shared): then a
 	 * listener's registry entry asks connectors for offer files. */
 	bool maybe_shared;      /* received, adopted or passed on */

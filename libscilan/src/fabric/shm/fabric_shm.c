@@ -30,6 +30,7 @@
 #include "fabric/fabric.h"
 #include "runtime/log.h"
 #include "fabric/shm/offer.h"
+#include "fabric/shm/offer_port.h"
 #include "runtime/own_fd.h"
 #include "fabric/shm/registry.h"
 #include "fabric/shm/rendezvous.h"
@@ -355,6 +356,22 @@ static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct 
 		errno = ENOENT; /* no name and no rendezvous: nobody to offer to */
 		return -1;
 	}
+	/* Its acceptor looks into the queue only for a client port in the
+	 * range: ours must come from it, or no offer is made at connect (a
+	 * file, which a look by socket finds, would cost that acceptor more
+	 * than the look we save others). */
+	s->port_confined = false;
+	if (s->rdv_conn >= 0 && !late) {
+		int confined = sl_offer_port_confine(s->fd);
+
+		if (confined < 0) {
+			sl_info("fd %d: no offer at connect from a port outside %u-%u (%m)", s->fd,
+				SL_OFFER_PORT_LO, SL_OFFER_PORT_HI);
+			sl_fb_hint(SL_FB_PORT_RANGE);
+			return -1;
+		}
+		s->port_confined = confined > 0;
+	}
 	if (!named)
 		s->offer_path[0] = '\0';
 	/* The janitor's round, at our next wait: not on the connect path. */
@@ -477,6 +494,15 @@ static void forget_segment(struct sl_sock *s)
 	s->offer_path[0] = '\0';
 }
 
+static bool shm_offer_port_settle(struct sl_sock *s, bool taken)
+{
+	s->port_confined = false;
+	if (sl_offer_port_settle(s->fd, taken))
+		return true;
+	sl_fb_hint(SL_FB_PORT_RANGE);
+	return false;
+}
+
 static void shm_offer_withdraw(struct sl_sock *s)
 {
 	int fds[SL_SHM_FDS] = { s->memfd, s->bell_rx, s->bell_tx };
@@ -579,6 +605,7 @@ const struct sl_fabric_ops sl_fabric_shm = {
 	.listen_withdraw = shm_listen_withdraw,
 	.lookup = shm_lookup,
 	.offer_by_socket = shm_offer_by_socket,
+	.offer_port_settle = shm_offer_port_settle,
 	.offer = shm_offer,
 	.offer_late = shm_offer_late,
 	.take_late = sl_shm_take_late,

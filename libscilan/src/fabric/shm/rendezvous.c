@@ -52,7 +52,7 @@ static socklen_t rdv_name(const struct sl_key *key, struct sockaddr_un *sun)
 	sun->sun_family = AF_UNIX;
 	/* Abstract (leading NUL): no file to leave behind or to protect, and
 	 * one name space per network namespace, as TCP ports are. */
-	n = 1 + snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, "scilan-rdv2/%d-", key->family == AF_INET ? 4 : 6);
+	n = 1 + snprintf(sun->sun_path + 1, sizeof(sun->sun_path) - 1, SL_RDV_NAME_PREFIX "%d-", key->family == AF_INET ? 4 : 6);
 	for (int i = 0; i < len; i++)
 		n += snprintf(sun->sun_path + n, sizeof(sun->sun_path) - (size_t)n, "%02x", key->addr[i]);
 	/* fe80::1 on two interfaces: two listeners, two names. */

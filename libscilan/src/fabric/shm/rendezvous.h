@@ -11,6 +11,12 @@ struct sl_lease_lock;
 
 #define SL_RDV_FDS 3 /* the segment, the connector's bell, the acceptor's bell */
 
+/* The abstract names' prefix, "<family>-<address hex>-<port>" after it.  Its
+ * number changes with what the two ends must agree on: 3, an offer at
+ * connect comes from a port in offer_port.h's range (an acceptor of 2 would
+ * look at every accept, a connector of 2 would not confine its port). */
+#define SL_RDV_NAME_PREFIX "scilan-rdv3/"
+
 /* Listening side: the Unix socket that receives offers for key (a
  * descriptor of the library's own), or -1 with errno (EADDRINUSE: another
  * listener of the network namespace has that address). */

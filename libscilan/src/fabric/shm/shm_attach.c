@@ -16,6 +16,7 @@
 #include "fabric/shm/offer.h"
 #include "fabric/shm/offer_names.h"
 #include "fabric/shm/registry.h"
+#include "fabric/shm/offer_port.h"
 #include "fabric/shm/rendezvous.h"
 #include "fabric/shm/shm_attach.h"
 #include "ring/segment.h"
@@ -355,8 +356,13 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 	bool named = true;
 	ssize_t got;
 
-	took = sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed, &named,
-			   !sl_sock_maybe_shared(listener), false);
+	/* An offer in the queue comes from a port in the range: for a client
+	 * port outside it (the kernel's word, from the accept), the look, a
+	 * system call, would find nothing of this connection's. */
+	took = peer->family && !sl_offer_port_look(listener->fd, peer->port)
+		       ? 0
+		       : sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed,
+				     &named, !sl_sock_maybe_shared(listener), false);
 	if (took == 1 && !sl_own_fd_room(s->fd)) {
 		/* Our descriptors would crowd the program's: refused at once,
 		 * the client continues on kernel TCP (lifecycle.c's connect, the
