@@ -156,7 +156,7 @@ static void accelerated_from_the_range(int family)
 	cr_assert_eq(tu_accelerated(s), 1, "acceptor: %s", reason(s));
 	cr_expect(tu_local_port(c) >= SL_OFFER_PORT_LO && tu_local_port(c) <= SL_OFFER_PORT_HI, "port %u",
 		  (unsigned)tu_local_port(c));
-	cr_assert_eq(getsockopt(c, IPPROTO_IP, 51 /* IP_LOCAL_PORT_RANGE */, &left, &len), 0, "%s", strerror(errno));
+	cr_assert_eq(getsockopt(c, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &left, &len), 0, "%s", strerror(errno));
 	cr_expect_eq(left, 0, "the socket kept the range 0x%x", left);
 	ping_both_ways(c, s);
 }
@@ -189,7 +189,7 @@ static int connect_from(uint16_t client_port, uint16_t port)
 }
 
 /* A client that binds its port: in the range, an offer as ever; outside
- * it, no offer that its acceptor would not look for (it would wait out
+ * it (and not a privileged one), no offer that its acceptor would not look for (it would wait out
  * its agreement's second, reason `unconfirmed`), but kernel TCP at once. */
 static void bound_client(uint16_t client_port, bool accelerated)
 {
@@ -221,6 +221,15 @@ Test(offer_ports, a_client_bound_inside_the_range_is_accelerated)
 	bound_client(58123, true);
 }
 
+/* A privileged port is one the client chose too (SunRPC's bindresvport,
+ * rsh): no plain client's kernel-picked port is, so the acceptor looks. */
+Test(offer_ports, a_client_bound_to_a_privileged_port_is_accelerated)
+{
+	if (geteuid() != 0)
+		cr_skip_test("binding port 812 needs root");
+	bound_client(812, true);
+}
+
 /* A client that fixes its source address with port 0 (a multi-homed host's,
  * curl --interface): the kernel's port for it comes from the range, and the
  * socket does not keep the range. */
@@ -239,7 +248,7 @@ Test(offer_ports, a_client_bound_to_its_address_with_any_port_is_accelerated)
 	cr_assert_eq(scilan_bind(c, (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
 	cr_assert(tu_local_port(c) >= SL_OFFER_PORT_LO && tu_local_port(c) <= SL_OFFER_PORT_HI, "port %u",
 		  (unsigned)tu_local_port(c));
-	cr_assert_eq(getsockopt(c, IPPROTO_IP, 51 /* IP_LOCAL_PORT_RANGE */, &left, &len), 0, "%s", strerror(errno));
+	cr_assert_eq(getsockopt(c, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &left, &len), 0, "%s", strerror(errno));
 	cr_expect_eq(left, 0, "the socket kept the range 0x%x", left);
 	me.sin_port = htons(port);
 	cr_assert_eq(scilan_connect(c, (struct sockaddr *)&me, sizeof(me)), 0, "connect: %s", strerror(errno));
@@ -266,6 +275,42 @@ Test(offer_ports, a_bind_to_any_port_with_the_range_held_takes_one_outside)
 	scilan_close(c);
 	close(squat[0]);
 	close(squat[1]);
+}
+
+/* A program that confines its ports itself (IP_LOCAL_PORT_RANGE, Linux 6.3)
+ * keeps its range, at bind and at connect: a connection outside ours is
+ * kernel TCP at connect, and promoted if it lasts. */
+Test(offer_ports, a_range_the_program_set_is_its_own)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint32_t mine = 40099u << 16 | 40000u, left = 0;
+	socklen_t len = sizeof(left);
+	uint16_t port;
+	int l, c[2], s;
+
+	own_namespace("32768 60999");
+	l = tu_listen(AF_INET, 8, &port);
+	cr_assert_geq(l, 0);
+	for (int i = 0; i < 2; i++) {
+		c[i] = scilan_socket(AF_INET, SOCK_STREAM, 0);
+		cr_assert_eq(scilan_setsockopt(c[i], IPPROTO_IP, IP_LOCAL_PORT_RANGE, &mine, sizeof(mine)), 0, "%s",
+			     strerror(errno));
+	}
+	/* One binds its address first, one leaves it all to the connect. */
+	cr_assert_eq(scilan_bind(c[0], (struct sockaddr *)&me, sizeof(me)), 0, "bind: %s", strerror(errno));
+	me.sin_port = htons(port);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(scilan_connect(c[i], (struct sockaddr *)&me, sizeof(me)), 0, "connect: %s", strerror(errno));
+		s = tu_accept(l);
+		cr_assert_geq(s, 0, "accept: %s", strerror(errno));
+		cr_assert(tu_local_port(c[i]) >= 40000 && tu_local_port(c[i]) <= 40099, "port %u",
+			  (unsigned)tu_local_port(c[i]));
+		cr_assert_eq(getsockopt(c[i], IPPROTO_IP, IP_LOCAL_PORT_RANGE, &left, &len), 0);
+		cr_expect_eq(left, mine, "the program's range became 0x%x", left);
+		cr_assert_eq(tu_accelerated(c[i]), 0);
+		cr_expect_str_eq(reason(c[i]), "port-range");
+		ping_both_ways(c[i], s);
+	}
 }
 
 /* Kept plain for its port at connect, it is no worse off than a short one:
@@ -334,7 +379,7 @@ Test(offer_ports, a_squatter_on_the_whole_range_costs_the_rings_not_the_connecti
 	cr_assert_lt(tu_local_port(c), SL_OFFER_PORT_LO);
 	cr_assert_eq(tu_accelerated(c), 0);
 	cr_assert_eq(tu_accelerated(s), 0);
-	cr_expect_str_eq(reason(c), "resource");
+	cr_expect_str_eq(reason(c), "port-range");
 	ping_both_ways(c, s);
 	close(squat[0]);
 	close(squat[1]);

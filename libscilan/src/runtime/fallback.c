@@ -89,9 +89,10 @@ static const struct {
 				  "run both ends in one pid namespace, or in one network namespace (a pod), where "
 				  "offers pass through the rendezvous" },
 	[SL_FB_PORT_RANGE] = { "port-range",
-			       "the connection's local port is outside 57344-60999, the range an offer at connect "
-			       "must come from (the program bound it, or net.ipv4.ip_local_port_range leaves the "
-			       "range out); it moves onto the rings later if it lasts",
+			       "the connection's local port is outside 57344-60999 (and not below 1024), where an "
+			       "offer at connect must come from (the program bound it or set its own range, every port of ours was "
+			       "taken, or net.ipv4.ip_local_port_range leaves ours out); it moves onto the rings "
+			       "later if it lasts",
 			       "let the kernel pick the client's port, and keep 57344-60999 inside "
 			       "net.ipv4.ip_local_port_range" },
 };

@@ -222,10 +222,10 @@ static int offered_connect_returned(struct sl_sock *s, const struct sockaddr *ad
 		withdraw_offer(s);
 		/* Every port of the range taken (TIME_WAIT included, or held by
 		 * someone who wants us off the rings): the whole range, as
-		 * without us, on kernel TCP. */
+		 * without us, on kernel TCP, and promoted if it lasts. */
 		if (confined && err == EADDRNOTAVAIL) {
 			sl_info("fd %d: every port of the offers' range is taken; connection uses kernel TCP", s->fd);
-			return connect_plain(s, addr, len, SL_FB_RESOURCE);
+			return connect_plain(s, addr, len, SL_FB_PORT_RANGE);
 		}
 	}
 	errno = err;

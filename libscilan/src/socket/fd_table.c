@@ -209,6 +209,7 @@ reset:
 	memset(&s->known_peer, 0, sizeof(s->known_peer));
 	s->policy_since_ns = 0;
 	s->port_confined = false;
+	s->own_port_range = false;
 	atomic_store_explicit(&s->ctr, &s->own_ctr, memory_order_relaxed);
 	s->stats_slot = -1;
 	atomic_store_explicit(&s->stats_wanted, false, memory_order_relaxed);

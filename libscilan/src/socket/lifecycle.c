@@ -84,7 +84,8 @@ int scilan_bind(int fd, const struct sockaddr *addr, socklen_t len)
 
 	/* A client that fixes its source address before its connect: its
 	 * port, from the offers' range, leaves the connect its offer. */
-	if (s && sl_sock_state(s) == SL_FRESH && *sl_config()->rundir && binds_any_port(addr, len))
+	if (s && sl_sock_state(s) == SL_FRESH && !s->own_port_range && *sl_config()->rundir &&
+	    binds_any_port(addr, len))
 		return sl_offer_port_bind(fd, addr, len);
 	return sl_sys.bind(fd, addr, len);
 }

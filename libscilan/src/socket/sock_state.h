@@ -172,6 +172,7 @@ struct sl_sock {
 	bool rdv_only;          /* with rdv_conn: no acceptor of our user needs the offer as files */
 	bool listener_here;     /* after lookup: the listener is in our network namespace */
 	bool port_confined;     /* an offer confined our connect's port (offer_port.h) until it returns */
+	bool own_port_range;    /* the program set IP_LOCAL_PORT_RANGE: its ports are its to confine */
 	/* Another process may hold this socket (sl_sock_maybe_shared): then a
 	 * listener's registry entry asks connectors for offer files. */
 	bool maybe_shared;      /* received, adopted or passed on */

@@ -14,6 +14,7 @@
 #include "fabric/fabric.h"
 #include "scilan.h"
 #include "ring/segment.h"
+#include "fabric/shm/offer_port.h"
 #include "runtime/sys.h"
 #include "ring/urgent.h"
 
@@ -146,6 +147,8 @@ int scilan_setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		atomic_store(&s->tcp_inq, v != 0);
 	else if (level == IPPROTO_TCP && name == TCP_FASTOPEN_CONNECT)
 		s->fastopen_connect = v != 0;
+	else if (level == IPPROTO_IP && name == IP_LOCAL_PORT_RANGE)
+		s->own_port_range = v != 0;
 	else if (level == IPPROTO_TCP && name == TCP_DEFER_ACCEPT && published(s)) {
 		/* Set on the kernel socket first: it checks and rounds the value. */
 		s->defer_accept = 0;

@@ -362,7 +362,8 @@ static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct 
 	 * than the look we save others). */
 	s->port_confined = false;
 	if (s->rdv_conn >= 0 && !late) {
-		int confined = sl_offer_port_confine(s->fd);
+		/* A range the program set is its own to keep. */
+		int confined = s->own_port_range ? (errno = EADDRNOTAVAIL, -1) : sl_offer_port_confine(s->fd);
 
 		if (confined < 0) {
 			sl_info("fd %d: no offer at connect from a port outside %u-%u (%m)", s->fd,

@@ -16,10 +16,6 @@
 #include "runtime/sys.h"
 #include "sync/clock.h"
 
-#ifndef IP_LOCAL_PORT_RANGE
-#define IP_LOCAL_PORT_RANGE 51 /* Linux 6.3: the low 16 bits the first port, the high the last */
-#endif
-
 /* After a connect took a port outside the range (the namespace's
  * ip_local_port_range leaves it out, Linux then ignores the socket's), the
  * offers that would follow it are not made for a while: each would wait in
@@ -33,9 +29,12 @@ static const uint32_t offer_range = (uint32_t)SL_OFFER_PORT_HI << 16 | SL_OFFER_
 static _Atomic int kernel_confines;
 static _Atomic int64_t outside_until;
 
-static bool in_range(uint16_t port)
+/* A port an offer at connect may come from: one of the range, or one below
+ * 1024, which no kernel-picked port is (a client that binds one, SunRPC's
+ * bindresvport or rsh, chose it and needs the privilege). */
+static bool marked(uint16_t port)
 {
-	return port >= SL_OFFER_PORT_LO && port <= SL_OFFER_PORT_HI;
+	return (port >= SL_OFFER_PORT_LO && port <= SL_OFFER_PORT_HI) || (port > 0 && port < SL_OFFER_PORT_PRIVILEGED);
 }
 
 bool sl_offer_port_look(int listener, uint16_t port)
@@ -44,7 +43,7 @@ bool sl_offer_port_look(int listener, uint16_t port)
 	uint32_t range;
 	socklen_t len = sizeof(range);
 
-	if (in_range(port))
+	if (marked(port))
 		return true;
 	if (known == 0) {
 		/* Asked once.  Any failure (ENOPROTOOPT, or a sandbox's filter
@@ -73,7 +72,7 @@ int sl_offer_port_confine(int tcp)
 	/* The program's own bind (or an earlier connect's): the kernel's
 	 * connect keeps that port. */
 	bound = port_of(tcp);
-	if (bound && !in_range(bound)) {
+	if (bound && !marked(bound)) {
 		errno = EADDRNOTAVAIL;
 		return -1;
 	}
@@ -115,7 +114,7 @@ bool sl_offer_port_settle(int tcp, bool connected)
 	sl_sys.setsockopt(tcp, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &whole_range, sizeof(whole_range));
 	port = connected ? port_of(tcp) : 0;
 	errno = saved;
-	if (!connected || in_range(port))
+	if (!connected || marked(port))
 		return true;
 	/* At notice level once: every back-off would say it again. */
 	bool first = atomic_exchange_explicit(&outside_until, sl_mono_ns() + OUTSIDE_BACKOFF_NS,
