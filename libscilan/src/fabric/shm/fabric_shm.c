@@ -356,8 +356,8 @@ static int make_offer(struct sl_sock *s, const struct sl_key *dst, const struct 
 		errno = ENOENT; /* no name and no rendezvous: nobody to offer to */
 		return -1;
 	}
-	/* Its acceptor looks into the queue only for a client port in the
-	 * range: ours must come from it, or no offer is made at connect (a
+	/* Its acceptor looks into the queue only for a marked client port
+	 * (offer_port.h): ours must be one, or no offer is made at connect (a
 	 * file, which a look by socket finds, would cost that acceptor more
 	 * than the look we save others). */
 	s->port_confined = false;

@@ -356,9 +356,9 @@ int sl_shm_attach(struct sl_sock *s, struct sl_sock *listener, struct sl_key *lo
 	bool named = true;
 	ssize_t got;
 
-	/* An offer in the queue comes from a port in the range: for a client
-	 * port outside it (the kernel's word, from the accept), the look, a
-	 * system call, would find nothing of this connection's. */
+	/* An offer in the queue comes from a marked port (offer_port.h): for
+	 * any other client port (the kernel's word, from the accept), the look,
+	 * a system call, would find nothing of this connection's. */
 	took = peer->family && !sl_offer_port_look(listener->fd, peer->port)
 		       ? 0
 		       : sl_rdv_take(listener->rdv_fd, listener->rdv_gate, SL_MAX_REG, s->fd, local, peer, passed,
