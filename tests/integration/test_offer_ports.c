@@ -363,6 +363,44 @@ Test(offer_ports, a_namespace_range_without_ours_gives_kernel_tcp_with_every_byt
 	scilan_close(l);
 }
 
+/* An acceptor that looks all the same (its accept gave no address: the
+ * program's buffer was too small) may take the offer before the connector
+ * finds its port unmarked: the connector must then follow it onto the
+ * rings, not withdraw into kernel TCP with its acceptor on the rings.  The
+ * accept is made inside the connector's own settle (its clearing of the
+ * range), so that it comes first every time. */
+static int early_listener = -1, early_accepted = -1;
+
+static int accept_first_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	char tiny[1];
+	socklen_t tiny_len = sizeof(tiny);
+
+	if (early_listener >= 0 && level == IPPROTO_IP && name == IP_LOCAL_PORT_RANGE && *(const uint32_t *)val == 0) {
+		early_accepted = scilan_accept(early_listener, (struct sockaddr *)tiny, &tiny_len);
+		early_listener = -1;
+	}
+	return setsockopt(fd, level, name, val, len);
+}
+
+Test(offer_ports, an_acceptor_that_took_the_offer_first_is_followed)
+{
+	uint16_t port;
+	int l, c;
+
+	own_namespace("40000 40099");
+	l = tu_listen(AF_INET, 8, &port);
+	cr_assert_geq(l, 0);
+	early_listener = l;
+	sl_sys.setsockopt = accept_first_setsockopt;
+	c = tu_connect(AF_INET, port);
+	cr_assert_geq(c, 0, "connect: %s", strerror(errno));
+	cr_assert_geq(early_accepted, 0, "accept: %s", strerror(errno));
+	cr_assert_eq(tu_accelerated(early_accepted), 1, "acceptor: %s", reason(early_accepted));
+	cr_assert_eq(tu_accelerated(c), 1, "the connector left its acceptor on the rings: %s", reason(c));
+	ping_both_ways(c, early_accepted);
+}
+
 /* Someone (another user, maybe) holds every port of the range: our connect
  * loses its rings, not its connection, and takes a port outside as the
  * kernel's connect would. */

@@ -497,8 +497,16 @@ static void forget_segment(struct sl_sock *s)
 
 static bool shm_offer_port_settle(struct sl_sock *s, bool taken)
 {
+	uint32_t offered = SL_OFFER_OFFERED;
+
 	s->port_confined = false;
 	if (sl_offer_port_settle(s->fd, taken))
+		return true;
+	/* An acceptor may have looked all the same (its accept gave it no
+	 * address, or it found the offer's file) and decided already: that
+	 * decision stands, and the agreement follows it.  Only a revoke that
+	 * wins the offer word takes it back. */
+	if (!s->offer_word || !atomic_compare_exchange_strong(s->offer_word, &offered, SL_OFFER_REVOKED))
 		return true;
 	sl_fb_hint(SL_FB_PORT_RANGE);
 	return false;
